@@ -9,8 +9,30 @@
 //! # Layout
 //! - [`provider`]: the provider contract (tabs, claim/release, debugger, observe, act, events,
 //!   capabilities) and the opaque handles.
+//! - [`lifecycle`]: the lifecycle engine ([`lifecycle::Lifecycle`]): sessions, turns, turn-scoped
+//!   marks and every boundary (turn end, finalize, context reset, close), as plans of provider
+//!   steps. It owns the machines below; nothing else mutates them.
+//! - [`activation`]: tool activation per session (`inactive → activeSticky → inactive`).
+//! - [`tabs`]: tab records with provenance and resource state.
+//! - [`debugger`]: reference-counted debugger leases with idle detach.
+//! - [`write_lease`]: per-tab write leases and fencing tokens (checked in one function).
+//! - [`recovery`]: recovery records for failed or unknown cleanup.
+//! - [`bridge`]: the bridge machine per browser connection.
+//! - [`error`]: [`error::CoreError`] and its stable [`error::ErrorKind`].
+//! - [`clock`] and [`runtime`]: the async driver ([`runtime::Runtime`]) that executes plans
+//!   against a provider, serialized per session. The only module that reads a clock.
 
+pub mod activation;
+pub mod bridge;
+pub mod clock;
+pub mod debugger;
+pub mod error;
+pub mod lifecycle;
 pub mod provider;
+pub mod recovery;
+pub mod runtime;
+pub mod tabs;
+pub mod write_lease;
 
 /// A point in time, in milliseconds since an arbitrary epoch chosen by the caller.
 ///

@@ -1,12 +1,35 @@
 //! Page-level payloads: what an observation contains, how actions are described and what they report.
+//!
+//! Doc comments here become the JSON Schema descriptions models read, so they are short and concrete.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// An opaque, frame-qualified reference to an operable node, e.g. `e12` or `f2e7`.
+/// An opaque, frame-qualified reference to an operable node, e.g. `e12` or `f2e7`, taken from an observation.
+/// `role "name"` (e.g. `button "Save"`) is also accepted and must match exactly one node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct NodeRef(pub String);
+
+impl NodeRef {
+    /// A ref from its text.
+    #[must_use]
+    pub fn new(s: impl Into<String>) -> Self {
+        Self(s.into())
+    }
+
+    /// The ref's text.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for NodeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
 
 /// Parameters of `browser_observe`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -15,6 +38,94 @@ pub struct ObserveParams {
     /// Also capture a screenshot.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub screenshot: bool,
+    /// Screenshot options (implies `screenshot`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_options: Option<ScreenshotOptions>,
+    /// Only observe inside this node (expand a truncated region).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub within: Option<NodeRef>,
+    /// Return only what changed since this cursor (from a previous observation's `cursor`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
+    /// Maximum operable nodes listed (default 120).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_nodes: Option<u32>,
+    /// Maximum size of `content` in bytes (default 81920).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u32>,
+}
+
+/// Default limit of operable nodes in one observation.
+pub const DEFAULT_MAX_NODES: u32 = 120;
+/// Default limit of `content` bytes in one observation.
+pub const DEFAULT_MAX_BYTES: u32 = 80 * 1024;
+
+/// A frame of the observed tab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FrameSummary {
+    /// Frame prefix used in refs (`""` for the main frame, `f2` for the others).
+    pub frame: String,
+    /// Frame URL.
+    pub url: String,
+    /// Whether it runs in another process (cross-origin iframe).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_process: bool,
+    /// This frame's document version; refs from older documents are stale.
+    pub document_epoch: u64,
+}
+
+/// A JavaScript dialog blocking the page.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DialogInfo {
+    /// alert, confirm, prompt or beforeunload.
+    pub kind: String,
+    /// The dialog's message (untrusted page text).
+    pub message: String,
+    /// Default prompt text, for prompts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_prompt: Option<String>,
+}
+
+/// Loading state of the main document.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum LoadState {
+    /// Still loading.
+    Loading,
+    /// DOM parsed, subresources loading.
+    Interactive,
+    /// Fully loaded.
+    #[default]
+    Complete,
+}
+
+/// What was left out of an observation.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Truncation {
+    /// Operable nodes left out.
+    pub omitted_nodes: u32,
+    /// Why: `maxNodes` or `maxBytes`.
+    pub reason: String,
+    /// Refs of regions with omitted content; observe with `within` to expand them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expand: Vec<NodeRef>,
+}
+
+/// Changes since a cursor.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservationDiff {
+    /// The cursor this diff is relative to.
+    pub since: String,
+    /// New or changed lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<String>,
+    /// Refs that are gone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub removed: Vec<NodeRef>,
 }
 
 /// What `browser_observe` returns.
@@ -25,16 +136,464 @@ pub struct Observation {
     pub url: String,
     /// Page title.
     pub title: String,
-    /// The compact line rendering of the page, framed as untrusted content.
+    /// The compact line rendering of the page, framed as untrusted content. Empty for a diff.
     pub content: String,
+    /// Frames of the page (main frame first).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frames: Vec<FrameSummary>,
+    /// Operable nodes listed.
+    #[serde(default)]
+    pub node_count: u32,
+    /// Set when content was left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<Truncation>,
+    /// Pass as `since` to get only changes next time.
+    #[serde(default)]
+    pub cursor: String,
+    /// Observation revision of this tab.
+    #[serde(default)]
+    pub revision: u64,
+    /// Connection epoch; refs from other epochs are stale.
+    #[serde(default)]
+    pub connection_epoch: u64,
+    /// Changes since `since`, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<ObservationDiff>,
+    /// The cursor was too old: `content` is a full observation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resync_required: bool,
+    /// A dialog blocks the page; handle it with the `dialog` action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<DialogInfo>,
+    /// A modal element (e.g. `dialog "Confirm"`) traps interaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modal: Option<String>,
+    /// The focused node's ref.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focused: Option<NodeRef>,
+    /// Loading state.
+    #[serde(default)]
+    pub load_state: LoadState,
+    /// Screenshot, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<Screenshot>,
+}
+
+/// Image format of a screenshot.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ImageFormat {
+    /// PNG.
+    Png,
+    /// JPEG.
+    #[default]
+    Jpeg,
+    /// WebP.
+    Webp,
+}
+
+/// Screenshot options.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScreenshotOptions {
+    /// Capture only this node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<NodeRef>,
+    /// Capture the whole scrollable page.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub full_page: bool,
+    /// Image format (default jpeg).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<ImageFormat>,
+    /// JPEG/WebP quality 1-100 (default 80).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quality: Option<u8>,
+    /// Longest image side in pixels; larger captures are downscaled (default 1280).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_size: Option<u32>,
+}
+
+/// A width and height.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Size {
+    /// Width.
+    pub width: f64,
+    /// Height.
+    pub height: f64,
+}
+
+/// A point.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Point {
+    /// X.
+    pub x: f64,
+    /// Y.
+    pub y: f64,
+}
+
+/// A captured image and its geometry: image pixel = (CSS pixel - clip origin) * `scale`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Screenshot {
+    /// Id of this image.
+    pub image_id: String,
+    /// Image format.
+    pub format: ImageFormat,
+    /// Base64 image bytes.
+    pub data: String,
+    /// Viewport size in CSS pixels.
+    pub viewport_css_size: Size,
+    /// Image size in pixels.
+    pub pixel_size: Size,
+    /// Device pixel ratio of the page.
+    pub dpr: f64,
+    /// Image pixels per CSS pixel.
+    pub scale: f64,
+    /// Page scroll offset in CSS pixels.
+    pub scroll: Point,
+    /// CSS origin of the captured area in page coordinates.
+    pub clip_origin: Point,
+    /// Main document epoch when captured.
+    pub document_epoch: u64,
+    /// Capture time (milliseconds since the Unix epoch).
+    pub captured_at: u64,
+}
+
+/// What `browser_act` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ActionKind {
+    /// Click `target`.
+    Click,
+    /// Double-click `target`.
+    Dblclick,
+    /// Move the mouse over `target`.
+    Hover,
+    /// Replace `target`'s text with `value`.
+    Fill,
+    /// Type `value` at the end of `target`'s text (or into the focused node).
+    Type,
+    /// Press keys: `value` like `Enter`, `Control+A`, `Shift+Tab` (into `target` if given).
+    Press,
+    /// Choose the option of select `target` whose label or value is `value`.
+    Select,
+    /// Make checkbox/radio `target` checked.
+    Check,
+    /// Make checkbox `target` unchecked.
+    Uncheck,
+    /// Scroll the page or `target` (`direction`, or until `untilText` is shown).
+    Scroll,
+    /// Load URL `value`.
+    Navigate,
+    /// History back.
+    Back,
+    /// History forward.
+    Forward,
+    /// Reload.
+    Reload,
+    /// Set file input `target` to the authorised file path `value`.
+    Upload,
+    /// Wait until `expected` holds.
+    Wait,
+    /// Drag `target` onto `to`.
+    Drag,
+    /// Accept (`accept: true`) or dismiss the open dialog; `value` is prompt text.
+    Dialog,
+}
+
+/// Scroll direction.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ScrollDirection {
+    /// Down.
+    #[default]
+    Down,
+    /// Up.
+    Up,
+    /// Left.
+    Left,
+    /// Right.
+    Right,
+}
+
+/// A postcondition checked after the action, within the same deadline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "camelCase", deny_unknown_fields)]
+pub enum Expectation {
+    /// Field `target` has exactly `equals` as its value.
+    Value {
+        /// The field.
+        target: NodeRef,
+        /// Expected value.
+        equals: String,
+    },
+    /// Text is present on the page (any frame).
+    TextPresent {
+        /// Text to find.
+        text: String,
+    },
+    /// A node with this role and/or name (substring) appears.
+    Appears {
+        /// Role, e.g. `button`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        role: Option<String>,
+        /// Name substring.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+    },
+    /// `target` (or text) is gone or hidden.
+    Disappears {
+        /// The node.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        target: Option<NodeRef>,
+        /// Or this text.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
+    /// `target` has this state: checked, unchecked, expanded, collapsed, disabled, enabled, focused, selected.
+    State {
+        /// The node.
+        target: NodeRef,
+        /// The state.
+        state: String,
+    },
+    /// The URL contains `contains`.
+    Url {
+        /// Substring of the URL.
+        contains: String,
+    },
+    /// The main frame navigated.
+    Navigated,
+    /// A new tab opened.
+    NewTab,
+    /// A dialog opened.
+    Dialog,
+    /// A download finished.
+    DownloadFinished,
 }
 
 /// Parameters of `browser_act`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ActParams {
-    /// The ref to act on.
+    /// What to do.
+    pub action: ActionKind,
+    /// The node to act on (a ref from the latest observation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<NodeRef>,
+    /// Text, key chord, option, URL, file path or prompt text, depending on `action`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Drop target of `drag`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<NodeRef>,
+    /// Scroll direction (default down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<ScrollDirection>,
+    /// Scroll until this text is on screen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until_text: Option<String>,
+    /// `dialog`: accept (true) or dismiss (false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept: Option<bool>,
+    /// Postconditions to verify in the same call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expected: Vec<Expectation>,
+    /// Idempotency key: a repeated id returns the first result and never re-dispatches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// Deadline in milliseconds (default 10000; navigation 30000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Return a fresh observation with the result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observe: bool,
+}
+
+impl ActParams {
+    /// An action with no target or value.
+    #[must_use]
+    pub fn new(action: ActionKind) -> Self {
+        Self {
+            action,
+            target: None,
+            value: None,
+            to: None,
+            direction: None,
+            until_text: None,
+            accept: None,
+            expected: Vec::new(),
+            request_id: None,
+            timeout_ms: None,
+            observe: false,
+        }
+    }
+
+    /// Sets the target.
+    #[must_use]
+    pub fn target(mut self, r: impl Into<String>) -> Self {
+        self.target = Some(NodeRef(r.into()));
+        self
+    }
+
+    /// Sets the value.
+    #[must_use]
+    pub fn value(mut self, v: impl Into<String>) -> Self {
+        self.value = Some(v.into());
+        self
+    }
+
+    /// Adds an expectation.
+    #[must_use]
+    pub fn expect(mut self, e: Expectation) -> Self {
+        self.expected.push(e);
+        self
+    }
+
+    /// Sets the deadline.
+    #[must_use]
+    pub fn timeout_ms(mut self, ms: u64) -> Self {
+        self.timeout_ms = Some(ms);
+        self
+    }
+}
+
+/// Did the action do what it was asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Outcome {
+    /// Done.
+    Succeeded,
+    /// Not done; see `code`.
+    Failed,
+    /// Cancelled before completion.
+    Cancelled,
+    /// It may or may not have happened; do not blindly retry.
+    #[default]
+    Unknown,
+}
+
+/// How far the input got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Dispatch {
+    /// Nothing reached the page.
+    #[default]
+    NotDispatched,
+    /// Input was sent.
+    Dispatched,
+    /// Input was sent and its effect read back.
+    Observed,
+}
+
+/// Result of the `expected` checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Postcondition {
+    /// Every expectation held.
+    Passed,
+    /// At least one expectation did not hold before the deadline.
+    Failed,
+    /// Nothing was expected, or it could not be checked.
+    #[default]
+    Unverified,
+}
+
+/// One expectation's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectationResult {
+    /// Index in `expected`.
+    pub index: u32,
+    /// Whether it held.
+    pub passed: bool,
+    /// What was found.
+    pub detail: String,
+}
+
+/// Milliseconds spent per phase.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PhaseTimings {
+    /// Waiting for the tab's queue.
+    pub queue: f64,
+    /// Resolving the target.
+    pub resolve: f64,
+    /// Actionability checks.
+    pub actionability: f64,
+    /// Sending input.
+    pub dispatch: f64,
+    /// Settling and checking expectations.
+    pub wait: f64,
+    /// Observing effects.
+    pub observe: f64,
+    /// Building the result.
+    pub serialize: f64,
+}
+
+/// A download seen during the action.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DownloadInfo {
+    /// Suggested file name.
+    pub file_name: String,
+    /// inProgress, completed or canceled.
+    pub state: String,
+    /// Where it was saved, once completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+/// What the action changed, gathered while the page settled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Effects {
+    /// New main-frame URL, when it navigated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub navigated: Option<String>,
+    /// Operable nodes that appeared (observation lines).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub appeared: Vec<String>,
+    /// Refs that disappeared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disappeared: Vec<NodeRef>,
+    /// Node focused after the action.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub focused: Option<String>,
+    /// Tabs opened (handles).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tabs_opened: Vec<String>,
+    /// Tabs closed (handles).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tabs_closed: Vec<String>,
+    /// A dialog that opened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialog: Option<DialogInfo>,
+    /// Downloads.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub downloads: Vec<DownloadInfo>,
+    /// Live-region, alert and toast text announced (untrusted page text).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub announced: Vec<String>,
+    /// Console errors and uncaught exceptions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub console_errors: Vec<String>,
+    /// Field value read back after input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// The element that would receive the input instead of the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CoveringElement {
+    /// Its ref (act on it, e.g. to dismiss it).
+    #[serde(rename = "ref")]
+    pub node: NodeRef,
+    /// Its role.
+    pub role: String,
+    /// Its accessible name.
+    pub name: String,
 }
 
 /// What an action reports.
@@ -43,4 +602,111 @@ pub struct ActParams {
 pub struct ActionResult {
     /// Trace id of this action.
     pub trace_id: String,
+    /// Did the action itself succeed.
+    pub outcome: Outcome,
+    /// How far input got.
+    pub dispatch: Dispatch,
+    /// Stable error code (SCREAMING_SNAKE), when not plainly successful.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// What happened and what to do next.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Result of `expected`, separate from `outcome`.
+    pub postcondition: Postcondition,
+    /// Per-expectation results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expectations: Vec<ExpectationResult>,
+    /// What covers the target (`NOT_ACTIONABLE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covering: Option<CoveringElement>,
+    /// Candidates (`AMBIGUOUS_TARGET`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+    /// Effects seen while the page settled.
+    #[serde(default)]
+    pub effects: Effects,
+    /// Milliseconds per phase.
+    #[serde(default)]
+    pub timings: PhaseTimings,
+    /// This result was stored for `requestId` and is returned again without re-dispatching.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deduplicated: bool,
+    /// Fresh observation, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Box<Observation>>,
+}
+
+/// Stable action result codes.
+pub mod codes {
+    /// The ref's node or document is gone, or the connection changed.
+    pub const STALE_TARGET: &str = "STALE_TARGET";
+    /// A `role "name"` target matched several nodes.
+    pub const AMBIGUOUS_TARGET: &str = "AMBIGUOUS_TARGET";
+    /// No node matches the target.
+    pub const TARGET_NOT_FOUND: &str = "TARGET_NOT_FOUND";
+    /// The node cannot take the input (hidden, disabled, covered, not editable).
+    pub const NOT_ACTIONABLE: &str = "NOT_ACTIONABLE";
+    /// The deadline passed.
+    pub const DEADLINE_EXCEEDED: &str = "DEADLINE_EXCEEDED";
+    /// A JavaScript dialog blocks the page.
+    pub const DIALOG_BLOCKING: &str = "DIALOG_BLOCKING";
+    /// The action ran but an expectation did not hold.
+    pub const EXPECTATION_FAILED: &str = "EXPECTATION_FAILED";
+    /// The input was sent but the field does not hold the text.
+    pub const INPUT_NOT_APPLIED: &str = "INPUT_NOT_APPLIED";
+    /// The parameters are invalid for this action.
+    pub const INVALID_PARAMS: &str = "INVALID_PARAMS";
+    /// Policy forbids it (e.g. a file outside the authorised uploads).
+    pub const POLICY_DENIED: &str = "POLICY_DENIED";
+    /// The request id was used before with another payload, or is still running.
+    pub const DUPLICATE_REQUEST: &str = "DUPLICATE_REQUEST";
+    /// The browser refused or failed the command.
+    pub const ACTION_FAILED: &str = "ACTION_FAILED";
+    /// The connection to the browser was lost.
+    pub const CONNECTION_LOST: &str = "CONNECTION_LOST";
+    /// The capability is not supported here.
+    pub const UNSUPPORTED_CAPABILITY: &str = "UNSUPPORTED_CAPABILITY";
+    /// Cancelled.
+    pub const CANCELLED: &str = "CANCELLED";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn act_params_round_trip_in_camel_case() {
+        let p = ActParams::new(ActionKind::Click)
+            .target("f2e5")
+            .expect(Expectation::Url { contains: "/done".into() })
+            .timeout_ms(500);
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["action"], "click");
+        assert_eq!(v["timeoutMs"], 500);
+        assert_eq!(v["expected"][0]["kind"], "url");
+        let back: ActParams = serde_json::from_value(v).unwrap();
+        assert_eq!(back, p);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let err = serde_json::from_str::<ActParams>(r#"{"action":"click","tagret":"e1"}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        assert!(serde_json::from_str::<ObserveParams>(r#"{"screenshots":true}"#).is_err());
+    }
+
+    #[test]
+    fn result_serialises_ref_field_and_codes() {
+        let r = ActionResult {
+            outcome: Outcome::Failed,
+            code: Some(codes::NOT_ACTIONABLE.into()),
+            covering: Some(CoveringElement { node: NodeRef::new("e9"), role: "dialog".into(), name: "Cookies".into() }),
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["covering"]["ref"], "e9");
+        assert_eq!(v["dispatch"], "notDispatched");
+        assert_eq!(v["postcondition"], "unverified");
+    }
 }

@@ -1,0 +1,178 @@
+//! The WebSocket transport for remote CDP endpoints, and resolution of `http://host:port` to the browser's ws URL.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+use crate::connection::{Cdp, ConnectionOptions};
+use crate::error::{CdpError, TransportError};
+use crate::transport::Transport;
+
+/// The largest message accepted from a remote endpoint.
+const MAX_WS_MESSAGE: usize = 512 * 1024 * 1024;
+/// The largest `/json/version` answer read.
+const MAX_HTTP_RESPONSE: u64 = 1024 * 1024;
+
+/// How to connect to a remote endpoint.
+#[derive(Clone, Debug)]
+pub struct ConnectOptions {
+    /// How long resolving and the WebSocket handshake may take together.
+    pub connect_timeout: Duration,
+    /// Queue sizes of the connection.
+    pub connection: ConnectionOptions,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions { connect_timeout: Duration::from_secs(30), connection: ConnectionOptions::default() }
+    }
+}
+
+/// Connects to a remote CDP endpoint: a `ws://` browser (or page) URL, or `http://host:port`, which is resolved to the
+/// browser's ws URL through `/json/version`.
+pub async fn connect_ws(url: &str) -> Result<Cdp, CdpError> {
+    connect_ws_with(url, ConnectOptions::default()).await
+}
+
+/// [`connect_ws`] with explicit options.
+pub async fn connect_ws_with(url: &str, options: ConnectOptions) -> Result<Cdp, CdpError> {
+    let connect = async {
+        let ws_url = resolve_ws_url(url).await?;
+        WsTransport::connect(&ws_url).await
+    };
+    let transport = tokio::time::timeout(options.connect_timeout, connect).await.map_err(|_| {
+        TransportError::Connect {
+            endpoint: url.to_owned(),
+            message: format!("no answer within {:?}; check that the browser is running there", options.connect_timeout),
+        }
+    })??;
+    Ok(Cdp::spawn(transport, options.connection))
+}
+
+/// Turns an endpoint into a WebSocket URL: `ws://` and `wss://` URLs are returned unchanged, `http://host:port` is
+/// asked for its `webSocketDebuggerUrl` at `/json/version`.
+pub async fn resolve_ws_url(endpoint: &str) -> Result<String, TransportError> {
+    let lower = endpoint.to_ascii_lowercase();
+    if lower.starts_with("ws://") || lower.starts_with("wss://") {
+        return Ok(endpoint.to_owned());
+    }
+    let Some(rest) = lower.strip_prefix("http://").map(|_| &endpoint["http://".len()..]) else {
+        let message = if lower.starts_with("https://") {
+            "https:// discovery is unsupported; pass the wss:// browser URL instead".to_owned()
+        } else {
+            "expected a ws://, wss:// or http://host:port URL".to_owned()
+        };
+        return Err(TransportError::Unsupported { endpoint: endpoint.to_owned(), message });
+    };
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() {
+        return Err(TransportError::Connect { endpoint: endpoint.to_owned(), message: "the URL has no host".into() });
+    }
+    let has_port = match authority.rfind(']') {
+        Some(bracket) => authority[bracket..].contains(':'),
+        None => authority.contains(':'),
+    };
+    let address = if has_port { authority.to_owned() } else { format!("{authority}:80") };
+    let connect_error = |message: String| TransportError::Connect { endpoint: endpoint.to_owned(), message };
+
+    let mut stream = TcpStream::connect(&address).await.map_err(|err| connect_error(err.to_string()))?;
+    let request = format!("GET /json/version HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.map_err(|err| connect_error(err.to_string()))?;
+    let mut response = Vec::new();
+    stream.take(MAX_HTTP_RESPONSE).read_to_end(&mut response).await.map_err(|err| connect_error(err.to_string()))?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| connect_error("no HTTP answer".into()))?;
+    let status_line = head.lines().next().unwrap_or_default();
+    if status_line.split_whitespace().nth(1) != Some("200") {
+        return Err(connect_error(format!(
+            "/json/version answered `{status_line}`; is this a Chromium DevTools endpoint?"
+        )));
+    }
+    let version: Value = serde_json::from_str(body.trim()).map_err(|err| TransportError::Malformed {
+        detail: format!("/json/version of {endpoint} is not JSON: {err}"),
+    })?;
+    version.get("webSocketDebuggerUrl").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
+        TransportError::Malformed { detail: format!("/json/version of {endpoint} has no webSocketDebuggerUrl") }
+    })
+}
+
+/// CDP over one WebSocket, one text frame per message.
+#[derive(Debug)]
+pub struct WsTransport {
+    stream: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    url: String,
+}
+
+impl WsTransport {
+    /// Opens the WebSocket at `url` (`ws://`; `wss://` when the build has TLS support).
+    pub async fn connect(url: &str) -> Result<WsTransport, TransportError> {
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(MAX_WS_MESSAGE))
+            .max_frame_size(Some(MAX_WS_MESSAGE));
+        let (stream, _response) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
+            .await
+            .map_err(|err| match err {
+                tokio_tungstenite::tungstenite::Error::Url(url_err) => TransportError::Unsupported {
+                    endpoint: url.to_owned(),
+                    message: format!("{url_err} (wss:// needs TLS support, which this build lacks)"),
+                },
+                other => TransportError::Connect { endpoint: url.to_owned(), message: other.to_string() },
+            })?;
+        Ok(WsTransport { stream, url: url.to_owned() })
+    }
+}
+
+#[async_trait]
+impl Transport for WsTransport {
+    async fn send(&mut self, message: String) -> Result<(), TransportError> {
+        self.stream.send(Message::text(message)).await.map_err(|err| ws_error(&self.url, err, "sending"))
+    }
+
+    async fn recv(&mut self) -> Result<String, TransportError> {
+        loop {
+            match self.stream.next().await {
+                Some(Ok(Message::Text(text))) => return Ok(text.as_str().to_owned()),
+                Some(Ok(Message::Binary(bytes))) => {
+                    return String::from_utf8(bytes.to_vec()).map_err(|err| TransportError::Malformed {
+                        detail: format!("binary frame is not UTF-8: {err}"),
+                    });
+                }
+                Some(Ok(Message::Close(frame))) => {
+                    let detail = frame
+                        .map(|frame| format!(" (code {}, {:?})", u16::from(frame.code), frame.reason.as_str()))
+                        .unwrap_or_default();
+                    return Err(TransportError::Closed {
+                        reason: format!("the endpoint {} closed the WebSocket{detail}", self.url),
+                    });
+                }
+                Some(Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_))) => {}
+                Some(Err(err)) => return Err(ws_error(&self.url, err, "receiving")),
+                None => {
+                    return Err(TransportError::Closed { reason: format!("the WebSocket to {} closed", self.url) });
+                }
+            }
+        }
+    }
+}
+
+fn ws_error(url: &str, err: tokio_tungstenite::tungstenite::Error, action: &'static str) -> TransportError {
+    use tokio_tungstenite::tungstenite::Error;
+    match err {
+        Error::ConnectionClosed | Error::AlreadyClosed => {
+            TransportError::Closed { reason: format!("the WebSocket to {url} closed") }
+        }
+        Error::Protocol(err) => TransportError::Closed { reason: format!("the WebSocket to {url} broke: {err}") },
+        Error::Io(err) => TransportError::Closed { reason: format!("the WebSocket to {url} failed while {action}: {err}") },
+        Error::Capacity(err) => {
+            TransportError::Malformed { detail: format!("a message exceeds the WebSocket size limit: {err}") }
+        }
+        other => TransportError::Io { action, message: other.to_string() },
+    }
+}

@@ -1,0 +1,4 @@
+//! Integration tests of browserd-cdp: the connection against a scripted peer, and everything against a real Chromium.
+
+mod real_chromium;
+mod scripted;

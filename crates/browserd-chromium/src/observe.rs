@@ -1,0 +1,1024 @@
+//! Observation: the accessibility tree of every frame merged with a DOM snapshot (identity, geometry, clickability),
+//! rendered as compact lines with stable, document-bound refs; budgets, region expansion, diffs and staleness checks.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use browserd_cdp::SessionId;
+use browserd_core::{ProviderError, ProviderErrorKind, TabHandle};
+use browserd_protocol::{
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, FrameSummary, NodeRef, Observation, ObservationDiff, ObserveParams,
+    Truncation,
+};
+use futures_util::future::join_all;
+use serde_json::{Value, json};
+
+use crate::provider::{ChromiumProvider, cdp_err, gone, truncate};
+use crate::state::{Line, RefTable};
+
+const INTERACTIVE: &[&str] = &[
+    "button",
+    "link",
+    "textbox",
+    "searchbox",
+    "checkbox",
+    "radio",
+    "combobox",
+    "listbox",
+    "option",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "tab",
+    "switch",
+    "slider",
+    "spinbutton",
+    "treeitem",
+    "ListBoxOption",
+    "MenuListOption",
+    "DisclosureTriangle",
+    "PopUpButton",
+    "ToggleButton",
+];
+
+const STRUCTURAL: &[&str] = &[
+    "main",
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "region",
+    "form",
+    "search",
+    "dialog",
+    "alertdialog",
+    "alert",
+    "status",
+    "table",
+    "grid",
+    "treegrid",
+    "menu",
+    "menubar",
+    "tablist",
+    "tree",
+    "toolbar",
+    "radiogroup",
+    "group",
+    "row",
+    "list",
+];
+
+/// Roles whose name is built from their content, so their text is not repeated.
+const NAME_FROM_CONTENT: &[&str] = &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
+
+/// A DOM node's facts from the snapshot.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DomNode {
+    pub(crate) tag: String,
+    pub(crate) attrs: Vec<(String, String)>,
+    pub(crate) clickable: bool,
+    pub(crate) pointer: bool,
+    pub(crate) parent_pointer: bool,
+    pub(crate) content_frame: Option<String>,
+}
+
+impl DomNode {
+    fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AxNode {
+    ignored: bool,
+    role: String,
+    name: String,
+    value: String,
+    props: Vec<(String, Value)>,
+    children: Vec<String>,
+    backend: Option<i64>,
+}
+
+impl AxNode {
+    fn prop(&self, name: &str) -> Option<&Value> {
+        self.props.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+    fn flag(&self, name: &str) -> bool {
+        match self.prop(name) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => s == "true",
+            _ => false,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct AxTree {
+    nodes: HashMap<String, AxNode>,
+    root: Option<String>,
+}
+
+fn parse_ax(v: &Value) -> AxTree {
+    let mut t = AxTree::default();
+    let mut has_parent = HashSet::new();
+    for n in v["nodes"].as_array().into_iter().flatten() {
+        let id = n["nodeId"].as_str().unwrap_or_default().to_owned();
+        let children: Vec<String> =
+            n["childIds"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(str::to_owned)).collect();
+        has_parent.extend(children.iter().cloned());
+        let props = n["properties"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| (p["name"].as_str().unwrap_or_default().to_owned(), p["value"]["value"].clone()))
+            .collect();
+        let text = |v: &Value| match v {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        };
+        t.nodes.insert(
+            id.clone(),
+            AxNode {
+                ignored: n["ignored"].as_bool().unwrap_or(false),
+                role: n["role"]["value"].as_str().unwrap_or_default().to_owned(),
+                name: text(&n["name"]["value"]),
+                value: text(&n["value"]["value"]),
+                props,
+                children,
+                backend: n["backendDOMNodeId"].as_i64(),
+            },
+        );
+        if t.root.is_none() && n["parentId"].is_null() {
+            t.root = Some(id);
+        }
+    }
+    if t.root.is_none() {
+        t.root = t.nodes.keys().find(|k| !has_parent.contains(*k)).cloned();
+    }
+    t
+}
+
+/// Parses `DOMSnapshot.captureSnapshot` into per-frame node maps.
+fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
+    let strings: Vec<&str> = v["strings"].as_array().into_iter().flatten().map(|s| s.as_str().unwrap_or("")).collect();
+    let s = |i: &Value| i.as_i64().and_then(|i| usize::try_from(i).ok()).and_then(|i| strings.get(i).copied()).unwrap_or("");
+    let docs = v["documents"].as_array().cloned().unwrap_or_default();
+    let frame_ids: Vec<String> = docs.iter().map(|d| s(&d["frameId"]).to_owned()).collect();
+    let mut out = HashMap::new();
+    for (di, d) in docs.iter().enumerate() {
+        let n = &d["nodes"];
+        let backend = n["backendNodeId"].as_array().cloned().unwrap_or_default();
+        let count = backend.len();
+        let names = n["nodeName"].as_array().cloned().unwrap_or_default();
+        let parents = n["parentIndex"].as_array().cloned().unwrap_or_default();
+        let attrs = n["attributes"].as_array().cloned().unwrap_or_default();
+        let mut nodes: Vec<DomNode> = (0..count)
+            .map(|i| DomNode {
+                tag: names.get(i).map(|x| s(x).to_ascii_lowercase()).unwrap_or_default(),
+                attrs: attrs
+                    .get(i)
+                    .and_then(Value::as_array)
+                    .map(|a| a.chunks(2).filter(|c| c.len() == 2).map(|c| (s(&c[0]).to_owned(), s(&c[1]).to_owned())).collect())
+                    .unwrap_or_default(),
+                ..Default::default()
+            })
+            .collect();
+        for i in n["isClickable"]["index"].as_array().into_iter().flatten().filter_map(Value::as_u64) {
+            if let Some(node) = nodes.get_mut(usize::try_from(i).unwrap_or(usize::MAX)) {
+                node.clickable = true;
+            }
+        }
+        let cd = &n["contentDocumentIndex"];
+        for (i, doc) in cd["index"].as_array().into_iter().flatten().zip(cd["value"].as_array().into_iter().flatten()) {
+            if let (Some(i), Some(doc)) = (i.as_u64(), doc.as_u64())
+                && let Some(node) = nodes.get_mut(usize::try_from(i).unwrap_or(usize::MAX))
+            {
+                node.content_frame = frame_ids.get(usize::try_from(doc).unwrap_or(usize::MAX)).cloned();
+            }
+        }
+        let layout = &d["layout"];
+        let mut pointer = vec![false; count];
+        for (ni, st) in layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten()) {
+            if let Some(ni) = ni.as_u64().and_then(|x| usize::try_from(x).ok())
+                && ni < count
+            {
+                pointer[ni] = st.get(0).map(&s) == Some("pointer");
+            }
+        }
+        let mut map = HashMap::with_capacity(count);
+        for (i, mut node) in nodes.into_iter().enumerate() {
+            node.pointer = pointer[i];
+            node.parent_pointer = parents
+                .get(i)
+                .and_then(Value::as_i64)
+                .and_then(|p| usize::try_from(p).ok())
+                .is_some_and(|p| pointer.get(p).copied().unwrap_or(false));
+            if let Some(b) = backend.get(i).and_then(Value::as_i64) {
+                map.insert(b, node);
+            }
+        }
+        out.insert(frame_ids[di].clone(), map);
+    }
+    out
+}
+
+/// What one node looked like (for expectations).
+#[derive(Debug, Clone)]
+pub(crate) struct NodeSummary {
+    pub(crate) node_ref: String,
+    pub(crate) role: String,
+    pub(crate) name: String,
+    pub(crate) states: Vec<String>,
+}
+
+/// An observation before it becomes wire data.
+#[derive(Debug, Default)]
+pub(crate) struct Built {
+    pub(crate) lines: Vec<Line>,
+    pub(crate) node_count: u32,
+    pub(crate) truncated: Option<Truncation>,
+    pub(crate) focused: Option<String>,
+    pub(crate) modal: Option<String>,
+    pub(crate) title: String,
+    pub(crate) nodes: Vec<NodeSummary>,
+    pub(crate) frames: Vec<FrameSummary>,
+    pub(crate) url: String,
+}
+
+struct FrameMeta {
+    key: u32,
+    epoch: u64,
+}
+
+struct Renderer<'a> {
+    frames: &'a HashMap<String, FrameMeta>,
+    docs: &'a HashMap<String, HashMap<i64, DomNode>>,
+    axs: &'a HashMap<String, AxTree>,
+    owners: &'a HashMap<(String, i64), String>,
+    refs: &'a mut RefTable,
+    origin: String,
+    out: Built,
+    pending: String,
+    pending_indent: u16,
+    bytes: usize,
+    max_nodes: u32,
+    max_bytes: usize,
+    omitted: u32,
+    bytes_full: bool,
+    containers: Vec<(String, i64)>,
+    expand: Vec<(String, i64)>,
+    context: Vec<String>,
+    /// Interactive lines: (line index, role, name, context).
+    inter: Vec<(usize, String, String, Option<String>)>,
+}
+
+fn quote(s: &str, max: usize) -> String {
+    let clean: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("\"{}\"", truncate(&clean, max).replace('"', "\\\""))
+}
+
+impl Renderer<'_> {
+    fn dom(&self, frame: &str, n: &AxNode) -> Option<&DomNode> {
+        n.backend.and_then(|b| self.docs.get(frame).and_then(|d| d.get(&b)))
+    }
+
+    fn push(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
+        self.flush_text();
+        self.push_raw(indent, node_ref, text)
+    }
+
+    fn push_raw(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
+        let size = text.len() + usize::from(indent) * 2 + 1;
+        if self.bytes + size > self.max_bytes {
+            self.bytes_full = true;
+            return None;
+        }
+        self.bytes += size;
+        self.out.lines.push(Line { indent, node_ref, text });
+        Some(self.out.lines.len() - 1)
+    }
+
+    fn text(&mut self, indent: u16, t: &str) {
+        let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+        if t.is_empty() {
+            return;
+        }
+        if !self.pending.is_empty() && self.pending_indent != indent {
+            self.flush_text();
+        }
+        if self.pending.is_empty() {
+            self.pending_indent = indent;
+        } else {
+            self.pending.push(' ');
+        }
+        self.pending.push_str(&t);
+    }
+
+    fn flush_text(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let t = truncate(&std::mem::take(&mut self.pending), 160);
+        self.push_raw(self.pending_indent, None, t);
+    }
+
+    /// Text of a subtree (for names of generic clickables).
+    fn subtree_text(&self, ax: &AxTree, id: &str, out: &mut String) {
+        let Some(n) = ax.nodes.get(id) else { return };
+        if n.role == "StaticText" {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(n.name.trim());
+            return;
+        }
+        for c in &n.children {
+            if out.len() > 80 {
+                return;
+            }
+            self.subtree_text(ax, c, out);
+        }
+    }
+
+    fn has_operable_descendant(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> bool {
+        let Some(n) = ax.nodes.get(id) else { return false };
+        if depth > 0 && !n.ignored && self.operable(frame, ax, id).is_some_and(|(_, semantic)| semantic) {
+            return true;
+        }
+        depth < 40 && n.children.iter().any(|c| self.has_operable_descendant(frame, ax, c, depth + 1))
+    }
+
+    /// Whether a node gets a ref, with the role to show and whether that role is semantic (not a heuristic).
+    fn operable(&self, frame: &str, ax: &AxTree, id: &str) -> Option<(String, bool)> {
+        let n = ax.nodes.get(id)?;
+        let role = n.role.as_str();
+        if INTERACTIVE.contains(&role) {
+            let shown = match role {
+                "ListBoxOption" | "MenuListOption" => "option",
+                "PopUpButton" => "combobox",
+                "ToggleButton" => "button",
+                "DisclosureTriangle" => "button",
+                r => r,
+            };
+            return Some((shown.to_owned(), true));
+        }
+        if matches!(role, "RootWebArea" | "StaticText" | "InlineTextBox" | "Iframe" | "LineBreak" | "WebArea") {
+            return None;
+        }
+        let dom = self.dom(frame, n);
+        let editable = n.prop("editable").and_then(Value::as_str).is_some_and(|e| e == "richtext" || e == "plaintext");
+        if editable && dom.is_some_and(|d| d.attr("contenteditable").is_some()) {
+            return Some(("textbox".to_owned(), true));
+        }
+        let d = dom?;
+        if matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label") {
+            return None;
+        }
+        if d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0)) {
+            return Some(("focusable".to_owned(), false));
+        }
+        if d.clickable || (d.pointer && !d.parent_pointer) {
+            return Some(("clickable".to_owned(), false));
+        }
+        None
+    }
+
+    fn states(&self, n: &AxNode, role: &str, dom: Option<&DomNode>) -> Vec<String> {
+        let mut s = Vec::new();
+        if let Some(c) = n.prop("checked") {
+            let v = c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string());
+            s.push(match v.as_str() {
+                "true" => "checked".to_owned(),
+                "mixed" => "mixed".to_owned(),
+                _ => "unchecked".to_owned(),
+            });
+        }
+        if let Some(p) = n.prop("pressed") {
+            if p.as_str() == Some("true") || p.as_bool() == Some(true) {
+                s.push("pressed".into());
+            }
+        }
+        if role == "treeitem" {
+            s.push(if n.prop("expanded").is_some() { "branch" } else { "leaf" }.into());
+        }
+        if let Some(e) = n.prop("expanded") {
+            s.push(if e.as_bool() == Some(true) { "expanded" } else { "collapsed" }.into());
+        }
+        for (prop, label) in [
+            ("selected", "selected"),
+            ("disabled", "disabled"),
+            ("required", "required"),
+            ("focused", "focused"),
+            ("readonly", "readonly"),
+            ("multiline", "multiline"),
+            ("modal", "modal"),
+        ] {
+            if n.flag(prop) {
+                s.push(label.into());
+            }
+        }
+        if n.prop("invalid").and_then(Value::as_str).is_some_and(|v| v != "false") {
+            s.push("invalid".into());
+        }
+        if let Some(d) = dom {
+            if role == "textbox" && d.attr("contenteditable").is_some() {
+                s.push("richtext".into());
+            }
+            if let Some(t) = d.attr("type")
+                && d.tag == "input"
+                && matches!(t, "email" | "password" | "number" | "tel" | "url" | "date" | "time" | "datetime-local" | "month" | "week" | "file" | "color")
+            {
+                s.push(format!("type={t}"));
+            }
+            if let Some(m) = d.attr("maxlength") {
+                s.push(format!("maxlength={m}"));
+            }
+        }
+        s
+    }
+
+    fn walk(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        let Some(ax) = self.axs.get(frame) else { return };
+        let Some(n) = ax.nodes.get(id) else { return };
+        let children = n.children.clone();
+        if n.ignored {
+            for c in &children {
+                self.walk(frame, c, indent, named);
+            }
+            return;
+        }
+        let role = n.role.clone();
+        match role.as_str() {
+            "InlineTextBox" | "LineBreak" => return,
+            "StaticText" => {
+                if !named {
+                    let name = n.name.clone();
+                    self.text(indent, &name);
+                }
+                return;
+            }
+            "Iframe" => {
+                let child = n.backend.and_then(|b| {
+                    self.owners
+                        .get(&(frame.to_owned(), b))
+                        .cloned()
+                        .or_else(|| self.docs.get(frame).and_then(|d| d.get(&b)).and_then(|d| d.content_frame.clone()))
+                });
+                let label = format!("iframe {}", quote(&n.name, 60));
+                match child.filter(|c| self.axs.contains_key(c)) {
+                    Some(c) => {
+                        let key = self.frames.get(&c).map_or(0, |f| f.key);
+                        self.push(indent, None, format!("{label} [f{key}]:"));
+                        let root = self.axs[&c].root.clone();
+                        if let Some(r) = root {
+                            self.walk(&c, &r, indent + 1, false);
+                        }
+                        self.flush_text();
+                    }
+                    None => {
+                        self.push(indent, None, format!("{label} (not loaded)"));
+                    }
+                }
+                return;
+            }
+            _ => {}
+        }
+        let op = self.operable(frame, ax, id);
+        let op = match op {
+            Some((r, false)) if self.has_operable_descendant(frame, ax, id, 0) => {
+                let _ = r;
+                None
+            }
+            o => o,
+        };
+        if let Some((shown, _)) = op {
+            self.interactive(frame, id, indent, &shown);
+            return;
+        }
+        if role == "heading" {
+            let level = n.prop("level").and_then(Value::as_u64).unwrap_or(2).clamp(1, 6);
+            let text = format!("{} {}", "#".repeat(usize::try_from(level).unwrap_or(2)), n.name.split_whitespace().collect::<Vec<_>>().join(" "));
+            self.push(indent, None, truncate(&text, 120));
+            self.context.push(format!("heading {}", quote(&n.name, 40)));
+            for c in &children {
+                self.walk(frame, c, indent + 1, true);
+            }
+            self.flush_text();
+            // A heading stays the context of what follows until the next structural change.
+            return;
+        }
+        let structural = STRUCTURAL.contains(&role.as_str())
+            && (!matches!(role.as_str(), "region" | "group" | "list") || !n.name.is_empty());
+        if structural {
+            let label = if n.name.is_empty() {
+                format!("{role}:")
+            } else {
+                format!("{role} {}:", quote(&n.name, if role == "row" { 50 } else { 60 }))
+            };
+            if n.flag("modal") && self.out.modal.is_none() {
+                self.out.modal = Some(format!("{role} {}", quote(&n.name, 60)));
+            }
+            let start = self.out.lines.len();
+            let start_bytes = self.bytes;
+            let idx = self.push(indent, None, label);
+            let ctx_len = self.context.len();
+            if !n.name.is_empty() {
+                self.context.push(format!("{role} {}", quote(&n.name, 40)));
+            }
+            if let Some(b) = n.backend {
+                self.containers.push((frame.to_owned(), b));
+            }
+            let named_children = role == "row" && !n.name.is_empty();
+            for c in &children {
+                self.walk(frame, c, indent + 1, named_children);
+            }
+            self.flush_text();
+            if n.backend.is_some() {
+                self.containers.pop();
+            }
+            self.context.truncate(ctx_len);
+            if idx.is_some() && self.out.lines.len() == start + 1 {
+                // Nothing inside: drop the empty container line.
+                self.out.lines.truncate(start);
+                self.bytes = start_bytes;
+            }
+            return;
+        }
+        let block = matches!(role.as_str(), "paragraph" | "listitem" | "cell" | "gridcell" | "columnheader" | "rowheader" | "blockquote" | "article" | "section" | "term" | "definition");
+        if block {
+            self.flush_text();
+        }
+        let child_named = named || (NAME_FROM_CONTENT.contains(&role.as_str()) && !n.name.is_empty() && role != "cell");
+        for c in &children {
+            self.walk(frame, c, indent, child_named);
+        }
+        if block {
+            self.flush_text();
+        }
+    }
+
+    fn interactive(&mut self, frame: &str, id: &str, indent: u16, shown: &str) {
+        let ax = &self.axs[frame];
+        let n = &ax.nodes[id];
+        let children = n.children.clone();
+        if self.out.node_count >= self.max_nodes || self.bytes_full {
+            self.omitted += 1;
+            if let Some(c) = self.containers.last()
+                && !self.expand.contains(c)
+            {
+                self.expand.push(c.clone());
+            }
+            return;
+        }
+        let dom = self.dom(frame, n).cloned();
+        let mut name = n.name.clone();
+        if name.trim().is_empty() && matches!(shown, "clickable" | "focusable" | "button" | "link" | "textbox") && shown != "textbox" {
+            let mut t = String::new();
+            self.subtree_text(ax, id, &mut t);
+            name = t;
+        }
+        let mut states = self.states(n, shown, dom.as_ref());
+        let meta = self.frames.get(frame);
+        let (key, epoch) = meta.map_or((0, 0), |m| (m.key, m.epoch));
+        let Some(backend) = n.backend else {
+            self.walk_children(frame, &children, indent);
+            return;
+        };
+        let r = self.refs.assign(frame, key, epoch, backend);
+        let mut line = format!("[{r}] {shown}");
+        if !name.trim().is_empty() {
+            line.push(' ');
+            line.push_str(&quote(&name, 80));
+        }
+        for s in &states {
+            line.push(' ');
+            line.push_str(s);
+        }
+        let is_password = states.iter().any(|s| s == "type=password");
+        let value = n.value.clone();
+        if matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider") && !value.is_empty() && value != name {
+            let v = if is_password { "•••".to_owned() } else { quote(&value, 60) };
+            let _ = write!(line, " value={v}");
+            states.push(format!("value={value}"));
+        } else if shown == "textbox" && value.is_empty() && name.trim().is_empty()
+            && let Some(p) = dom.as_ref().and_then(|d| d.attr("placeholder"))
+        {
+            let _ = write!(line, " placeholder={}", quote(p, 40));
+        }
+        if shown == "link"
+            && let Some(h) = dom.as_ref().and_then(|d| d.attr("href"))
+        {
+            let h = h.strip_prefix(&self.origin).filter(|x| x.starts_with('/')).unwrap_or(h);
+            let _ = write!(line, " -> {}", truncate(h, 80));
+        }
+        let is_select = dom.as_ref().is_some_and(|d| d.tag == "select");
+        if is_select {
+            let mut opts = Vec::new();
+            self.collect_options(ax, id, &mut opts);
+            if !opts.is_empty() {
+                let total = opts.len();
+                let shown_opts: Vec<String> = opts.iter().take(10).map(|o| truncate(o, 30)).collect();
+                let _ = write!(line, " options=[{}{}]", shown_opts.join("|"), if total > 10 { format!("|+{}", total - 10) } else { String::new() });
+            }
+        }
+        if n.flag("focused") {
+            self.out.focused = Some(r.clone());
+        }
+        let ctx = self.context.last().cloned();
+        if let Some(idx) = self.push(indent, Some(r.clone()), line) {
+            self.out.node_count += 1;
+            self.inter.push((idx, shown.to_owned(), name.trim().to_owned(), ctx));
+            self.refs.describe(&r, shown, name.trim(), &states);
+            self.out.nodes.push(NodeSummary { node_ref: r, role: shown.to_owned(), name: name.trim().to_owned(), states });
+        } else {
+            self.omitted += 1;
+        }
+        if !is_select {
+            // Operable things inside operable things (options in a listbox, links in a clickable card).
+            self.walk_children(frame, &children, indent + 1);
+        }
+    }
+
+    fn walk_children(&mut self, frame: &str, children: &[String], indent: u16) {
+        for c in children {
+            self.walk(frame, c, indent, true);
+        }
+    }
+
+    fn collect_options(&self, ax: &AxTree, id: &str, out: &mut Vec<String>) {
+        let Some(n) = ax.nodes.get(id) else { return };
+        for c in &n.children {
+            if let Some(cn) = ax.nodes.get(c) {
+                if matches!(cn.role.as_str(), "option" | "MenuListOption" | "ListBoxOption") {
+                    out.push(cn.name.clone());
+                } else {
+                    self.collect_options(ax, c, out);
+                }
+            }
+        }
+    }
+
+    /// Adds context to interactive lines that share a role and name.
+    fn disambiguate(&mut self) {
+        let mut groups: HashMap<(String, String), Vec<usize>> = HashMap::new();
+        for (i, (_, role, name, _)) in self.inter.iter().enumerate() {
+            groups.entry((role.clone(), name.clone())).or_default().push(i);
+        }
+        for idxs in groups.values().filter(|g| g.len() > 1) {
+            let total = idxs.len();
+            for (nth, &i) in idxs.iter().enumerate() {
+                let (line, _, _, ctx) = &self.inter[i];
+                let extra = match ctx {
+                    Some(c) => format!(" (in {c}; {} of {total})", nth + 1),
+                    None => format!(" ({} of {total})", nth + 1),
+                };
+                self.out.lines[*line].text.push_str(&extra);
+            }
+        }
+    }
+}
+
+/// Builds an observation of a tab (records refs; does not store a revision).
+pub(crate) async fn build(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    within: Option<(String, i64)>,
+    max_nodes: u32,
+    max_bytes: usize,
+    deadline: Instant,
+) -> Result<Built, ProviderError> {
+    let main_session = p.ensure_attached(tab, deadline).await?;
+    let (sessions, main_frame) = {
+        let st = p.st();
+        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        if t.dialog.is_some() {
+            return Ok(Built { url: t.url.clone(), title: t.title.clone(), ..Default::default() });
+        }
+        let mut sessions: Vec<(SessionId, Vec<String>)> = vec![(main_session.clone(), Vec::new())];
+        let mut frames: Vec<(&String, &crate::state::Frame)> = t.frames.iter().collect();
+        frames.sort_by_key(|(_, f)| f.key);
+        for (id, f) in frames {
+            match sessions.iter_mut().find(|(s, _)| *s == f.session) {
+                Some((_, ids)) => ids.push(id.clone()),
+                None => sessions.push((f.session.clone(), vec![id.clone()])),
+            }
+        }
+        (sessions, t.target_id.clone())
+    };
+    // One DOM snapshot per session, one AX tree per frame, OOPIF owners — all in parallel.
+    let snaps = join_all(sessions.iter().map(|(s, _)| {
+        p.call(
+            Some(s),
+            "DOMSnapshot.captureSnapshot",
+            json!({"computedStyles": ["cursor"], "includeDOMRects": false}),
+            deadline,
+        )
+    }));
+    let ax_calls: Vec<(String, SessionId)> =
+        sessions.iter().flat_map(|(s, ids)| ids.iter().map(move |id| (id.clone(), s.clone()))).collect();
+    let axs = join_all(ax_calls.iter().map(|(id, s)| {
+        p.call(Some(s), "Accessibility.getFullAXTree", json!({"frameId": id}), deadline)
+    }));
+    let oop: Vec<(String, String, SessionId)> = {
+        let st = p.st();
+        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        t.frames
+            .iter()
+            .filter(|(_, f)| f.oop)
+            .filter_map(|(id, f)| {
+                let parent = f.parent.as_ref()?;
+                let ps = t.frames.get(parent)?.session.clone();
+                Some((id.clone(), parent.clone(), ps))
+            })
+            .collect()
+    };
+    let owners_f = join_all(oop.iter().map(|(id, _, ps)| p.call(Some(ps), "DOM.getFrameOwner", json!({"frameId": id}), deadline)));
+    let (snaps, axs, owner_res) = tokio::join!(snaps, axs, owners_f);
+    let mut docs = HashMap::new();
+    for r in snaps {
+        let v = r.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
+        docs.extend(parse_snapshot(&v));
+    }
+    let mut trees = HashMap::new();
+    for ((id, _), r) in ax_calls.iter().zip(axs) {
+        match r {
+            Ok(v) => {
+                trees.insert(id.clone(), parse_ax(&v));
+            }
+            Err(e) if *id == main_frame => return Err(cdp_err(&e, "reading the accessibility tree")),
+            Err(_) => {} // A frame that went away mid-observation is shown as not loaded.
+        }
+    }
+    let mut owners = HashMap::new();
+    for ((id, parent, _), r) in oop.iter().zip(owner_res) {
+        if let Some(b) = r.ok().and_then(|v| v["backendNodeId"].as_i64()) {
+            owners.insert((parent.clone(), b), id.clone());
+        }
+    }
+    let mut st = p.st();
+    let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
+    let frames: HashMap<String, FrameMeta> =
+        t.frames.iter().map(|(id, f)| (id.clone(), FrameMeta { key: f.key, epoch: f.doc_epoch })).collect();
+    let mut summaries: Vec<FrameSummary> = t
+        .frames
+        .values()
+        .map(|f| FrameSummary {
+            frame: if f.key == 0 { String::new() } else { format!("f{}", f.key) },
+            url: f.url.clone(),
+            out_of_process: f.oop,
+            document_epoch: f.doc_epoch,
+        })
+        .collect();
+    summaries.sort_by(|a, b| a.frame.len().cmp(&b.frame.len()).then(a.frame.cmp(&b.frame)));
+    let url = t.url.clone();
+    let origin = origin_of(&url);
+    let mut r = Renderer {
+        frames: &frames,
+        docs: &docs,
+        axs: &trees,
+        owners: &owners,
+        refs: &mut t.refs,
+        origin,
+        out: Built::default(),
+        pending: String::new(),
+        pending_indent: 0,
+        bytes: 0,
+        max_nodes,
+        max_bytes,
+        omitted: 0,
+        bytes_full: false,
+        containers: Vec::new(),
+        expand: Vec::new(),
+        context: Vec::new(),
+        inter: Vec::new(),
+    };
+    let (start_frame, start_id) = match &within {
+        Some((frame, backend)) => {
+            let tree = trees.get(frame).ok_or_else(|| {
+                ProviderError::new(ProviderErrorKind::InvalidRequest, "STALE_TARGET: the frame of `within` is gone; observe again")
+            })?;
+            let id = tree.nodes.iter().find(|(_, n)| n.backend == Some(*backend)).map(|(k, _)| k.clone()).ok_or_else(|| {
+                ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    "STALE_TARGET: the node of `within` is no longer in the page; observe again",
+                )
+            })?;
+            (frame.clone(), id)
+        }
+        None => {
+            let root = trees.get(&main_frame).and_then(|t| t.root.clone()).unwrap_or_default();
+            (main_frame.clone(), root)
+        }
+    };
+    r.out.title = trees
+        .get(&main_frame)
+        .and_then(|t| t.root.as_ref().and_then(|root| t.nodes.get(root)))
+        .map(|n| n.name.clone())
+        .unwrap_or_default();
+    r.walk(&start_frame, &start_id, 0, false);
+    r.flush_text();
+    r.disambiguate();
+    let omitted = r.omitted;
+    let bytes_full = r.bytes_full;
+    let expand_nodes = std::mem::take(&mut r.expand);
+    let mut out = std::mem::take(&mut r.out);
+    if omitted > 0 || bytes_full {
+        let mut expand = Vec::new();
+        for (frame, backend) in expand_nodes.into_iter().take(8) {
+            let m = frames.get(&frame).map_or((0, 0), |m| (m.key, m.epoch));
+            expand.push(NodeRef(t.refs.assign(&frame, m.0, m.1, backend)));
+        }
+        let note = if expand.is_empty() {
+            format!("… {omitted} more operable nodes omitted")
+        } else {
+            format!(
+                "… {omitted} more operable nodes omitted; observe with within={} to expand",
+                expand.iter().map(NodeRef::as_str).collect::<Vec<_>>().join("|")
+            )
+        };
+        out.lines.push(Line { indent: 0, node_ref: None, text: note });
+        out.truncated = Some(Truncation {
+            omitted_nodes: omitted,
+            reason: if out.node_count >= max_nodes { "maxNodes".into() } else { "maxBytes".into() },
+            expand,
+        });
+    }
+    if out.title.is_empty() {
+        out.title.clone_from(&t.title);
+    }
+    out.frames = summaries;
+    out.url = url;
+    Ok(out)
+}
+
+fn origin_of(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return String::new() };
+    let rest = &url[scheme_end + 3..];
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    url[..scheme_end + 3 + host_end].to_owned()
+}
+
+/// Renders lines as the untrusted-content block.
+pub(crate) fn render(lines: &[Line]) -> String {
+    let mut s = String::from("<untrusted-page-content>\n");
+    for l in lines {
+        for _ in 0..l.indent {
+            s.push_str("  ");
+        }
+        s.push_str(&l.text.replace("untrusted-page-content", "untrusted_page_content"));
+        s.push('\n');
+    }
+    s.push_str("</untrusted-page-content>");
+    s
+}
+
+/// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`.
+pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
+    let old_set: HashSet<(&Option<String>, &str)> = old.iter().map(|l| (&l.node_ref, l.text.as_str())).collect();
+    let new_refs: HashSet<&str> = new.iter().filter_map(|l| l.node_ref.as_deref()).collect();
+    let added = new.iter().filter(|l| !old_set.contains(&(&l.node_ref, l.text.as_str()))).cloned().collect();
+    let removed = old
+        .iter()
+        .filter_map(|l| l.node_ref.as_deref())
+        .filter(|r| !new_refs.contains(r))
+        .map(str::to_owned)
+        .collect();
+    (added, removed)
+}
+
+/// Validates a ref: it must be known, from this connection, and its document must still be current.
+pub(crate) fn resolve_ref(p: &ChromiumProvider, tab: TabHandle, r: &str) -> Result<Resolved, RefError> {
+    let st = p.st();
+    let t = st.tabs.get(&tab).ok_or(RefError::TabGone)?;
+    let Some(e) = t.refs.by_ref.get(r) else {
+        return Err(RefError::Unknown);
+    };
+    let Some(f) = t.frames.get(&e.frame_id) else {
+        return Err(RefError::Stale("its frame was removed from the page".into()));
+    };
+    if f.doc_epoch != e.doc_epoch {
+        let what = if f.key == 0 { "the page" } else { "its frame" };
+        return Err(RefError::Stale(format!("{what} navigated to a new document ({})", truncate(&f.url, 80))));
+    }
+    Ok(Resolved {
+        frame_id: e.frame_id.clone(),
+        frame_key: f.key,
+        doc_epoch: e.doc_epoch,
+        session: f.session.clone(),
+        backend: e.backend,
+        role: e.role.clone(),
+        name: e.name.clone(),
+    })
+}
+
+/// A ref resolved to its node.
+#[derive(Debug, Clone)]
+pub(crate) struct Resolved {
+    pub(crate) frame_id: String,
+    pub(crate) frame_key: u32,
+    pub(crate) doc_epoch: u64,
+    pub(crate) session: SessionId,
+    pub(crate) backend: i64,
+    pub(crate) role: String,
+    pub(crate) name: String,
+}
+
+/// Why a ref does not resolve.
+#[derive(Debug, Clone)]
+pub(crate) enum RefError {
+    TabGone,
+    Unknown,
+    Stale(String),
+}
+
+fn cursor(p: &ChromiumProvider, tab: TabHandle, rev: u64) -> String {
+    format!("{}.{}.{}", p.epoch, tab.0, rev)
+}
+
+/// `browser_observe`.
+pub(crate) async fn observe(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    params: &ObserveParams,
+    deadline: Instant,
+) -> Result<browserd_protocol::Observation, ProviderError> {
+    if params.within.is_some() && params.since.is_some() {
+        return Err(ProviderError::new(ProviderErrorKind::InvalidRequest, "use either `within` or `since`, not both"));
+    }
+    let within = match &params.within {
+        None => None,
+        Some(r) => match resolve_ref(p, tab, r.as_str()) {
+            Ok(res) => Some((res.frame_id, res.backend)),
+            Err(RefError::TabGone) => return Err(gone(tab)),
+            Err(RefError::Unknown) => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    format!("TARGET_NOT_FOUND: `within` ref {r} was never issued for this tab; observe first"),
+                ));
+            }
+            Err(RefError::Stale(why)) => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    format!("STALE_TARGET: `within` ref {r} is stale: {why}; observe again"),
+                ));
+            }
+        },
+    };
+    let max_nodes = params.max_nodes.unwrap_or(DEFAULT_MAX_NODES).max(1);
+    let max_bytes = usize::try_from(params.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)).unwrap_or(usize::MAX).max(256);
+    let built = build(p, tab, within.clone(), max_nodes, max_bytes, deadline).await?;
+    let mut obs = Observation {
+        url: built.url.clone(),
+        title: built.title.clone(),
+        frames: built.frames.clone(),
+        node_count: built.node_count,
+        truncated: built.truncated.clone(),
+        connection_epoch: p.epoch,
+        modal: built.modal.clone(),
+        focused: built.focused.clone().map(NodeRef),
+        ..Default::default()
+    };
+    {
+        let mut st = p.st();
+        let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
+        obs.dialog = t.dialog.clone();
+        obs.load_state = t.load_state;
+        if within.is_some() {
+            obs.content = render(&built.lines);
+            obs.revision = t.revision;
+            obs.cursor = cursor(p, tab, t.revision);
+        } else {
+            let base = params.since.as_ref().map(|c| {
+                let prefix = format!("{}.{}.", p.epoch, tab.0);
+                c.strip_prefix(&prefix)
+                    .and_then(|r| r.parse::<u64>().ok())
+                    .and_then(|rev| t.history.iter().find(|(r, _)| *r == rev).map(|(_, l)| (c.clone(), l.clone())))
+            });
+            let rev = t.push_revision(built.lines.clone());
+            obs.revision = rev;
+            obs.cursor = cursor(p, tab, rev);
+            match base {
+                Some(Some((since, old))) => {
+                    let (added, removed) = diff(&old, &built.lines);
+                    obs.diff = Some(ObservationDiff {
+                        since,
+                        added: added.iter().map(|l| l.text.clone()).collect(),
+                        removed: removed.into_iter().map(NodeRef).collect(),
+                    });
+                }
+                Some(None) => {
+                    obs.resync_required = true;
+                    obs.content = render(&built.lines);
+                }
+                None => obs.content = render(&built.lines),
+            }
+        }
+    }
+    if params.screenshot || params.screenshot_options.is_some() {
+        let opts = params.screenshot_options.clone().unwrap_or_default();
+        obs.screenshot = Some(crate::screenshot::capture(p, tab, &opts, deadline).await?);
+    }
+    Ok(obs)
+}

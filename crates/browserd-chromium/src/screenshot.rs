@@ -1,0 +1,108 @@
+//! Screenshots: viewport, element or full page, PNG/JPEG/WebP, downscaled to a maximum size, with geometry metadata.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use browserd_core::{ProviderError, ProviderErrorKind, TabHandle};
+use browserd_protocol::{ImageFormat, Point, Screenshot, ScreenshotOptions, Size};
+use serde_json::json;
+
+use crate::observe::{RefError, resolve_ref};
+use crate::provider::{ChromiumProvider, cdp_err, gone};
+
+static IMAGES: AtomicU64 = AtomicU64::new(0);
+
+/// Default longest side of an image.
+pub const DEFAULT_MAX_SIZE: u32 = 1280;
+
+/// Captures a screenshot.
+pub(crate) async fn capture(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    opts: &ScreenshotOptions,
+    deadline: Instant,
+) -> Result<Screenshot, ProviderError> {
+    let session = p.ensure_attached(tab, deadline).await?;
+    if p.st().tabs.get(&tab).ok_or_else(|| gone(tab))?.dialog.is_some() {
+        return Err(ProviderError::new(
+            ProviderErrorKind::Refused,
+            "DIALOG_BLOCKING: a JavaScript dialog is open; handle it with the dialog action first",
+        ));
+    }
+    let m = p
+        .call(Some(&session), "Page.getLayoutMetrics", json!({}), deadline)
+        .await
+        .map_err(|e| cdp_err(&e, "reading the layout metrics"))?;
+    let vv = &m["cssVisualViewport"];
+    let vw = vv["clientWidth"].as_f64().unwrap_or(0.0);
+    let vh = vv["clientHeight"].as_f64().unwrap_or(0.0);
+    let sx = vv["pageX"].as_f64().unwrap_or(0.0);
+    let sy = vv["pageY"].as_f64().unwrap_or(0.0);
+    let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
+    let dpr_v = p
+        .call(Some(&session), "Runtime.evaluate", json!({"expression": "window.devicePixelRatio", "returnByValue": true}), deadline)
+        .await
+        .map_err(|e| cdp_err(&e, "reading the device pixel ratio"))?;
+    let dpr = dpr_v["result"]["value"].as_f64().unwrap_or(1.0) * zoom;
+    let (x, y, w, h, beyond) = if let Some(target) = &opts.target {
+        let res = match resolve_ref(p, tab, target.as_str()) {
+            Ok(r) => r,
+            Err(RefError::TabGone) => return Err(gone(tab)),
+            Err(RefError::Unknown) => {
+                return Err(ProviderError::new(ProviderErrorKind::InvalidRequest, format!("TARGET_NOT_FOUND: ref {target} was never issued; observe first")));
+            }
+            Err(RefError::Stale(why)) => {
+                return Err(ProviderError::new(ProviderErrorKind::InvalidRequest, format!("STALE_TARGET: ref {target} is stale: {why}; observe again")));
+            }
+        };
+        let _ = p
+            .call(Some(&res.session), "DOM.scrollIntoViewIfNeeded", json!({"backendNodeId": res.backend}), deadline)
+            .await;
+        let q = crate::act::quad_center(p, tab, &res, deadline)
+            .await
+            .map_err(|e| ProviderError::new(ProviderErrorKind::InvalidRequest, format!("NOT_ACTIONABLE: {e}")))?;
+        let m2 = p
+            .call(Some(&session), "Page.getLayoutMetrics", json!({}), deadline)
+            .await
+            .map_err(|e| cdp_err(&e, "reading the layout metrics"))?;
+        let px = m2["cssVisualViewport"]["pageX"].as_f64().unwrap_or(0.0);
+        let py = m2["cssVisualViewport"]["pageY"].as_f64().unwrap_or(0.0);
+        (q.left + px, q.top + py, q.width.max(1.0), q.height.max(1.0), true)
+    } else if opts.full_page {
+        let cs = &m["cssContentSize"];
+        (0.0, 0.0, cs["width"].as_f64().unwrap_or(vw), cs["height"].as_f64().unwrap_or(vh), true)
+    } else {
+        (sx, sy, vw, vh, false)
+    };
+    let max = f64::from(opts.max_size.unwrap_or(DEFAULT_MAX_SIZE).max(16));
+    // Image pixels per CSS pixel: the device ratio, reduced so the longest side fits `max`.
+    let scale = dpr.min(max / w.max(h)).max(0.01);
+    let format = opts.format.unwrap_or_default();
+    let mut params = json!({
+        "format": match format { ImageFormat::Png => "png", ImageFormat::Jpeg => "jpeg", ImageFormat::Webp => "webp" },
+        "clip": {"x": x, "y": y, "width": w, "height": h, "scale": scale / dpr},
+        "captureBeyondViewport": beyond,
+    });
+    if format != ImageFormat::Png {
+        params["quality"] = json!(opts.quality.unwrap_or(80).clamp(1, 100));
+    }
+    let epoch = p.st().tabs.get(&tab).map_or(0, crate::state::Tab::main_epoch);
+    let r = p
+        .call(Some(&session), "Page.captureScreenshot", params, deadline)
+        .await
+        .map_err(|e| cdp_err(&e, "capturing the screenshot"))?;
+    let captured_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    Ok(Screenshot {
+        image_id: format!("img{}", IMAGES.fetch_add(1, Ordering::Relaxed) + 1),
+        format,
+        data: r["data"].as_str().unwrap_or_default().to_owned(),
+        viewport_css_size: Size { width: vw, height: vh },
+        pixel_size: Size { width: (w * scale).round(), height: (h * scale).round() },
+        dpr,
+        scale,
+        scroll: Point { x: sx, y: sy },
+        clip_origin: Point { x, y },
+        document_epoch: epoch,
+        captured_at,
+    })
+}

@@ -1,0 +1,145 @@
+//! Recovery records: every close, release or detach that failed or has an unknown outcome.
+//!
+//! **Owner:** [`crate::lifecycle::Lifecycle`] (one [`RecoveryLog`] for all sessions).
+//!
+//! A record outlives its session (session switch, fork, disposal): it is retried by that
+//! session's next operation, finalize or disposal, and, once the session is closed, by any later
+//! operation of the runtime. A record is removed only when a retry is confirmed by the browser
+//! (or the browser reports the tab closed).
+
+use std::collections::BTreeMap;
+
+use crate::Millis;
+use crate::provider::{SessionKey, TabHandle};
+
+/// The cleanup action that has to be retried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecoveryAction {
+    /// Close an agent-created tab.
+    Close,
+    /// Release a claim or drop ownership metadata (the page stays).
+    Release,
+    /// Detach the debugger.
+    Detach,
+}
+
+impl RecoveryAction {
+    /// Lower-case name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Close => "close",
+            Self::Release => "release",
+            Self::Detach => "detach",
+        }
+    }
+}
+
+/// One pending cleanup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryRecord {
+    /// Unique id.
+    pub id: u64,
+    /// The session the cleanup is done for (its provider calls carry this session).
+    pub session: SessionKey,
+    /// The tab.
+    pub tab: TabHandle,
+    /// What to retry.
+    pub action: RecoveryAction,
+    /// Attempts so far (failed ones).
+    pub attempts: u32,
+    /// Whether the last failure left the outcome unknown (it may have happened).
+    pub outcome_unknown: bool,
+    /// The last error message.
+    pub last_error: String,
+    /// When the first failure happened.
+    pub created_at: Millis,
+    /// When the last attempt failed.
+    pub last_attempt_at: Millis,
+}
+
+/// Every pending cleanup, at most one per (tab, action).
+#[derive(Debug, Clone, Default)]
+pub struct RecoveryLog {
+    next_id: u64,
+    records: BTreeMap<(TabHandle, RecoveryAction), RecoveryRecord>,
+}
+
+impl RecoveryLog {
+    /// An empty log.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Record a failed or unknown attempt (creates or updates the record).
+    pub fn record_failure(
+        &mut self,
+        session: &SessionKey,
+        tab: TabHandle,
+        action: RecoveryAction,
+        outcome_unknown: bool,
+        error: &str,
+        now: Millis,
+    ) -> &RecoveryRecord {
+        let next_id = &mut self.next_id;
+        let rec = self.records.entry((tab, action)).or_insert_with(|| {
+            *next_id += 1;
+            RecoveryRecord {
+                id: *next_id,
+                session: session.clone(),
+                tab,
+                action,
+                attempts: 0,
+                outcome_unknown,
+                last_error: String::new(),
+                created_at: now,
+                last_attempt_at: now,
+            }
+        });
+        rec.attempts += 1;
+        rec.outcome_unknown = outcome_unknown;
+        rec.last_error = error.to_owned();
+        rec.last_attempt_at = now;
+        rec
+    }
+
+    /// The action was confirmed: drop its record.
+    pub fn resolve(&mut self, tab: TabHandle, action: RecoveryAction) -> Option<RecoveryRecord> {
+        self.records.remove(&(tab, action))
+    }
+
+    /// The tab is gone: drop every record of it.
+    pub fn resolve_tab(&mut self, tab: TabHandle) -> Vec<RecoveryRecord> {
+        let keys: Vec<_> = self.records.keys().filter(|(t, _)| *t == tab).copied().collect();
+        keys.into_iter().filter_map(|k| self.records.remove(&k)).collect()
+    }
+
+    /// The record for (tab, action).
+    #[must_use]
+    pub fn get(&self, tab: TabHandle, action: RecoveryAction) -> Option<&RecoveryRecord> {
+        self.records.get(&(tab, action))
+    }
+
+    /// Every record.
+    pub fn iter(&self) -> impl Iterator<Item = &RecoveryRecord> {
+        self.records.values()
+    }
+
+    /// Records made for `session`.
+    pub fn for_session<'a>(&'a self, session: &'a SessionKey) -> impl Iterator<Item = &'a RecoveryRecord> + 'a {
+        self.records.values().filter(move |r| &r.session == session)
+    }
+
+    /// Number of records.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether there are none.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}

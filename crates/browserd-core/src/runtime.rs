@@ -1,0 +1,770 @@
+//! The async driver of the lifecycle engine: [`Runtime`] executes the engine's plans against a
+//! [`Provider`] and feeds the answers back.
+//!
+//! This is what the broker, the CLI and the demo call. It holds one browser (an
+//! `Arc<dyn Provider>`; the engine's tab handles are unique across providers, so more browsers
+//! can be added as a map keyed by browser), a [`Clock`], and the [`Lifecycle`] engine behind a
+//! `std::sync::Mutex` that is never held across an `.await`.
+//!
+//! **Per-session serialization:** every operation of a session runs under that session's own
+//! async lock (`tokio::sync::Mutex<()>`) for its whole duration, so finalize, turn end, agent
+//! disposal, plugin disposal and tool calls of one session never interleave. An operation only
+//! ever waits for its own session's lock; other sessions' locks are only *tried* (recovery
+//! retries of closed sessions, idle detach), so there is no lock order to get wrong and no
+//! cross-session deadlock.
+//!
+//! **Cancellation:** a plan step dropped before the browser answered is recorded as
+//! outcome-unknown (a recovery record), never as done.
+//!
+//! Before each operation the driver drains provider events, reconnects when the bridge is not
+//! connected, and retries pending recovery records (the session's own, then those of closed
+//! sessions).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
+use tokio::sync::{Notify, broadcast};
+use tokio_util::sync::CancellationToken;
+
+use crate::Millis;
+use crate::bridge::{BridgeState, StopCause};
+use crate::clock::Clock;
+use crate::debugger::DebuggerAcquire;
+use crate::error::{CoreError, ErrorKind};
+use crate::lifecycle::{
+    CleanupReport, CloseReason, FinalizeInputs, Lifecycle, LifecycleConfig, Plan, SessionStatus, Step, StepAction,
+    StepOutcome, TabView,
+};
+use crate::provider::{
+    CreateTab, FencingToken, GroupHandle, OpContext, Provider, ProviderError, ProviderErrorKind, ProviderEvent,
+    SessionKey, TabHandle,
+};
+use crate::tabs::{Mark, MarkKind};
+
+/// Driver configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeConfig {
+    /// Engine configuration (idle detach window, tab limit).
+    pub lifecycle: LifecycleConfig,
+    /// Deadline of ordinary provider calls (BRIEF §6: 10 s).
+    pub op_timeout: Duration,
+    /// Deadline of each cleanup call (close, release, detach).
+    pub cleanup_timeout: Duration,
+    /// How long plugin disposal waits for active requests before cancelling them.
+    pub dispose_wait: Duration,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            lifecycle: LifecycleConfig::default(),
+            op_timeout: Duration::from_secs(10),
+            cleanup_timeout: Duration::from_secs(5),
+            dispose_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+/// What plugin disposal did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DisposalReport {
+    /// Whether every active request finished within [`RuntimeConfig::dispose_wait`] (otherwise
+    /// the rest were cancelled).
+    pub waited_for_active: bool,
+    /// The final cleanup of every session that was still open.
+    pub sessions: Vec<(SessionKey, CleanupReport)>,
+    /// Recovery records left (kept for a later retry; never dropped silently).
+    pub pending_recovery: usize,
+    /// The bridge after disposal (stopped).
+    pub bridge: BridgeState,
+}
+
+/// The lifecycle runtime. Cheap to clone (shared state).
+#[derive(Clone)]
+pub struct Runtime {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("config", &self.inner.config).finish_non_exhaustive()
+    }
+}
+
+type SessionLock = Arc<tokio::sync::Mutex<()>>;
+
+struct Inner {
+    provider: Arc<dyn Provider>,
+    clock: Arc<dyn Clock>,
+    config: RuntimeConfig,
+    engine: Mutex<Lifecycle>,
+    slots: Mutex<BTreeMap<SessionKey, SessionLock>>,
+    events: Mutex<broadcast::Receiver<ProviderEvent>>,
+    active: AtomicUsize,
+    idle: Notify,
+    closing: AtomicBool,
+    shutdown: CancellationToken,
+    trace: AtomicU64,
+    timer_changed: Notify,
+}
+
+/// Counts an active request; plugin disposal waits for the count to reach zero.
+struct ActiveGuard(Arc<Inner>);
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        if self.0.active.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+/// Steps of a plan not yet answered; dropped early, they are recorded as outcome-unknown.
+struct PendingSteps {
+    inner: Arc<Inner>,
+    steps: Vec<Step>,
+    done: usize,
+}
+
+impl Drop for PendingSteps {
+    fn drop(&mut self) {
+        if self.done < self.steps.len() {
+            let now = self.inner.clock.now();
+            let mut engine = lock(&self.inner.engine);
+            for step in &self.steps[self.done..] {
+                engine.handle_step_abandoned(step, now);
+            }
+        }
+    }
+}
+
+/// One operation's use of a tab's debugger; gives the reference back when dropped (also when
+/// the operation is cancelled mid-way).
+struct DebuggerUse {
+    inner: Arc<Inner>,
+    tab: TabHandle,
+    phase: UsePhase,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum UsePhase {
+    Attaching,
+    InUse,
+    Done,
+}
+
+impl Drop for DebuggerUse {
+    fn drop(&mut self) {
+        let now = self.inner.clock.now();
+        let mut engine = lock(&self.inner.engine);
+        match self.phase {
+            UsePhase::Attaching => {
+                let err = ProviderError::new(ProviderErrorKind::Cancelled, "attach abandoned");
+                engine.handle_attach_result(self.tab, &Err(err), now);
+            }
+            UsePhase::InUse => engine.debugger_release(self.tab, now),
+            UsePhase::Done => {}
+        }
+        drop(engine);
+        self.inner.timer_changed.notify_one();
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Runtime {
+    /// A runtime over one browser.
+    #[must_use]
+    pub fn new(provider: Arc<dyn Provider>, clock: Arc<dyn Clock>, config: RuntimeConfig) -> Self {
+        let events = provider.events();
+        let engine = Lifecycle::new(config.lifecycle.clone());
+        Self {
+            inner: Arc::new(Inner {
+                provider,
+                clock,
+                config,
+                engine: Mutex::new(engine),
+                slots: Mutex::new(BTreeMap::new()),
+                events: Mutex::new(events),
+                active: AtomicUsize::new(0),
+                idle: Notify::new(),
+                closing: AtomicBool::new(false),
+                shutdown: CancellationToken::new(),
+                trace: AtomicU64::new(0),
+                timer_changed: Notify::new(),
+            }),
+        }
+    }
+
+    /// Read the engine (for status, tests and the coordinator's conversions). Do not hold the
+    /// closure's borrow across an `.await` — the signature makes that impossible.
+    pub fn inspect<R>(&self, f: impl FnOnce(&Lifecycle) -> R) -> R {
+        f(&lock(&self.inner.engine))
+    }
+
+    fn now(&self) -> Millis {
+        self.inner.clock.now()
+    }
+
+    fn engine(&self) -> MutexGuard<'_, Lifecycle> {
+        lock(&self.inner.engine)
+    }
+
+    fn enter(&self) -> Result<ActiveGuard, CoreError> {
+        self.inner.active.fetch_add(1, Ordering::SeqCst);
+        let guard = ActiveGuard(self.inner.clone());
+        if self.inner.closing.load(Ordering::SeqCst) {
+            return Err(CoreError::new(
+                ErrorKind::ShuttingDown,
+                "browserd is shutting down (plugin disposal); no new browser work is accepted",
+            ));
+        }
+        Ok(guard)
+    }
+
+    fn slot(&self, session: &SessionKey) -> Result<SessionLock, CoreError> {
+        lock(&self.inner.slots).get(session).cloned().ok_or_else(|| CoreError::unknown_session(session))
+    }
+
+    fn ctx(&self, session: &SessionKey, timeout: Duration) -> OpContext {
+        let n = self.inner.trace.fetch_add(1, Ordering::Relaxed) + 1;
+        let mut ctx = OpContext::new(session.clone(), timeout, format!("{session}-{n}"));
+        ctx.cancel = self.inner.shutdown.child_token();
+        ctx
+    }
+
+    fn cleanup_ctx(&self, session: &SessionKey) -> OpContext {
+        // Cleanup is not cancelled by shutdown: disposal must still try its final cleanup.
+        let n = self.inner.trace.fetch_add(1, Ordering::Relaxed) + 1;
+        OpContext::new(session.clone(), self.inner.config.cleanup_timeout, format!("{session}-c{n}"))
+    }
+
+    fn provider_err(&self, err: ProviderError, tab: Option<TabHandle>) -> CoreError {
+        let now = self.now();
+        match err.kind {
+            ProviderErrorKind::ConnectionLost => self.engine().handle_connection_lost(now),
+            ProviderErrorKind::TabGone => {
+                if let Some(tab) = tab {
+                    self.engine().handle_tab_gone(tab, now);
+                }
+            }
+            _ => {}
+        }
+        CoreError::from_provider(err, tab)
+    }
+
+    // ----- events, connection, recovery -----
+
+    /// Apply pending provider events; re-read the tab list when events were lost.
+    async fn drain_events(&self, session: &SessionKey) {
+        let mut events = Vec::new();
+        let mut resync = false;
+        {
+            let mut rx = lock(&self.inner.events);
+            loop {
+                match rx.try_recv() {
+                    Ok(ev) => events.push(ev),
+                    Err(broadcast::error::TryRecvError::Lagged(_)) => resync = true,
+                    Err(_) => break,
+                }
+            }
+        }
+        if !events.is_empty() {
+            let now = self.now();
+            let mut engine = self.engine();
+            for ev in &events {
+                resync |= engine.handle_event(ev, now);
+            }
+        }
+        if resync && !self.engine().bridge().needs_connect() {
+            let ctx = self.ctx(session, self.inner.config.op_timeout);
+            if let Ok(tabs) = self.inner.provider.list_tabs(&ctx).await {
+                let now = self.now();
+                self.engine().handle_tab_snapshot(&tabs, now);
+            }
+        }
+    }
+
+    async fn ensure_connected(&self, session: &SessionKey) -> Result<(), CoreError> {
+        if !self.engine().bridge().needs_connect() {
+            return Ok(());
+        }
+        let ctx = self.ctx(session, self.inner.config.op_timeout);
+        match self.inner.provider.connect(&ctx).await {
+            Ok(info) => {
+                let caps = self.inner.provider.capabilities();
+                let tabs = self.inner.provider.list_tabs(&ctx).await;
+                let now = self.now();
+                let mut engine = self.engine();
+                engine.handle_connected(info.connection_epoch, now);
+                engine.handle_capabilities(caps);
+                if let Ok(tabs) = tabs {
+                    engine.handle_tab_snapshot(&tabs, now);
+                }
+                Ok(())
+            }
+            Err(e) => Err(self.provider_err(e, None)),
+        }
+    }
+
+    async fn execute(&self, plan: Plan) -> CleanupReport {
+        let mut pending = PendingSteps { inner: self.inner.clone(), steps: plan.steps.clone(), done: 0 };
+        let mut outcomes: Vec<(Step, StepOutcome)> = Vec::with_capacity(plan.steps.len());
+        for step in &plan.steps {
+            let ctx = self.cleanup_ctx(&step.session);
+            let provider = &self.inner.provider;
+            let res = match step.action {
+                StepAction::Close => provider.close_tab(&ctx, step.tab).await,
+                StepAction::Release => provider.release_tab(&ctx, step.tab).await,
+                StepAction::Detach => provider.detach_debugger(&ctx, step.tab).await,
+            };
+            let now = self.now();
+            let outcome = self.engine().handle_step_result(step, res, now);
+            pending.done += 1;
+            outcomes.push((step.clone(), outcome));
+        }
+        let now = self.now();
+        self.engine().complete(&plan, &outcomes, now)
+    }
+
+    /// Retry the session's recovery records, then those of closed sessions whose lock is free.
+    async fn prelude(&self, session: &SessionKey) {
+        self.drain_events(session).await;
+        if self.ensure_connected(session).await.is_err() {
+            return;
+        }
+        let now = self.now();
+        let plan = self.engine().plan_recovery(session, now);
+        if !plan.steps.is_empty() {
+            self.execute(plan).await;
+        }
+        self.retry_orphans().await;
+    }
+
+    async fn retry_orphans(&self) {
+        let orphans = self.engine().orphaned_recovery_sessions();
+        for key in orphans {
+            let Some(slot) = lock(&self.inner.slots).get(&key).cloned() else {
+                // Records of a session this runtime never opened (e.g. loaded from the journal).
+                let now = self.now();
+                let plan = self.engine().plan_recovery(&key, now);
+                self.execute(plan).await;
+                continue;
+            };
+            let Ok(_guard) = slot.try_lock_owned() else { continue };
+            let now = self.now();
+            let plan = self.engine().plan_recovery(&key, now);
+            if !plan.steps.is_empty() {
+                self.execute(plan).await;
+            }
+        }
+    }
+
+    /// Retry every pending recovery record now (own and orphaned). Returns how many remain.
+    pub async fn retry_recovery(&self) -> usize {
+        let sessions: Vec<SessionKey> = self.engine().sessions().map(|s| s.key().clone()).collect();
+        for key in sessions {
+            let Ok(slot) = self.slot(&key) else { continue };
+            let Ok(_guard) = slot.try_lock_owned() else { continue };
+            self.drain_events(&key).await;
+            if self.ensure_connected(&key).await.is_err() {
+                break;
+            }
+            let now = self.now();
+            let plan = self.engine().plan_recovery(&key, now);
+            if !plan.steps.is_empty() {
+                self.execute(plan).await;
+            }
+        }
+        self.retry_orphans().await;
+        self.engine().recovery().len()
+    }
+
+    // ----- sessions, turns, activation -----
+
+    /// `session.open`. Idempotent for an open session.
+    pub async fn open_session(&self, session: &SessionKey) -> Result<(), CoreError> {
+        let _active = self.enter()?;
+        let now = self.now();
+        self.engine().open_session(session, now)?;
+        lock(&self.inner.slots).entry(session.clone()).or_default();
+        Ok(())
+    }
+
+    /// `session.close`: final cleanup (close scratch tabs, release claims, keep marked pages
+    /// dropping their ownership metadata, detach debugger), tools hidden, session closed.
+    /// Failed steps stay as recovery records and are retried later, even after a switch.
+    pub async fn close_session(&self, session: &SessionKey, reason: CloseReason) -> Result<CleanupReport, CoreError> {
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.close_locked(session, reason).await
+    }
+
+    async fn close_locked(&self, session: &SessionKey, reason: CloseReason) -> Result<CleanupReport, CoreError> {
+        self.drain_events(session).await;
+        // A failed reconnect must not stop the final cleanup from being attempted and recorded.
+        let _ = self.ensure_connected(session).await;
+        let now = self.now();
+        let plan = self.engine().plan_close(session, reason, now)?;
+        let report = self.execute(plan).await;
+        self.retry_orphans().await;
+        Ok(report)
+    }
+
+    /// `turn.begin`. Idempotent while a turn is open.
+    pub async fn begin_turn(&self, session: &SessionKey) -> Result<u64, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().begin_turn(session)
+    }
+
+    /// `turn.end` (host-internal turn cleanup). Produces no transcript output: the report is for
+    /// the host and `browser_status` only. Refused cleanup is reported in
+    /// [`CleanupReport::auto_cleanup_refused`] and in status.
+    pub async fn end_turn(&self, session: &SessionKey) -> Result<CleanupReport, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.drain_events(session).await;
+        let _ = self.ensure_connected(session).await;
+        let caps = self.inner.provider.capabilities();
+        let now = self.now();
+        let plan = {
+            let mut engine = self.engine();
+            engine.handle_capabilities(caps);
+            engine.plan_turn_end(session, now)?
+        };
+        let report = self.execute(plan).await;
+        self.retry_orphans().await;
+        Ok(report)
+    }
+
+    /// `tools.activate`. Idempotent; returns whether the state changed.
+    pub async fn activate_tools(&self, session: &SessionKey) -> Result<bool, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        let now = self.now();
+        self.engine().activate_tools(session, now)
+    }
+
+    // ----- tabs -----
+
+    /// `browser_open`: create a scratch tab owned by the session.
+    pub async fn open_tab(&self, session: &SessionKey, url: &str) -> Result<TabView, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        self.engine().check_open_tab(session)?;
+        let ctx = self.ctx(session, self.inner.config.op_timeout);
+        let req = CreateTab { url: url.to_owned(), background: true, group_for: Some(session.clone()) };
+        let info = self.inner.provider.create_tab(&ctx, req).await.map_err(|e| self.provider_err(e, None))?;
+        let now = self.now();
+        Ok(self.engine().handle_tab_created(session, &info, now))
+    }
+
+    /// `browser_claim`: take control of a user tab (released, never closed, at cleanup).
+    pub async fn claim_tab(&self, session: &SessionKey, tab: TabHandle) -> Result<TabView, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        if self.engine().check_claim(session, tab)? {
+            let ctx = self.ctx(session, self.inner.config.op_timeout);
+            self.inner.provider.claim_tab(&ctx, tab).await.map_err(|e| self.provider_err(e, Some(tab)))?;
+            let now = self.now();
+            self.engine().handle_claimed(session, tab, now);
+        }
+        self.engine().view(session, tab).ok_or_else(|| CoreError::unknown_tab(tab))
+    }
+
+    /// `browser_list`: every live tab with its provenance as seen by the session.
+    pub async fn list_tabs(&self, session: &SessionKey) -> Result<Vec<TabView>, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        Ok(self.engine().list_tabs(session))
+    }
+
+    /// `browser_status` (works for closed sessions too; no tools needed).
+    pub async fn status(&self, session: &SessionKey) -> Result<SessionStatus, CoreError> {
+        self.drain_events(session).await;
+        self.engine().status(session)
+    }
+
+    /// `browser_mark_deliverable` (turn-scoped; latest mark wins).
+    pub async fn mark_deliverable(&self, session: &SessionKey, tab: TabHandle) -> Result<Mark, CoreError> {
+        self.mark(session, tab, MarkKind::Deliverable).await
+    }
+
+    /// `browser_mark_handoff` (turn-scoped; latest mark wins).
+    pub async fn mark_handoff(&self, session: &SessionKey, tab: TabHandle) -> Result<Mark, CoreError> {
+        self.mark(session, tab, MarkKind::Handoff).await
+    }
+
+    async fn mark(&self, session: &SessionKey, tab: TabHandle, kind: MarkKind) -> Result<Mark, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.drain_events(session).await;
+        self.engine().mark(session, tab, kind)
+    }
+
+    /// `browser_handoff`: mark handoff, detach the tab's debugger, drop the write lease; the
+    /// page and its ownership stay (retained through this turn's end).
+    pub async fn handoff(&self, session: &SessionKey, tab: TabHandle) -> Result<CleanupReport, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.drain_events(session).await;
+        let now = self.now();
+        let plan = self.engine().plan_handoff(session, tab, now)?;
+        Ok(self.execute(plan).await)
+    }
+
+    /// `browser_close`: close own agent tabs, named or by group (groups never closed whole).
+    pub async fn close_tabs(
+        &self,
+        session: &SessionKey,
+        tabs: &[TabHandle],
+        groups: &[GroupHandle],
+    ) -> Result<CleanupReport, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        let now = self.now();
+        let plan = self.engine().plan_close_tabs(session, tabs, groups, now)?;
+        Ok(self.execute(plan).await)
+    }
+
+    /// `browser_cleanup` (task finalize). Tools stay active; the bridge stays up.
+    pub async fn finalize(&self, session: &SessionKey, inputs: &FinalizeInputs) -> Result<CleanupReport, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        let _ = self.ensure_connected(session).await;
+        let now = self.now();
+        let plan = self.engine().plan_finalize(session, inputs, now)?;
+        let report = self.execute(plan).await;
+        self.retry_orphans().await;
+        Ok(report)
+    }
+
+    /// `browser_context_reset`: finalize first; tools are deactivated only if it fully
+    /// succeeded. Never reports success for a failed cleanup.
+    pub async fn context_reset(&self, session: &SessionKey) -> Result<CleanupReport, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.drain_events(session).await;
+        let _ = self.ensure_connected(session).await;
+        let now = self.now();
+        let plan = self.engine().plan_context_reset(session, now)?;
+        Ok(self.execute(plan).await)
+    }
+
+    // ----- leases, observe, act -----
+
+    /// Acquire the tab's write lease; returns its fencing token.
+    pub async fn acquire_write_lease(&self, session: &SessionKey, tab: TabHandle) -> Result<FencingToken, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.drain_events(session).await;
+        let now = self.now();
+        self.engine().acquire_write_lease(session, tab, now)
+    }
+
+    /// Release the tab's write lease. Idempotent.
+    pub async fn release_write_lease(&self, session: &SessionKey, tab: TabHandle) -> Result<bool, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().release_write_lease(session, tab)
+    }
+
+    async fn with_debugger<T, F, Fut>(&self, session: &SessionKey, tab: TabHandle, op: F) -> Result<T, CoreError>
+    where
+        F: FnOnce(OpContext) -> Fut,
+        Fut: Future<Output = Result<T, ProviderError>>,
+    {
+        let acquire = self.engine().debugger_acquire(session, tab);
+        let mut usage = DebuggerUse { inner: self.inner.clone(), tab, phase: UsePhase::InUse };
+        if acquire == DebuggerAcquire::NeedsAttach {
+            usage.phase = UsePhase::Attaching;
+            let ctx = self.ctx(session, self.inner.config.op_timeout);
+            let res = self.inner.provider.attach_debugger(&ctx, tab).await;
+            let now = self.now();
+            self.engine().handle_attach_result(tab, &res, now);
+            if let Err(e) = res {
+                usage.phase = UsePhase::Done; // the engine already dropped the reference
+                return Err(self.provider_err(e, Some(tab)));
+            }
+            usage.phase = UsePhase::InUse;
+        }
+        let ctx = self.ctx(session, self.inner.config.op_timeout);
+        let res = op(ctx).await.map_err(|e| self.provider_err(e, Some(tab)));
+        drop(usage);
+        res
+    }
+
+    /// `browser_observe`: checks activation and ownership, takes a debugger lease for the
+    /// operation and releases it after (idle detach follows).
+    pub async fn observe(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &ObserveParams,
+    ) -> Result<Observation, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        self.engine().check_tab_access(session, tab)?;
+        let provider = self.inner.provider.clone();
+        self.with_debugger(session, tab, move |ctx| async move { provider.observe(&ctx, tab, params).await }).await
+    }
+
+    /// `browser_act`: checks activation, ownership and the write lease (with `token`, or taking
+    /// the session's lease when `None`), takes a debugger lease for the operation and releases
+    /// it after. The provider call carries the fencing token for the last-hop check.
+    pub async fn act(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &ActParams,
+        token: Option<FencingToken>,
+    ) -> Result<ActionResult, CoreError> {
+        let _active = self.enter()?;
+        let slot = self.slot(session)?;
+        let _serial = slot.lock().await;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        let now = self.now();
+        let token = self.engine().check_write(session, tab, token, now)?;
+        let provider = self.inner.provider.clone();
+        self.with_debugger(session, tab, move |mut ctx| async move {
+            ctx.fencing = Some(token);
+            provider.act(&ctx, tab, params).await
+        })
+        .await
+    }
+
+    // ----- timers -----
+
+    /// When [`Self::tick`] should run next (idle debugger detach).
+    #[must_use]
+    pub fn next_deadline(&self) -> Option<Millis> {
+        self.engine().poll_timeout()
+    }
+
+    /// Timer hook: apply events, detach idle debuggers whose window passed (skipping sessions
+    /// busy with an operation — that operation re-arms the timer), retry closed sessions'
+    /// recovery records. Returns the next deadline.
+    pub async fn tick(&self) -> Option<Millis> {
+        let now = self.now();
+        let due = self.engine().idle_due_sessions(now);
+        for key in due {
+            let Ok(slot) = self.slot(&key) else { continue };
+            let Ok(_guard) = slot.try_lock_owned() else { continue };
+            self.drain_events(&key).await;
+            let now = self.now();
+            let plan = self.engine().plan_idle_detach(&key, now);
+            if !plan.steps.is_empty() {
+                self.execute(plan).await;
+            }
+        }
+        if !self.engine().bridge().needs_connect() {
+            self.retry_orphans().await;
+        }
+        self.next_deadline()
+    }
+
+    /// Run [`Self::tick`] at each deadline until `cancel` fires. Meant for a real clock (the
+    /// broker spawns it as a tracked task); tests advance a fake clock and call `tick` instead.
+    pub async fn run_timers(&self, cancel: CancellationToken) {
+        loop {
+            let changed = self.inner.timer_changed.notified();
+            let wait = match self.next_deadline() {
+                Some(deadline) => Duration::from_millis(deadline.0.saturating_sub(self.now().0)),
+                None => Duration::from_secs(3600),
+            };
+            tokio::select! {
+                () = cancel.cancelled() => return,
+                () = changed => continue,
+                () = tokio::time::sleep(wait) => {}
+            }
+            self.tick().await;
+        }
+    }
+
+    // ----- disposal -----
+
+    /// Plugin disposal: refuse new work, wait for active requests (up to
+    /// [`RuntimeConfig::dispose_wait`], then cancel them), run the final cleanup of every open
+    /// session, retry recovery once more, stop the bridge. Never blocks host exit for longer
+    /// than the waits and the cleanup deadlines.
+    pub async fn dispose_plugin(&self) -> DisposalReport {
+        self.inner.closing.store(true, Ordering::SeqCst);
+        let waited = tokio::time::timeout(self.inner.config.dispose_wait, self.wait_idle()).await.is_ok();
+        if !waited {
+            self.inner.shutdown.cancel();
+            let _ = tokio::time::timeout(self.inner.config.cleanup_timeout, self.wait_idle()).await;
+        }
+        let open: Vec<SessionKey> =
+            self.engine().sessions().filter(|s| s.closed().is_none()).map(|s| s.key().clone()).collect();
+        let mut sessions = Vec::new();
+        for key in open {
+            let Ok(slot) = self.slot(&key) else { continue };
+            let _serial = slot.lock().await;
+            if let Ok(report) = self.close_locked(&key, CloseReason::PluginUnload).await {
+                sessions.push((key, report));
+            }
+        }
+        let now = self.now();
+        let mut engine = self.engine();
+        engine.handle_bridge_stopped(StopCause::PluginDisposal, now);
+        DisposalReport {
+            waited_for_active: waited,
+            sessions,
+            pending_recovery: engine.recovery().len(),
+            bridge: engine.bridge().state(),
+        }
+    }
+
+    async fn wait_idle(&self) {
+        loop {
+            let notified = self.inner.idle.notified();
+            if self.inner.active.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Number of requests in progress.
+    #[must_use]
+    pub fn active_requests(&self) -> usize {
+        self.inner.active.load(Ordering::SeqCst)
+    }
+}

@@ -1,0 +1,231 @@
+//! JSON Schema generation: compact, self-contained schemas for tools and methods, and the one
+//! document (`protocol_schema`) that the snapshot test pins.
+//!
+//! Schemas are inlined (no `$ref` unless a type is recursive), carry no `$schema`, root `title`
+//! or root `description` (the tool or method description says it), drop integer `format`
+//! annotations, and turn a `oneOf` of documented string constants into one `enum` whose values
+//! are explained in the field's description: they are read by models, so every token counts.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+
+use crate::errors::{ErrorCode, ErrorData};
+use crate::hello::{MIN_PROTOCOL_VERSION, PROTOCOL_VERSION};
+use crate::methods::Method;
+use crate::tools::tool_catalog;
+
+/// Schema of `T` as accepted on input (fields with defaults are optional).
+#[must_use]
+pub fn input_schema<T: JsonSchema>() -> Value {
+    let mut value = generate::<T>(SchemaSettings::draft2020_12().for_deserialize());
+    drop_null_alternatives(&mut value);
+    value
+}
+
+/// Schema of `T` as produced on output (fields skipped when empty are optional).
+#[must_use]
+pub fn output_schema<T: JsonSchema>() -> Value {
+    generate::<T>(SchemaSettings::draft2020_12().for_serialize())
+}
+
+fn generate<T: JsonSchema>(settings: SchemaSettings) -> Value {
+    let generator = settings
+        .with(|settings| {
+            settings.inline_subschemas = true;
+            settings.meta_schema = None;
+        })
+        .into_generator();
+    let mut value = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(object) = &mut value {
+        object.remove("title");
+        object.remove("description");
+    }
+    compact(&mut value);
+    value
+}
+
+/// Applies the token-saving rewrites to every subschema.
+fn compact(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            strip_integer_format(object);
+            collapse_const_one_of(object);
+            object.values_mut().for_each(compact);
+        }
+        Value::Array(items) => items.iter_mut().for_each(compact),
+        _ => {}
+    }
+}
+
+/// Optional inputs are simply left out, so `null` alternatives (`["string", "null"]`,
+/// `anyOf: [T, {"type": "null"}]`) are dropped from input schemas: fewer tokens, same meaning.
+fn drop_null_alternatives(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            if let Some(Value::Array(types)) = object.get_mut("type") {
+                types.retain(|ty| ty != "null");
+                if types.len() == 1 {
+                    let single = types.remove(0);
+                    object.insert("type".to_owned(), single);
+                }
+            }
+            let inner = match object.get("anyOf") {
+                Some(Value::Array(options)) if options.len() == 2 => {
+                    let null = json!({"type": "null"});
+                    match (&options[0], &options[1]) {
+                        (Value::Object(inner), other) | (other, Value::Object(inner)) if *other == null => {
+                            Some(inner.clone())
+                        }
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            if let Some(inner) = inner {
+                object.remove("anyOf");
+                for (key, value) in inner {
+                    object.entry(key).or_insert(value);
+                }
+            }
+            object.values_mut().for_each(drop_null_alternatives);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_null_alternatives),
+        _ => {}
+    }
+}
+
+/// Removes `format: int64/uint32/...` next to `type: integer`; `minimum` already says enough.
+fn strip_integer_format(object: &mut Map<String, Value>) {
+    let is_integer_format = object
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| format.starts_with("int") || format.starts_with("uint"));
+    if is_integer_format {
+        object.remove("format");
+    }
+}
+
+/// `{"oneOf": [{"const": "a", "type": "string", "description": "A."}, ...]}` becomes
+/// `{"type": "string", "enum": ["a", ...], "description": "... a: A. ..."}`.
+fn collapse_const_one_of(object: &mut Map<String, Value>) {
+    let Some(Value::Array(variants)) = object.get("oneOf") else { return };
+    let mut names = Vec::with_capacity(variants.len());
+    let mut explained = Vec::new();
+    for variant in variants {
+        let Value::Object(variant) = variant else { return };
+        let Some(Value::String(name)) = variant.get("const") else { return };
+        if variant.get("type").is_some_and(|ty| ty != "string")
+            || variant.keys().any(|key| !matches!(key.as_str(), "const" | "type" | "description"))
+        {
+            return;
+        }
+        if let Some(Value::String(description)) = variant.get("description") {
+            let description = description.trim_end_matches('.');
+            explained.push(format!("{name}: {description}."));
+        }
+        names.push(Value::String(name.clone()));
+    }
+    object.remove("oneOf");
+    object.insert("type".to_owned(), Value::String("string".to_owned()));
+    object.insert("enum".to_owned(), Value::Array(names));
+    if !explained.is_empty() {
+        let mut description = object.get("description").and_then(Value::as_str).unwrap_or_default().to_owned();
+        for line in explained {
+            if !description.is_empty() {
+                description.push(' ');
+            }
+            description.push_str(&line);
+        }
+        object.insert("description".to_owned(), Value::String(description));
+    }
+}
+
+/// The whole wire contract in one JSON document: protocol versions, every method's params and
+/// result schema, every tool's catalog entry, the error taxonomy and the error object.
+#[must_use]
+pub fn protocol_schema() -> Value {
+    let methods: Map<String, Value> = Method::ALL
+        .iter()
+        .map(|method| {
+            let mut entry = json!({
+                "kind": method.kind(),
+                "params": method.params_schema(),
+            });
+            if let Some(result) = method.result_schema() {
+                entry["result"] = result;
+            }
+            (method.name().to_owned(), entry)
+        })
+        .collect();
+    let errors: Vec<Value> = ErrorCode::ALL
+        .iter()
+        .map(|code| {
+            json!({
+                "code": code.as_str(),
+                "rpcCode": code.rpc_code(),
+                "category": code.category(),
+                "nextStep": code.next_step(),
+            })
+        })
+        .collect();
+    json!({
+        "protocolVersion": { "min": MIN_PROTOCOL_VERSION, "max": PROTOCOL_VERSION },
+        "methods": methods,
+        "tools": tool_catalog(),
+        "errors": errors,
+        "errorData": output_schema::<ErrorData>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::TabId;
+
+    #[derive(schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Sample {
+        tab: TabId,
+        count: u32,
+    }
+
+    #[test]
+    fn schemas_are_compact() {
+        let schema = input_schema::<Sample>();
+        assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
+        assert_eq!(schema["properties"]["tab"], json!({"type": "integer", "minimum": 0}));
+        assert!(schema["properties"]["count"].get("format").is_none());
+    }
+
+    #[test]
+    fn optional_inputs_have_no_null_alternative() {
+        let schema = input_schema::<crate::tools::HandoffParams>();
+        assert_eq!(schema["properties"]["timeoutMs"]["type"], "integer");
+        let until = &schema["properties"]["until"];
+        assert!(until.get("anyOf").is_none(), "{until}");
+        assert_eq!(until["description"], "Wait until this holds (or timeoutMs).");
+        assert_eq!(until["oneOf"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn documented_string_enums_collapse_into_one_enum() {
+        let schema = input_schema::<crate::tools::TabMark>();
+        assert_eq!(
+            schema["properties"]["kind"],
+            json!({
+                "type": "string",
+                "enum": ["deliverable", "handoff"],
+                "description": "Mark. deliverable: A result for the user. handoff: Waiting for the user to continue."
+            })
+        );
+    }
+
+    #[test]
+    fn protocol_schema_covers_every_method_tool_and_code() {
+        let doc = protocol_schema();
+        assert_eq!(doc["methods"].as_object().unwrap().len(), Method::ALL.len());
+        assert_eq!(doc["tools"].as_array().unwrap().len(), crate::tools::Tool::ALL.len());
+        assert_eq!(doc["errors"].as_array().unwrap().len(), ErrorCode::ALL.len());
+    }
+}

@@ -1,0 +1,935 @@
+//! Model-visible tools: their params, results, names, tiers, descriptions and JSON Schemas.
+//!
+//! [`tool_catalog`] is the single list the MCP server and the Pi/DSH adapters serve; the doc
+//! comments on these types are the descriptions models read, so they are short on purpose.
+//! Clients call a tool over JSON-RPC with `tool.call` ([`ToolCallParams`]); the broker decodes the
+//! arguments with [`ToolCall::parse`].
+
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::errors::{ErrorCode, ErrorData};
+use crate::ids::{GroupId, SessionId, TabId};
+use crate::jsonrpc::{Validate, parse_params};
+use crate::lifecycle::{
+    AutoTurnCleanup, BridgeState, CapabilityStatus, CleanupResult, ContextResetResult, Limits, MarkKind, Provenance,
+    RecoveryRecord, ResourceState,
+};
+use crate::page::{ActParams, ActionResult, Observation, ObserveParams};
+use crate::schema;
+
+/// Most steps one `browser_batch` may run.
+pub const MAX_BATCH_STEPS: usize = 8;
+
+/// Whether a tool is always there once activated, or only after explicit advanced activation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolTier {
+    /// Visible whenever browser tools are active.
+    Core,
+    /// Off by default; policy-gated.
+    Advanced,
+}
+
+/// Params of `browser_status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserStatusParams {}
+
+/// What `browser_status` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrowserStatusResult {
+    /// Browser tools visible.
+    pub tools_active: bool,
+    /// Advanced tools enabled.
+    pub advanced: bool,
+    /// Bridge state.
+    pub bridge: BridgeState,
+    /// Your tabs.
+    pub tabs: Vec<ListedTab>,
+    /// Cleanup still pending (retried automatically).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recovery: Vec<RecoveryRecord>,
+    /// Limits in use.
+    pub limits: Limits,
+    /// Whether turn-end cleanup is automatic.
+    pub auto_turn_cleanup: AutoTurnCleanup,
+    /// Why automatic cleanup is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_capabilities: Vec<String>,
+    /// Unavailable capabilities and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsupported: Vec<CapabilityStatus>,
+}
+
+/// Params of `browser_list`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListParams {}
+
+/// One tab as this session sees it. Other sessions' tabs carry only `tab` and `provenance`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedTab {
+    /// Tab id.
+    pub tab: TabId,
+    /// Whose tab it is.
+    pub provenance: Provenance,
+    /// Resource state (your tabs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<ResourceState>,
+    /// Mark this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mark: Option<MarkKind>,
+    /// URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Tab group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupId>,
+    /// Focused tab of its window.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub active: bool,
+}
+
+/// What `browser_list` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResult {
+    /// Tabs.
+    pub tabs: Vec<ListedTab>,
+}
+
+/// Params of `browser_open`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OpenParams {
+    /// URL to load.
+    pub url: String,
+    /// Open without focusing it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
+    /// Return an observation of the loaded page.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observe: bool,
+}
+
+/// What `browser_open` and `browser_claim` return.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TabResult {
+    /// Tab id.
+    pub tab: TabId,
+    /// URL.
+    pub url: String,
+    /// Title.
+    pub title: String,
+    /// Observation, when asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observation: Option<Box<Observation>>,
+}
+
+/// Params of `browser_claim`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimParams {
+    /// A user tab from `browser_list`.
+    pub tab: TabId,
+    /// Return an observation.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub observe: bool,
+}
+
+/// Params of `browser_batch`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BatchParams {
+    /// Actions, run in order.
+    #[schemars(length(min = 1, max = 8))]
+    pub steps: Vec<ActParams>,
+    /// Stop before a step that navigates to another site.
+    #[serde(default = "yes")]
+    pub stop_on_cross_site: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Why a batch stopped early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum BatchStopReason {
+    /// A step failed.
+    Failed,
+    /// A step navigated to another site.
+    CrossSite,
+    /// The next step needs approval.
+    HighRisk,
+    /// The batch deadline passed.
+    Deadline,
+}
+
+/// Where and why a batch stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchStop {
+    /// Index of the step it stopped at.
+    pub step: u32,
+    /// Why.
+    pub reason: BatchStopReason,
+}
+
+/// What `browser_batch` returns. Completed steps are not rolled back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchResult {
+    /// Every step succeeded.
+    pub ok: bool,
+    /// Results of the steps that ran.
+    pub steps: Vec<ActionResult>,
+    /// Set when it stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<BatchStop>,
+}
+
+/// Params of `browser_mark_deliverable` and `browser_mark_handoff`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct MarkParams {
+    /// Tab id.
+    pub tab: TabId,
+    /// Note for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// What the mark tools return.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MarkResult {
+    /// Tab id.
+    pub tab: TabId,
+    /// Mark now in force (until the next turn ends).
+    pub mark: MarkKind,
+}
+
+/// A machine-checkable sign that the user finished a handoff.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum HandoffUntil {
+    /// The URL contains this.
+    UrlContains(String),
+    /// The page shows this text.
+    TextPresent(String),
+}
+
+/// Params of `browser_handoff`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HandoffParams {
+    /// Tab id.
+    pub tab: TabId,
+    /// What the user must do.
+    pub message: String,
+    /// Wait until this holds (or timeoutMs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<HandoffUntil>,
+    /// Wait at most this long (default 300000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Where a handoff stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum HandoffStatus {
+    /// Handed over; not waiting.
+    WaitingForUser,
+    /// `until` held.
+    Completed,
+    /// `until` did not hold in time.
+    TimedOut,
+    /// The user closed the tab.
+    TabClosed,
+}
+
+/// What `browser_handoff` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffResult {
+    /// Tab id.
+    pub tab: TabId,
+    /// Status.
+    pub status: HandoffStatus,
+}
+
+/// Params of `browser_close`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CloseParams {
+    /// Tab ids.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tabs: Vec<TabId>,
+    /// A tab group: only your tabs in it are closed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupId>,
+}
+
+/// What `browser_close` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseResult {
+    /// Every requested tab was closed.
+    pub ok: bool,
+    /// Tabs closed.
+    pub closed: Vec<TabId>,
+    /// Tabs not closed, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<crate::lifecycle::TabFailure>,
+}
+
+/// A mark to set as part of a cleanup.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TabMark {
+    /// Tab id.
+    pub tab: TabId,
+    /// Mark.
+    pub kind: MarkKind,
+}
+
+/// Params of `browser_cleanup`. Unlisted tabs follow the defaults: scratch tabs close, claimed
+/// tabs are released, marked tabs are kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupParams {
+    /// Keep open.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keep: Vec<TabId>,
+    /// Close (your tabs only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub close: Vec<TabId>,
+    /// Release (claimed tabs; left open).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub release: Vec<TabId>,
+    /// Detach debugging from your tabs.
+    #[serde(default = "yes")]
+    pub detach_debugger: bool,
+    /// Marks to set first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mark: Vec<TabMark>,
+}
+
+impl Default for CleanupParams {
+    fn default() -> Self {
+        Self { keep: Vec::new(), close: Vec::new(), release: Vec::new(), detach_debugger: true, mark: Vec::new() }
+    }
+}
+
+/// Params of `browser_context_reset`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrowserContextResetParams {
+    /// Also disconnect this client from the browser bridge.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub disconnect_client: bool,
+}
+
+/// Content too large for a result, written to a file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Spill {
+    /// File path.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// What it contains.
+    pub summary: String,
+}
+
+/// Params of `browser_evaluate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EvaluateParams {
+    /// Tab id.
+    pub tab: TabId,
+    /// JavaScript expression.
+    pub expression: String,
+    /// Await a returned promise.
+    #[serde(default = "yes")]
+    pub await_promise: bool,
+}
+
+/// What `browser_evaluate` returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvaluateResult {
+    /// JSON value (null when spilled or thrown).
+    pub value: Value,
+    /// Thrown exception.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exception: Option<String>,
+    /// Large value written to a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill: Option<Spill>,
+}
+
+/// Console message level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ConsoleLevel {
+    /// Debug.
+    Debug,
+    /// Log.
+    Log,
+    /// Info.
+    Info,
+    /// Warning.
+    Warning,
+    /// Error.
+    Error,
+}
+
+/// Params of `browser_console`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConsoleParams {
+    /// Tab id.
+    pub tab: TabId,
+    /// Cursor from the last call; from the start when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+    /// Lowest level to return.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<ConsoleLevel>,
+    /// Most entries to return (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// One console message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsoleEntry {
+    /// Level.
+    pub level: ConsoleLevel,
+    /// Text (untrusted page content).
+    pub text: String,
+    /// Source URL and line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// What `browser_console` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsoleResult {
+    /// Messages, oldest first.
+    pub entries: Vec<ConsoleEntry>,
+    /// Pass as `since` next time.
+    pub cursor: u64,
+    /// More were available than returned or kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Large output written to a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill: Option<Spill>,
+}
+
+/// Params of `browser_network`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NetworkParams {
+    /// Tab id.
+    pub tab: TabId,
+    /// Cursor from the last call; from the start when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+    /// Only URLs containing this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_contains: Option<String>,
+    /// Only failed requests (network error or status ≥ 400).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed_only: bool,
+    /// Most entries to return (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// One network request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkEntry {
+    /// HTTP method.
+    pub method: String,
+    /// URL.
+    pub url: String,
+    /// Resource type, e.g. `document`, `fetch`, `script`.
+    pub kind: String,
+    /// HTTP status, once answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Network error, if it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Duration in ms, once finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// What `browser_network` returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkResult {
+    /// Requests, oldest first.
+    pub requests: Vec<NetworkEntry>,
+    /// Pass as `since` next time.
+    pub cursor: u64,
+    /// More were available than returned or kept.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// Large output written to a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill: Option<Spill>,
+}
+
+/// Params of `browser_cdp`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RawProtocolParams {
+    /// Tab id.
+    pub tab: TabId,
+    /// Method, e.g. `Page.getLayoutMetrics`.
+    pub method: String,
+    /// Method params.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+/// What `browser_cdp` returns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RawProtocolResult {
+    /// The method's result.
+    pub result: Value,
+    /// Large result written to a file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spill: Option<Spill>,
+}
+
+impl Validate for BrowserStatusParams {}
+impl Validate for ListParams {}
+impl Validate for ClaimParams {}
+impl Validate for MarkParams {}
+impl Validate for BrowserContextResetParams {}
+impl Validate for ObserveParams {}
+impl Validate for ActParams {}
+
+impl Validate for OpenParams {
+    fn validate(&self) -> Result<(), String> {
+        if self.url.trim().is_empty() { Err("url must not be empty".to_owned()) } else { Ok(()) }
+    }
+}
+
+impl Validate for BatchParams {
+    fn validate(&self) -> Result<(), String> {
+        match self.steps.len() {
+            0 => Err("steps must hold at least one action".to_owned()),
+            n if n > MAX_BATCH_STEPS => Err(format!("steps holds {n} actions; at most {MAX_BATCH_STEPS} are allowed")),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl Validate for HandoffParams {
+    fn validate(&self) -> Result<(), String> {
+        if self.message.trim().is_empty() {
+            return Err("message must tell the user what to do".to_owned());
+        }
+        if self.timeout_ms.is_some() && self.until.is_none() {
+            return Err("timeoutMs needs `until` (what to wait for)".to_owned());
+        }
+        Ok(())
+    }
+}
+
+impl Validate for CloseParams {
+    fn validate(&self) -> Result<(), String> {
+        if self.tabs.is_empty() && self.group.is_none() { Err("give `tabs` or `group`".to_owned()) } else { Ok(()) }
+    }
+}
+
+impl Validate for CleanupParams {
+    fn validate(&self) -> Result<(), String> {
+        for tab in &self.keep {
+            if self.close.contains(tab) || self.release.contains(tab) {
+                return Err(format!("tab {tab} is both kept and closed/released"));
+            }
+        }
+        if let Some(tab) = self.close.iter().find(|tab| self.release.contains(tab)) {
+            return Err(format!("tab {tab} is both closed and released"));
+        }
+        if let Some(mark) = self.mark.iter().find(|mark| self.close.contains(&mark.tab)) {
+            return Err(format!("tab {} is both marked and closed", mark.tab));
+        }
+        Ok(())
+    }
+}
+
+impl Validate for EvaluateParams {
+    fn validate(&self) -> Result<(), String> {
+        if self.expression.trim().is_empty() { Err("expression must not be empty".to_owned()) } else { Ok(()) }
+    }
+}
+
+impl Validate for ConsoleParams {}
+impl Validate for NetworkParams {}
+
+impl Validate for RawProtocolParams {
+    fn validate(&self) -> Result<(), String> {
+        match &self.params {
+            Some(params) if !params.is_object() => Err("params must be a JSON object".to_owned()),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Params of the `tool.call` method: one tool call made on behalf of a session's model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ToolCallParams {
+    /// Session.
+    pub session: SessionId,
+    /// Tool name, e.g. `browser_open`.
+    pub name: String,
+    /// The tool's arguments (its input schema).
+    #[serde(default)]
+    pub arguments: Value,
+    /// The host's id for this call (MCP request id, Pi toolCallId), for logs and de-duplication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+impl Validate for ToolCallParams {
+    fn validate(&self) -> Result<(), String> {
+        if Tool::from_name(&self.name).is_none() {
+            return Err(format!("unknown tool `{}`", self.name));
+        }
+        Ok(())
+    }
+}
+
+/// A tool's entry in the catalog; serialises as an MCP tool definition
+/// (`name`, `description`, `inputSchema`, `outputSchema`) plus `tier`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolSpec {
+    /// Tool name.
+    pub name: String,
+    /// Core or advanced.
+    pub tier: ToolTier,
+    /// What it does, for a model.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// JSON Schema of the result.
+    pub output_schema: Value,
+}
+
+macro_rules! tools {
+    ($( $variant:ident, $constant:ident = $name:literal, $tier:ident, $params:ty => $result:ty, $description:literal; )*) => {
+        $(
+            #[doc = concat!("Tool name `", $name, "`.")]
+            pub const $constant: &str = $name;
+        )*
+
+        /// Every model-visible tool.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Tool {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $variant,
+            )*
+        }
+
+        impl Tool {
+            /// Every tool, core first.
+            pub const ALL: &'static [Tool] = &[$( Tool::$variant, )*];
+
+            /// The tool's name.
+            #[must_use]
+            pub const fn name(self) -> &'static str {
+                match self { $( Tool::$variant => $name, )* }
+            }
+
+            /// The tool's tier.
+            #[must_use]
+            pub const fn tier(self) -> ToolTier {
+                match self { $( Tool::$variant => ToolTier::$tier, )* }
+            }
+
+            /// What the tool does, for a model.
+            #[must_use]
+            pub const fn description(self) -> &'static str {
+                match self { $( Tool::$variant => $description, )* }
+            }
+
+            /// The tool for a name, if there is one.
+            #[must_use]
+            pub fn from_name(name: &str) -> Option<Tool> {
+                match name { $( $name => Some(Tool::$variant), )* _ => None }
+            }
+
+            /// JSON Schema of the tool's arguments.
+            #[must_use]
+            pub fn input_schema(self) -> Value {
+                match self { $( Tool::$variant => schema::input_schema::<$params>(), )* }
+            }
+
+            /// JSON Schema of the tool's result.
+            #[must_use]
+            pub fn output_schema(self) -> Value {
+                match self { $( Tool::$variant => schema::output_schema::<$result>(), )* }
+            }
+        }
+
+        /// A decoded, validated tool call.
+        #[derive(Debug, Clone, PartialEq)]
+        #[allow(clippy::large_enum_variant)]
+        pub enum ToolCall {
+            $(
+                #[doc = concat!("`", $name, "`.")]
+                $variant($params),
+            )*
+        }
+
+        impl ToolCall {
+            /// Decodes and validates `arguments` for the tool `name`.
+            ///
+            /// # Errors
+            /// `INVALID_PARAMS` for an unknown tool or arguments that do not fit its schema.
+            pub fn parse(name: &str, arguments: &Value) -> Result<ToolCall, ErrorData> {
+                let arguments = if arguments.is_null() { None } else { Some(arguments) };
+                match Tool::from_name(name) {
+                    $( Some(Tool::$variant) => parse_params::<$params>(name, arguments).map(ToolCall::$variant), )*
+                    None => Err(ErrorData::new(ErrorCode::InvalidParams, format!("unknown tool `{name}`"))
+                        .with_next_step("Use a tool from the current tool list.")),
+                }
+            }
+
+            /// Which tool this call is for.
+            #[must_use]
+            pub const fn tool(&self) -> Tool {
+                match self { $( ToolCall::$variant(_) => Tool::$variant, )* }
+            }
+        }
+    };
+}
+
+tools! {
+    Status, BROWSER_STATUS = "browser_status", Core, BrowserStatusParams => BrowserStatusResult,
+        "Show your browser state: tools, bridge, your tabs, pending cleanup, limits.";
+    List, BROWSER_LIST = "browser_list", Core, ListParams => ListResult,
+        "List browser tabs with ids and who owns them.";
+    Open, BROWSER_OPEN = "browser_open", Core, OpenParams => TabResult,
+        "Open a URL in a new tab you own.";
+    Claim, BROWSER_CLAIM = "browser_claim", Core, ClaimParams => TabResult,
+        "Take control of a user's tab to work in it. It is released, not closed, when you finish.";
+    Observe, BROWSER_OBSERVE = "browser_observe", Core, ObserveParams => Observation,
+        "Read a tab: URL, title, operable elements with refs, and text. Optional screenshot.";
+    Act, BROWSER_ACT = "browser_act", Core, ActParams => ActionResult,
+        "Do one action on a tab and report its effect; optionally verify expected results.";
+    Batch, BROWSER_BATCH = "browser_batch", Core, BatchParams => BatchResult,
+        "Run up to 8 actions in order; stops at the first failure or a cross-site navigation.";
+    MarkDeliverable, BROWSER_MARK_DELIVERABLE = "browser_mark_deliverable", Core, MarkParams => MarkResult,
+        "Keep a tab open past this turn as a result for the user. Lasts one turn; mark again to keep it.";
+    MarkHandoff, BROWSER_MARK_HANDOFF = "browser_mark_handoff", Core, MarkParams => MarkResult,
+        "Keep a tab open past this turn for the user to continue in. Lasts one turn; mark again to keep it.";
+    Handoff, BROWSER_HANDOFF = "browser_handoff", Core, HandoffParams => HandoffResult,
+        "Give a tab to the user with what they must do; you lose control of it. Optionally wait until done.";
+    Close, BROWSER_CLOSE = "browser_close", Core, CloseParams => CloseResult,
+        "Close tabs you opened. Other tabs are never closed.";
+    Cleanup, BROWSER_CLEANUP = "browser_cleanup", Core, CleanupParams => CleanupResult,
+        "Only when the user asks to finish the browser task: close, release or keep tabs. Tools stay available.";
+    ContextReset, BROWSER_CONTEXT_RESET = "browser_context_reset", Core, BrowserContextResetParams => ContextResetResult,
+        "Only when the user asks to reset the browser context: clean up tabs, then hide browser tools.";
+    Evaluate, BROWSER_EVALUATE = "browser_evaluate", Advanced, EvaluateParams => EvaluateResult,
+        "Run a JavaScript expression in a tab and return its JSON value.";
+    Console, BROWSER_CONSOLE = "browser_console", Advanced, ConsoleParams => ConsoleResult,
+        "Read a tab's console messages since a cursor.";
+    Network, BROWSER_NETWORK = "browser_network", Advanced, NetworkParams => NetworkResult,
+        "Read a tab's network requests since a cursor.";
+    RawProtocol, BROWSER_CDP = "browser_cdp", Advanced, RawProtocolParams => RawProtocolResult,
+        "Send a raw DevTools protocol command to a tab.";
+}
+
+impl fmt::Display for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Tool {
+    /// The catalog entry of this tool.
+    #[must_use]
+    pub fn spec(self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_owned(),
+            tier: self.tier(),
+            description: self.description().to_owned(),
+            input_schema: self.input_schema(),
+            output_schema: self.output_schema(),
+        }
+    }
+}
+
+/// Every tool with its tier, description and schemas: what the MCP server and adapters serve.
+#[must_use]
+pub fn tool_catalog() -> Vec<ToolSpec> {
+    Tool::ALL.iter().map(|tool| tool.spec()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::page::ActionKind;
+
+    #[test]
+    fn every_tool_name_is_unique_and_maps_back() {
+        let mut seen = std::collections::HashSet::new();
+        for &tool in Tool::ALL {
+            assert!(seen.insert(tool.name()), "duplicate tool {tool}");
+            assert_eq!(Tool::from_name(tool.name()), Some(tool));
+            assert!(tool.name().starts_with("browser_"), "{tool}");
+        }
+        assert_eq!(Tool::ALL.len(), 17);
+        let advanced: Vec<_> = Tool::ALL.iter().filter(|t| t.tier() == ToolTier::Advanced).map(|t| t.name()).collect();
+        assert_eq!(advanced, ["browser_evaluate", "browser_console", "browser_network", "browser_cdp"]);
+    }
+
+    #[test]
+    fn catalog_schemas_are_objects_and_descriptions_are_short() {
+        for spec in tool_catalog() {
+            assert_eq!(spec.input_schema["type"], "object", "{} input", spec.name);
+            assert_eq!(spec.output_schema["type"], "object", "{} output", spec.name);
+            assert!(spec.input_schema.get("$schema").is_none() && spec.input_schema.get("title").is_none());
+            let words = spec.description.split_whitespace().count();
+            assert!((3..=25).contains(&words), "{}: {words} words", spec.name);
+        }
+        let spec = Tool::Open.spec();
+        assert_eq!(spec.input_schema["additionalProperties"], false);
+        assert_eq!(spec.input_schema["required"], json!(["url"]));
+        let value = serde_json::to_value(&spec).unwrap();
+        assert!(value.get("inputSchema").is_some() && value.get("outputSchema").is_some());
+    }
+
+    #[test]
+    fn batch_schema_caps_the_steps_and_parsing_enforces_it() {
+        let schema = Tool::Batch.input_schema();
+        assert_eq!(schema["properties"]["steps"]["maxItems"], 8);
+        assert_eq!(schema["properties"]["stopOnCrossSite"]["default"], true);
+
+        let step = json!({"action": "click", "target": "e1"});
+        let ok = ToolCall::parse(BROWSER_BATCH, &json!({"steps": [step]})).unwrap();
+        let ToolCall::Batch(batch) = ok else { panic!("expected a batch") };
+        assert!(batch.stop_on_cross_site, "stopOnCrossSite defaults to true");
+        assert_eq!(batch.steps[0].action, ActionKind::Click);
+
+        let nine = json!({"steps": vec![step.clone(); 9]});
+        let err = ToolCall::parse(BROWSER_BATCH, &nine).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParams);
+        assert!(err.message.contains("at most 8"), "{}", err.message);
+        assert!(ToolCall::parse(BROWSER_BATCH, &json!({"steps": []})).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_and_unknown_tools_are_refused_clearly() {
+        let err = ToolCall::parse(BROWSER_OPEN, &json!({"url": "https://a.test", "newWindow": true})).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidParams);
+        assert!(err.message.contains("browser_open") && err.message.contains("unknown field `newWindow`"), "{}", err.message);
+
+        let err = ToolCall::parse(BROWSER_CLEANUP, &json!({"closeAll": true})).unwrap_err();
+        assert!(err.message.contains("unknown field `closeAll`"), "{}", err.message);
+
+        let err = ToolCall::parse("browser_teleport", &json!({})).unwrap_err();
+        assert!(err.message.contains("unknown tool `browser_teleport`"), "{}", err.message);
+
+        let missing = ToolCall::parse(BROWSER_CLAIM, &json!({})).unwrap_err();
+        assert!(missing.message.contains("missing field `tab`"), "{}", missing.message);
+    }
+
+    #[test]
+    fn argument_checks_beyond_types() {
+        assert!(ToolCall::parse(BROWSER_CLOSE, &json!({})).unwrap_err().message.contains("`tabs` or `group`"));
+        assert!(ToolCall::parse(BROWSER_CLOSE, &json!({"group": 4})).is_ok());
+        let conflict = ToolCall::parse(BROWSER_CLEANUP, &json!({"keep": [3], "close": [3]})).unwrap_err();
+        assert!(conflict.message.contains("tab 3"), "{}", conflict.message);
+        let wait = ToolCall::parse(BROWSER_HANDOFF, &json!({"tab": 1, "message": "log in", "timeoutMs": 5}));
+        assert!(wait.unwrap_err().message.contains("until"));
+        let ok = ToolCall::parse(BROWSER_HANDOFF, &json!({"tab": 1, "message": "log in", "until": {"urlContains": "/home"}}));
+        assert!(matches!(ok, Ok(ToolCall::Handoff(HandoffParams { until: Some(HandoffUntil::UrlContains(_)), .. }))));
+    }
+
+    #[test]
+    fn null_or_absent_arguments_mean_no_arguments() {
+        assert_eq!(ToolCall::parse(BROWSER_LIST, &Value::Null).unwrap(), ToolCall::List(ListParams {}));
+        let cleanup = ToolCall::parse(BROWSER_CLEANUP, &json!({})).unwrap();
+        assert_eq!(cleanup, ToolCall::Cleanup(CleanupParams::default()));
+        assert_eq!(cleanup.tool(), Tool::Cleanup);
+    }
+
+    #[test]
+    fn cleanup_result_is_compact_and_round_trips() {
+        let ok = CleanupResult {
+            ok: true,
+            closed: vec![TabId(12), TabId(15)],
+            released: vec![TabId(18)],
+            kept: vec![TabId(21)],
+            tools_active: true,
+            bridge: BridgeState::Connected,
+            failed: Vec::new(),
+        };
+        let v = serde_json::to_value(&ok).unwrap();
+        assert_eq!(
+            v,
+            json!({"ok": true, "closed": [12, 15], "released": [18], "kept": [21], "toolsActive": true, "bridge": "connected"})
+        );
+        assert_eq!(serde_json::from_value::<CleanupResult>(v).unwrap(), ok);
+
+        let failed = CleanupResult {
+            ok: false,
+            failed: vec![crate::lifecycle::TabFailure::new(TabId(15), ErrorCode::ConnectionLost)],
+            ..ok
+        };
+        let v = serde_json::to_value(&failed).unwrap();
+        assert_eq!(v["failed"][0]["tab"], 15);
+        assert_eq!(v["failed"][0]["code"], "CONNECTION_LOST");
+        assert!(!v["failed"][0]["nextStep"].as_str().unwrap().is_empty());
+        assert_eq!(serde_json::from_value::<CleanupResult>(v).unwrap(), failed);
+    }
+
+    #[test]
+    fn listed_other_session_tab_shows_no_details() {
+        let tab = ListedTab {
+            tab: TabId(9),
+            provenance: Provenance::OtherSession,
+            state: None,
+            mark: None,
+            url: None,
+            title: None,
+            group: None,
+            active: false,
+        };
+        assert_eq!(serde_json::to_value(&tab).unwrap(), json!({"tab": 9, "provenance": "otherSession"}));
+    }
+}

@@ -1,0 +1,399 @@
+//! The loopback fixture site: two HTTP servers on ephemeral loopback ports (two different sites, so an iframe of
+//! the second one is a cross-origin OOPIF) serving deterministic pages for every fixture category of BRIEF §10.
+//! The pages are embedded in the binary; nothing is read from disk at run time.
+
+mod generated;
+
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Multipart, Query, State};
+use axum::http::{HeaderValue, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use sha2::{Digest, Sha256};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub use generated::{BenchElement, BenchManifest, MAX_ELEMENTS, generate as generate_elements_page};
+
+/// A page of the fixture site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixturePage {
+    /// Path (with query where the page needs one) on either origin, e.g. `/form.html`.
+    pub path: &'static str,
+    /// The BRIEF §10 category it covers, e.g. `overlay`.
+    pub category: &'static str,
+    /// One line saying what it is for.
+    pub description: &'static str,
+    /// A stable text that is visible on the page once it has loaded.
+    pub marker: &'static str,
+}
+
+/// A file the `/upload` endpoint received.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadedFile {
+    /// The multipart field name (`document` for the upload page's form).
+    pub field: String,
+    /// The file name the browser sent.
+    pub file_name: String,
+    /// The content type the browser sent, if any.
+    pub content_type: Option<String>,
+    /// Size in bytes.
+    pub size: usize,
+    /// Lower-case hex SHA-256 of the content.
+    pub sha256: String,
+    /// The content itself.
+    pub bytes: Vec<u8>,
+}
+
+const PAGES: &[FixturePage] = &[
+    FixturePage { path: "/index.html", category: "index", description: "Links to every fixture page", marker: "browserd fixture site" },
+    FixturePage { path: "/duplicates.html", category: "duplicates", description: "Same-name Delete buttons in different sections and a link and a button both named Settings", marker: "Deleted: none" },
+    FixturePage { path: "/overlay.html", category: "overlay", description: "A Subscribe button covered by a cookie-consent overlay with its own Accept button", marker: "Clicked: none" },
+    FixturePage { path: "/form.html", category: "form", description: "React-style controlled form in vanilla JS: assigning .value from script is ignored", marker: "Not submitted" },
+    FixturePage { path: "/contenteditable.html", category: "contenteditable", description: "A contenteditable editor and a mirror of its text", marker: "Mirror:" },
+    FixturePage { path: "/ime.html", category: "ime", description: "An input that records composition events (Chinese IME input)", marker: "Value: (empty)" },
+    FixturePage { path: "/iframes.html", category: "iframes", description: "A same-origin iframe and a cross-site iframe (OOPIF) of frame-inner.html", marker: "Outer clicks: 0" },
+    FixturePage { path: "/frame-inner.html", category: "iframes", description: "The page inside the iframes: a button, an input and a click counter", marker: "Inner clicks: 0" },
+    FixturePage { path: "/shadow.html", category: "shadow", description: "A custom element with an open shadow root holding a button, an input and a nested shadow root", marker: "Shadow clicks: none" },
+    FixturePage { path: "/virtual-list.html", category: "virtual-list", description: "A 10000-row virtual list: only visible rows exist, more render on scroll", marker: "Selected: none" },
+    FixturePage { path: "/long-list.html", category: "long-list", description: "A plain list of 1000 items", marker: "Item 1000" },
+    FixturePage { path: "/canvas.html", category: "canvas", description: "A canvas that records click coordinates and draws a marker", marker: "Clicks: 0, last: none" },
+    FixturePage { path: "/dialogs.html", category: "dialogs", description: "Buttons that open alert, confirm and prompt and write the result", marker: "Dialog result: none" },
+    FixturePage { path: "/popup.html", category: "popup", description: "A target=_blank link and a window.open button", marker: "Opened: none" },
+    FixturePage { path: "/popup-target.html", category: "popup", description: "The page the popups open", marker: "Popup target" },
+    FixturePage { path: "/upload.html", category: "upload", description: "A file input and a form that POSTs multipart to /upload", marker: "Chosen file: none" },
+    FixturePage { path: "/download.html", category: "download", description: "A link to /download/report.csv served as an attachment", marker: "Download report.csv" },
+    FixturePage { path: "/toast.html", category: "toast", description: "A Save button that shows a toast in an aria-live region for 1.5 s", marker: "Saves: 0" },
+    FixturePage { path: "/slow.html?delay=1500", category: "slow", description: "The server delays the response by the delay query parameter (ms, default 1500)", marker: "Slow page loaded after" },
+    FixturePage { path: "/never-idle.html", category: "never-idle", description: "Polls every 200 ms forever and keeps a long-poll request open", marker: "Long poll: pending" },
+    FixturePage { path: "/clickables.html", category: "clickables", description: "Operable elements without ARIA roles, a custom tree and a menu button", marker: "Activated: none" },
+    FixturePage { path: "/gen/elements?n=100", category: "generated", description: "A realistic generated page with about 100 elements", marker: "Generated page (100 elements)" },
+    FixturePage { path: "/gen/elements?n=1000", category: "generated", description: "A realistic generated page with about 1000 elements", marker: "Generated page (1000 elements)" },
+    FixturePage { path: "/gen/elements?n=5000", category: "generated", description: "A realistic generated page with about 5000 elements", marker: "Generated page (5000 elements)" },
+];
+
+/// Static files embedded at build time, by path.
+const STATIC: &[(&str, &str)] = &[
+    ("/style.css", include_str!("../fixtures/style.css")),
+    ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
+    ("/overlay.html", include_str!("../fixtures/overlay.html")),
+    ("/form.html", include_str!("../fixtures/form.html")),
+    ("/contenteditable.html", include_str!("../fixtures/contenteditable.html")),
+    ("/ime.html", include_str!("../fixtures/ime.html")),
+    ("/iframes.html", include_str!("../fixtures/iframes.html")),
+    ("/frame-inner.html", include_str!("../fixtures/frame-inner.html")),
+    ("/shadow.html", include_str!("../fixtures/shadow.html")),
+    ("/virtual-list.html", include_str!("../fixtures/virtual-list.html")),
+    ("/canvas.html", include_str!("../fixtures/canvas.html")),
+    ("/dialogs.html", include_str!("../fixtures/dialogs.html")),
+    ("/popup.html", include_str!("../fixtures/popup.html")),
+    ("/popup-target.html", include_str!("../fixtures/popup-target.html")),
+    ("/upload.html", include_str!("../fixtures/upload.html")),
+    ("/download.html", include_str!("../fixtures/download.html")),
+    ("/toast.html", include_str!("../fixtures/toast.html")),
+    ("/never-idle.html", include_str!("../fixtures/never-idle.html")),
+    ("/clickables.html", include_str!("../fixtures/clickables.html")),
+];
+
+const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");
+const REPORT_CSV: &str = "id,item,amount\n1,Widget,12.50\n2,Gadget,7.25\n3,Doohickey,3.00\n";
+const DEFAULT_SLOW_MS: u64 = 1500;
+const MAX_SLOW_MS: u64 = 60_000;
+const MAX_UPLOAD_BYTES: usize = 64 * 1024 * 1024;
+
+/// The running fixture site. Dropping it (or [`FixtureSite::shutdown`]) stops both servers.
+#[derive(Debug)]
+pub struct FixtureSite {
+    primary: SocketAddr,
+    second: SocketAddr,
+    uploads: Arc<Mutex<Vec<UploadedFile>>>,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+#[derive(Debug, Clone)]
+struct SiteState {
+    /// Origin of the *other* site, used by pages that embed or link across sites.
+    other_origin: String,
+    uploads: Arc<Mutex<Vec<UploadedFile>>>,
+    stop: CancellationToken,
+}
+
+impl FixtureSite {
+    /// Binds the primary site on `http://127.0.0.1:P1` and the second site on `http://localhost:P2` (both
+    /// ephemeral loopback ports) and starts serving. Must be called inside a Tokio runtime.
+    pub async fn start() -> std::io::Result<FixtureSite> {
+        let primary_listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let second_listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await?;
+        let primary = primary_listener.local_addr()?;
+        let second = second_listener.local_addr()?;
+        // `localhost` may resolve to ::1 first; serve there too when the machine has IPv6 loopback, so the browser
+        // does not depend on falling back to 127.0.0.1.
+        let second_v6 = TcpListener::bind((Ipv6Addr::LOCALHOST, second.port())).await.ok();
+
+        let uploads = Arc::new(Mutex::new(Vec::new()));
+        let stop = CancellationToken::new();
+        let primary_state = SiteState {
+            other_origin: format!("http://localhost:{}", second.port()),
+            uploads: uploads.clone(),
+            stop: stop.clone(),
+        };
+        let second_state = SiteState {
+            other_origin: format!("http://127.0.0.1:{}", primary.port()),
+            uploads: uploads.clone(),
+            stop: stop.clone(),
+        };
+        let mut tasks = vec![
+            spawn_server(primary_listener, router(primary_state), stop.clone()),
+            spawn_server(second_listener, router(second_state.clone()), stop.clone()),
+        ];
+        if let Some(listener) = second_v6 {
+            tasks.push(spawn_server(listener, router(second_state), stop.clone()));
+        }
+        Ok(FixtureSite { primary, second, uploads, stop, tasks })
+    }
+
+    /// `path` on the primary origin (`http://127.0.0.1:P1`); `path` starts with `/`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.primary.port(), path)
+    }
+
+    /// `path` on the second site (`http://localhost:P2`), which is cross-site to the primary origin.
+    pub fn cross_origin_url(&self, path: &str) -> String {
+        format!("http://localhost:{}{}", self.second.port(), path)
+    }
+
+    /// The primary server's socket address.
+    pub fn primary_addr(&self) -> SocketAddr {
+        self.primary
+    }
+
+    /// The second site's socket address (on 127.0.0.1; the site is addressed as `localhost`).
+    pub fn cross_origin_addr(&self) -> SocketAddr {
+        self.second
+    }
+
+    /// Every file the `/upload` endpoint has received so far, oldest first.
+    pub fn uploads(&self) -> Vec<UploadedFile> {
+        lock(&self.uploads).clone()
+    }
+
+    /// Every fixture page: path, category, description and marker text.
+    pub fn pages() -> &'static [FixturePage] {
+        PAGES
+    }
+
+    /// Stops both servers: pending long-polls and delayed responses end, idle connections close. Waits up to 5 s
+    /// for the servers to finish, then aborts them.
+    pub async fn shutdown(mut self) {
+        self.stop.cancel();
+        for task in std::mem::take(&mut self.tasks) {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
+                abort.abort();
+            }
+        }
+    }
+}
+
+impl Drop for FixtureSite {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        for task in &self.tasks {
+            // Graceful shutdown was requested above; abort too so no server outlives the site when dropped.
+            task.abort();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn spawn_server(listener: TcpListener, app: Router, stop: CancellationToken) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        // An accept-loop error ends the server; the site's owner sees it as connection failures in its test.
+        let _ = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+    })
+}
+
+fn router(state: SiteState) -> Router {
+    Router::new()
+        .route("/", get(index))
+        .route("/index.html", get(index))
+        .route("/iframes.html", get(iframes))
+        .route("/slow.html", get(slow))
+        .route("/long-list.html", get(long_list))
+        .route("/gen/elements", get(gen_elements))
+        .route("/gen/manifest", get(gen_manifest))
+        .route("/upload", post(upload).layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)))
+        .route("/download/report.csv", get(download))
+        .route("/api/poll", get(poll))
+        .route("/api/long-poll", get(long_poll))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .fallback(get(static_file))
+        .with_state(state)
+}
+
+fn html(body: String) -> Response {
+    typed(StatusCode::OK, "text/html; charset=utf-8", body)
+}
+
+fn typed(status: StatusCode, content_type: &'static str, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn static_file(uri: Uri) -> Response {
+    let path = uri.path();
+    match STATIC.iter().find(|(p, _)| *p == path) {
+        Some((p, body)) => {
+            let content_type = if p.ends_with(".css") { "text/css; charset=utf-8" } else { "text/html; charset=utf-8" };
+            typed(StatusCode::OK, content_type, (*body).to_owned())
+        }
+        None => typed(
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            format!("404: no fixture page at {path}; see /index.html for the list\n"),
+        ),
+    }
+}
+
+async fn index() -> Response {
+    let mut body = String::from(
+        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>browserd fixtures</title>\
+         <link rel=\"stylesheet\" href=\"/style.css\"></head>\n<body>\n<h1>browserd fixture site</h1>\n<ul>\n",
+    );
+    for page in PAGES.iter().filter(|p| p.category != "index") {
+        body.push_str(&format!(
+            "<li><a href=\"{}\">{}</a> ({}): {}</li>\n",
+            page.path.replace('&', "&amp;"),
+            page.path.trim_start_matches('/'),
+            page.category,
+            page.description
+        ));
+    }
+    body.push_str("</ul>\n</body>\n</html>\n");
+    html(body)
+}
+
+async fn iframes(State(state): State<SiteState>) -> Response {
+    let page = STATIC.iter().find(|(p, _)| *p == "/iframes.html").map(|(_, b)| *b).unwrap_or_default();
+    html(page.replace("{{OTHER_ORIGIN}}", &state.other_origin))
+}
+
+async fn slow(State(state): State<SiteState>, Query(query): Query<HashMap<String, String>>) -> Response {
+    let delay = query.get("delay").and_then(|d| d.parse::<u64>().ok()).unwrap_or(DEFAULT_SLOW_MS).min(MAX_SLOW_MS);
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(delay)) => {}
+        () = state.stop.cancelled() => {
+            return typed(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", "fixture site is shutting down\n".into());
+        }
+    }
+    html(SLOW_PAGE.replace("{{DELAY_MS}}", &delay.to_string()))
+}
+
+async fn long_list() -> Response {
+    let mut body = String::from(
+        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>Long list</title>\
+         <link rel=\"stylesheet\" href=\"/style.css\"></head>\n<body>\n<h1>Long list</h1>\n<p>1000 plain items.</p>\n<ol id=\"items\">\n",
+    );
+    for i in 1..=1000 {
+        body.push_str(&format!("<li>Item {i}</li>\n"));
+    }
+    body.push_str("</ol>\n<p><a href=\"#\">Back to top</a></p>\n</body>\n</html>\n");
+    html(body)
+}
+
+fn requested_n(query: &HashMap<String, String>) -> usize {
+    query.get("n").and_then(|n| n.parse::<usize>().ok()).unwrap_or(100)
+}
+
+async fn gen_elements(Query(query): Query<HashMap<String, String>>) -> Response {
+    html(generated::generate(requested_n(&query)).0)
+}
+
+async fn gen_manifest(Query(query): Query<HashMap<String, String>>) -> Response {
+    let (_, manifest) = generated::generate(requested_n(&query));
+    match serde_json::to_string(&manifest) {
+        Ok(json) => typed(StatusCode::OK, "application/json", json),
+        Err(e) => typed(StatusCode::INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", format!("manifest: {e}\n")),
+    }
+}
+
+async fn upload(State(state): State<SiteState>, mut multipart: Multipart) -> Response {
+    let mut received = Vec::new();
+    loop {
+        let field = match multipart.next_field().await {
+            Ok(Some(field)) => field,
+            Ok(None) => break,
+            Err(e) => {
+                return typed(
+                    StatusCode::BAD_REQUEST,
+                    "text/plain; charset=utf-8",
+                    format!("bad multipart body: {e}; send multipart/form-data with a file field\n"),
+                );
+            }
+        };
+        let Some(file_name) = field.file_name().filter(|n| !n.is_empty()).map(str::to_owned) else {
+            continue; // a plain text field or an empty file input
+        };
+        let field_name = field.name().unwrap_or_default().to_owned();
+        let content_type = field.content_type().map(str::to_owned);
+        let bytes = match field.bytes().await {
+            Ok(bytes) => bytes.to_vec(),
+            Err(e) => {
+                return typed(StatusCode::BAD_REQUEST, "text/plain; charset=utf-8", format!("upload failed: {e}\n"));
+            }
+        };
+        let sha256 = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
+        received.push(UploadedFile { field: field_name, file_name, content_type, size: bytes.len(), sha256, bytes });
+    }
+    if received.is_empty() {
+        return typed(
+            StatusCode::BAD_REQUEST,
+            "text/html; charset=utf-8",
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Upload failed</title></head>\
+             <body><h1>Upload failed</h1><p id=\"status\">No file was chosen.</p></body></html>\n"
+                .into(),
+        );
+    }
+    let mut body = String::from(
+        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>Upload received</title>\
+         <link rel=\"stylesheet\" href=\"/style.css\"></head>\n<body>\n<h1>Upload received</h1>\n<ul id=\"received\">\n",
+    );
+    for file in &received {
+        let name = file.file_name.replace('&', "&amp;").replace('<', "&lt;");
+        body.push_str(&format!("<li>Uploaded: {name} ({} bytes)</li>\n", file.size));
+    }
+    body.push_str("</ul>\n<p><a href=\"/upload.html\">Upload another file</a></p>\n</body>\n</html>\n");
+    lock(&state.uploads).extend(received);
+    html(body)
+}
+
+async fn download() -> Response {
+    let mut response = typed(StatusCode::OK, "text/csv; charset=utf-8", REPORT_CSV.to_owned());
+    response
+        .headers_mut()
+        .insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"report.csv\""));
+    response
+}
+
+async fn poll() -> Response {
+    typed(StatusCode::OK, "application/json", "{\"ok\":true}".into())
+}
+
+async fn long_poll(State(state): State<SiteState>) -> Response {
+    // Never answers while the site runs; ends only when the site shuts down.
+    state.stop.cancelled().await;
+    typed(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", "fixture site is shutting down\n".into())
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+#! Installs what browserd needs on a fresh Debian/Ubuntu machine, only when it is missing, and says what it does.
+#
+# - Debian's `chromium` (apt) — the managed browser for the demo and the real-browser tests;
+# - nothing else system-wide: Rust (with cargo) must already be there (https://rustup.rs);
+# - npm packages for the adapters and the benchmark side-by-side are installed by the scripts that use them.
+set -euo pipefail
+
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+if ! command -v cargo >/dev/null 2>&1; then
+  say "cargo not found: install Rust first (rustup: https://rustup.rs), then run this again."
+  exit 1
+fi
+
+chromium_found() {
+  [ -x /usr/lib/chromium/chromium ] || command -v chromium >/dev/null 2>&1 || [ -n "${BROWSERD_CHROMIUM:-}" ]
+}
+
+if chromium_found; then
+  say "chromium: found ($(/usr/lib/chromium/chromium --version 2>/dev/null || command -v chromium || echo "$BROWSERD_CHROMIUM"))"
+else
+  say "chromium: missing — installing Debian's 'chromium' package with apt-get (needs root or sudo; ~300 MB)"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq chromium >/dev/null
+  say "chromium: installed ($(/usr/lib/chromium/chromium --version 2>/dev/null))"
+fi
