@@ -3,6 +3,9 @@
 //! {"url", "snapshot_text", "bytes", "ms", "ms_runs"} — the text exactly as a model would receive it.
 //!
 //! Usage: node snapshot.mjs [--repeat N] [--executable-path PATH] URL...
+//!        node snapshot.mjs --stdin [--executable-path PATH]
+//!   With --stdin it reads one request per line, {"url": "...", "repeat": N} or a bare URL, and answers each with
+//!   one JSON line, so a caller can drive one long-lived Playwright MCP session.
 //! Never downloads a browser (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1); exits 1 if any URL failed (its line has "error").
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
@@ -22,6 +26,7 @@ function parseArgs(argv) {
     const arg = argv[i];
     if (arg === '--repeat') opts.repeat = Math.max(1, parseInt(argv[++i], 10) || 1);
     else if (arg === '--executable-path') opts.executablePath = argv[++i];
+    else if (arg === '--stdin') opts.stdin = true;
     else if (arg === '--help' || arg === '-h') opts.help = true;
     else opts.urls.push(arg);
   }
@@ -33,10 +38,28 @@ function resultText(result) {
   return (result.content || []).filter((part) => part.type === 'text').map((part) => part.text).join('\n');
 }
 
+async function* argRequests(opts) {
+  for (const url of opts.urls) yield { url, repeat: opts.repeat };
+}
+
+async function* stdinRequests() {
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const raw of lines) {
+    const line = raw.trim();
+    if (!line) continue;
+    if (line.startsWith('{')) {
+      const req = JSON.parse(line);
+      yield { url: String(req.url), repeat: Math.max(1, parseInt(req.repeat, 10) || 1) };
+    } else {
+      yield { url: line, repeat: 1 };
+    }
+  }
+}
+
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  if (opts.help || opts.urls.length === 0) {
-    process.stderr.write('usage: node snapshot.mjs [--repeat N] [--executable-path PATH] URL...\n');
+  if (opts.help || (opts.urls.length === 0 && !opts.stdin)) {
+    process.stderr.write('usage: node snapshot.mjs [--repeat N] [--executable-path PATH] (URL... | --stdin)\n');
     process.exit(opts.help ? 0 : 2);
   }
   const cli = require.resolve('@playwright/mcp/package.json').replace(/package\.json$/, 'cli.js');
@@ -68,13 +91,14 @@ async function main() {
   let failures = 0;
   try {
     await client.connect(transport);
-    for (const url of opts.urls) {
+    const requests = opts.stdin ? stdinRequests() : argRequests(opts);
+    for await (const { url, repeat } of requests) {
       try {
         const nav = await client.callTool({ name: 'browser_navigate', arguments: { url } });
         if (nav.isError) throw new Error('browser_navigate failed: ' + resultText(nav).slice(0, 500));
         const runs = [];
         let text = '';
-        for (let i = 0; i < opts.repeat; i++) {
+        for (let i = 0; i < repeat; i++) {
           const started = process.hrtime.bigint();
           const snap = await client.callTool({ name: 'browser_snapshot', arguments: {} });
           const ms = Number(process.hrtime.bigint() - started) / 1e6;

@@ -119,7 +119,7 @@ pub(crate) fn parse_chord(chord: &str) -> Result<(Vec<KeyDef>, u32, KeyDef), Str
         format!("unknown key {main:?}; use a single character or a name like Enter, Tab, Escape, ArrowDown, F5")
     })?;
     if bits & 8 != 0
-        && let Some(t) = &key.text
+        && let Some(t) = key.text.clone()
         && t.len() == 1
         && t.chars().all(|c| c.is_ascii_alphabetic())
     {

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::time::Instant;
 
 use browserd_cdp::SessionId;
-use browserd_core::{ProviderError, ProviderErrorKind, TabHandle};
+use browserd_core::provider::{ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, FrameSummary, NodeRef, Observation, ObservationDiff, ObserveParams,
     Truncation,
@@ -272,6 +272,8 @@ struct Renderer<'a> {
     context: Vec<String>,
     /// Interactive lines: (line index, role, name, context).
     inter: Vec<(usize, String, String, Option<String>)>,
+    /// Depth of operable ancestors (heuristic clickables inside them get no ref of their own).
+    in_operable: u32,
 }
 
 fn quote(s: &str, max: usize) -> String {
@@ -486,11 +488,21 @@ impl Renderer<'_> {
             _ => {}
         }
         let op = self.operable(frame, ax, id);
+        // A heuristic operable (focusable, pointer, listener) that contains operable nodes is a container: it keeps
+        // a ref (to scroll it or expand it) only when it is focusable or shows a pointer, and its children are listed
+        // under it.
+        let mut container_ref = None;
         let op = match op {
-            Some((r, false)) if self.has_operable_descendant(frame, ax, id, 0) => {
-                let _ = r;
+            Some((shown, false)) if self.in_operable == 0 && self.has_operable_descendant(frame, ax, id, 0) => {
+                let d = self.dom(frame, n);
+                let keep = d.is_some_and(|d| d.attr("tabindex").is_some() || (d.pointer && !d.parent_pointer));
+                if keep && let Some(b) = n.backend {
+                    let (key, epoch) = self.frames.get(frame).map_or((0, 0), |m| (m.key, m.epoch));
+                    container_ref = Some((self.refs.assign(frame, key, epoch, b), shown));
+                }
                 None
             }
+            Some((_, false)) if self.in_operable > 0 => None,
             o => o,
         };
         if let Some((shown, _)) = op {
@@ -501,7 +513,10 @@ impl Renderer<'_> {
             let level = n.prop("level").and_then(Value::as_u64).unwrap_or(2).clamp(1, 6);
             let text = format!("{} {}", "#".repeat(usize::try_from(level).unwrap_or(2)), n.name.split_whitespace().collect::<Vec<_>>().join(" "));
             self.push(indent, None, truncate(&text, 120));
-            self.context.push(format!("heading {}", quote(&n.name, 40)));
+            let q = quote(&n.name, 40);
+            if !self.context.last().is_some_and(|c| c.ends_with(&q)) {
+                self.context.push(format!("heading {q}"));
+            }
             for c in &children {
                 self.walk(frame, c, indent + 1, true);
             }
@@ -509,23 +524,33 @@ impl Renderer<'_> {
             // A heading stays the context of what follows until the next structural change.
             return;
         }
-        let structural = STRUCTURAL.contains(&role.as_str())
-            && (!matches!(role.as_str(), "region" | "group" | "list") || !n.name.is_empty());
+        let structural = container_ref.is_some()
+            || (STRUCTURAL.contains(&role.as_str())
+                && (!matches!(role.as_str(), "region" | "group" | "list") || !n.name.is_empty()));
         if structural {
-            let label = if n.name.is_empty() {
-                format!("{role}:")
-            } else {
-                format!("{role} {}:", quote(&n.name, if role == "row" { 50 } else { 60 }))
+            let shown_role = match &container_ref {
+                Some((_, shown)) if !STRUCTURAL.contains(&role.as_str()) => shown.clone(),
+                _ => role.clone(),
             };
+            let mut label = if n.name.is_empty() {
+                format!("{shown_role}:")
+            } else {
+                format!("{shown_role} {}:", quote(&n.name, if role == "row" { 50 } else { 60 }))
+            };
+            if let Some((r, _)) = &container_ref {
+                label = format!("[{r}] {label}");
+            }
             if n.flag("modal") && self.out.modal.is_none() {
                 self.out.modal = Some(format!("{role} {}", quote(&n.name, 60)));
             }
             let start = self.out.lines.len();
             let start_bytes = self.bytes;
-            let idx = self.push(indent, None, label);
+            let idx = self.push(indent, container_ref.as_ref().map(|(r, _)| r.clone()), label);
             let ctx_len = self.context.len();
-            if !n.name.is_empty() {
+            if !n.name.is_empty() && !matches!(role.as_str(), "row") {
                 self.context.push(format!("{role} {}", quote(&n.name, 40)));
+            } else if role == "row" && !n.name.is_empty() {
+                self.context.push(format!("row {}", quote(&n.name, 40)));
             }
             if let Some(b) = n.backend {
                 self.containers.push((frame.to_owned(), b));
@@ -539,12 +564,20 @@ impl Renderer<'_> {
                 self.containers.pop();
             }
             self.context.truncate(ctx_len);
-            if idx.is_some() && self.out.lines.len() == start + 1 {
+            if idx.is_some() && self.out.lines.len() == start + 1 && container_ref.is_none() {
                 // Nothing inside: drop the empty container line.
                 self.out.lines.truncate(start);
                 self.bytes = start_bytes;
             }
             return;
+        }
+        let ctx_len = self.context.len();
+        if matches!(role.as_str(), "listitem" | "article" | "row") {
+            let mut t = String::new();
+            self.first_text(ax, id, &mut t);
+            if !t.is_empty() {
+                self.context.push(format!("{role} {}", quote(&t, 40)));
+            }
         }
         let block = matches!(role.as_str(), "paragraph" | "listitem" | "cell" | "gridcell" | "columnheader" | "rowheader" | "blockquote" | "article" | "section" | "term" | "definition");
         if block {
@@ -556,6 +589,41 @@ impl Renderer<'_> {
         }
         if block {
             self.flush_text();
+        }
+        self.context.truncate(ctx_len);
+    }
+
+    /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
+    fn click_descendant(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> Option<i64> {
+        let n = ax.nodes.get(id)?;
+        if depth > 0 {
+            if INTERACTIVE.contains(&n.role.as_str()) {
+                return None;
+            }
+            if let Some(d) = self.dom(frame, n)
+                && (d.clickable || (d.pointer && !d.parent_pointer))
+            {
+                return n.backend;
+            }
+        }
+        if depth > 6 {
+            return None;
+        }
+        n.children.iter().find_map(|c| self.click_descendant(frame, ax, c, depth + 1))
+    }
+
+    /// The first text of a subtree outside operable nodes (the label of a list item).
+    fn first_text(&self, ax: &AxTree, id: &str, out: &mut String) {
+        let Some(n) = ax.nodes.get(id) else { return };
+        if !out.is_empty() || INTERACTIVE.contains(&n.role.as_str()) {
+            return;
+        }
+        if n.role == "StaticText" && !n.name.trim().is_empty() {
+            out.push_str(n.name.trim());
+            return;
+        }
+        for c in &n.children {
+            self.first_text(ax, c, out);
         }
     }
 
@@ -626,7 +694,16 @@ impl Renderer<'_> {
         if n.flag("focused") {
             self.out.focused = Some(r.clone());
         }
-        let ctx = self.context.last().cloned();
+        if !dom.as_ref().is_some_and(|d| d.clickable || d.pointer) {
+            let inner = self.click_descendant(frame, ax, id, 0);
+            self.refs.set_click_backend(&r, inner);
+        }
+        let ctx = match self.context.len() {
+            0 => None,
+            1 => self.context.last().cloned(),
+            n if self.context[n - 2].starts_with("heading ") => self.context.last().cloned(),
+            n => Some(format!("{} in {}", self.context[n - 1], self.context[n - 2])),
+        };
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
             self.inter.push((idx, shown.to_owned(), name.trim().to_owned(), ctx));
@@ -637,7 +714,9 @@ impl Renderer<'_> {
         }
         if !is_select {
             // Operable things inside operable things (options in a listbox, links in a clickable card).
+            self.in_operable += 1;
             self.walk_children(frame, &children, indent + 1);
+            self.in_operable -= 1;
         }
     }
 
@@ -660,23 +739,58 @@ impl Renderer<'_> {
         }
     }
 
-    /// Adds context to interactive lines that share a role and name.
+    /// Adds context to interactive lines that share a role and name; an ordinal only where context is not enough.
     fn disambiguate(&mut self) {
         let mut groups: HashMap<(String, String), Vec<usize>> = HashMap::new();
         for (i, (_, role, name, _)) in self.inter.iter().enumerate() {
             groups.entry((role.clone(), name.clone())).or_default().push(i);
         }
         for idxs in groups.values().filter(|g| g.len() > 1) {
-            let total = idxs.len();
-            for (nth, &i) in idxs.iter().enumerate() {
-                let (line, _, _, ctx) = &self.inter[i];
-                let extra = match ctx {
-                    Some(c) => format!(" (in {c}; {} of {total})", nth + 1),
-                    None => format!(" ({} of {total})", nth + 1),
-                };
-                self.out.lines[*line].text.push_str(&extra);
+            let mut by_ctx: HashMap<Option<String>, Vec<usize>> = HashMap::new();
+            for &i in idxs {
+                by_ctx.entry(self.inter[i].3.clone()).or_default().push(i);
+            }
+            for (ctx, members) in &by_ctx {
+                let total = members.len();
+                for (nth, &i) in members.iter().enumerate() {
+                    let line = self.inter[i].0;
+                    let extra = match (ctx, total) {
+                        (Some(c), 1) => format!(" (in {c})"),
+                        (Some(c), _) => format!(" (in {c}; {} of {total})", nth + 1),
+                        (None, _) => format!(" ({} of {})", nth + 1, total),
+                    };
+                    self.out.lines[line].text.push_str(&extra);
+                }
             }
         }
+    }
+
+    /// Drops label text that only repeats the name of the node right after it (or of its container).
+    fn drop_label_echoes(&mut self) {
+        let lines = std::mem::take(&mut self.out.lines);
+        let mut keep = Vec::with_capacity(lines.len());
+        let mut removed_before: Vec<usize> = Vec::with_capacity(lines.len());
+        let mut removed = 0;
+        for (i, l) in lines.iter().enumerate() {
+            removed_before.push(removed);
+            let echo = l.node_ref.is_none()
+                && !l.text.starts_with('#')
+                && !l.text.ends_with(':')
+                && {
+                    let q = format!("\"{}\"", l.text.replace('"', "\\\""));
+                    lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))
+                        || (i > 0 && lines[i - 1].node_ref.is_none() && lines[i - 1].text.ends_with(&format!("{q}:")))
+                };
+            if echo {
+                removed += 1;
+            } else {
+                keep.push(l.clone());
+            }
+        }
+        for entry in &mut self.inter {
+            entry.0 -= removed_before[entry.0];
+        }
+        self.out.lines = keep;
     }
 }
 
@@ -793,6 +907,7 @@ pub(crate) async fn build(
         expand: Vec::new(),
         context: Vec::new(),
         inter: Vec::new(),
+        in_operable: 0,
     };
     let (start_frame, start_id) = match &within {
         Some((frame, backend)) => {
@@ -819,6 +934,7 @@ pub(crate) async fn build(
         .unwrap_or_default();
     r.walk(&start_frame, &start_id, 0, false);
     r.flush_text();
+    r.drop_label_echoes();
     r.disambiguate();
     let omitted = r.omitted;
     let bytes_full = r.bytes_full;
@@ -904,12 +1020,9 @@ pub(crate) fn resolve_ref(p: &ChromiumProvider, tab: TabHandle, r: &str) -> Resu
     }
     Ok(Resolved {
         frame_id: e.frame_id.clone(),
-        frame_key: f.key,
-        doc_epoch: e.doc_epoch,
         session: f.session.clone(),
         backend: e.backend,
-        role: e.role.clone(),
-        name: e.name.clone(),
+        point_backend: e.click_backend.unwrap_or(e.backend),
     })
 }
 
@@ -917,12 +1030,10 @@ pub(crate) fn resolve_ref(p: &ChromiumProvider, tab: TabHandle, r: &str) -> Resu
 #[derive(Debug, Clone)]
 pub(crate) struct Resolved {
     pub(crate) frame_id: String,
-    pub(crate) frame_key: u32,
-    pub(crate) doc_epoch: u64,
     pub(crate) session: SessionId,
     pub(crate) backend: i64,
-    pub(crate) role: String,
-    pub(crate) name: String,
+    /// Where to point the mouse (the node, or the descendant that takes its clicks).
+    pub(crate) point_backend: i64,
 }
 
 /// Why a ref does not resolve.

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use browserd_cdp::{AutoAttach, Cdp, CdpError, CdpEvent, LaunchError, LaunchOptions, ManagedBrowser, SessionId};
-use browserd_core::{
+use browserd_core::provider::{
     BrowserInfo, Capability, CapabilityMatrix, CapabilityState, CreateTab, DetachCause, HandleAllocator, OpContext,
     Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
 };
@@ -62,7 +62,7 @@ pub struct ChromiumConfig {
 /// A per-request id record for de-duplication.
 #[derive(Debug, Clone)]
 pub(crate) enum Dedup {
-    Running(u64),
+    Running,
     Done(u64, Box<ActionResult>),
 }
 
@@ -143,7 +143,7 @@ impl ChromiumProvider {
     ) -> Result<(Arc<Self>, ManagedBrowser), LaunchError> {
         let browser = ManagedBrowser::launch(opts).await?;
         let provider = Self::new(browser.cdp().clone(), ProviderKind::Managed, alloc, config);
-        let ctx = OpContext::new(browserd_core::SessionKey("launch".into()), Duration::from_secs(10), "launch");
+        let ctx = OpContext::new(browserd_core::provider::SessionKey("launch".into()), Duration::from_secs(10), "launch");
         if let Err(e) = provider.connect(&ctx).await {
             return Err(LaunchError::Handshake {
                 path: browser.executable().to_path_buf(),
@@ -161,7 +161,7 @@ impl ChromiumProvider {
     ) -> Result<Arc<Self>, ProviderError> {
         let cdp = browserd_cdp::connect_ws(url).await.map_err(|e| cdp_err(&e, "connecting to the remote endpoint"))?;
         let provider = Self::new(cdp, ProviderKind::Remote, alloc, config);
-        let ctx = OpContext::new(browserd_core::SessionKey("connect".into()), Duration::from_secs(10), "connect");
+        let ctx = OpContext::new(browserd_core::provider::SessionKey("connect".into()), Duration::from_secs(10), "connect");
         provider.connect(&ctx).await?;
         Ok(provider)
     }

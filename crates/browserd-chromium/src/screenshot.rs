@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use browserd_core::{ProviderError, ProviderErrorKind, TabHandle};
+use browserd_core::provider::{ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{ImageFormat, Point, Screenshot, ScreenshotOptions, Size};
 use serde_json::json;
 

@@ -3,7 +3,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use browserd_cdp::SessionId;
-use browserd_core::{SessionKey, TabHandle};
+use browserd_core::provider::{SessionKey, TabHandle};
 use browserd_protocol::{DialogInfo, DownloadInfo, LoadState};
 
 /// How many observation revisions per tab are kept for diffs.
@@ -35,6 +35,8 @@ pub(crate) struct RefEntry {
     pub(crate) role: String,
     pub(crate) name: String,
     pub(crate) states: Vec<String>,
+    /// The descendant that actually takes clicks (a custom widget's inner label with the listener).
+    pub(crate) click_backend: Option<i64>,
 }
 
 /// Refs of one tab: stable per (frame, document, backend node).
@@ -64,9 +66,17 @@ impl RefTable {
                 role: String::new(),
                 name: String::new(),
                 states: Vec::new(),
+                click_backend: None,
             },
         );
         r
+    }
+
+    /// Records the descendant that takes clicks for this ref.
+    pub(crate) fn set_click_backend(&mut self, r: &str, backend: Option<i64>) {
+        if let Some(e) = self.by_ref.get_mut(r) {
+            e.click_backend = backend;
+        }
     }
 
     /// Records what the node looked like when last observed.

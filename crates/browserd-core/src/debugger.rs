@@ -219,6 +219,14 @@ impl DebuggerLeases {
         self.leases.remove(&tab).is_some()
     }
 
+    /// The tab changed hands (claimed by another session after its previous owner released it
+    /// with a detach still pending): the attachment becomes the new owner's to detach.
+    pub fn reassign(&mut self, tab: TabHandle, session: &SessionKey) {
+        if let Some(lease) = self.leases.get_mut(&tab) {
+            lease.session = session.clone();
+        }
+    }
+
     /// Leases of `session`.
     pub fn for_session<'a>(&'a self, session: &'a SessionKey) -> impl Iterator<Item = TabHandle> + 'a {
         self.leases.iter().filter(move |(_, l)| &l.session == session).map(|(t, _)| *t)

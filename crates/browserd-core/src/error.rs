@@ -6,7 +6,9 @@
 
 use std::fmt;
 
-use crate::provider::{Capability, FencingToken, ProviderError, ProviderErrorKind, SessionKey, TabHandle, UnsupportedReason};
+use crate::provider::{
+    Capability, FencingToken, ProviderError, ProviderErrorKind, SessionKey, TabHandle, UnsupportedReason,
+};
 
 /// What went wrong, in a form callers can match on. Maps 1:1 to the protocol's stable codes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +22,13 @@ pub enum ErrorKind {
     ShuttingDown,
     /// Browser tools are not active for this session; activate them first.
     ToolsInactive,
+    /// The caller's tool set is from an older activation (e.g. before a context reset).
+    StaleToolSnapshot {
+        /// The generation the caller presented.
+        presented: u64,
+        /// The current generation (0 when tools are inactive).
+        current: u64,
+    },
     /// The tab handle is not known to the runtime.
     UnknownTab {
         /// The handle asked for.
@@ -73,11 +82,6 @@ pub enum ErrorKind {
         /// The current token, if any lease is held.
         current: Option<FencingToken>,
     },
-    /// The operation needs the tab's write lease and none is held.
-    NoWriteLease {
-        /// The tab.
-        tab: TabHandle,
-    },
     /// The provider revoked the lease (stale fencing at the last hop).
     LeaseRevoked,
     /// A cleanup finished with failures; recovery records keep them for a retry.
@@ -112,7 +116,8 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
-    /// The stable code name the wire uses for this kind (SCREAMING_SNAKE_CASE).
+    /// The stable wire code of this kind: the SCREAMING_SNAKE string of `browserd-protocol`'s
+    /// `ErrorCode` (so the conversion is a lookup). `CLEANUP_PENDING` has no protocol code yet.
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {
@@ -120,27 +125,33 @@ impl ErrorKind {
             Self::SessionClosed => "SESSION_CLOSED",
             Self::ShuttingDown => "SHUTTING_DOWN",
             Self::ToolsInactive => "TOOLS_INACTIVE",
-            Self::UnknownTab { .. } => "UNKNOWN_TAB",
-            Self::TabGone { .. } => "TAB_GONE",
+            Self::StaleToolSnapshot { .. } => "STALE_TOOL_SNAPSHOT",
+            Self::UnknownTab { .. } => "TAB_NOT_FOUND",
+            Self::TabGone { .. } => "TARGET_CLOSED",
             Self::OtherSessionTab { .. } => "OTHER_SESSION_TAB",
             Self::UserTabProtected { .. } => "USER_TAB_PROTECTED",
-            Self::NotClaimed { .. } => "NOT_CLAIMED",
+            Self::NotClaimed { .. } => "NOT_OWNER",
             Self::CleanupPending { .. } => "CLEANUP_PENDING",
             Self::TooManyTabs { .. } => "TOO_MANY_TABS",
             Self::LeaseHeldByOther { .. } => "LEASE_HELD_BY_OTHER",
             Self::StaleFencingToken { .. } => "STALE_FENCING_TOKEN",
-            Self::NoWriteLease { .. } => "NO_WRITE_LEASE",
             Self::LeaseRevoked => "LEASE_REVOKED",
             Self::CleanupFailed { .. } => "CLEANUP_FAILED",
             Self::AutoCleanupRefused { .. } => "AUTO_CLEANUP_REFUSED",
             Self::ConnectionLost => "CONNECTION_LOST",
             Self::DeadlineExceeded => "DEADLINE_EXCEEDED",
             Self::Cancelled => "CANCELLED",
-            Self::BrowserRefused => "BROWSER_REFUSED",
-            Self::Unsupported { .. } => "UNSUPPORTED_CAPABILITY",
+            Self::BrowserRefused => "ACTION_FAILED",
+            Self::Unsupported { reason } => match reason {
+                UnsupportedReason::ByImplementation => "UNSUPPORTED_BY_IMPLEMENTATION",
+                UnsupportedReason::ByVersion => "UNSUPPORTED_BY_VERSION",
+                UnsupportedReason::Unauthorised => "UNAUTHORISED",
+                UnsupportedReason::PolicyBlocked => "POLICY_BLOCKED",
+                UnsupportedReason::Offline => "OFFLINE",
+            },
             Self::OutcomeUnknown => "OUTCOME_UNKNOWN",
-            Self::InvalidRequest => "INVALID_REQUEST",
-            Self::Internal => "INTERNAL",
+            Self::InvalidRequest => "INVALID_PARAMS",
+            Self::Internal => "INTERNAL_ERROR",
         }
     }
 }
@@ -172,7 +183,10 @@ impl CoreError {
     }
 
     pub(crate) fn session_closed(session: &SessionKey) -> Self {
-        Self::new(ErrorKind::SessionClosed, format!("session {session} is closed; open a new session to use the browser"))
+        Self::new(
+            ErrorKind::SessionClosed,
+            format!("session {session} is closed; open a new session to use the browser"),
+        )
     }
 
     pub(crate) fn tools_inactive(session: &SessionKey) -> Self {
@@ -205,13 +219,18 @@ impl CoreError {
     }
 
     pub(crate) fn tab_gone(tab: TabHandle) -> Self {
-        Self::new(ErrorKind::TabGone { tab: Some(tab) }, format!("tab {tab} no longer exists; open or claim another tab"))
+        Self::new(
+            ErrorKind::TabGone { tab: Some(tab) },
+            format!("tab {tab} no longer exists; open or claim another tab"),
+        )
     }
 
     pub(crate) fn cleanup_pending(tab: TabHandle) -> Self {
         Self::new(
             ErrorKind::CleanupPending { tab },
-            format!("tab {tab} has a failed or unknown cleanup waiting for a retry; run browser_cleanup or check browser_status"),
+            format!(
+                "tab {tab} has a failed or unknown cleanup waiting for a retry; run browser_cleanup or check browser_status"
+            ),
         )
     }
 

@@ -164,7 +164,7 @@ pub enum Boundary {
 }
 
 /// A provider call the driver must make.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum StepAction {
     /// `close_tab`.
     Close,
@@ -259,6 +259,8 @@ pub enum StepOutcome {
     Failed {
         /// Whether it may have happened.
         outcome_unknown: bool,
+        /// The error, as a core kind (for the wire code).
+        kind: ErrorKind,
         /// The provider's message.
         message: String,
     },
@@ -273,6 +275,8 @@ pub struct StepFailure {
     pub action: StepAction,
     /// Whether it may have happened anyway.
     pub outcome_unknown: bool,
+    /// The error, as a core kind (for the wire code).
+    pub kind: ErrorKind,
     /// The provider's message.
     pub message: String,
 }
@@ -629,6 +633,23 @@ impl Lifecycle {
         if self.live(key)?.activation.is_active() { Ok(()) } else { Err(CoreError::tools_inactive(key)) }
     }
 
+    /// Check a tool call made from a tool set registered under activation `generation`: a tool
+    /// snapshot from before a context reset (or from another activation) is refused at execution.
+    pub fn check_tool_snapshot(&self, key: &SessionKey, generation: u64) -> Result<(), CoreError> {
+        self.check_active(key)?;
+        let current = self.live(key)?.activation.generation();
+        if generation != current {
+            return Err(CoreError::new(
+                ErrorKind::StaleToolSnapshot { presented: generation, current },
+                format!(
+                    "this browser tool set is from activation {generation}, but session {key} is at activation \
+                     {current}; use the current tools"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Start a turn. Idempotent while a turn is open; returns the turn number.
     pub fn begin_turn(&mut self, key: &SessionKey) -> Result<u64, CoreError> {
         let s = self.live_mut(key)?;
@@ -656,7 +677,9 @@ impl Lifecycle {
         if self.live_owned_count(key) >= limit {
             return Err(CoreError::new(
                 ErrorKind::TooManyTabs { limit },
-                format!("session {key} already controls {limit} tabs; close or release one first (browser_close or browser_cleanup)"),
+                format!(
+                    "session {key} already controls {limit} tabs; close or release one first (browser_close or browser_cleanup)"
+                ),
             ));
         }
         Ok(())
@@ -704,6 +727,10 @@ impl Lifecycle {
     pub fn handle_claimed(&mut self, key: &SessionKey, tab: TabHandle, now: Millis) -> Option<TabView> {
         if self.tabs.get(tab).is_some_and(|r| r.alive && r.ownership.is_none()) {
             self.tabs.handle_claimed(key, tab, now);
+            // A debugger the previous owner failed to detach is now this session's to detach:
+            // its calls must never again be made for a session that no longer owns the tab.
+            self.debugger.reassign(tab, key);
+            self.recovery.reassign(tab, RecoveryAction::Detach, key);
         }
         self.view(key, tab)
     }
@@ -971,6 +998,12 @@ impl Lifecycle {
             AutoCleanup::Refused { missing } => Some(missing),
         };
         for tab in self.tabs.owned_by(key) {
+            // Marks are turn-scoped: one made before this turn expires now, whatever the state.
+            let mark = self.tabs.get(tab).and_then(|r| r.ownership.as_ref()).and_then(|o| o.mark);
+            let current = mark.is_some_and(|m| m.turn == turn);
+            if mark.is_some() && !current {
+                self.tabs.clear_mark(tab);
+            }
             let Some(rec) = self.tabs.get(tab) else { continue };
             match rec.state {
                 ResourceState::Finalizing => continue,
@@ -983,16 +1016,11 @@ impl Lifecycle {
                 }
                 _ => {}
             }
-            let mark = rec.ownership.as_ref().and_then(|o| o.mark);
-            if mark.is_some_and(|m| m.turn == turn) {
+            if current {
                 self.tabs.set_retained(tab, now);
                 plan.retained.push(tab);
                 continue;
             }
-            if mark.is_some() {
-                self.tabs.clear_mark(tab);
-            }
-            let Some(rec) = self.tabs.get(tab) else { continue };
             if refused.is_some() {
                 self.tabs.set_owned(tab, now, "mark expired at turn end (automatic cleanup refused)");
                 continue;
@@ -1154,7 +1182,8 @@ impl Lifecycle {
                         to_close.insert(rec.tab);
                     }
                     Some(o) if &o.session != key => {
-                        plan.skipped.push(Skipped { tab: rec.tab, reason: CoreError::other_session(rec.tab, &o.session) });
+                        plan.skipped
+                            .push(Skipped { tab: rec.tab, reason: CoreError::other_session(rec.tab, &o.session) });
                     }
                     _ => plan.skipped.push(Skipped { tab: rec.tab, reason: CoreError::user_tab_protected(rec.tab) }),
                 }
@@ -1220,10 +1249,11 @@ impl Lifecycle {
                     _ => self.tabs.handle_cleanup_failed(tab, now, &cause),
                 }
                 let alive = self.tabs.get(tab).is_some_and(|r| r.alive);
+                let err = CoreError::from_provider(e, Some(tab));
                 if alive || step.action == StepAction::Detach {
-                    self.recovery.record_failure(&step.session, tab, action, unknown, &e.message, now);
+                    self.recovery.record_failure(&step.session, tab, action, &err, unknown, now);
                 }
-                StepOutcome::Failed { outcome_unknown: unknown, message: e.message }
+                StepOutcome::Failed { outcome_unknown: unknown, kind: err.kind, message: err.message }
             }
         }
     }
@@ -1302,10 +1332,11 @@ impl Lifecycle {
                     StepPurpose::KeepPage => report.kept.push(step.tab),
                     StepPurpose::Detach => report.detached.push(step.tab),
                 },
-                StepOutcome::Failed { outcome_unknown, message } => report.failures.push(StepFailure {
+                StepOutcome::Failed { outcome_unknown, kind, message } => report.failures.push(StepFailure {
                     tab: step.tab,
                     action: step.action,
                     outcome_unknown: *outcome_unknown,
+                    kind: kind.clone(),
                     message: message.clone(),
                 }),
             }

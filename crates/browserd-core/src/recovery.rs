@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use crate::Millis;
+use crate::error::{CoreError, ErrorKind};
 use crate::provider::{SessionKey, TabHandle};
 
 /// The cleanup action that has to be retried.
@@ -50,6 +51,8 @@ pub struct RecoveryRecord {
     pub attempts: u32,
     /// Whether the last failure left the outcome unknown (it may have happened).
     pub outcome_unknown: bool,
+    /// The last error's kind (for the wire code).
+    pub last_kind: ErrorKind,
     /// The last error message.
     pub last_error: String,
     /// When the first failure happened.
@@ -78,8 +81,8 @@ impl RecoveryLog {
         session: &SessionKey,
         tab: TabHandle,
         action: RecoveryAction,
+        error: &CoreError,
         outcome_unknown: bool,
-        error: &str,
         now: Millis,
     ) -> &RecoveryRecord {
         let next_id = &mut self.next_id;
@@ -92,6 +95,7 @@ impl RecoveryLog {
                 action,
                 attempts: 0,
                 outcome_unknown,
+                last_kind: error.kind.clone(),
                 last_error: String::new(),
                 created_at: now,
                 last_attempt_at: now,
@@ -99,7 +103,8 @@ impl RecoveryLog {
         });
         rec.attempts += 1;
         rec.outcome_unknown = outcome_unknown;
-        rec.last_error = error.to_owned();
+        rec.last_kind = error.kind.clone();
+        rec.last_error.clone_from(&error.message);
         rec.last_attempt_at = now;
         rec
     }
@@ -113,6 +118,14 @@ impl RecoveryLog {
     pub fn resolve_tab(&mut self, tab: TabHandle) -> Vec<RecoveryRecord> {
         let keys: Vec<_> = self.records.keys().filter(|(t, _)| *t == tab).copied().collect();
         keys.into_iter().filter_map(|k| self.records.remove(&k)).collect()
+    }
+
+    /// Hand a record to another session (the tab changed hands); its provider calls then carry
+    /// the new session.
+    pub fn reassign(&mut self, tab: TabHandle, action: RecoveryAction, session: &SessionKey) {
+        if let Some(rec) = self.records.get_mut(&(tab, action)) {
+            rec.session = session.clone();
+        }
     }
 
     /// The record for (tab, action).

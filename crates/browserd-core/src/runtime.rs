@@ -173,6 +173,29 @@ impl Drop for DebuggerUse {
     }
 }
 
+/// Refusals that no retry or reconnect can change (another session's tab, a user tab, a gone
+/// tab) are returned before any browser round trip; anything else is re-checked after the
+/// recovery retries and the reconnect.
+fn refuse_locally<T>(res: Result<T, CoreError>) -> Result<(), CoreError> {
+    match res {
+        Err(e)
+            if matches!(
+                e.kind,
+                ErrorKind::OtherSessionTab { .. }
+                    | ErrorKind::NotClaimed { .. }
+                    | ErrorKind::UserTabProtected { .. }
+                    | ErrorKind::TabGone { .. }
+                    | ErrorKind::ToolsInactive
+                    | ErrorKind::SessionClosed
+                    | ErrorKind::UnknownSession
+            ) =>
+        {
+            Err(e)
+        }
+        _ => Ok(()),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
@@ -353,7 +376,9 @@ impl Runtime {
                 // Records of a session this runtime never opened (e.g. loaded from the journal).
                 let now = self.now();
                 let plan = self.engine().plan_recovery(&key, now);
-                self.execute(plan).await;
+                if !plan.steps.is_empty() {
+                    self.execute(plan).await;
+                }
                 continue;
             };
             let Ok(_guard) = slot.try_lock_owned() else { continue };
@@ -478,6 +503,8 @@ impl Runtime {
         let slot = self.slot(session)?;
         let _serial = slot.lock().await;
         self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        refuse_locally(self.engine().check_claim(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
         if self.engine().check_claim(session, tab)? {
@@ -497,6 +524,11 @@ impl Runtime {
         self.engine().check_active(session)?;
         self.prelude(session).await;
         Ok(self.engine().list_tabs(session))
+    }
+
+    /// Refuse a tool call from a stale tool snapshot (see [`Lifecycle::check_tool_snapshot`]).
+    pub fn check_tool_snapshot(&self, session: &SessionKey, generation: u64) -> Result<(), CoreError> {
+        self.engine().check_tool_snapshot(session, generation)
     }
 
     /// `browser_status` (works for closed sessions too; no tools needed).
@@ -637,6 +669,9 @@ impl Runtime {
         let slot = self.slot(session)?;
         let _serial = slot.lock().await;
         self.engine().check_active(session)?;
+        // Local refusals (another session's tab, a user tab) come before any browser round trip.
+        self.drain_events(session).await;
+        refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
         self.engine().check_tab_access(session, tab)?;
@@ -658,6 +693,8 @@ impl Runtime {
         let slot = self.slot(session)?;
         let _serial = slot.lock().await;
         self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
         let now = self.now();

@@ -47,7 +47,10 @@ impl WriteLeases {
             }
             return Err(CoreError::new(
                 ErrorKind::LeaseHeldByOther { tab, holder: lease.holder.clone() },
-                format!("session {} holds the write lease of tab {tab}; wait for it to finish or use another tab", lease.holder),
+                format!(
+                    "session {} holds the write lease of tab {tab}; wait for it to finish or use another tab",
+                    lease.holder
+                ),
             ));
         }
         self.last_token += 1;
@@ -91,11 +94,17 @@ impl WriteLeases {
             Some(lease) if lease.token == token && &lease.holder == session => Ok(()),
             Some(lease) if &lease.holder != session => Err(CoreError::new(
                 ErrorKind::LeaseHeldByOther { tab, holder: lease.holder.clone() },
-                format!("session {} holds the write lease of tab {tab}; acquire your own lease when it is free", lease.holder),
+                format!(
+                    "session {} holds the write lease of tab {tab}; acquire your own lease when it is free",
+                    lease.holder
+                ),
             )),
             current => Err(CoreError::new(
                 ErrorKind::StaleFencingToken { tab, presented: token, current: current.map(|l| l.token) },
-                format!("fencing token {} for tab {tab} is stale; acquire a new write lease and observe again", token.0),
+                format!(
+                    "fencing token {} for tab {tab} is stale; acquire a new write lease and observe again",
+                    token.0
+                ),
             )),
         }
     }

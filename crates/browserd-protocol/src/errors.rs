@@ -171,7 +171,7 @@ error_codes! {
     LeaseRevoked = "LEASE_REVOKED", 1204, Lease,
         "Control was taken away (stop, handoff or reconnect); observe again before acting; old refs are void.";
     DebuggerInUse = "DEBUGGER_IN_USE", 1205, Lease,
-        "Another debugging client holds this tab; ask the user to close DevTools on it, or use another tab.";
+        "Another debugging client holds this tab; ask the user to close developer tools on it, or use another tab.";
 
     // Policy.
     PolicyDenied = "POLICY_DENIED", 1301, Policy,
@@ -249,7 +249,8 @@ impl ErrorCode {
         ErrorCode::ALL.iter().copied().find(|code| code.rpc_code() == rpc_code)
     }
 
-    /// Whether waiting and retrying the same call can succeed without any other change.
+    /// Whether the same call may simply be sent again after `retryAfterMs`. Never true for codes
+    /// where a write may already have happened (`CONNECTION_LOST`, `OUTCOME_UNKNOWN`, ...).
     #[must_use]
     pub const fn is_retryable(self) -> bool {
         matches!(
@@ -258,7 +259,6 @@ impl ErrorCode {
                 | ErrorCode::TooManyConcurrentOps
                 | ErrorCode::LeaseHeldByOther
                 | ErrorCode::SessionBusy
-                | ErrorCode::ConnectionLost
                 | ErrorCode::BrokerUnavailable
         )
     }
@@ -272,6 +272,8 @@ impl fmt::Display for ErrorCode {
 
 /// The structured error browserd sends: the JSON-RPC error object's `data`, and the body of a
 /// failed tool result.
+///
+/// The rarely used parts are boxed so the type stays small enough to return in `Result`s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ErrorData {
@@ -289,10 +291,10 @@ pub struct ErrorData {
     pub holder_session: Option<SessionId>,
     /// The element covering the target (`NOT_ACTIONABLE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub covering: Option<CoveringElement>,
+    pub covering: Option<Box<CoveringElement>>,
     /// Code-specific details.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<Value>,
+    pub details: Option<Box<Value>>,
 }
 
 impl ErrorData {
@@ -334,14 +336,14 @@ impl ErrorData {
     /// Names the element covering the target.
     #[must_use]
     pub fn with_covering(mut self, covering: CoveringElement) -> Self {
-        self.covering = Some(covering);
+        self.covering = Some(Box::new(covering));
         self
     }
 
     /// Attaches code-specific details.
     #[must_use]
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+        self.details = Some(Box::new(details));
         self
     }
 
@@ -441,6 +443,27 @@ mod tests {
         assert!(v.get("retryAfterMs").is_none());
         assert!(v.get("covering").is_none());
         assert_eq!(serde_json::from_value::<ErrorData>(v).unwrap(), err);
+    }
+
+    #[test]
+    fn back_pressure_is_retryable_and_unknown_outcomes_are_not() {
+        for &code in ErrorCode::ALL {
+            if code.category() == ErrorCategory::BackPressure && code != ErrorCode::TooManyTabs {
+                assert!(code.is_retryable(), "{code}");
+            }
+        }
+        for code in
+            [ErrorCode::OutcomeUnknown, ErrorCode::ConnectionLost, ErrorCode::TooManyTabs, ErrorCode::UserStopped]
+        {
+            assert!(!code.is_retryable(), "{code}");
+        }
+        let err = ErrorData::new(ErrorCode::QueueFull, "16 requests queued").with_retry_after_ms(250);
+        assert_eq!(serde_json::to_value(&err).unwrap()["retryAfterMs"], 250);
+    }
+
+    #[test]
+    fn error_data_stays_small_enough_for_results() {
+        assert!(std::mem::size_of::<ErrorData>() < 128, "{} bytes", std::mem::size_of::<ErrorData>());
     }
 
     #[test]

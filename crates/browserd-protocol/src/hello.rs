@@ -266,7 +266,10 @@ mod tests {
         let err = negotiate(VersionRange::new(1, 1), VersionRange::new(4, 2)).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);
         assert!(err.message.contains("the peer"), "{}", err.message);
-        assert_eq!(negotiate(VersionRange::new(0, 1), VersionRange::new(1, 1)).unwrap_err().code, ErrorCode::InvalidParams);
+        assert_eq!(
+            negotiate(VersionRange::new(0, 1), VersionRange::new(1, 1)).unwrap_err().code,
+            ErrorCode::InvalidParams
+        );
         let hello = HelloParams { protocol: VersionRange::new(3, 1), ..HelloParams::new(ComponentRole::Cli) };
         assert!(hello.validate().is_err());
     }
@@ -291,7 +294,8 @@ mod tests {
             missing_for_auto_turn_cleanup(&announced),
             vec!["turnCleanup", "retainedCleanup", "debuggerLeaseRecovery"]
         );
-        let all: BTreeSet<String> = capability::REQUIRED_FOR_AUTO_TURN_CLEANUP.iter().map(|s| (*s).to_owned()).collect();
+        let all: BTreeSet<String> =
+            capability::REQUIRED_FOR_AUTO_TURN_CLEANUP.iter().map(|s| (*s).to_owned()).collect();
         assert!(missing_for_auto_turn_cleanup(&all).is_empty());
     }
 }

@@ -173,7 +173,7 @@ pub struct RpcError {
     pub message: String,
     /// The structured error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<ErrorData>,
+    pub data: Option<Box<ErrorData>>,
 }
 
 impl RpcError {
@@ -187,15 +187,17 @@ impl RpcError {
     #[must_use]
     pub fn into_error_data(self) -> ErrorData {
         match self.data {
-            Some(data) => data,
-            None => ErrorData::new(ErrorCode::from_rpc_code(self.code).unwrap_or(ErrorCode::InternalError), self.message),
+            Some(data) => *data,
+            None => {
+                ErrorData::new(ErrorCode::from_rpc_code(self.code).unwrap_or(ErrorCode::InternalError), self.message)
+            }
         }
     }
 }
 
 impl From<ErrorData> for RpcError {
     fn from(data: ErrorData) -> Self {
-        Self { code: data.code.rpc_code(), message: data.message.clone(), data: Some(data) }
+        Self { code: data.code.rpc_code(), message: data.message.clone(), data: Some(Box::new(data)) }
     }
 }
 
@@ -254,9 +256,12 @@ impl Response {
     pub fn into_result<R: DeserializeOwned>(self) -> Result<R, RpcError> {
         match self.payload {
             ResponsePayload::Result(value) => serde_json::from_value(value).map_err(|err| {
-                ErrorData::new(ErrorCode::InternalError, format!("the response result does not match its schema: {err}"))
-                    .with_next_step("Check that both sides run matching browserd versions (see hello).")
-                    .into()
+                ErrorData::new(
+                    ErrorCode::InternalError,
+                    format!("the response result does not match its schema: {err}"),
+                )
+                .with_next_step("Check that both sides run matching browserd versions (see hello).")
+                .into()
             }),
             ResponsePayload::Error(error) => Err(error),
         }
@@ -281,14 +286,14 @@ pub struct InvalidMessage {
     /// The id of the offending request, if it had a readable one.
     pub id: Option<RequestId>,
     /// `PARSE_ERROR` or `INVALID_REQUEST`.
-    pub error: ErrorData,
+    pub error: Box<ErrorData>,
 }
 
 impl InvalidMessage {
     /// The error response to send back.
     #[must_use]
     pub fn into_response(self) -> Response {
-        Response::failure(self.id, self.error)
+        Response::failure(self.id, *self.error)
     }
 }
 
@@ -308,7 +313,7 @@ impl Message {
     pub fn parse(text: &str) -> Result<Message, InvalidMessage> {
         let value: Value = serde_json::from_str(text).map_err(|err| InvalidMessage {
             id: None,
-            error: ErrorData::new(ErrorCode::ParseError, format!("not valid JSON: {err}")),
+            error: Box::new(ErrorData::new(ErrorCode::ParseError, format!("not valid JSON: {err}"))),
         })?;
         Message::from_value(value)
     }
@@ -320,7 +325,7 @@ impl Message {
     pub fn from_value(value: Value) -> Result<Message, InvalidMessage> {
         let invalid = |id: Option<RequestId>, why: String| InvalidMessage {
             id,
-            error: ErrorData::new(ErrorCode::InvalidRequest, why),
+            error: Box::new(ErrorData::new(ErrorCode::InvalidRequest, why)),
         };
         let Value::Object(object) = value else {
             let why = if value.is_array() {
@@ -364,7 +369,7 @@ impl Message {
 impl<'de> Deserialize<'de> for Message {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        Message::from_value(value).map_err(|invalid| D::Error::custom(invalid.error.message))
+        Message::from_value(value).map_err(|invalid| D::Error::custom(&invalid.error.message))
     }
 }
 
@@ -457,7 +462,12 @@ mod tests {
         assert_eq!(both.unwrap_err().error.code, ErrorCode::InvalidRequest);
         let response = Message::parse(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"m"}"#).unwrap_err().into_response();
         assert_eq!(response.id, None);
-        assert!(matches!(response.payload, ResponsePayload::Error(e) if e.code == -32600));
+        assert!(matches!(&response.payload, ResponsePayload::Error(e) if e.code == -32600));
+
+        // The error response to an unreadable request has `"id": null` and parses back.
+        let text = serde_json::to_string(&response).unwrap();
+        assert!(text.contains(r#""id":null"#), "{text}");
+        assert_eq!(Message::parse(&text).unwrap(), Message::Response(response));
     }
 
     #[test]

@@ -360,9 +360,10 @@ pub struct ToolsActivateParams {
 
 impl Validate for ToolsActivateParams {}
 
-/// Result of `tools.activate`, and the params of the `tools.changed` notification.
+/// Result of `tools.activate`, and the params of the `tools.changed` notification (hence it
+/// refuses unknown fields like every params type).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ToolSet {
     /// Session.
     pub session: SessionId,
@@ -509,7 +510,13 @@ pub struct RecoveryRecord {
 impl RecoveryRecord {
     /// Records a failure of `what` on `tab`, taking code and message from `error`.
     #[must_use]
-    pub fn from_failure(what: RecoveryAction, tab: TabId, session: SessionId, attempts: u32, error: &ErrorData) -> Self {
+    pub fn from_failure(
+        what: RecoveryAction,
+        tab: TabId,
+        session: SessionId,
+        attempts: u32,
+        error: &ErrorData,
+    ) -> Self {
         Self { what, tab, session, attempts, last_code: Some(error.code), last_error: Some(error.message.clone()) }
     }
 }
@@ -665,4 +672,177 @@ pub struct StatusResult {
     pub recovery: Vec<RecoveryRecord>,
     /// Limits in use.
     pub limits: Limits,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::hello::{capability, missing_for_auto_turn_cleanup};
+
+    fn usage(used: u32, max: u32) -> Usage {
+        Usage { used, max }
+    }
+
+    fn sample_status() -> StatusResult {
+        let s1 = SessionId::new("s1");
+        let announced =
+            [capability::TURN_CLEANUP, capability::TURN_SCOPED_MARKS].into_iter().map(str::to_owned).collect();
+        StatusResult {
+            protocol_version: 1,
+            components: BTreeMap::from([("browserd".to_owned(), "0.0.0".to_owned())]),
+            sessions: vec![SessionStatus {
+                session: s1.clone(),
+                host: HostKind::Pi,
+                host_session_id: "pi-1".into(),
+                label: None,
+                tools: ToolActivation::ActiveSticky,
+                advanced: false,
+                turn: 3,
+                busy: false,
+            }],
+            tabs: vec![
+                TabStatus {
+                    tab: TabId(4),
+                    session: Some(s1.clone()),
+                    provenance: Provenance::AgentCreated,
+                    state: ResourceState::CleanupUnknown,
+                    mark: None,
+                    group: Some(GroupId(2)),
+                    url: Some("https://a.test/".into()),
+                    title: Some("A".into()),
+                },
+                TabStatus {
+                    tab: TabId(5),
+                    session: None,
+                    provenance: Provenance::User,
+                    state: ResourceState::NoResources,
+                    mark: None,
+                    group: None,
+                    url: None,
+                    title: None,
+                },
+            ],
+            browsers: vec![BrowserStatus {
+                browser: "b1".into(),
+                kind: BrowserKind::Extension,
+                product: None,
+                bridge: BridgeState::Reconnecting,
+                capabilities: vec![
+                    CapabilityStatus { name: capability::TURN_CLEANUP.into(), unsupported: None },
+                    CapabilityStatus { name: "screenshots".into(), unsupported: Some(UnsupportedReason::Offline) },
+                ],
+                auto_turn_cleanup: AutoTurnCleanup::Refused,
+                missing_capabilities: missing_for_auto_turn_cleanup(&announced),
+            }],
+            write_leases: vec![WriteLeaseStatus {
+                tab: TabId(4),
+                holder: s1.clone(),
+                fencing_token: FencingToken(17),
+                expires_in_ms: Some(900),
+            }],
+            debugger_leases: vec![DebuggerLeaseStatus {
+                tab: TabId(4),
+                holder: s1.clone(),
+                state: DebuggerLeaseState::DetachFailed,
+                active_refs: 0,
+            }],
+            recovery: vec![RecoveryRecord::from_failure(
+                RecoveryAction::Close,
+                TabId(4),
+                s1,
+                2,
+                &ErrorData::new(ErrorCode::ConnectionLost, "bridge dropped during close"),
+            )],
+            limits: Limits {
+                tabs_per_task: usage(1, 3),
+                running_actions_per_tab: usage(0, 1),
+                queued_requests: usage(0, 16),
+                concurrent_page_ops: usage(0, 4),
+            },
+        }
+    }
+
+    #[test]
+    fn status_round_trips_with_camel_case_states() {
+        let status = sample_status();
+        let v = serde_json::to_value(&status).unwrap();
+        assert_eq!(v["sessions"][0]["tools"], "activeSticky");
+        assert_eq!(v["tabs"][0]["provenance"], "agentCreated");
+        assert_eq!(v["tabs"][0]["state"], "cleanupUnknown");
+        assert_eq!(v["tabs"][1], json!({"tab": 5, "provenance": "user", "state": "noResources"}));
+        assert_eq!(v["browsers"][0]["autoTurnCleanup"], "refused");
+        assert_eq!(v["browsers"][0]["missingCapabilities"], json!(["retainedCleanup", "debuggerLeaseRecovery"]));
+        assert_eq!(v["browsers"][0]["capabilities"][1], json!({"name": "screenshots", "unsupported": "offline"}));
+        assert_eq!(v["writeLeases"][0]["fencingToken"], 17);
+        assert_eq!(v["debuggerLeases"][0]["state"], "detachFailed");
+        assert_eq!(v["recovery"][0]["lastCode"], "CONNECTION_LOST");
+        assert_eq!(v["limits"]["tabsPerTask"], json!({"used": 1, "max": 3}));
+        assert_eq!(serde_json::from_value::<StatusResult>(v).unwrap(), status);
+    }
+
+    #[test]
+    fn turn_end_result_reports_refused_auto_cleanup() {
+        let result = TurnEndResult {
+            ok: true,
+            turn: 3,
+            auto_turn_cleanup: AutoTurnCleanup::Refused,
+            missing_capabilities: vec![capability::DEBUGGER_LEASE_RECOVERY.into()],
+            closed: Vec::new(),
+            released: Vec::new(),
+            kept: Vec::new(),
+            detached: vec![TabId(4)],
+            failed: Vec::new(),
+        };
+        let v = serde_json::to_value(&result).unwrap();
+        assert_eq!(v["autoTurnCleanup"], "refused");
+        assert_eq!(v["missingCapabilities"][0], "debuggerLeaseRecovery");
+        assert!(v.get("failed").is_none());
+        assert_eq!(serde_json::from_value::<TurnEndResult>(v).unwrap(), result);
+    }
+
+    #[test]
+    fn every_unsupported_reason_has_its_own_code() {
+        let reasons = [
+            UnsupportedReason::ByImplementation,
+            UnsupportedReason::ByVersion,
+            UnsupportedReason::Unauthorised,
+            UnsupportedReason::PolicyBlocked,
+            UnsupportedReason::Offline,
+        ];
+        let codes: std::collections::HashSet<_> = reasons.iter().map(|reason| reason.code()).collect();
+        assert_eq!(codes.len(), reasons.len());
+        assert!(codes.iter().all(|code| code.category() == crate::errors::ErrorCategory::Unsupported));
+    }
+
+    #[test]
+    fn close_and_turn_reasons_use_their_wire_names() {
+        let names: Vec<Value> = [
+            CloseReason::HostExit,
+            CloseReason::SessionSwitch,
+            CloseReason::Fork,
+            CloseReason::PluginUnload,
+            CloseReason::AgentDisposed,
+            CloseReason::ClientGone,
+            CloseReason::User,
+        ]
+        .iter()
+        .map(|reason| serde_json::to_value(reason).unwrap())
+        .collect();
+        assert_eq!(
+            names,
+            [
+                json!("hostExit"),
+                json!("sessionSwitch"),
+                json!("fork"),
+                json!("pluginUnload"),
+                json!("agentDisposed"),
+                json!("clientGone"),
+                json!("user")
+            ]
+        );
+        assert_eq!(serde_json::to_value(TurnEndReason::IdleTimeout).unwrap(), "idleTimeout");
+        assert_eq!(serde_json::to_value(HostKind::ClaudeCode).unwrap(), "claudeCode");
+    }
 }

@@ -228,7 +228,8 @@ mod tests {
         let Message::Request(req) = Message::parse(&text).unwrap() else { panic!("expected a request") };
         assert_eq!(MethodCall::from_request(&req).unwrap(), MethodCall::SessionOpen(open));
 
-        let end = TurnEndParams { session: SessionId::new("s1"), reason: TurnEndReason::NewTurnDetected, host_turn_id: None };
+        let end =
+            TurnEndParams { session: SessionId::new("s1"), reason: TurnEndReason::NewTurnDetected, host_turn_id: None };
         let req = request("t", &end).unwrap();
         assert_eq!(req.params.as_ref().unwrap()["reason"], "newTurnDetected");
         assert_eq!(MethodCall::from_request(&req).unwrap(), MethodCall::TurnEnd(end));
@@ -240,7 +241,9 @@ mod tests {
         let hello = HelloParams::new(ComponentRole::Extension);
         let req = request(3, &hello).unwrap();
         assert_eq!(req.method, HELLO);
-        assert!(matches!(MethodCall::from_request(&req).unwrap(), MethodCall::Hello(h) if h.protocol == VersionRange::CURRENT));
+        assert!(
+            matches!(MethodCall::from_request(&req).unwrap(), MethodCall::Hello(h) if h.protocol == VersionRange::CURRENT)
+        );
     }
 
     #[test]
@@ -265,7 +268,8 @@ mod tests {
         assert_eq!(err.code, ErrorCode::MethodNotFound);
         assert!(err.message.contains("session.teleport"));
 
-        let err = MethodCall::parse(TURN_END, Some(&json!({"session": "s", "reason": "agentEnd", "why": 1}))).unwrap_err();
+        let err =
+            MethodCall::parse(TURN_END, Some(&json!({"session": "s", "reason": "agentEnd", "why": 1}))).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);
         assert!(err.message.contains("turn.end") && err.message.contains("unknown field `why`"), "{}", err.message);
 
@@ -277,8 +281,26 @@ mod tests {
     }
 
     #[test]
+    fn every_params_type_refuses_unknown_fields() {
+        let bogus = json!({"bogusField": 1});
+        for &method in Method::ALL {
+            assert_eq!(method.params_schema()["additionalProperties"], false, "{}", method.name());
+            let err = MethodCall::parse(method.name(), Some(&bogus)).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidParams, "{}", method.name());
+            assert!(err.message.contains("unknown field `bogusField`"), "{}: {}", method.name(), err.message);
+        }
+        for &tool in crate::tools::Tool::ALL {
+            assert_eq!(tool.input_schema()["additionalProperties"], false, "{tool}");
+            let err = ToolCall::parse(tool.name(), &bogus).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidParams, "{tool}");
+            assert!(err.message.contains("unknown field `bogusField`"), "{tool}: {}", err.message);
+        }
+    }
+
+    #[test]
     fn tool_calls_are_validated_in_two_layers() {
-        let params = json!({"session": "s1", "name": BROWSER_OPEN, "arguments": {"url": "https://a.test"}, "callId": "c1"});
+        let params =
+            json!({"session": "s1", "name": BROWSER_OPEN, "arguments": {"url": "https://a.test"}, "callId": "c1"});
         let MethodCall::ToolCall(call) = MethodCall::parse(TOOL_CALL, Some(&params)).unwrap() else {
             panic!("expected tool.call")
         };

@@ -25,6 +25,18 @@ impl NodeRef {
     }
 }
 
+impl From<String> for NodeRef {
+    fn from(s: String) -> Self {
+        Self(s)
+    }
+}
+
+impl From<&str> for NodeRef {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
+}
+
 impl std::fmt::Display for NodeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

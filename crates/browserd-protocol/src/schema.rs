@@ -18,18 +18,22 @@ use crate::tools::tool_catalog;
 /// Schema of `T` as accepted on input (fields with defaults are optional).
 #[must_use]
 pub fn input_schema<T: JsonSchema>() -> Value {
-    let mut value = generate::<T>(SchemaSettings::draft2020_12().for_deserialize());
-    drop_null_alternatives(&mut value);
-    value
+    generate::<T>(SchemaSettings::draft2020_12().for_deserialize(), Direction::Input)
 }
 
 /// Schema of `T` as produced on output (fields skipped when empty are optional).
 #[must_use]
 pub fn output_schema<T: JsonSchema>() -> Value {
-    generate::<T>(SchemaSettings::draft2020_12().for_serialize())
+    generate::<T>(SchemaSettings::draft2020_12().for_serialize(), Direction::Output)
 }
 
-fn generate<T: JsonSchema>(settings: SchemaSettings) -> Value {
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Input,
+    Output,
+}
+
+fn generate<T: JsonSchema>(settings: SchemaSettings, direction: Direction) -> Value {
     let generator = settings
         .with(|settings| {
             settings.inline_subschemas = true;
@@ -41,8 +45,69 @@ fn generate<T: JsonSchema>(settings: SchemaSettings) -> Value {
         object.remove("title");
         object.remove("description");
     }
+    // Before `compact`, so that a field's own description replaces its type's and the enum
+    // values are then explained once, after it.
+    drop_null_alternatives(&mut value, direction);
     compact(&mut value);
     value
+}
+
+/// Optional values are left out rather than sent as `null`, so `null` alternatives
+/// (`["string", "null"]`, `anyOf: [T, {"type": "null"}]`) are dropped: on input everywhere (a
+/// missing field means the same), on output only for properties that are not required (those
+/// are skipped when empty, so they are never `null`).
+fn drop_null_alternatives(value: &mut Value, direction: Direction) {
+    match value {
+        Value::Object(object) => {
+            if direction == Direction::Input {
+                drop_null_here(object);
+            } else if let Some(Value::Object(properties)) = object.get("properties") {
+                let required: Vec<String> = match object.get("required") {
+                    Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+                    _ => Vec::new(),
+                };
+                let optional: Vec<String> =
+                    properties.keys().filter(|name| !required.contains(name)).cloned().collect();
+                if let Some(Value::Object(properties)) = object.get_mut("properties") {
+                    for name in optional {
+                        if let Some(Value::Object(property)) = properties.get_mut(&name) {
+                            drop_null_here(property);
+                        }
+                    }
+                }
+            }
+            object.values_mut().for_each(|child| drop_null_alternatives(child, direction));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|child| drop_null_alternatives(child, direction)),
+        _ => {}
+    }
+}
+
+/// Drops the `null` alternative of one schema, keeping its own keys (e.g. the field description).
+fn drop_null_here(object: &mut Map<String, Value>) {
+    if let Some(Value::Array(types)) = object.get_mut("type") {
+        types.retain(|ty| ty != "null");
+        if types.len() == 1 {
+            let single = types.remove(0);
+            object.insert("type".to_owned(), single);
+        }
+    }
+    let inner = match object.get("anyOf") {
+        Some(Value::Array(options)) if options.len() == 2 => {
+            let null = json!({"type": "null"});
+            match (&options[0], &options[1]) {
+                (Value::Object(inner), other) | (other, Value::Object(inner)) if *other == null => Some(inner.clone()),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    if let Some(inner) = inner {
+        object.remove("anyOf");
+        for (key, value) in inner {
+            object.entry(key).or_insert(value);
+        }
+    }
 }
 
 /// Applies the token-saving rewrites to every subschema.
@@ -58,43 +123,6 @@ fn compact(value: &mut Value) {
     }
 }
 
-/// Optional inputs are simply left out, so `null` alternatives (`["string", "null"]`,
-/// `anyOf: [T, {"type": "null"}]`) are dropped from input schemas: fewer tokens, same meaning.
-fn drop_null_alternatives(value: &mut Value) {
-    match value {
-        Value::Object(object) => {
-            if let Some(Value::Array(types)) = object.get_mut("type") {
-                types.retain(|ty| ty != "null");
-                if types.len() == 1 {
-                    let single = types.remove(0);
-                    object.insert("type".to_owned(), single);
-                }
-            }
-            let inner = match object.get("anyOf") {
-                Some(Value::Array(options)) if options.len() == 2 => {
-                    let null = json!({"type": "null"});
-                    match (&options[0], &options[1]) {
-                        (Value::Object(inner), other) | (other, Value::Object(inner)) if *other == null => {
-                            Some(inner.clone())
-                        }
-                        _ => None,
-                    }
-                }
-                _ => None,
-            };
-            if let Some(inner) = inner {
-                object.remove("anyOf");
-                for (key, value) in inner {
-                    object.entry(key).or_insert(value);
-                }
-            }
-            object.values_mut().for_each(drop_null_alternatives);
-        }
-        Value::Array(items) => items.iter_mut().for_each(drop_null_alternatives),
-        _ => {}
-    }
-}
-
 /// Removes `format: int64/uint32/...` next to `type: integer`; `minimum` already says enough.
 fn strip_integer_format(object: &mut Map<String, Value>) {
     let is_integer_format = object
@@ -106,8 +134,9 @@ fn strip_integer_format(object: &mut Map<String, Value>) {
     }
 }
 
-/// `{"oneOf": [{"const": "a", "type": "string", "description": "A."}, ...]}` becomes
-/// `{"type": "string", "enum": ["a", ...], "description": "... a: A. ..."}`.
+/// `{"oneOf": [{"const": "a", "type": "string", "description": "Does a."}, ...]}` becomes
+/// `{"type": "string", "enum": ["a", ...], "description": "... a: Does a. ..."}`; a variant
+/// description that only repeats its value is left out.
 fn collapse_const_one_of(object: &mut Map<String, Value>) {
     let Some(Value::Array(variants)) = object.get("oneOf") else { return };
     let mut names = Vec::with_capacity(variants.len());
@@ -122,7 +151,10 @@ fn collapse_const_one_of(object: &mut Map<String, Value>) {
         }
         if let Some(Value::String(description)) = variant.get("description") {
             let description = description.trim_end_matches('.');
-            explained.push(format!("{name}: {description}."));
+            // "debug: Debug." says nothing the value does not.
+            if !description.eq_ignore_ascii_case(name) {
+                explained.push(format!("{name}: {description}."));
+            }
         }
         names.push(Value::String(name.clone()));
     }
@@ -209,6 +241,25 @@ mod tests {
     }
 
     #[test]
+    fn optional_outputs_have_no_null_alternative_but_required_ones_keep_it() {
+        #[derive(schemars::JsonSchema, serde::Serialize)]
+        #[allow(dead_code)]
+        struct Out {
+            /// Skipped when empty.
+            #[serde(skip_serializing_if = "Option::is_none")]
+            skipped: Option<crate::lifecycle::MarkKind>,
+            /// Sent as null when empty.
+            sent: Option<u32>,
+        }
+        let schema = output_schema::<Out>();
+        let skipped = &schema["properties"]["skipped"];
+        assert_eq!(skipped["type"], "string");
+        assert!(skipped.get("anyOf").is_none(), "{skipped}");
+        assert!(skipped["description"].as_str().unwrap().starts_with("Skipped when empty. deliverable:"), "{skipped}");
+        assert_eq!(schema["properties"]["sent"]["type"], json!(["integer", "null"]));
+    }
+
+    #[test]
     fn documented_string_enums_collapse_into_one_enum() {
         let schema = input_schema::<crate::tools::TabMark>();
         assert_eq!(
@@ -219,6 +270,9 @@ mod tests {
                 "description": "Mark. deliverable: A result for the user. handoff: Waiting for the user to continue."
             })
         );
+        let console = input_schema::<crate::tools::ConsoleParams>();
+        assert_eq!(console["properties"]["level"]["description"], "Lowest level to return.");
+        assert_eq!(console["properties"]["level"]["enum"][0], "debug");
     }
 
     #[test]

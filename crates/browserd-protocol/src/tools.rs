@@ -9,7 +9,7 @@ use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::errors::{ErrorCode, ErrorData};
 use crate::ids::{GroupId, SessionId, TabId};
@@ -507,11 +507,11 @@ pub struct NetworkResult {
 pub struct RawProtocolParams {
     /// Tab id.
     pub tab: TabId,
-    /// Method, e.g. `Page.getLayoutMetrics`.
+    /// Protocol method name.
     pub method: String,
     /// Method params.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub params: Option<Value>,
+    pub params: Option<Map<String, Value>>,
 }
 
 /// What `browser_cdp` returns.
@@ -593,14 +593,7 @@ impl Validate for EvaluateParams {
 impl Validate for ConsoleParams {}
 impl Validate for NetworkParams {}
 
-impl Validate for RawProtocolParams {
-    fn validate(&self) -> Result<(), String> {
-        match &self.params {
-            Some(params) if !params.is_object() => Err("params must be a JSON object".to_owned()),
-            _ => Ok(()),
-        }
-    }
-}
+impl Validate for RawProtocolParams {}
 
 /// Params of the `tool.call` method: one tool call made on behalf of a session's model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -831,12 +824,15 @@ mod tests {
         assert_eq!(spec.input_schema["required"], json!(["url"]));
         let value = serde_json::to_value(&spec).unwrap();
         assert!(value.get("inputSchema").is_some() && value.get("outputSchema").is_some());
+        let catalog = tool_catalog();
+        let back: Vec<ToolSpec> = serde_json::from_value(serde_json::to_value(&catalog).unwrap()).unwrap();
+        assert_eq!(back, catalog);
     }
 
     #[test]
     fn batch_schema_caps_the_steps_and_parsing_enforces_it() {
         let schema = Tool::Batch.input_schema();
-        assert_eq!(schema["properties"]["steps"]["maxItems"], 8);
+        assert_eq!(schema["properties"]["steps"]["maxItems"], MAX_BATCH_STEPS);
         assert_eq!(schema["properties"]["stopOnCrossSite"]["default"], true);
 
         let step = json!({"action": "click", "target": "e1"});
@@ -856,7 +852,11 @@ mod tests {
     fn unknown_fields_and_unknown_tools_are_refused_clearly() {
         let err = ToolCall::parse(BROWSER_OPEN, &json!({"url": "https://a.test", "newWindow": true})).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidParams);
-        assert!(err.message.contains("browser_open") && err.message.contains("unknown field `newWindow`"), "{}", err.message);
+        assert!(
+            err.message.contains("browser_open") && err.message.contains("unknown field `newWindow`"),
+            "{}",
+            err.message
+        );
 
         let err = ToolCall::parse(BROWSER_CLEANUP, &json!({"closeAll": true})).unwrap_err();
         assert!(err.message.contains("unknown field `closeAll`"), "{}", err.message);
@@ -876,8 +876,13 @@ mod tests {
         assert!(conflict.message.contains("tab 3"), "{}", conflict.message);
         let wait = ToolCall::parse(BROWSER_HANDOFF, &json!({"tab": 1, "message": "log in", "timeoutMs": 5}));
         assert!(wait.unwrap_err().message.contains("until"));
-        let ok = ToolCall::parse(BROWSER_HANDOFF, &json!({"tab": 1, "message": "log in", "until": {"urlContains": "/home"}}));
+        let ok = ToolCall::parse(
+            BROWSER_HANDOFF,
+            &json!({"tab": 1, "message": "log in", "until": {"urlContains": "/home"}}),
+        );
         assert!(matches!(ok, Ok(ToolCall::Handoff(HandoffParams { until: Some(HandoffUntil::UrlContains(_)), .. }))));
+        let raw = ToolCall::parse(BROWSER_CDP, &json!({"tab": 1, "method": "M.x", "params": [1]})).unwrap_err();
+        assert!(raw.message.contains("invalid type"), "{}", raw.message);
     }
 
     #[test]

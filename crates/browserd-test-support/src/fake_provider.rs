@@ -70,9 +70,10 @@ pub enum Op {
 /// One recorded provider call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
-    /// Order of arrival (1-based).
+    /// When the call arrived (one counter for arrivals and completions, so two calls overlapped
+    /// exactly when one arrived between the other's `seq` and `done_seq`).
     pub seq: u64,
-    /// Order of completion (1-based).
+    /// When the call completed (same counter as `seq`).
     pub done_seq: u64,
     /// Which operation.
     pub op: Op,
@@ -144,7 +145,6 @@ struct State {
     epoch: u64,
     calls: Vec<Call>,
     next_seq: u64,
-    next_done: u64,
     faults: Vec<Fault>,
     delays: BTreeMap<Op, Duration>,
     default_delay: Duration,
@@ -188,7 +188,6 @@ impl FakeProvider {
                 epoch: 1,
                 calls: Vec::new(),
                 next_seq: 0,
-                next_done: 0,
                 faults: Vec::new(),
                 delays: BTreeMap::new(),
                 default_delay: Duration::ZERO,
@@ -405,9 +404,10 @@ impl FakeProvider {
         let mut applied = false;
         let res = match gate {
             Err(e) => Err(e),
-            Ok(()) if !st.connected && op != Op::Connect => {
-                Err(err(ProviderErrorKind::ConnectionLost, "the fake browser is disconnected; retry after it reconnects"))
-            }
+            Ok(()) if !st.connected && op != Op::Connect => Err(err(
+                ProviderErrorKind::ConnectionLost,
+                "the fake browser is disconnected; retry after it reconnects",
+            )),
             Ok(()) => match take_fault(&mut st, op, tab) {
                 Some(FaultKind::Fail(kind)) => Err(err(kind, format!("injected {kind:?} on {op:?}"))),
                 Some(FaultKind::OutcomeUnknown { applied: apply }) => {
@@ -423,8 +423,8 @@ impl FakeProvider {
                 }
             },
         };
-        st.next_done += 1;
-        let done_seq = st.next_done;
+        st.next_seq += 1;
+        let done_seq = st.next_seq;
         st.calls.push(Call {
             seq,
             done_seq,
@@ -470,7 +470,12 @@ fn take_fault(st: &mut State, op: Op, tab: Option<TabHandle>) -> Option<FaultKin
 
 /// The tab must be open and owned by `session`; otherwise a violation is recorded and the call
 /// refused (or `TabGone`).
-fn owned<'a>(st: &'a mut State, session: &SessionKey, tab: TabHandle, what: &str) -> Result<&'a mut FakeTab, ProviderError> {
+fn owned<'a>(
+    st: &'a mut State,
+    session: &SessionKey,
+    tab: TabHandle,
+    what: &str,
+) -> Result<&'a mut FakeTab, ProviderError> {
     let Some(t) = st.tabs.get(&tab) else { return Err(tab_gone(tab)) };
     if !t.open {
         return Err(tab_gone(tab));
@@ -500,17 +505,26 @@ impl Provider for FakeProvider {
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError> {
         self.call(ctx, Op::Connect, None, |st, _| {
             if st.connected {
-                Ok(BrowserInfo { kind: ProviderKind::Fake, product: "FakeBrowser/1.0".into(), connection_epoch: st.epoch })
+                Ok(BrowserInfo {
+                    kind: ProviderKind::Fake,
+                    product: "FakeBrowser/1.0".into(),
+                    connection_epoch: st.epoch,
+                })
             } else {
-                Err(err(ProviderErrorKind::ConnectionLost, "the fake browser is disconnected; retry after it reconnects"))
+                Err(err(
+                    ProviderErrorKind::ConnectionLost,
+                    "the fake browser is disconnected; retry after it reconnects",
+                ))
             }
         })
         .await
     }
 
     async fn list_tabs(&self, ctx: &OpContext) -> Result<Vec<TabInfo>, ProviderError> {
-        self.call(ctx, Op::ListTabs, None, |st, _| Ok(st.tabs.values().filter(|t| t.open).map(|t| t.info.clone()).collect()))
-            .await
+        self.call(ctx, Op::ListTabs, None, |st, _| {
+            Ok(st.tabs.values().filter(|t| t.open).map(|t| t.info.clone()).collect())
+        })
+        .await
     }
 
     async fn create_tab(&self, ctx: &OpContext, req: CreateTab) -> Result<TabInfo, ProviderError> {
@@ -518,7 +532,8 @@ impl Provider for FakeProvider {
         let res = self
             .call(ctx, Op::CreateTab, Some(tab), |st, session| {
                 let url = if req.url.is_empty() { "about:blank".to_owned() } else { req.url.clone() };
-                let info = TabInfo { tab, url: url.clone(), title: url, group: None, opener: None, active: !req.background };
+                let info =
+                    TabInfo { tab, url: url.clone(), title: url, group: None, opener: None, active: !req.background };
                 st.tabs.insert(
                     tab,
                     FakeTab {
@@ -574,7 +589,8 @@ impl Provider for FakeProvider {
                 Some(o) if o == session => Ok(()),
                 Some(o) => {
                     let o = o.clone();
-                    st.violations.push(format!("session {session} asked to claim tab {tab}, which belongs to session {o}"));
+                    st.violations
+                        .push(format!("session {session} asked to claim tab {tab}, which belongs to session {o}"));
                     Err(err(ProviderErrorKind::Refused, format!("tab {tab} is held by session {o}")))
                 }
             }
@@ -593,7 +609,8 @@ impl Provider for FakeProvider {
                 }
                 Some(o) => {
                     let o = o.clone();
-                    st.violations.push(format!("session {session} asked to release tab {tab}, which belongs to session {o}"));
+                    st.violations
+                        .push(format!("session {session} asked to release tab {tab}, which belongs to session {o}"));
                     Err(err(ProviderErrorKind::Refused, format!("tab {tab} is held by session {o}")))
                 }
             }
@@ -615,7 +632,8 @@ impl Provider for FakeProvider {
             match &t.owner {
                 Some(o) if o != session => {
                     let o = o.clone();
-                    st.violations.push(format!("session {session} asked to detach tab {tab}, which belongs to session {o}"));
+                    st.violations
+                        .push(format!("session {session} asked to detach tab {tab}, which belongs to session {o}"));
                     Err(err(ProviderErrorKind::Refused, format!("tab {tab} is held by session {o}")))
                 }
                 _ => {
@@ -638,7 +656,12 @@ impl Provider for FakeProvider {
             if !t.debugger {
                 return Err(err(ProviderErrorKind::Refused, format!("the debugger is not attached to tab {tab}")));
             }
-            Ok(Observation { url: t.info.url.clone(), title: t.info.title.clone(), content: format!("fake page {tab}") })
+            Ok(Observation {
+                url: t.info.url.clone(),
+                title: t.info.title.clone(),
+                content: format!("fake page {tab}"),
+                ..Default::default()
+            })
         })
         .await
     }
@@ -662,4 +685,12 @@ impl Provider for FakeProvider {
         })
         .await
     }
+}
+
+/// A `browser_act` request (a click on `e1`), built from JSON so it stays valid as the wire
+/// type grows optional fields.
+#[must_use]
+pub fn sample_act_params() -> ActParams {
+    serde_json::from_value(serde_json::json!({ "action": "click", "target": "e1" }))
+        .expect("a click on a ref is a valid browser_act request")
 }

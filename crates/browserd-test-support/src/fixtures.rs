@@ -6,6 +6,7 @@ mod generated;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -52,30 +53,150 @@ pub struct UploadedFile {
 }
 
 const PAGES: &[FixturePage] = &[
-    FixturePage { path: "/index.html", category: "index", description: "Links to every fixture page", marker: "browserd fixture site" },
-    FixturePage { path: "/duplicates.html", category: "duplicates", description: "Same-name Delete buttons in different sections and a link and a button both named Settings", marker: "Deleted: none" },
-    FixturePage { path: "/overlay.html", category: "overlay", description: "A Subscribe button covered by a cookie-consent overlay with its own Accept button", marker: "Clicked: none" },
-    FixturePage { path: "/form.html", category: "form", description: "React-style controlled form in vanilla JS: assigning .value from script is ignored", marker: "Not submitted" },
-    FixturePage { path: "/contenteditable.html", category: "contenteditable", description: "A contenteditable editor and a mirror of its text", marker: "Mirror:" },
-    FixturePage { path: "/ime.html", category: "ime", description: "An input that records composition events (Chinese IME input)", marker: "Value: (empty)" },
-    FixturePage { path: "/iframes.html", category: "iframes", description: "A same-origin iframe and a cross-site iframe (OOPIF) of frame-inner.html", marker: "Outer clicks: 0" },
-    FixturePage { path: "/frame-inner.html", category: "iframes", description: "The page inside the iframes: a button, an input and a click counter", marker: "Inner clicks: 0" },
-    FixturePage { path: "/shadow.html", category: "shadow", description: "A custom element with an open shadow root holding a button, an input and a nested shadow root", marker: "Shadow clicks: none" },
-    FixturePage { path: "/virtual-list.html", category: "virtual-list", description: "A 10000-row virtual list: only visible rows exist, more render on scroll", marker: "Selected: none" },
-    FixturePage { path: "/long-list.html", category: "long-list", description: "A plain list of 1000 items", marker: "Item 1000" },
-    FixturePage { path: "/canvas.html", category: "canvas", description: "A canvas that records click coordinates and draws a marker", marker: "Clicks: 0, last: none" },
-    FixturePage { path: "/dialogs.html", category: "dialogs", description: "Buttons that open alert, confirm and prompt and write the result", marker: "Dialog result: none" },
-    FixturePage { path: "/popup.html", category: "popup", description: "A target=_blank link and a window.open button", marker: "Opened: none" },
-    FixturePage { path: "/popup-target.html", category: "popup", description: "The page the popups open", marker: "Popup target" },
-    FixturePage { path: "/upload.html", category: "upload", description: "A file input and a form that POSTs multipart to /upload", marker: "Chosen file: none" },
-    FixturePage { path: "/download.html", category: "download", description: "A link to /download/report.csv served as an attachment", marker: "Download report.csv" },
-    FixturePage { path: "/toast.html", category: "toast", description: "A Save button that shows a toast in an aria-live region for 1.5 s", marker: "Saves: 0" },
-    FixturePage { path: "/slow.html?delay=1500", category: "slow", description: "The server delays the response by the delay query parameter (ms, default 1500)", marker: "Slow page loaded after" },
-    FixturePage { path: "/never-idle.html", category: "never-idle", description: "Polls every 200 ms forever and keeps a long-poll request open", marker: "Long poll: pending" },
-    FixturePage { path: "/clickables.html", category: "clickables", description: "Operable elements without ARIA roles, a custom tree and a menu button", marker: "Activated: none" },
-    FixturePage { path: "/gen/elements?n=100", category: "generated", description: "A realistic generated page with about 100 elements", marker: "Generated page (100 elements)" },
-    FixturePage { path: "/gen/elements?n=1000", category: "generated", description: "A realistic generated page with about 1000 elements", marker: "Generated page (1000 elements)" },
-    FixturePage { path: "/gen/elements?n=5000", category: "generated", description: "A realistic generated page with about 5000 elements", marker: "Generated page (5000 elements)" },
+    FixturePage {
+        path: "/index.html",
+        category: "index",
+        description: "Links to every fixture page",
+        marker: "browserd fixture site",
+    },
+    FixturePage {
+        path: "/duplicates.html",
+        category: "duplicates",
+        description: "Same-name Delete buttons in different sections and a link and a button both named Settings",
+        marker: "Deleted: none",
+    },
+    FixturePage {
+        path: "/overlay.html",
+        category: "overlay",
+        description: "A Subscribe button covered by a cookie-consent overlay with its own Accept button",
+        marker: "Clicked: none",
+    },
+    FixturePage {
+        path: "/form.html",
+        category: "form",
+        description: "React-style controlled form in vanilla JS: assigning .value from script is ignored",
+        marker: "Not submitted",
+    },
+    FixturePage {
+        path: "/contenteditable.html",
+        category: "contenteditable",
+        description: "A contenteditable editor and a mirror of its text",
+        marker: "Mirror:",
+    },
+    FixturePage {
+        path: "/ime.html",
+        category: "ime",
+        description: "An input that records composition events (Chinese IME input)",
+        marker: "Value: (empty)",
+    },
+    FixturePage {
+        path: "/iframes.html",
+        category: "iframes",
+        description: "A same-origin iframe and a cross-site iframe (OOPIF) of frame-inner.html",
+        marker: "Outer clicks: 0",
+    },
+    FixturePage {
+        path: "/frame-inner.html",
+        category: "iframes",
+        description: "The page inside the iframes: a button, an input and a click counter",
+        marker: "Inner clicks: 0",
+    },
+    FixturePage {
+        path: "/shadow.html",
+        category: "shadow",
+        description: "A custom element with an open shadow root holding a button, an input and a nested shadow root",
+        marker: "Shadow clicks: none",
+    },
+    FixturePage {
+        path: "/virtual-list.html",
+        category: "virtual-list",
+        description: "A 10000-row virtual list: only visible rows exist, more render on scroll",
+        marker: "Selected: none",
+    },
+    FixturePage {
+        path: "/long-list.html",
+        category: "long-list",
+        description: "A plain list of 1000 items",
+        marker: "Item 1000",
+    },
+    FixturePage {
+        path: "/canvas.html",
+        category: "canvas",
+        description: "A canvas that records click coordinates and draws a marker",
+        marker: "Clicks: 0, last: none",
+    },
+    FixturePage {
+        path: "/dialogs.html",
+        category: "dialogs",
+        description: "Buttons that open alert, confirm and prompt and write the result",
+        marker: "Dialog result: none",
+    },
+    FixturePage {
+        path: "/popup.html",
+        category: "popup",
+        description: "A target=_blank link and a window.open button",
+        marker: "Opened: none",
+    },
+    FixturePage {
+        path: "/popup-target.html",
+        category: "popup",
+        description: "The page the popups open",
+        marker: "Popup target",
+    },
+    FixturePage {
+        path: "/upload.html",
+        category: "upload",
+        description: "A file input and a form that POSTs multipart to /upload",
+        marker: "Chosen file: none",
+    },
+    FixturePage {
+        path: "/download.html",
+        category: "download",
+        description: "A link to /download/report.csv served as an attachment",
+        marker: "Download report.csv",
+    },
+    FixturePage {
+        path: "/toast.html",
+        category: "toast",
+        description: "A Save button that shows a toast in an aria-live region for 1.5 s",
+        marker: "Saves: 0",
+    },
+    FixturePage {
+        path: "/slow.html?delay=1500",
+        category: "slow",
+        description: "The server delays the response by the delay query parameter (ms, default 1500)",
+        marker: "Slow page loaded after",
+    },
+    FixturePage {
+        path: "/never-idle.html",
+        category: "never-idle",
+        description: "Polls every 200 ms forever and keeps a long-poll request open",
+        marker: "Long poll: pending",
+    },
+    FixturePage {
+        path: "/clickables.html",
+        category: "clickables",
+        description: "Operable elements without ARIA roles, a custom tree and a menu button",
+        marker: "Activated: none",
+    },
+    FixturePage {
+        path: "/gen/elements?n=100",
+        category: "generated",
+        description: "A realistic generated page with about 100 elements",
+        marker: "Generated page (100 elements)",
+    },
+    FixturePage {
+        path: "/gen/elements?n=1000",
+        category: "generated",
+        description: "A realistic generated page with about 1000 elements",
+        marker: "Generated page (1000 elements)",
+    },
+    FixturePage {
+        path: "/gen/elements?n=5000",
+        category: "generated",
+        description: "A realistic generated page with about 5000 elements",
+        marker: "Generated page (5000 elements)",
+    },
 ];
 
 /// Static files embedded at build time, by path.
@@ -113,6 +234,7 @@ pub struct FixtureSite {
     primary: SocketAddr,
     second: SocketAddr,
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
+    long_polls: Arc<AtomicUsize>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -122,6 +244,7 @@ struct SiteState {
     /// Origin of the *other* site, used by pages that embed or link across sites.
     other_origin: String,
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
+    long_polls: Arc<AtomicUsize>,
     stop: CancellationToken,
 }
 
@@ -138,15 +261,18 @@ impl FixtureSite {
         let second_v6 = TcpListener::bind((Ipv6Addr::LOCALHOST, second.port())).await.ok();
 
         let uploads = Arc::new(Mutex::new(Vec::new()));
+        let long_polls = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
         let primary_state = SiteState {
             other_origin: format!("http://localhost:{}", second.port()),
             uploads: uploads.clone(),
+            long_polls: long_polls.clone(),
             stop: stop.clone(),
         };
         let second_state = SiteState {
             other_origin: format!("http://127.0.0.1:{}", primary.port()),
             uploads: uploads.clone(),
+            long_polls: long_polls.clone(),
             stop: stop.clone(),
         };
         let mut tasks = vec![
@@ -156,7 +282,7 @@ impl FixtureSite {
         if let Some(listener) = second_v6 {
             tasks.push(spawn_server(listener, router(second_state), stop.clone()));
         }
-        Ok(FixtureSite { primary, second, uploads, stop, tasks })
+        Ok(FixtureSite { primary, second, uploads, long_polls, stop, tasks })
     }
 
     /// `path` on the primary origin (`http://127.0.0.1:P1`); `path` starts with `/`.
@@ -182,6 +308,11 @@ impl FixtureSite {
     /// Every file the `/upload` endpoint has received so far, oldest first.
     pub fn uploads(&self) -> Vec<UploadedFile> {
         lock(&self.uploads).clone()
+    }
+
+    /// How many `/api/long-poll` requests are waiting right now (they end only at shutdown).
+    pub fn pending_long_polls(&self) -> usize {
+        self.long_polls.load(Ordering::SeqCst)
     }
 
     /// Every fixture page: path, category, description and marker text.
@@ -394,6 +525,14 @@ async fn poll() -> Response {
 
 async fn long_poll(State(state): State<SiteState>) -> Response {
     // Never answers while the site runs; ends only when the site shuts down.
+    struct Pending(Arc<AtomicUsize>);
+    impl Drop for Pending {
+        fn drop(&mut self) {
+            self.0.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    state.long_polls.fetch_add(1, Ordering::SeqCst);
+    let _pending = Pending(state.long_polls.clone());
     state.stop.cancelled().await;
     typed(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", "fixture site is shutting down\n".into())
 }

@@ -389,7 +389,9 @@ impl ServerTask {
                 }
                 ((rule.answer)(&call), rule.delay, rule.duplicate, rule.events.clone())
             }
-            None if self.answer_unmatched_with_empty_result => (Answer::Result(json!({})), Duration::ZERO, false, vec![]),
+            None if self.answer_unmatched_with_empty_result => {
+                (Answer::Result(json!({})), Duration::ZERO, false, vec![])
+            }
             None => (
                 Answer::Error { code: -32601, message: format!("'{}' wasn't found", call.method) },
                 Duration::ZERO,

@@ -32,7 +32,8 @@ async fn send(url: &str, method: &str, content_type: Option<&str>, body: Vec<u8>
     if let Some(content_type) = content_type {
         request = request.header(hyper::header::CONTENT_TYPE, content_type);
     }
-    let response = sender.send_request(request.body(Full::new(Bytes::from(body))).expect("request")).await.expect("send");
+    let response =
+        sender.send_request(request.body(Full::new(Bytes::from(body))).expect("request")).await.expect("send");
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = response.into_body().collect().await.expect("read body").to_bytes();
@@ -122,8 +123,7 @@ async fn upload_without_a_file_is_refused_and_records_nothing() {
     let body = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"document\"; filename=\"\"\r\n\r\n\r\n--{boundary}--\r\n"
     );
-    let reply =
-        send(&site.url("/upload"), "POST", Some("multipart/form-data; boundary=b"), body.into_bytes()).await;
+    let reply = send(&site.url("/upload"), "POST", Some("multipart/form-data; boundary=b"), body.into_bytes()).await;
     assert_eq!(reply.status, StatusCode::BAD_REQUEST);
     assert!(reply.body.contains("No file was chosen."));
     assert!(site.uploads().is_empty());
@@ -156,8 +156,14 @@ async fn polling_endpoints_answer_and_long_poll_ends_at_shutdown() {
     assert_eq!(poll.body, "{\"ok\":true}");
     let url = site.url("/api/long-poll");
     let long_poll = tokio::spawn(async move { get(&url).await });
-    tokio::task::yield_now().await;
-    assert!(!long_poll.is_finished());
+    for _ in 0..500 {
+        if site.pending_long_polls() == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(site.pending_long_polls(), 1, "the long-poll request never reached the server");
+    assert!(!long_poll.is_finished(), "the long poll answered while the site runs");
     site.shutdown().await;
     let reply = long_poll.await.expect("long-poll task");
     assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);

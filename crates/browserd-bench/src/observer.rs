@@ -1,0 +1,69 @@
+//! The observer abstraction: anything that can turn a URL into the text a model would receive (Playwright MCP's
+//! `browser_snapshot`, browserd's observation). Adding a tool to the benchmark means implementing [`Observer`].
+
+use async_trait::async_trait;
+
+/// What one observer produced for one page.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The observation text exactly as a model receives it (from the last of the timed calls).
+    pub text: String,
+    /// Wall time of each timed observation call, in milliseconds (navigation excluded).
+    pub ms_runs: Vec<f64>,
+}
+
+/// An element an observation makes addressable: it has a ref the model can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Addressable {
+    /// Its role as the observation shows it (`button`, `link`, `textbox`, ...).
+    pub role: String,
+    /// Its accessible name as the observation shows it.
+    pub name: String,
+}
+
+/// Errors of an observer; each message says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum ObserverError {
+    /// The tool could not be started (missing runtime, failed install, browser missing).
+    #[error("{observer}: cannot start: {reason}")]
+    Start {
+        /// Observer name.
+        observer: String,
+        /// What failed and what to do.
+        reason: String,
+    },
+    /// Navigating to or observing one page failed.
+    #[error("{observer}: observing {url} failed: {reason}")]
+    Page {
+        /// Observer name.
+        observer: String,
+        /// The page.
+        url: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The observer's process or connection went away.
+    #[error("{observer}: the session ended unexpectedly: {reason}")]
+    Gone {
+        /// Observer name.
+        observer: String,
+        /// What was seen.
+        reason: String,
+    },
+}
+
+/// A tool under benchmark.
+#[async_trait]
+pub trait Observer: Send {
+    /// Short stable name used in the JSON rows, e.g. `playwright-mcp`.
+    fn name(&self) -> &str;
+
+    /// Navigates to `url` (untimed), then observes it `runs` times, timing each observation call.
+    async fn observe(&mut self, url: &str, runs: usize) -> Result<Observation, ObserverError>;
+
+    /// The elements `text` (an observation of this observer) gives a ref to, for the addressability check.
+    fn addressable(&self, text: &str) -> Vec<Addressable>;
+
+    /// Ends the session and its browser.
+    async fn close(self: Box<Self>);
+}

@@ -1,0 +1,128 @@
+//! The rows the benchmark prints: one JSON object per line with `--json`, an aligned table line otherwise.
+
+use serde::Serialize;
+
+use crate::addressability::AddressabilityReport;
+use crate::stats::Summary;
+
+/// One observer on one page.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObserveRow {
+    /// Always `observe`.
+    pub name: &'static str,
+    /// Page size in elements for generated pages; `None` (null) for hand-written fixture pages.
+    pub n: Option<usize>,
+    /// Which tool observed.
+    pub observer: String,
+    /// Path of the page on the fixture site.
+    pub page: String,
+    /// Fixture category.
+    pub category: String,
+    /// Timing of the observation calls.
+    #[serde(flatten)]
+    pub timing: Summary,
+    /// UTF-8 bytes of the observation text.
+    pub bytes: usize,
+    /// o200k_base tokens of the observation text.
+    pub tokens: usize,
+    /// Addressability against the page's manifest (generated pages only).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub addressability: Option<AddressabilityReport>,
+}
+
+/// A failed measurement; it counts as a failure in the exit code.
+#[derive(Debug, Clone, Serialize)]
+pub struct ErrorRow {
+    /// What was being measured (`observe`, `observer`).
+    pub name: &'static str,
+    /// Page size when known.
+    pub n: Option<usize>,
+    /// Which tool.
+    pub observer: String,
+    /// Which page, when the failure concerns one.
+    pub page: Option<String>,
+    /// What went wrong and what to do.
+    pub error: String,
+}
+
+/// An observer against the baseline on the same page: ratios above 1 mean the observer is smaller/faster.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompareRow {
+    /// Always `compare`.
+    pub name: &'static str,
+    /// Page size for generated pages.
+    pub n: Option<usize>,
+    /// Page path.
+    pub page: String,
+    /// The observer compared.
+    pub observer: String,
+    /// The baseline (Playwright MCP).
+    pub baseline: String,
+    /// baseline tokens / observer tokens.
+    pub tokens_ratio: f64,
+    /// baseline bytes / observer bytes.
+    pub bytes_ratio: f64,
+    /// baseline p50 / observer p50.
+    pub p50_ratio: f64,
+    /// baseline p95 / observer p95.
+    pub p95_ratio: f64,
+}
+
+/// The machine the numbers come from.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineRow {
+    /// Always `machine`.
+    pub name: &'static str,
+    /// Always null (keeps the `n` field present on every row).
+    pub n: Option<usize>,
+    /// CPU model.
+    pub cpu: String,
+    /// Logical CPUs.
+    pub cpus: usize,
+    /// Total memory.
+    pub memory_gib: f64,
+    /// Kernel and OS.
+    pub os: String,
+    /// `chromium --version`.
+    pub chromium: String,
+    /// `node --version`.
+    pub node: String,
+    /// Installed `@playwright/mcp` version.
+    pub playwright_mcp: String,
+    /// Timed calls per page.
+    pub runs: usize,
+    /// Whether this binary was built with optimisations.
+    pub release_build: bool,
+}
+
+/// Prints a row as one JSON line.
+pub fn print_json<T: Serialize>(row: &T) {
+    match serde_json::to_string(row) {
+        Ok(line) => println!("{line}"),
+        Err(e) => eprintln!("browserd-bench: cannot serialise a row: {e}"),
+    }
+}
+
+/// Header of the human-readable table.
+pub fn human_header() -> String {
+    format!(
+        "{:<16} {:<24} {:>6} {:>9} {:>9} {:>9} {:>8} {:>12}",
+        "observer", "page", "n", "p50 ms", "p95 ms", "bytes", "tokens", "addressable"
+    )
+}
+
+impl ObserveRow {
+    /// One aligned table line.
+    pub fn human(&self) -> String {
+        let n = self.n.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+        let addr = self
+            .addressability
+            .as_ref()
+            .map(|a| format!("{}/{}", a.addressable, a.interactive))
+            .unwrap_or_else(|| "-".into());
+        format!(
+            "{:<16} {:<24} {:>6} {:>9.1} {:>9.1} {:>9} {:>8} {:>12}",
+            self.observer, self.page, n, self.timing.p50_ms, self.timing.p95_ms, self.bytes, self.tokens, addr
+        )
+    }
+}

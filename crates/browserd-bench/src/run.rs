@@ -1,0 +1,358 @@
+//! The benchmark run: start the fixture site, start each observer, observe every target page, print the rows.
+//! To add an observer, implement [`Observer`] and add one arm to [`start_observer`] and its name to [`OBSERVERS`].
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use browserd_test_support::fixtures::{BenchManifest, FixtureSite, generate_elements_page};
+use clap::Parser;
+
+use crate::addressability;
+use crate::observer::{Observer, ObserverError};
+use crate::playwright::{PlaywrightMcp, PlaywrightOptions};
+use crate::report::{self, CompareRow, ErrorRow, MachineRow, ObserveRow};
+use crate::stats::{Summary, round3};
+use crate::tokens::count_tokens;
+
+/// Every observer this binary knows, in run order; the first is the baseline of the `compare` rows.
+pub const OBSERVERS: &[&str] = &["playwright-mcp"];
+
+/// Command-line options.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "browserd-bench", about = "browserd's benchmarks, side by side with Playwright MCP")]
+pub struct Args {
+    /// Print one JSON object per line instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Timed observation calls per page.
+    #[arg(long, default_value_t = 20)]
+    pub runs: usize,
+    /// Sizes of the generated pages, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "100,1000,5000")]
+    pub sizes: Vec<usize>,
+    /// Which pages: `all`, `generated` or `fixtures`.
+    #[arg(long, default_value = "all")]
+    pub pages: String,
+    /// Observers to run (repeatable); default: all of them.
+    #[arg(long = "observer")]
+    pub observers: Vec<String>,
+    /// The `bench/playwright-mcp` package directory.
+    #[arg(long)]
+    pub playwright_dir: Option<PathBuf>,
+    /// The Chromium executable every observer uses.
+    #[arg(long)]
+    pub chromium: Option<PathBuf>,
+    /// Write every observation text to DIR/<observer>/<page>.txt.
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
+}
+
+/// Errors that stop the whole run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The fixture site could not bind its loopback ports.
+    #[error("cannot start the fixture site: {0}; check that loopback networking works")]
+    FixtureSite(std::io::Error),
+    /// Bad command-line values.
+    #[error("{0}")]
+    Usage(String),
+    /// The tokenizer is unavailable.
+    #[error(transparent)]
+    Tokenizer(#[from] crate::tokens::TokenizerError),
+}
+
+/// A page to observe.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// Path on the fixture site.
+    pub path: String,
+    /// Fixture category.
+    pub category: String,
+    /// Page size for generated pages.
+    pub n: Option<usize>,
+    /// Ground truth of interactive elements (generated pages).
+    pub manifest: Option<BenchManifest>,
+}
+
+/// The pages selected by `args`: generated pages of each size, then every hand-written fixture page.
+pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
+    let (generated, fixtures) = match args.pages.as_str() {
+        "all" => (true, true),
+        "generated" => (true, false),
+        "fixtures" => (false, true),
+        other => return Err(RunError::Usage(format!("--pages {other}: use all, generated or fixtures"))),
+    };
+    let mut out = Vec::new();
+    if generated {
+        for &n in &args.sizes {
+            let (_, manifest) = generate_elements_page(n);
+            out.push(Target {
+                path: format!("/gen/elements?n={n}"),
+                category: "generated".into(),
+                n: Some(n),
+                manifest: Some(manifest),
+            });
+        }
+    }
+    if fixtures {
+        for page in FixtureSite::pages().iter().filter(|p| p.category != "generated") {
+            out.push(Target { path: page.path.into(), category: page.category.into(), n: None, manifest: None });
+        }
+    }
+    Ok(out)
+}
+
+/// Starts the observer called `name`. Add the browserd observer here.
+pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>, ObserverError> {
+    match name {
+        "playwright-mcp" => {
+            let mut options = PlaywrightOptions::from_env();
+            if let Some(dir) = &args.playwright_dir {
+                options.dir = dir.clone();
+            }
+            if let Some(chromium) = &args.chromium {
+                options.chromium = chromium.clone();
+            }
+            Ok(Box::new(PlaywrightMcp::start(&options).await?))
+        }
+        other => Err(ObserverError::Start {
+            observer: other.into(),
+            reason: format!("unknown observer; known: {}", OBSERVERS.join(", ")),
+        }),
+    }
+}
+
+/// Runs the benchmark; returns the number of failed measurements (0 = all good).
+pub async fn run(args: Args) -> Result<usize, RunError> {
+    if args.runs == 0 {
+        return Err(RunError::Usage("--runs must be at least 1".into()));
+    }
+    let observers: Vec<String> = if args.observers.is_empty() {
+        OBSERVERS.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.observers.clone()
+    };
+    let targets = targets(&args)?;
+    count_tokens("warm up")?; // load the tokenizer before anything is timed
+    let site = FixtureSite::start().await.map_err(RunError::FixtureSite)?;
+
+    let machine = machine_row(&args).await;
+    if args.json {
+        report::print_json(&machine);
+    } else {
+        println!(
+            "machine: {} ({} CPUs, {:.1} GiB), {}; {}; node {}; @playwright/mcp {}; {} runs per page{}",
+            machine.cpu,
+            machine.cpus,
+            machine.memory_gib,
+            machine.os,
+            machine.chromium,
+            machine.node,
+            machine.playwright_mcp,
+            machine.runs,
+            if machine.release_build { "" } else { " (debug build: use --release for real numbers)" }
+        );
+        println!("{}", report::human_header());
+    }
+
+    let mut failures = 0;
+    let mut results: BTreeMap<(String, String), ObserveRow> = BTreeMap::new();
+    for name in &observers {
+        let mut observer = match start_observer(name, &args).await {
+            Ok(observer) => observer,
+            Err(e) => {
+                failures += 1;
+                emit_error(
+                    &args,
+                    ErrorRow { name: "observer", n: None, observer: name.clone(), page: None, error: e.to_string() },
+                );
+                continue;
+            }
+        };
+        for (i, target) in targets.iter().enumerate() {
+            eprintln!("browserd-bench: [{}/{}] {} {}", i + 1, targets.len(), name, target.path);
+            let url = site.url(&target.path);
+            match observer.observe(&url, args.runs).await {
+                Ok(observation) => {
+                    let Some(timing) = Summary::of(&observation.ms_runs) else {
+                        failures += 1;
+                        emit_error(&args, page_error(name, target, "no timings".into()));
+                        continue;
+                    };
+                    let text = redact_origin(&observation.text, &site);
+                    if let Some(dir) = &args.dump {
+                        dump(dir, name, &target.path, &text);
+                    }
+                    let addressability =
+                        target.manifest.as_ref().map(|m| addressability::check(m, &observer.addressable(&text)));
+                    let row = ObserveRow {
+                        name: "observe",
+                        n: target.n,
+                        observer: name.clone(),
+                        page: target.path.clone(),
+                        category: target.category.clone(),
+                        timing,
+                        bytes: observation.text.len(),
+                        tokens: count_tokens(&observation.text)?,
+                        addressability,
+                    };
+                    if args.json {
+                        report::print_json(&row);
+                    } else {
+                        println!("{}", row.human());
+                    }
+                    results.insert((target.path.clone(), name.clone()), row);
+                }
+                Err(e) => {
+                    failures += 1;
+                    emit_error(&args, page_error(name, target, e.to_string()));
+                    if matches!(e, ObserverError::Gone { .. }) {
+                        break; // the session is gone; the remaining pages of this observer cannot be measured
+                    }
+                }
+            }
+        }
+        observer.close().await;
+    }
+    if let Some(baseline) = observers.first() {
+        for target in &targets {
+            let Some(base) = results.get(&(target.path.clone(), baseline.clone())) else { continue };
+            for other in observers.iter().skip(1) {
+                let Some(row) = results.get(&(target.path.clone(), other.clone())) else { continue };
+                let compare = CompareRow {
+                    name: "compare",
+                    n: target.n,
+                    page: target.path.clone(),
+                    observer: other.clone(),
+                    baseline: baseline.clone(),
+                    tokens_ratio: ratio(base.tokens as f64, row.tokens as f64),
+                    bytes_ratio: ratio(base.bytes as f64, row.bytes as f64),
+                    p50_ratio: ratio(base.timing.p50_ms, row.timing.p50_ms),
+                    p95_ratio: ratio(base.timing.p95_ms, row.timing.p95_ms),
+                };
+                if args.json {
+                    report::print_json(&compare);
+                } else {
+                    println!(
+                        "compare {} vs {} on {}: tokens {:.2}x, bytes {:.2}x, p50 {:.2}x",
+                        other, baseline, target.path, compare.tokens_ratio, compare.bytes_ratio, compare.p50_ratio
+                    );
+                }
+            }
+        }
+    }
+    site.shutdown().await;
+    Ok(failures)
+}
+
+fn ratio(baseline: f64, observer: f64) -> f64 {
+    if observer == 0.0 { f64::INFINITY } else { round3(baseline / observer) }
+}
+
+fn page_error(observer: &str, target: &Target, error: String) -> ErrorRow {
+    ErrorRow { name: "observe", n: target.n, observer: observer.into(), page: Some(target.path.clone()), error }
+}
+
+fn emit_error(args: &Args, row: ErrorRow) {
+    if args.json {
+        report::print_json(&row);
+    } else {
+        eprintln!("browserd-bench: FAILED {} {}: {}", row.observer, row.page.as_deref().unwrap_or("-"), row.error);
+    }
+}
+
+/// Replaces the fixture site's ephemeral origins by fixed placeholders, so dumps are comparable between runs.
+/// Sizes and tokens are measured on the original text.
+fn redact_origin(text: &str, site: &FixtureSite) -> String {
+    text.replace(site.url("").as_str(), "http://127.0.0.1:PORT")
+        .replace(site.cross_origin_url("").as_str(), "http://localhost:PORT2")
+}
+
+fn dump(dir: &Path, observer: &str, page: &str, text: &str) {
+    let slug: String = page
+        .trim_start_matches('/')
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '.' || c == '-' { c } else { '_' })
+        .collect();
+    let path = dir.join(observer).join(format!("{slug}.txt"));
+    let result = std::fs::create_dir_all(path.parent().unwrap_or(dir)).and_then(|()| std::fs::write(&path, text));
+    if let Err(e) = result {
+        eprintln!("browserd-bench: cannot write {}: {e}", path.display());
+    }
+}
+
+async fn command_output(program: &Path, arg: &str) -> String {
+    match tokio::process::Command::new(program).arg(arg).output().await {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        Ok(out) => format!("unknown ({} exited with {})", program.display(), out.status),
+        Err(e) => format!("unknown ({}: {e})", program.display()),
+    }
+}
+
+async fn machine_row(args: &Args) -> MachineRow {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_owned()))
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kib: f64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0.0);
+    let os = std::fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
+        .unwrap_or_else(|| std::env::consts::OS.into());
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let options = PlaywrightOptions::from_env();
+    let chromium = args.chromium.clone().unwrap_or(options.chromium);
+    let pw_dir = args.playwright_dir.clone().unwrap_or(options.dir);
+    let playwright_mcp = std::fs::read_to_string(pw_dir.join("node_modules/@playwright/mcp/package.json"))
+        .ok()
+        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
+        .and_then(|v| v["version"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| "not installed yet".into());
+    MachineRow {
+        name: "machine",
+        n: None,
+        cpu,
+        cpus: std::thread::available_parallelism().map(usize::from).unwrap_or(1),
+        memory_gib: round3(mem_kib / (1024.0 * 1024.0)),
+        os: format!("{os}, Linux {}", kernel.trim()),
+        chromium: command_output(&chromium, "--version").await,
+        node: command_output(Path::new("node"), "--version").await,
+        playwright_mcp,
+        runs: args.runs,
+        release_build: !cfg!(debug_assertions),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Args {
+        Args::parse_from(std::iter::once("browserd-bench").chain(list.iter().copied()))
+    }
+
+    #[test]
+    fn targets_cover_generated_sizes_then_every_fixture_page() {
+        let all = targets(&args(&[])).unwrap();
+        let generated: Vec<_> = all.iter().filter(|t| t.category == "generated").map(|t| t.n).collect();
+        assert_eq!(generated, vec![Some(100), Some(1000), Some(5000)]);
+        assert!(all.iter().any(|t| t.path == "/form.html"));
+        assert!(all.iter().filter(|t| t.category == "generated").all(|t| t.manifest.is_some()));
+        let only = targets(&args(&["--pages", "generated", "--sizes", "42"])).unwrap();
+        assert_eq!(only.len(), 1);
+        assert_eq!(only[0].path, "/gen/elements?n=42");
+        assert!(targets(&args(&["--pages", "nope"])).is_err());
+    }
+
+    #[tokio::test]
+    async fn unknown_observer_is_refused_by_name() {
+        let Err(e) = start_observer("nope", &args(&[])).await else { panic!("an unknown observer started") };
+        assert!(e.to_string().contains("unknown observer; known: playwright-mcp"), "{e}");
+    }
+}

@@ -1,0 +1,35 @@
+//! Real run of the Playwright MCP observer (Node, `npm ci` when needed, Debian's Chromium) against the fixture site:
+//! the snapshot is the text a model would get, and the addressability check finds every control.
+
+use browserd_bench::addressability;
+use browserd_bench::observer::Observer;
+use browserd_bench::playwright::{PlaywrightMcp, PlaywrightOptions};
+use browserd_test_support::fixtures::{FixtureSite, generate_elements_page};
+
+#[tokio::test]
+async fn playwright_mcp_snapshots_fixture_pages() {
+    let site = FixtureSite::start().await.expect("start fixture site");
+    let mut observer = PlaywrightMcp::start(&PlaywrightOptions::from_env()).await.expect("start Playwright MCP");
+
+    let duplicates = observer.observe(&site.url("/duplicates.html"), 2).await.expect("observe duplicates.html");
+    assert_eq!(duplicates.ms_runs.len(), 2);
+    assert!(duplicates.text.contains("### Snapshot"), "{}", duplicates.text);
+    assert!(duplicates.text.contains("\"Deleted: none\""), "{}", duplicates.text);
+    let refs = observer.addressable(&duplicates.text);
+    assert_eq!(refs.iter().filter(|r| r.role == "button" && r.name == "Delete").count(), 5);
+    assert!(refs.iter().any(|r| r.role == "link" && r.name == "Settings"));
+
+    // The cross-site iframe is loaded (the second site answers on `localhost`) and inlined.
+    let iframes = observer.observe(&site.url("/iframes.html"), 1).await.expect("observe iframes.html");
+    assert!(iframes.text.contains("Inner frame: cross-origin"), "{}", iframes.text);
+    assert!(iframes.text.contains("Inner frame: same-origin"), "{}", iframes.text);
+
+    let (_, manifest) = generate_elements_page(100);
+    let page = observer.observe(&site.url("/gen/elements?n=100"), 1).await.expect("observe generated page");
+    let report = addressability::check(&manifest, &observer.addressable(&page.text));
+    assert_eq!(report.addressable, report.interactive, "missing: {:?}", report.missing_sample);
+    assert!(report.interactive > 10);
+
+    Box::new(observer).close().await;
+    site.shutdown().await;
+}

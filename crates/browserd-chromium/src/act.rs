@@ -1,0 +1,1470 @@
+//! Actions: resolve the target, check actionability (attached, visible, stable, enabled/editable, hit test), dispatch
+//! real input, settle, gather effects and verify `expected` under one deadline; de-duplication by request id.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use browserd_cdp::{CdpError, SessionId};
+use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle};
+use browserd_protocol::{
+    ActParams, ActionKind, ActionResult, CoveringElement, Dispatch, DownloadInfo, Expectation,
+    ExpectationResult, NodeRef, Observation, Outcome, Postcondition, ScrollDirection, codes,
+};
+use serde_json::{Value, json};
+
+use crate::input::{KeyDef, char_def, parse_chord};
+use crate::observe::{Built, RefError, Resolved, build, diff, render, resolve_ref};
+use crate::provider::{ChromiumProvider, Dedup, gone, remaining, truncate};
+use crate::state::{Line, LogEvent};
+
+/// How long actionability is retried (overlays fading, animations) before `NOT_ACTIONABLE`.
+const PATIENCE: Duration = Duration::from_millis(1000);
+/// DOM quiet time that ends the settle window.
+const QUIET_MS: f64 = 40.0;
+/// Longest settle window when nothing is expected.
+const MAX_SETTLE: Duration = Duration::from_millis(600);
+const GROUP: &str = "browserd-act";
+
+/// A failure that ends the action.
+#[derive(Debug)]
+struct Fail {
+    code: &'static str,
+    message: String,
+    outcome: Outcome,
+    covering: Option<CoveringElement>,
+    candidates: Vec<String>,
+}
+
+impl Fail {
+    fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self { code, message: message.into(), outcome: Outcome::Failed, covering: None, candidates: Vec::new() }
+    }
+    fn unknown(mut self) -> Self {
+        self.outcome = Outcome::Unknown;
+        self
+    }
+}
+
+fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
+    match e {
+        CdpError::Timeout { .. } => {
+            let f = Fail::new(codes::DEADLINE_EXCEEDED, format!("{what}: the deadline passed"));
+            if dispatched { f.unknown() } else { f }
+        }
+        CdpError::ConnectionClosed { .. } | CdpError::Transport(_) => {
+            let f = Fail::new(codes::CONNECTION_LOST, format!("{what}: {e}"));
+            if dispatched { f.unknown() } else { f }
+        }
+        CdpError::Cancelled => Fail { outcome: Outcome::Cancelled, ..Fail::new(codes::CANCELLED, format!("{what}: cancelled")) },
+        _ => Fail::new(codes::ACTION_FAILED, format!("{what}: {e}")),
+    }
+}
+
+/// The box of a node in top-level viewport coordinates.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct QuadBox {
+    pub(crate) left: f64,
+    pub(crate) top: f64,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+}
+
+impl QuadBox {
+    fn center(&self) -> (f64, f64) {
+        (self.left + self.width / 2.0, self.top + self.height / 2.0)
+    }
+}
+
+/// The offset of a frame's viewport inside the top-level viewport (sums OOPIF owner boxes).
+async fn frame_offset(p: &ChromiumProvider, tab: TabHandle, frame: &str, deadline: Instant) -> Result<(f64, f64), String> {
+    let mut off = (0.0, 0.0);
+    let mut current = frame.to_owned();
+    for _ in 0..16 {
+        let (oop, parent, parent_session) = {
+            let st = p.st();
+            let t = st.tabs.get(&tab).ok_or("the tab is gone")?;
+            let f = t.frames.get(&current).ok_or("the frame is gone")?;
+            let parent_session = f.parent.as_ref().and_then(|pa| t.frames.get(pa)).map(|pf| pf.session.clone());
+            (f.oop, f.parent.clone(), parent_session)
+        };
+        let Some(parent) = parent else { break };
+        if oop {
+            let ps = parent_session.ok_or("the parent frame is gone")?;
+            let owner = p
+                .call(Some(&ps), "DOM.getFrameOwner", json!({"frameId": current}), deadline)
+                .await
+                .map_err(|e| format!("finding the frame's owner: {e}"))?;
+            let bm = p
+                .call(Some(&ps), "DOM.getBoxModel", json!({"backendNodeId": owner["backendNodeId"]}), deadline)
+                .await
+                .map_err(|e| format!("measuring the frame's owner: {e}"))?;
+            let c = &bm["model"]["content"];
+            off.0 += c[0].as_f64().unwrap_or(0.0);
+            off.1 += c[1].as_f64().unwrap_or(0.0);
+        }
+        current = parent;
+    }
+    Ok(off)
+}
+
+/// The bounding box of a node's first visible quad, in top-level viewport coordinates.
+pub(crate) async fn quad_center(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    res: &Resolved,
+    deadline: Instant,
+) -> Result<QuadBox, String> {
+    let q = p
+        .call(Some(&res.session), "DOM.getContentQuads", json!({"backendNodeId": res.point_backend}), deadline)
+        .await
+        .map_err(|e| format!("the node has no box ({e})"))?;
+    let quads = q["quads"].as_array().cloned().unwrap_or_default();
+    let mut best: Option<QuadBox> = None;
+    for quad in quads {
+        let pts: Vec<f64> = quad.as_array().into_iter().flatten().filter_map(Value::as_f64).collect();
+        if pts.len() < 8 {
+            continue;
+        }
+        let xs = [pts[0], pts[2], pts[4], pts[6]];
+        let ys = [pts[1], pts[3], pts[5], pts[7]];
+        let left = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let right = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let top = ys.iter().copied().fold(f64::INFINITY, f64::min);
+        let bottom = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if right - left >= 1.0 && bottom - top >= 1.0 {
+            best = Some(QuadBox { left, top, width: right - left, height: bottom - top });
+            break;
+        }
+    }
+    let mut b = best.ok_or_else(|| "the node has no visible box (zero size or hidden)".to_owned())?;
+    let (ox, oy) = frame_offset(p, tab, &res.frame_id, deadline).await?;
+    b.left += ox;
+    b.top += oy;
+    Ok(b)
+}
+
+struct Run<'a> {
+    p: &'a ChromiumProvider,
+    tab: TabHandle,
+    deadline: Instant,
+    session: SessionId,
+    res: ActionResult,
+    seq0: u64,
+    baseline: Option<Vec<Line>>,
+    announced: Vec<String>,
+    sessions_used: Vec<SessionId>,
+    last_built: Option<Built>,
+}
+
+fn ms(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0 * 100.0).round() / 100.0
+}
+
+fn payload_hash(params: &ActParams) -> u64 {
+    let mut p = params.clone();
+    p.request_id = None;
+    let mut h = DefaultHasher::new();
+    serde_json::to_string(&p).unwrap_or_default().hash(&mut h);
+    h.finish()
+}
+
+/// `browser_act`.
+pub(crate) async fn act(
+    p: &ChromiumProvider,
+    ctx: &OpContext,
+    tab: TabHandle,
+    params: &ActParams,
+) -> Result<ActionResult, ProviderError> {
+    let hash = payload_hash(params);
+    if let Some(id) = &params.request_id {
+        let mut d = p.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match d.get(id) {
+            Some(Dedup::Done(h, r)) if *h == hash => {
+                let mut r = (**r).clone();
+                r.deduplicated = true;
+                return Ok(r);
+            }
+            Some(Dedup::Done(..)) => {
+                return Ok(refused(ctx, codes::DUPLICATE_REQUEST, format!("requestId {id} was already used with another payload; use a new requestId")));
+            }
+            Some(Dedup::Running) => {
+                return Ok(refused(ctx, codes::DUPLICATE_REQUEST, format!("requestId {id} is still running; wait for its result instead of resending")));
+            }
+            None => {
+                d.insert(id.clone(), Dedup::Running);
+                if d.len() > 4096 {
+                    d.retain(|_, v| matches!(v, Dedup::Running));
+                }
+            }
+        }
+    }
+    let out = tokio::select! {
+        r = act_inner(p, ctx, tab, params) => r,
+        () = ctx.cancel.cancelled() => Ok(ActionResult {
+            trace_id: ctx.trace_id.clone(),
+            outcome: Outcome::Cancelled,
+            code: Some(codes::CANCELLED.into()),
+            message: Some("the action was cancelled; if input was already sent its effect is unknown, so observe before retrying".into()),
+            ..Default::default()
+        }),
+    };
+    if let Some(id) = &params.request_id {
+        let mut d = p.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &out {
+            Ok(r) if r.dispatch != Dispatch::NotDispatched || r.outcome == Outcome::Succeeded => {
+                d.insert(id.clone(), Dedup::Done(hash, Box::new(r.clone())));
+            }
+            _ => {
+                // Nothing reached the page: the same id may be retried.
+                d.remove(id);
+            }
+        }
+    }
+    out
+}
+
+fn refused(ctx: &OpContext, code: &str, message: String) -> ActionResult {
+    ActionResult {
+        trace_id: ctx.trace_id.clone(),
+        outcome: Outcome::Failed,
+        dispatch: Dispatch::NotDispatched,
+        code: Some(code.into()),
+        message: Some(message),
+        ..Default::default()
+    }
+}
+
+async fn act_inner(
+    p: &ChromiumProvider,
+    ctx: &OpContext,
+    tab: TabHandle,
+    params: &ActParams,
+) -> Result<ActionResult, ProviderError> {
+    let t0 = Instant::now();
+    let default = if matches!(params.action, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload) {
+        Duration::from_secs(30)
+    } else {
+        Duration::from_secs(10)
+    };
+    let budget = params.timeout_ms.map_or(default, Duration::from_millis).min(ctx.timeout);
+    let deadline = t0 + budget;
+    let lock = p.tab_lock(tab);
+    let _guard = tokio::time::timeout(remaining(deadline), lock.lock()).await.map_err(|_| {
+        ProviderError::new(ProviderErrorKind::Timeout, format!("tab {tab} stayed busy with another operation until the deadline; retry later"))
+    })?;
+    let queue = t0.elapsed();
+    let session = p.ensure_attached(tab, deadline).await?;
+    let (seq0, baseline) = {
+        let st = p.st();
+        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        (st.seq, t.history.back().map(|(_, l)| l.clone()))
+    };
+    let mut run = Run {
+        p,
+        tab,
+        deadline,
+        session: session.clone(),
+        res: ActionResult { trace_id: ctx.trace_id.clone(), ..Default::default() },
+        seq0,
+        baseline,
+        announced: Vec::new(),
+        sessions_used: vec![session],
+        last_built: None,
+    };
+    run.res.timings.queue = ms(queue);
+    let result = run.perform(params).await;
+    let dispatched = run.res.dispatch != Dispatch::NotDispatched;
+    match result {
+        Ok(()) => {
+            if run.res.outcome == Outcome::Unknown {
+                run.res.outcome = Outcome::Succeeded;
+            }
+        }
+        Err(f) => {
+            run.res.outcome = f.outcome;
+            run.res.code = Some(f.code.into());
+            run.res.message = Some(f.message);
+            run.res.covering = f.covering;
+            run.res.candidates = f.candidates;
+        }
+    }
+    // Effects and expectations, once anything reached the page (or for `wait`).
+    if dispatched || params.action == ActionKind::Wait {
+        let w0 = Instant::now();
+        run.settle_and_verify(params).await;
+        run.res.timings.wait = ms(w0.elapsed()) - run.res.timings.observe;
+    }
+    let s0 = Instant::now();
+    if params.observe {
+        if run.last_built.is_none() && p.st().tabs.get(&tab).is_some_and(|t| t.dialog.is_none()) {
+            let _ = run.effects_snapshot().await;
+        }
+        if let Some(b) = run.last_built.take() {
+            let st = p.st();
+            let t = st.tabs.get(&tab);
+            run.res.observation = Some(Box::new(Observation {
+                url: b.url.clone(),
+                title: b.title.clone(),
+                content: render(&b.lines),
+                frames: b.frames.clone(),
+                node_count: b.node_count,
+                truncated: b.truncated.clone(),
+                cursor: format!("{}.{}.{}", p.epoch, tab.0, t.map_or(0, |t| t.revision)),
+                revision: t.map_or(0, |t| t.revision),
+                connection_epoch: p.epoch,
+                dialog: t.and_then(|t| t.dialog.clone()),
+                modal: b.modal.clone(),
+                focused: b.focused.clone().map(NodeRef),
+                load_state: t.map(|t| t.load_state).unwrap_or_default(),
+                ..Default::default()
+            }));
+        }
+    }
+    for s in &run.sessions_used {
+        let _ = p.cdp.call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_millis(200)).await;
+    }
+    run.res.timings.serialize = ms(s0.elapsed());
+    Ok(run.res)
+}
+
+impl Run<'_> {
+    fn dialog_open(&self) -> Option<browserd_protocol::DialogInfo> {
+        self.p.st().tabs.get(&self.tab).and_then(|t| t.dialog.clone())
+    }
+
+    /// Resolves a target (a ref, or `role "name"` matched against the latest observation).
+    fn resolve(&mut self, target: Option<&NodeRef>) -> Result<Resolved, Fail> {
+        let Some(target) = target else {
+            return Err(Fail::new(codes::INVALID_PARAMS, "this action needs a `target` ref from an observation"));
+        };
+        let s = target.as_str().trim();
+        let is_ref = {
+            let rest = s.strip_prefix('f').map_or(Some(s), |r| r.find('e').map(|i| &r[i..]));
+            rest.and_then(|r| r.strip_prefix('e')).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+        };
+        let r = if is_ref {
+            s.to_owned()
+        } else {
+            let (role, name) = match s.find('"') {
+                Some(i) => (s[..i].trim().to_owned(), s[i..].trim().trim_matches('"').to_owned()),
+                None => (String::new(), s.to_owned()),
+            };
+            let st = self.p.st();
+            let t = st.tabs.get(&self.tab).ok_or_else(|| Fail::new(codes::STALE_TARGET, "the tab is gone"))?;
+            let latest = t.history.back().map(|(_, l)| l.clone()).unwrap_or_default();
+            let matches: Vec<(String, String)> = latest
+                .iter()
+                .filter_map(|l| {
+                    let r = l.node_ref.as_ref()?;
+                    let e = t.refs.by_ref.get(r)?;
+                    let ok = (role.is_empty() || e.role == role) && e.name.eq_ignore_ascii_case(&name);
+                    ok.then(|| (r.clone(), l.text.clone()))
+                })
+                .collect();
+            match matches.len() {
+                0 => {
+                    return Err(Fail::new(
+                        codes::TARGET_NOT_FOUND,
+                        format!("nothing in the latest observation matches {s}; observe and use a ref"),
+                    ));
+                }
+                1 => matches[0].0.clone(),
+                n => {
+                    let mut f = Fail::new(
+                        codes::AMBIGUOUS_TARGET,
+                        format!("{s} matches {n} nodes; pick one of the candidate refs"),
+                    );
+                    f.candidates = matches.into_iter().map(|(_, line)| line).collect();
+                    return Err(f);
+                }
+            }
+        };
+        match resolve_ref(self.p, self.tab, &r) {
+            Ok(res) => {
+                if !self.sessions_used.contains(&res.session) {
+                    self.sessions_used.push(res.session.clone());
+                }
+                Ok(res)
+            }
+            Err(RefError::TabGone) => Err(Fail::new(codes::STALE_TARGET, "the tab is gone")),
+            Err(RefError::Unknown) => Err(Fail::new(
+                codes::TARGET_NOT_FOUND,
+                format!("ref {r} was never issued for this tab (refs are per tab); observe and use a ref from it"),
+            )),
+            Err(RefError::Stale(why)) => Err(Fail::new(
+                codes::STALE_TARGET,
+                format!("ref {r} is stale: {why}; observe again and use the new ref"),
+            )),
+        }
+    }
+
+    async fn object(&self, res: &Resolved) -> Result<String, Fail> {
+        match self
+            .p
+            .call(Some(&res.session), "DOM.resolveNode", json!({"backendNodeId": res.backend, "objectGroup": GROUP}), self.deadline)
+            .await
+        {
+            Ok(v) => v["object"]["objectId"]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| Fail::new(codes::STALE_TARGET, "the node was removed from the document; observe again")),
+            Err(CdpError::Protocol { .. }) => Err(Fail::new(
+                codes::STALE_TARGET,
+                "the node was removed from the document; observe again and use the new ref",
+            )),
+            Err(e) => Err(cdp_fail(&e, "resolving the node", false)),
+        }
+    }
+
+    async fn call_on(&self, session: &SessionId, object: &str, f: &str, args: Value) -> Result<Value, Fail> {
+        let v = self
+            .p
+            .call(
+                Some(session),
+                "Runtime.callFunctionOn",
+                json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true, "awaitPromise": true}),
+                self.deadline,
+            )
+            .await
+            .map_err(|e| cdp_fail(&e, "reading the node", false))?;
+        if let Some(ex) = v.get("exceptionDetails") {
+            return Err(Fail::new(codes::ACTION_FAILED, format!("page script failed: {}", ex["text"].as_str().unwrap_or("exception"))));
+        }
+        Ok(v["result"]["value"].clone())
+    }
+
+    async fn probe(&self, res: &Resolved, obj: &str) -> Result<Value, Fail> {
+        const PROBE: &str = r"function() {
+          const e = this; const el = e.nodeType === 1 ? e : e.parentElement;
+          const cs = el ? getComputedStyle(el) : null;
+          const disabled = !!(el && (el.disabled || (el.closest && el.closest('[aria-disabled=true],fieldset[disabled]'))));
+          const tag = el ? el.tagName : '';
+          const textual = (tag === 'INPUT' && !['checkbox','radio','button','submit','reset','file','image','range','color'].includes(el.type)) || tag === 'TEXTAREA';
+          return { connected: e.isConnected, disabled, readonly: !!(el && el.readOnly), editable: (textual && !el.readOnly && !el.disabled) || !!(el && el.isContentEditable),
+                   visible: !!cs && cs.visibility !== 'hidden' && cs.display !== 'none', tag, type: (el && el.type) || '',
+                   ce: !!(el && el.isContentEditable), maxlength: el && el.maxLength > 0 ? el.maxLength : null };
+        }";
+        self.call_on(&res.session, obj, PROBE, json!([])).await
+    }
+
+    /// Waits for the node to be attached, visible, stable, enabled (and editable), and — with `hit` — to be what
+    /// receives a click at its centre. Returns the click point in top-level viewport coordinates.
+    async fn actionable(&mut self, res: &Resolved, editable: bool, hit: bool, enabled: bool) -> Result<(f64, f64), Fail> {
+        let give_up = (Instant::now() + PATIENCE).min(self.deadline);
+        loop {
+            let attempt = self.actionable_once(res, editable, hit, enabled).await;
+            match attempt {
+                Ok(pt) => return Ok(pt),
+                Err(f) if f.code == codes::NOT_ACTIONABLE && Instant::now() < give_up => {
+                    tokio::time::sleep(Duration::from_millis(40)).await;
+                }
+                Err(f) => return Err(f),
+            }
+        }
+    }
+
+    async fn actionable_once(&mut self, res: &Resolved, editable: bool, hit: bool, enabled: bool) -> Result<(f64, f64), Fail> {
+        if let Some(d) = self.dialog_open() {
+            return Err(Fail::new(codes::DIALOG_BLOCKING, format!("a {} dialog is open ({}); handle it with the dialog action first", d.kind, truncate(&d.message, 80))));
+        }
+        let obj = self.object(res).await?;
+        let pr = self.probe(res, &obj).await?;
+        if pr["connected"] != json!(true) {
+            return Err(Fail::new(codes::STALE_TARGET, "the node was removed from the document; observe again"));
+        }
+        if pr["visible"] != json!(true) {
+            return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is hidden (display:none or visibility:hidden)"));
+        }
+        if enabled && pr["disabled"] == json!(true) {
+            return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is disabled"));
+        }
+        if editable && pr["editable"] != json!(true) {
+            let why = if pr["readonly"] == json!(true) { "read-only" } else { "not an editable field" };
+            return Err(Fail::new(codes::NOT_ACTIONABLE, format!("the node is {why}")));
+        }
+        let _ = self
+            .p
+            .call(Some(&res.session), "DOM.scrollIntoViewIfNeeded", json!({"backendNodeId": res.backend}), self.deadline)
+            .await;
+        let a = quad_center(self.p, self.tab, res, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
+        tokio::time::sleep(Duration::from_millis(16)).await;
+        let b = quad_center(self.p, self.tab, res, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
+        if (a.left - b.left).abs() > 1.0 || (a.top - b.top).abs() > 1.0 || (a.width - b.width).abs() > 1.0 {
+            return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is moving (animation or layout shift)"));
+        }
+        let (x, y) = b.center();
+        if hit {
+            self.hit_test(res, &obj, x, y).await?;
+        }
+        Ok((x, y))
+    }
+
+    async fn hit_test(&mut self, res: &Resolved, obj: &str, x: f64, y: f64) -> Result<(), Fail> {
+        // Hit-test in the target's own frame session at frame-local coordinates; for OOPIFs also check that the
+        // top-level point lands on the frame's owner chain.
+        let (ox, oy) = frame_offset(self.p, self.tab, &res.frame_id, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
+        if res.session != self.session {
+            let (tsx, tsy) = self.scroll_of(&self.session.clone()).await;
+            let top = self
+                .p
+                .call(Some(&self.session), "DOM.getNodeForLocation", json!({"x": (x + tsx).round() as i64, "y": (y + tsy).round() as i64, "includeUserAgentShadowDOM": false, "ignorePointerEventsNone": true}), self.deadline)
+                .await
+                .map_err(|e| cdp_fail(&e, "hit-testing the point", false))?;
+            let tag = self
+                .p
+                .call(Some(&self.session), "DOM.describeNode", json!({"backendNodeId": top["backendNodeId"]}), self.deadline)
+                .await
+                .map(|v| v["node"]["nodeName"].as_str().unwrap_or_default().to_ascii_lowercase())
+                .unwrap_or_default();
+            if tag != "iframe" && tag != "frame" {
+                let main = self.p.st().tabs.get(&self.tab).map(|t| t.target_id.clone()).unwrap_or_default();
+                let frame = top["frameId"].as_str().unwrap_or(&main).to_owned();
+                return Err(self.covered(&self.session.clone(), &frame, top["backendNodeId"].as_i64().unwrap_or(0)).await);
+            }
+        }
+        let (sx, sy) = self.scroll_of(&res.session).await;
+        let (lx, ly) = (x - ox + sx, y - oy + sy);
+        let h = self
+            .p
+            .call(Some(&res.session), "DOM.getNodeForLocation", json!({"x": lx.round() as i64, "y": ly.round() as i64, "includeUserAgentShadowDOM": false, "ignorePointerEventsNone": true}), self.deadline)
+            .await
+            .map_err(|e| cdp_fail(&e, "hit-testing the point", false))?;
+        let hb = h["backendNodeId"].as_i64().unwrap_or(0);
+        if hb == res.backend {
+            return Ok(());
+        }
+        let hit_frame = h["frameId"].as_str().unwrap_or(&res.frame_id).to_owned();
+        if hit_frame == res.frame_id {
+            let hobj = self
+                .p
+                .call(Some(&res.session), "DOM.resolveNode", json!({"backendNodeId": hb, "objectGroup": GROUP}), self.deadline)
+                .await
+                .ok()
+                .and_then(|v| v["object"]["objectId"].as_str().map(str::to_owned));
+            if let Some(hobj) = hobj {
+                const INSIDE: &str = r"function(h) {
+                  for (let n = h; n; n = n.parentNode || n.host) { if (n === this) return true; }
+                  const l = h.closest && h.closest('label');
+                  return !!(l && l.control === this);
+                }";
+                let inside = self.call_on(&res.session, obj, INSIDE, json!([{"objectId": hobj}])).await?;
+                if inside == json!(true) {
+                    return Ok(());
+                }
+            }
+        }
+        Err(self.covered(&res.session, &hit_frame, hb).await)
+    }
+
+    /// The scroll offset of a session's main document (hit tests take document coordinates).
+    async fn scroll_of(&self, session: &SessionId) -> (f64, f64) {
+        match self.p.call(Some(session), "Page.getLayoutMetrics", json!({}), self.deadline).await {
+            Ok(m) => {
+                let v = &m["cssLayoutViewport"];
+                (v["pageX"].as_f64().unwrap_or(0.0), v["pageY"].as_f64().unwrap_or(0.0))
+            }
+            Err(_) => (0.0, 0.0),
+        }
+    }
+
+    /// Describes the element covering the target, giving it a ref.
+    async fn covered(&mut self, session: &SessionId, frame: &str, backend: i64) -> Fail {
+        let mut role = "generic".to_owned();
+        let mut name = String::new();
+        let mut chosen = backend;
+        if let Ok(v) = self
+            .p
+            .call(Some(session), "Accessibility.getPartialAXTree", json!({"backendNodeId": backend, "fetchRelatives": true}), self.deadline)
+            .await
+        {
+            let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
+            let by_id: std::collections::HashMap<&str, &Value> =
+                nodes.iter().filter_map(|n| n["nodeId"].as_str().map(|i| (i, n))).collect();
+            let mut cur = nodes.iter().find(|n| n["backendDOMNodeId"].as_i64() == Some(backend));
+            for _ in 0..32 {
+                let Some(n) = cur else { break };
+                let r = n["role"]["value"].as_str().unwrap_or_default();
+                let nm = n["name"]["value"].as_str().unwrap_or_default();
+                let boring = matches!(r, "generic" | "none" | "StaticText" | "paragraph" | "InlineTextBox" | "LineBreak" | "" | "presentation");
+                if !n["ignored"].as_bool().unwrap_or(false) && (!boring || !nm.is_empty()) && r != "RootWebArea" {
+                    role = r.to_owned();
+                    nm.clone_into(&mut name);
+                    chosen = n["backendDOMNodeId"].as_i64().unwrap_or(backend);
+                    break;
+                }
+                cur = n["parentId"].as_str().and_then(|pid| by_id.get(pid).copied());
+            }
+        }
+        if name.is_empty()
+            && let Ok(o) = self.p.call(Some(session), "DOM.resolveNode", json!({"backendNodeId": chosen, "objectGroup": GROUP}), self.deadline).await
+            && let Some(oid) = o["object"]["objectId"].as_str()
+            && let Ok(v) = self
+                .call_on(session, oid, "function(){ const e = this.nodeType === 1 ? this : this.parentElement; return (e && (e.getAttribute('aria-label') || e.id && ('#' + e.id) || '')) + '|' + ((e && e.textContent) || '').trim().replace(/\\s+/g, ' ').slice(0, 60); }", json!([]))
+                .await
+        {
+            let s = v.as_str().unwrap_or_default();
+            let (label, text) = s.split_once('|').unwrap_or((s, ""));
+            name = if label.is_empty() || label.starts_with('#') && !text.is_empty() { text.to_owned() } else { label.to_owned() };
+        }
+        let node_ref = {
+            let mut st = self.p.st();
+            let t = st.tabs.get_mut(&self.tab);
+            match t {
+                Some(t) => {
+                    let (key, epoch) = t.frames.get(frame).map_or((0, 0), |f| (f.key, f.doc_epoch));
+                    let r = t.refs.assign(frame, key, epoch, chosen);
+                    t.refs.describe(&r, &role, &name, &[]);
+                    r
+                }
+                None => String::new(),
+            }
+        };
+        let mut f = Fail::new(
+            codes::NOT_ACTIONABLE,
+            format!("the target is covered by {role} {:?} [{node_ref}] which would receive the click; act on it first (e.g. dismiss it)", truncate(&name, 60)),
+        );
+        f.covering = Some(CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) });
+        f
+    }
+
+    /// Sends one input command to the page session; a dialog opening while it is pending counts as delivered.
+    async fn input(&mut self, method: &str, params: Value) -> Result<(), Fail> {
+        let fut = self.p.call(Some(&self.session), method, params, self.deadline);
+        tokio::pin!(fut);
+        loop {
+            let notified = self.p.dialog_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.dialog_open().is_some() && self.res.dispatch != Dispatch::NotDispatched {
+                return Ok(());
+            }
+            tokio::select! {
+                r = &mut fut => {
+                    return match r {
+                        Ok(_) => {
+                            self.res.dispatch = Dispatch::Dispatched;
+                            Ok(())
+                        }
+                        Err(e) => Err(cdp_fail(&e, method, self.res.dispatch != Dispatch::NotDispatched)),
+                    };
+                }
+                () = &mut notified => {
+                    if self.dialog_open().is_some() {
+                        self.res.dispatch = Dispatch::Dispatched;
+                        return Ok(());
+                    }
+                }
+            }
+        }
+    }
+
+    async fn mouse(&mut self, kind: &str, x: f64, y: f64, clicks: u32) -> Result<(), Fail> {
+        let mut p = json!({"type": kind, "x": x, "y": y, "modifiers": 0});
+        if kind != "mouseMoved" {
+            p["button"] = json!("left");
+            p["clickCount"] = json!(clicks);
+        } else {
+            p["button"] = json!("none");
+        }
+        self.input("Input.dispatchMouseEvent", p).await
+    }
+
+    async fn click_at(&mut self, x: f64, y: f64, count: u32) -> Result<(), Fail> {
+        self.mouse("mouseMoved", x, y, 0).await?;
+        for c in 1..=count {
+            self.mouse("mousePressed", x, y, c).await?;
+            if self.dialog_open().is_some() {
+                return Ok(());
+            }
+            self.mouse("mouseReleased", x, y, c).await?;
+            if self.dialog_open().is_some() {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    async fn key(&mut self, def: &KeyDef, modifiers: u32, down: bool) -> Result<(), Fail> {
+        let kind = if !down {
+            "keyUp"
+        } else if def.text.is_some() {
+            "keyDown"
+        } else {
+            "rawKeyDown"
+        };
+        let mut p = json!({"type": kind, "key": def.key, "code": def.code, "windowsVirtualKeyCode": def.vk, "modifiers": modifiers});
+        if down && let Some(t) = &def.text {
+            p["text"] = json!(t);
+            p["unmodifiedText"] = json!(t);
+        }
+        self.input("Input.dispatchKeyEvent", p).await
+    }
+
+    async fn press_chord(&mut self, chord: &str) -> Result<(), Fail> {
+        let (mods, bits, key) = parse_chord(chord).map_err(|e| Fail::new(codes::INVALID_PARAMS, e))?;
+        let mut held = 0;
+        for m in &mods {
+            held |= crate::input::modifier_bit(&m.key).unwrap_or(0);
+            self.key(m, held, true).await?;
+        }
+        self.key(&key, bits, true).await?;
+        self.key(&key, bits, false).await?;
+        for m in mods.iter().rev() {
+            held &= !crate::input::modifier_bit(&m.key).unwrap_or(0);
+            self.key(m, held, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Types text: printable ASCII as key events, other text (e.g. Chinese) through IME composition.
+    async fn type_text(&mut self, text: &str) -> Result<(), Fail> {
+        let mut run = String::new();
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\n' || (c.is_ascii() && !c.is_ascii_control()) {
+                if c == '\n' {
+                    let enter = crate::input::key_def("Enter").expect("Enter is defined");
+                    self.key(&enter, 0, true).await?;
+                    self.key(&enter, 0, false).await?;
+                } else {
+                    let d = char_def(c);
+                    self.key(&d, 0, true).await?;
+                    self.key(&d, 0, false).await?;
+                }
+                continue;
+            }
+            run.push(c);
+            if chars.peek().is_none_or(|n| n.is_ascii()) {
+                let chunk = std::mem::take(&mut run);
+                let len = chunk.encode_utf16().count();
+                self.input("Input.imeSetComposition", json!({"text": chunk, "selectionStart": len, "selectionEnd": len})).await?;
+                self.input("Input.insertText", json!({"text": chunk})).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn read_value(&self, res: &Resolved) -> Result<String, Fail> {
+        let obj = self.object(res).await?;
+        let v = self
+            .call_on(
+                &res.session,
+                &obj,
+                "function(){ const t = this.tagName; if (t === 'INPUT' || t === 'TEXTAREA' || t === 'SELECT') return this.value; return this.isContentEditable ? this.innerText : (this.textContent || ''); }",
+                json!([]),
+            )
+            .await?;
+        Ok(v.as_str().unwrap_or_default().to_owned())
+    }
+
+    async fn checked(&self, res: &Resolved) -> Result<Option<bool>, Fail> {
+        let obj = self.object(res).await?;
+        let v = self
+            .call_on(&res.session, &obj, "function(){ if (this.type === 'checkbox' || this.type === 'radio') return this.checked; const a = this.getAttribute && this.getAttribute('aria-checked'); return a === null ? null : a === 'true'; }", json!([]))
+            .await?;
+        Ok(v.as_bool())
+    }
+
+    async fn perform(&mut self, params: &ActParams) -> Result<(), Fail> {
+        let r0 = Instant::now();
+        if params.action != ActionKind::Dialog
+            && let Some(d) = self.dialog_open()
+        {
+            return Err(Fail::new(
+                codes::DIALOG_BLOCKING,
+                format!("a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first", d.kind, truncate(&d.message, 80)),
+            ));
+        }
+        match params.action {
+            ActionKind::Click | ActionKind::Dblclick | ActionKind::Hover => {
+                let res = self.resolve(params.target.as_ref())?;
+                self.res.timings.resolve = ms(r0.elapsed());
+                let a0 = Instant::now();
+                let (x, y) = self.actionable(&res, false, true, params.action != ActionKind::Hover).await?;
+                self.res.timings.actionability = ms(a0.elapsed());
+                let d0 = Instant::now();
+                match params.action {
+                    ActionKind::Hover => self.mouse("mouseMoved", x, y, 0).await?,
+                    ActionKind::Dblclick => self.click_at(x, y, 2).await?,
+                    _ => self.click_at(x, y, 1).await?,
+                }
+                self.res.timings.dispatch = ms(d0.elapsed());
+            }
+            ActionKind::Fill | ActionKind::Type => {
+                let text = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "fill/type need `value` (the text)"))?;
+                if params.target.is_none() && params.action == ActionKind::Type {
+                    let d0 = Instant::now();
+                    self.type_text(&text).await?;
+                    self.res.timings.dispatch = ms(d0.elapsed());
+                    return Ok(());
+                }
+                let res = self.resolve(params.target.as_ref())?;
+                self.res.timings.resolve = ms(r0.elapsed());
+                let a0 = Instant::now();
+                self.actionable(&res, true, false, true).await?;
+                self.res.timings.actionability = ms(a0.elapsed());
+                let d0 = Instant::now();
+                let before = self.read_value(&res).await?;
+                self.p
+                    .call(Some(&res.session), "DOM.focus", json!({"backendNodeId": res.backend}), self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "focusing the field", false))?;
+                let obj = self.object(&res).await?;
+                let select = if params.action == ActionKind::Fill {
+                    "function(){ if ('select' in this && (this.tagName === 'INPUT' || this.tagName === 'TEXTAREA')) { this.select(); } else { const r = document.createRange(); r.selectNodeContents(this); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }"
+                } else {
+                    "function(){ if (this.tagName === 'INPUT' || this.tagName === 'TEXTAREA') { try { const n = this.value.length; this.setSelectionRange(n, n); } catch (e) {} } else { const r = document.createRange(); r.selectNodeContents(this); r.collapse(false); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }"
+                };
+                self.call_on(&res.session, &obj, select, json!([])).await?;
+                if params.action == ActionKind::Fill && !before.is_empty() {
+                    let del = crate::input::key_def("Delete").expect("Delete is defined");
+                    self.key(&del, 0, true).await?;
+                    self.key(&del, 0, false).await?;
+                }
+                self.type_text(&text).await?;
+                self.res.timings.dispatch = ms(d0.elapsed());
+                let after = self.read_value(&res).await?;
+                let norm = |s: &str| s.replace("\r\n", "\n").trim_end_matches('\n').to_owned();
+                let ok = if params.action == ActionKind::Fill {
+                    norm(&after) == norm(&text)
+                } else {
+                    norm(&after).ends_with(&norm(&text)) || after.len() > before.len()
+                };
+                self.res.effects.value = Some(truncate(&after, 200));
+                if !ok {
+                    self.res.dispatch = Dispatch::Observed;
+                    return Err(Fail::new(
+                        codes::INPUT_NOT_APPLIED,
+                        format!("after typing, the field holds {:?} instead of {:?} (maxlength, input filtering or a script rewrote it)", truncate(&after, 80), truncate(&text, 80)),
+                    ));
+                }
+                self.res.dispatch = Dispatch::Observed;
+            }
+            ActionKind::Press => {
+                let chord = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "press needs `value`, e.g. `Enter` or `Control+A`"))?;
+                if params.target.is_some() {
+                    let res = self.resolve(params.target.as_ref())?;
+                    self.res.timings.resolve = ms(r0.elapsed());
+                    let a0 = Instant::now();
+                    self.actionable(&res, false, false, true).await?;
+                    self.p
+                        .call(Some(&res.session), "DOM.focus", json!({"backendNodeId": res.backend}), self.deadline)
+                        .await
+                        .map_err(|e| cdp_fail(&e, "focusing the node", false))?;
+                    self.res.timings.actionability = ms(a0.elapsed());
+                }
+                let d0 = Instant::now();
+                for c in chord.split_whitespace() {
+                    self.press_chord(c).await?;
+                }
+                self.res.timings.dispatch = ms(d0.elapsed());
+            }
+            ActionKind::Select => {
+                let want = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "select needs `value` (an option label or value)"))?;
+                let res = self.resolve(params.target.as_ref())?;
+                self.res.timings.resolve = ms(r0.elapsed());
+                let a0 = Instant::now();
+                self.actionable(&res, false, false, true).await?;
+                self.res.timings.actionability = ms(a0.elapsed());
+                let d0 = Instant::now();
+                let obj = self.object(&res).await?;
+                const SELECT: &str = r"function(want) {
+                  if (this.tagName !== 'SELECT') return { error: 'not a <select>' };
+                  const w = want.trim().toLowerCase();
+                  const opts = Array.from(this.options);
+                  const o = opts.find(o => o.label.trim().toLowerCase() === w) || opts.find(o => o.value.toLowerCase() === w);
+                  if (!o) return { error: 'no option ' + JSON.stringify(want) + '; options: ' + opts.map(o => o.label.trim()).join(' | ') };
+                  if (o.disabled) return { error: 'option ' + JSON.stringify(want) + ' is disabled' };
+                  this.focus();
+                  o.selected = true;
+                  this.dispatchEvent(new Event('input', { bubbles: true }));
+                  this.dispatchEvent(new Event('change', { bubbles: true }));
+                  return { value: this.value, label: o.label };
+                }";
+                let v = self.call_on(&res.session, &obj, SELECT, json!([{"value": want}])).await?;
+                if let Some(e) = v["error"].as_str() {
+                    let code = if e.starts_with("no option") { codes::TARGET_NOT_FOUND } else { codes::NOT_ACTIONABLE };
+                    return Err(Fail::new(code, e.to_owned()));
+                }
+                self.res.dispatch = Dispatch::Dispatched;
+                self.res.timings.dispatch = ms(d0.elapsed());
+                let after = self.read_value(&res).await?;
+                self.res.effects.value = Some(after.clone());
+                if after != v["value"].as_str().unwrap_or_default() {
+                    return Err(Fail::new(codes::INPUT_NOT_APPLIED, format!("the select holds {after:?} after choosing {want:?}; a script reverted it")));
+                }
+                self.res.dispatch = Dispatch::Observed;
+            }
+            ActionKind::Check | ActionKind::Uncheck => {
+                let want = params.action == ActionKind::Check;
+                let res = self.resolve(params.target.as_ref())?;
+                self.res.timings.resolve = ms(r0.elapsed());
+                let a0 = Instant::now();
+                let Some(now) = self.checked(&res).await? else {
+                    return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is not a checkbox, radio or switch"));
+                };
+                if now == want {
+                    self.res.message = Some(format!("already {}; nothing sent", if want { "checked" } else { "unchecked" }));
+                    self.res.outcome = Outcome::Succeeded;
+                    return Ok(());
+                }
+                let (x, y) = self.actionable(&res, false, true, true).await?;
+                self.res.timings.actionability = ms(a0.elapsed());
+                let d0 = Instant::now();
+                self.click_at(x, y, 1).await?;
+                self.res.timings.dispatch = ms(d0.elapsed());
+                let after = self.checked(&res).await?;
+                if after != Some(want) {
+                    self.res.dispatch = Dispatch::Observed;
+                    return Err(Fail::new(codes::INPUT_NOT_APPLIED, format!("the click did not {} it (a radio cannot be unchecked by clicking; a script may revert it)", if want { "check" } else { "uncheck" })));
+                }
+                self.res.dispatch = Dispatch::Observed;
+            }
+            ActionKind::Scroll => self.scroll(params).await?,
+            ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload => self.navigate(params).await?,
+            ActionKind::Upload => {
+                let path = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "upload needs `value` (an authorised file path)"))?;
+                let canon = std::fs::canonicalize(&path).map_err(|e| Fail::new(codes::INVALID_PARAMS, format!("cannot read {path}: {e}")))?;
+                let allowed = self.p.config.upload_roots.iter().any(|root| std::fs::canonicalize(root).is_ok_and(|r| canon.starts_with(r)));
+                if !allowed || !canon.is_file() {
+                    return Err(Fail::new(codes::POLICY_DENIED, format!("{path} is not inside an authorised upload directory; ask the user to authorise it")));
+                }
+                let res = self.resolve(params.target.as_ref())?;
+                self.res.timings.resolve = ms(r0.elapsed());
+                let obj = self.object(&res).await?;
+                let pr = self.probe(&res, &obj).await?;
+                if pr["tag"] != json!("INPUT") || pr["type"] != json!("file") {
+                    return Err(Fail::new(codes::NOT_ACTIONABLE, "the target is not a file input (<input type=file>)"));
+                }
+                let d0 = Instant::now();
+                self.p
+                    .call(Some(&res.session), "DOM.setFileInputFiles", json!({"files": [canon], "backendNodeId": res.backend}), self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "setting the file", false))?;
+                self.res.dispatch = Dispatch::Dispatched;
+                self.res.timings.dispatch = ms(d0.elapsed());
+                let n = self.call_on(&res.session, &obj, "function(){ return Array.from(this.files || []).map(f => f.name).join(','); }", json!([])).await?;
+                let name = Path::new(&canon).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                if n.as_str() != Some(name.as_str()) {
+                    return Err(Fail::new(codes::INPUT_NOT_APPLIED, format!("the input holds {n} instead of {name}")));
+                }
+                self.res.effects.value = Some(name);
+                self.res.dispatch = Dispatch::Observed;
+            }
+            ActionKind::Wait => {
+                if params.expected.is_empty() {
+                    return Err(Fail::new(codes::INVALID_PARAMS, "wait needs `expected` (what to wait for)"));
+                }
+            }
+            ActionKind::Drag => {
+                let from = self.resolve(params.target.as_ref())?;
+                let to = self.resolve(params.to.as_ref())?;
+                self.res.timings.resolve = ms(r0.elapsed());
+                let a0 = Instant::now();
+                let (x1, y1) = self.actionable(&from, false, true, true).await?;
+                let (x2, y2) = self.actionable(&to, false, false, false).await?;
+                self.res.timings.actionability = ms(a0.elapsed());
+                let d0 = Instant::now();
+                self.drag(x1, y1, x2, y2).await?;
+                self.res.timings.dispatch = ms(d0.elapsed());
+            }
+            ActionKind::Dialog => {
+                let Some(d) = self.dialog_open() else {
+                    return Err(Fail::new(codes::INVALID_PARAMS, "no dialog is open"));
+                };
+                let accept = params.accept.unwrap_or(true);
+                let mut p = json!({"accept": accept});
+                if let Some(t) = &params.value {
+                    p["promptText"] = json!(t);
+                }
+                let d0 = Instant::now();
+                self.p
+                    .call(Some(&self.session), "Page.handleJavaScriptDialog", p, self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "handling the dialog", false))?;
+                self.res.dispatch = Dispatch::Dispatched;
+                if let Some(t) = self.p.st().tabs.get_mut(&self.tab) {
+                    t.dialog = None;
+                }
+                self.res.timings.dispatch = ms(d0.elapsed());
+                self.res.message = Some(format!("{} the {} dialog", if accept { "accepted" } else { "dismissed" }, d.kind));
+            }
+        }
+        Ok(())
+    }
+
+    async fn drag(&mut self, x1: f64, y1: f64, x2: f64, y2: f64) -> Result<(), Fail> {
+        let _ = self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": true}), self.deadline).await;
+        let mut events = self.p.cdp.session_events(&self.session);
+        self.mouse("mouseMoved", x1, y1, 0).await?;
+        self.mouse("mousePressed", x1, y1, 1).await?;
+        let mut intercepted: Option<Value> = None;
+        for i in 1..=5 {
+            let f = f64::from(i) / 5.0;
+            self.mouse("mouseMoved", x1 + (x2 - x1) * f, y1 + (y2 - y1) * f, 0).await?;
+            if intercepted.is_none() {
+                // HTML5 drag-and-drop: the browser hands the drag to us once the pointer moved far enough.
+                let wait = if i == 1 { 150 } else { 20 };
+                let until = Instant::now() + Duration::from_millis(wait);
+                while let Ok(Ok(ev)) = tokio::time::timeout(until.saturating_duration_since(Instant::now()), events.recv()).await {
+                    if ev.method == "Input.dragIntercepted" {
+                        intercepted = Some(ev.params["data"].clone());
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(data) = intercepted {
+            for kind in ["dragEnter", "dragOver", "drop"] {
+                self.input("Input.dispatchDragEvent", json!({"type": kind, "x": x2, "y": y2, "data": data})).await?;
+            }
+        }
+        self.mouse("mouseReleased", x2, y2, 1).await?;
+        let _ = self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": false}), self.deadline).await;
+        Ok(())
+    }
+
+    async fn eval(&self, session: &SessionId, expr: &str) -> Result<Value, CdpError> {
+        let v = self
+            .p
+            .cdp
+            .call(Some(session), "Runtime.evaluate", json!({"expression": expr, "returnByValue": true}), remaining(self.deadline).min(Duration::from_millis(2000)))
+            .await?;
+        Ok(v["result"]["value"].clone())
+    }
+
+    async fn scroll(&mut self, params: &ActParams) -> Result<(), Fail> {
+        let r0 = Instant::now();
+        let dir = params.direction.unwrap_or_default();
+        let target = match &params.target {
+            Some(_) => Some(self.resolve(params.target.as_ref())?),
+            None => None,
+        };
+        self.res.timings.resolve = ms(r0.elapsed());
+        let a0 = Instant::now();
+        let (x, y, obj, session) = match &target {
+            Some(res) => {
+                let (x, y) = self.actionable(res, false, false, false).await?;
+                (x, y, Some(self.object(res).await?), res.session.clone())
+            }
+            None => {
+                let v = self.eval(&self.session, "[innerWidth / 2, innerHeight / 2]").await.map_err(|e| cdp_fail(&e, "reading the viewport", false))?;
+                (v[0].as_f64().unwrap_or(400.0), v[1].as_f64().unwrap_or(300.0), None, self.session.clone())
+            }
+        };
+        self.res.timings.actionability = ms(a0.elapsed());
+        let d0 = Instant::now();
+        const POS: &str = "function(){ const e = this && this.nodeType === 1 ? this : document.scrollingElement; return [e.scrollLeft, e.scrollTop, e.clientWidth, e.clientHeight]; }";
+        const FIND: &str = r"function(t) {
+          const root = this && this.nodeType === 1 ? this : document.body;
+          const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+          for (let n = w.nextNode(); n; n = w.nextNode()) {
+            if (n.data.includes(t) && n.parentElement && n.parentElement.getClientRects().length) {
+              n.parentElement.scrollIntoView({ block: 'center', inline: 'nearest' });
+              return true;
+            }
+          }
+          return false;
+        }";
+        let mut rounds = 0;
+        loop {
+            if let Some(t) = &params.until_text
+                && self.scroll_find(&session, obj.as_deref(), FIND, t).await? == json!(true)
+            {
+                self.res.dispatch = Dispatch::Observed;
+                self.res.message = Some(format!("{t:?} is on screen"));
+                break;
+            }
+            if params.until_text.is_some() && rounds > 0 && Instant::now() >= self.deadline {
+                return Err(Fail::new(codes::DEADLINE_EXCEEDED, "the text did not appear before the deadline"));
+            }
+            let before = self.scroll_pos(&session, obj.as_deref(), POS).await?;
+            let h = before[3].as_f64().unwrap_or(600.0) * 0.8;
+            let w = before[2].as_f64().unwrap_or(800.0) * 0.8;
+            let (dx, dy) = match dir {
+                ScrollDirection::Down => (0.0, h),
+                ScrollDirection::Up => (0.0, -h),
+                ScrollDirection::Left => (-w, 0.0),
+                ScrollDirection::Right => (w, 0.0),
+            };
+            self.input("Input.dispatchMouseEvent", json!({"type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy})).await?;
+            // Wait for the scroll to land (wheel scrolling is asynchronous).
+            let mut moved = false;
+            for _ in 0..20 {
+                tokio::time::sleep(Duration::from_millis(15)).await;
+                let after = self.scroll_pos(&session, obj.as_deref(), POS).await?;
+                if after[0] != before[0] || after[1] != before[1] {
+                    moved = true;
+                    break;
+                }
+            }
+            rounds += 1;
+            if params.until_text.is_none() {
+                if !moved {
+                    self.res.message = Some("already at the end; nothing moved".into());
+                }
+                break;
+            }
+            if !moved {
+                if let Some(t) = &params.until_text
+                    && self.scroll_find(&session, obj.as_deref(), FIND, t).await? == json!(true)
+                {
+                    self.res.dispatch = Dispatch::Observed;
+                    break;
+                }
+                return Err(Fail::new(codes::TARGET_NOT_FOUND, format!("scrolled to the end without finding {:?}", params.until_text.clone().unwrap_or_default())));
+            }
+        }
+        self.res.timings.dispatch = ms(d0.elapsed());
+        Ok(())
+    }
+
+    async fn scroll_pos(&self, session: &SessionId, obj: Option<&str>, f: &str) -> Result<Value, Fail> {
+        match obj {
+            Some(o) => self.call_on(session, o, f, json!([])).await,
+            None => self
+                .eval(session, "[scrollX, scrollY, innerWidth, innerHeight]")
+                .await
+                .map_err(|e| cdp_fail(&e, "reading the scroll position", false)),
+        }
+    }
+
+    async fn scroll_find(&self, session: &SessionId, obj: Option<&str>, f: &str, t: &str) -> Result<Value, Fail> {
+        match obj {
+            Some(o) => self.call_on(session, o, f, json!([{"value": t}])).await,
+            None => {
+                let expr = format!("({f}).call(null, {})", serde_json::to_string(t).unwrap_or_default());
+                self.eval(session, &expr).await.map_err(|e| cdp_fail(&e, "searching the text", false))
+            }
+        }
+    }
+
+    async fn navigate(&mut self, params: &ActParams) -> Result<(), Fail> {
+        let d0 = Instant::now();
+        let s = self.session.clone();
+        let r = match params.action {
+            ActionKind::Navigate => {
+                let url = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "navigate needs `value` (the URL)"))?;
+                self.res.dispatch = Dispatch::Dispatched;
+                let r = self.p.call(Some(&s), "Page.navigate", json!({"url": url}), self.deadline).await.map_err(|e| cdp_fail(&e, "navigating", true))?;
+                if let Some(err) = r["errorText"].as_str().filter(|e| !e.is_empty()) {
+                    return Err(Fail::new(codes::ACTION_FAILED, format!("navigation to {url} failed: {err}")));
+                }
+                r
+            }
+            ActionKind::Reload => {
+                self.res.dispatch = Dispatch::Dispatched;
+                self.p.call(Some(&s), "Page.reload", json!({}), self.deadline).await.map_err(|e| cdp_fail(&e, "reloading", true))?
+            }
+            _ => {
+                let h = self.p.call(Some(&s), "Page.getNavigationHistory", json!({}), self.deadline).await.map_err(|e| cdp_fail(&e, "reading history", false))?;
+                let cur = h["currentIndex"].as_i64().unwrap_or(0);
+                let idx = if params.action == ActionKind::Back { cur - 1 } else { cur + 1 };
+                let entry = h["entries"].as_array().and_then(|e| usize::try_from(idx).ok().and_then(|i| e.get(i))).cloned();
+                let Some(entry) = entry else {
+                    return Err(Fail::new(codes::ACTION_FAILED, format!("there is no history entry to go {}", if params.action == ActionKind::Back { "back to" } else { "forward to" })));
+                };
+                self.res.dispatch = Dispatch::Dispatched;
+                self.p
+                    .call(Some(&s), "Page.navigateToHistoryEntry", json!({"entryId": entry["id"]}), self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "navigating history", true))?
+            }
+        };
+        let same_doc = params.action == ActionKind::Navigate && r.get("loaderId").is_none();
+        // Wait for the commit and the load event (or a same-document navigation).
+        loop {
+            let (committed, loaded, same) = {
+                let st = self.p.st();
+                let evs = st.log_since(self.tab, self.seq0);
+                let committed = evs.iter().any(|e| matches!(e, LogEvent::Navigated(_)));
+                let loaded = committed && evs.iter().skip_while(|e| !matches!(e, LogEvent::Navigated(_))).any(|e| matches!(e, LogEvent::Loaded));
+                let same = evs.iter().any(|e| matches!(e, LogEvent::SameDocument(_)));
+                (committed, loaded, same)
+            };
+            if loaded || (same && !committed) || (same_doc && same) {
+                break;
+            }
+            if self.dialog_open().is_some() {
+                break;
+            }
+            if Instant::now() >= self.deadline {
+                if committed {
+                    self.res.message = Some("the page committed but is still loading".into());
+                    break;
+                }
+                return Err(Fail::new(codes::DEADLINE_EXCEEDED, "the navigation did not commit before the deadline; it may still happen").unknown());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        self.res.timings.dispatch = ms(d0.elapsed());
+        Ok(())
+    }
+
+    /// Waits for DOM quiet (or the load after a navigation), bounded.
+    async fn settle(&mut self) {
+        let start = Instant::now();
+        let max = (start + MAX_SETTLE).min(self.deadline);
+        loop {
+            if self.dialog_open().is_some() {
+                return;
+            }
+            let pending_load = {
+                let st = self.p.st();
+                let evs = st.log_since(self.tab, self.seq0);
+                let nav = evs.iter().rposition(|e| matches!(e, LogEvent::Navigated(_)));
+                nav.is_some_and(|i| !evs[i..].iter().any(|e| matches!(e, LogEvent::Loaded)))
+            };
+            let quiet = if pending_load {
+                None
+            } else {
+                match self
+                    .eval(&self.session.clone(), "(() => { const b = window.__browserd; if (!b) return [1e9, []]; return [performance.now() - b.last, b.ann.splice(0)]; })()")
+                    .await
+                {
+                    Ok(v) => {
+                        for a in v[1].as_array().into_iter().flatten() {
+                            if let Some(s) = a.as_str()
+                                && !self.announced.iter().any(|x| x == s)
+                            {
+                                self.announced.push(s.to_owned());
+                            }
+                        }
+                        v[0].as_f64()
+                    }
+                    Err(_) => None,
+                }
+            };
+            let limit = if pending_load { self.deadline } else { max };
+            if let Some(q) = quiet
+                && q >= QUIET_MS
+            {
+                return;
+            }
+            if Instant::now() >= limit {
+                return;
+            }
+            let wait = quiet.map_or(15.0, |q| (QUIET_MS - q).clamp(5.0, 40.0));
+            tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
+        }
+    }
+
+    /// Observes the page for the effect summary, storing a new revision.
+    async fn effects_snapshot(&mut self) -> Result<(), ProviderError> {
+        let o0 = Instant::now();
+        let built = build(self.p, self.tab, None, browserd_protocol::DEFAULT_MAX_NODES, browserd_protocol::DEFAULT_MAX_BYTES as usize, self.deadline).await?;
+        {
+            let mut st = self.p.st();
+            if let Some(t) = st.tabs.get_mut(&self.tab) {
+                t.push_revision(built.lines.clone());
+            }
+        }
+        if let Some(base) = &self.baseline {
+            let (added, removed) = diff(base, &built.lines);
+            self.res.effects.appeared = added.iter().filter(|l| l.node_ref.is_some()).take(15).map(|l| l.text.clone()).collect();
+            self.res.effects.disappeared = removed.into_iter().take(30).map(NodeRef).collect();
+        }
+        self.res.effects.focused = built
+            .focused
+            .as_ref()
+            .and_then(|f| built.lines.iter().find(|l| l.node_ref.as_deref() == Some(f.as_str())).map(|l| l.text.clone()));
+        self.last_built = Some(built);
+        self.res.timings.observe += ms(o0.elapsed());
+        Ok(())
+    }
+
+    fn log_effects(&mut self) {
+        let (evs, url) = {
+            let st = self.p.st();
+            (st.log_since(self.tab, self.seq0), st.tabs.get(&self.tab).map(|t| t.url.clone()))
+        };
+        let mut downloads: Vec<(String, DownloadInfo)> = Vec::new();
+        let e = &mut self.res.effects;
+        e.console_errors.clear();
+        e.tabs_opened.clear();
+        e.tabs_closed.clear();
+        for ev in evs {
+            match ev {
+                LogEvent::Navigated(u) | LogEvent::SameDocument(u) => e.navigated = Some(u),
+                LogEvent::Dialog(d) => e.dialog = Some(d),
+                LogEvent::Popup(h) => e.tabs_opened.push(h.to_string()),
+                LogEvent::TabClosed(h) => e.tabs_closed.push(h.to_string()),
+                LogEvent::Console(c) => {
+                    if e.console_errors.len() < 5 {
+                        e.console_errors.push(c);
+                    }
+                }
+                LogEvent::Download { guid, info } => match downloads.iter_mut().find(|(g, _)| *g == guid) {
+                    Some((_, d)) => *d = info,
+                    None => downloads.push((guid, info)),
+                },
+                LogEvent::Loaded | LogEvent::DialogClosed => {}
+            }
+        }
+        if e.navigated.is_some() {
+            e.navigated = url;
+        }
+        e.downloads = downloads.into_iter().map(|(_, d)| d).collect();
+        e.announced = self.announced.iter().take(5).cloned().collect();
+    }
+
+    async fn text_present(&self, text: &str) -> bool {
+        let sessions: Vec<SessionId> = {
+            let st = self.p.st();
+            let Some(t) = st.tabs.get(&self.tab) else { return false };
+            let mut v: Vec<SessionId> = t.session.iter().cloned().collect();
+            v.extend(t.children.keys().cloned());
+            v
+        };
+        let expr = format!(
+            "(() => {{ const t = {}; const has = (d) => {{ try {{ if (d.body && d.body.innerText.includes(t)) return true; for (const f of d.querySelectorAll('iframe')) {{ try {{ if (f.contentDocument && has(f.contentDocument)) return true; }} catch (e) {{}} }} }} catch (e) {{}} return false; }}; return has(document); }})()",
+            serde_json::to_string(text).unwrap_or_default()
+        );
+        for s in sessions {
+            if self.eval(&s, &expr).await.ok() == Some(json!(true)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    async fn check(&mut self, exps: &[Expectation]) -> Vec<ExpectationResult> {
+        let mut out = Vec::new();
+        let evs = {
+            let st = self.p.st();
+            st.log_since(self.tab, self.seq0)
+        };
+        let dialog = self.dialog_open();
+        for (i, e) in exps.iter().enumerate() {
+            let (passed, detail) = match e {
+                Expectation::Navigated => {
+                    let n = evs.iter().any(|e| matches!(e, LogEvent::Navigated(_) | LogEvent::SameDocument(_)));
+                    (n, if n { "navigated".into() } else { "no navigation".into() })
+                }
+                Expectation::NewTab => {
+                    let t: Vec<String> = evs.iter().filter_map(|e| if let LogEvent::Popup(h) = e { Some(h.to_string()) } else { None }).collect();
+                    (!t.is_empty(), if t.is_empty() { "no new tab".into() } else { format!("new tab {}", t.join(",")) })
+                }
+                Expectation::Dialog => {
+                    let d = dialog.is_some() || evs.iter().any(|e| matches!(e, LogEvent::Dialog(_)));
+                    (d, if d { "a dialog opened".into() } else { "no dialog".into() })
+                }
+                Expectation::DownloadFinished => {
+                    let d = evs.iter().any(|e| matches!(e, LogEvent::Download { info, .. } if info.state == "completed"));
+                    (d, if d { "download completed".into() } else { "no finished download".into() })
+                }
+                Expectation::Url { contains } => {
+                    let url = self.p.st().tabs.get(&self.tab).map(|t| t.url.clone()).unwrap_or_default();
+                    (url.contains(contains.as_str()), format!("url is {}", truncate(&url, 120)))
+                }
+                _ if dialog.is_some() => (false, "a dialog blocks the page; cannot check".into()),
+                Expectation::TextPresent { text } => {
+                    let ok = self.text_present(text).await;
+                    (ok, if ok { "text found".into() } else { "text not found".into() })
+                }
+                Expectation::Value { target, equals } => match resolve_ref(self.p, self.tab, target.as_str()) {
+                    Ok(res) => match self.read_value(&res).await {
+                        Ok(v) => (v == *equals, format!("value is {:?}", truncate(&v, 80))),
+                        Err(f) => (false, f.message),
+                    },
+                    Err(_) => (false, format!("{target} is stale or unknown")),
+                },
+                Expectation::Appears { role, name } => {
+                    let found = self.last_built.as_ref().and_then(|b| {
+                        b.nodes.iter().find(|n| {
+                            role.as_ref().is_none_or(|r| n.role == *r)
+                                && name.as_ref().is_none_or(|nm| n.name.to_lowercase().contains(&nm.to_lowercase()))
+                        })
+                    });
+                    match found {
+                        Some(n) => (true, format!("found [{}] {} {:?}", n.node_ref, n.role, n.name)),
+                        None => (false, "no such node".into()),
+                    }
+                }
+                Expectation::Disappears { target, text } => {
+                    let mut gone = true;
+                    let mut detail = "gone".to_owned();
+                    if let Some(t) = target {
+                        let listed = self.last_built.as_ref().is_some_and(|b| b.nodes.iter().any(|n| n.node_ref == t.as_str()));
+                        if listed {
+                            gone = false;
+                            detail = format!("{t} is still shown");
+                        }
+                    }
+                    if let Some(tx) = text
+                        && self.text_present(tx).await
+                    {
+                        gone = false;
+                        detail = format!("{tx:?} is still on the page");
+                    }
+                    (gone, detail)
+                }
+                Expectation::State { target, state } => {
+                    let node = self.last_built.as_ref().and_then(|b| b.nodes.iter().find(|n| n.node_ref == target.as_str()).cloned());
+                    match node {
+                        None => (false, format!("{target} is not shown")),
+                        Some(n) => {
+                            let has = |s: &str| n.states.iter().any(|x| x == s);
+                            let focused = self.last_built.as_ref().and_then(|b| b.focused.clone()).as_deref() == Some(target.as_str());
+                            let ok = match state.as_str() {
+                                "enabled" => !has("disabled"),
+                                "unchecked" => has("unchecked") || !has("checked"),
+                                "focused" => focused,
+                                "visible" => true,
+                                s => has(s),
+                            };
+                            (ok, format!("states: {}", n.states.join(" ")))
+                        }
+                    }
+                }
+            };
+            out.push(ExpectationResult { index: u32::try_from(i).unwrap_or(u32::MAX), passed, detail });
+        }
+        out
+    }
+
+    async fn settle_and_verify(&mut self, params: &ActParams) {
+        loop {
+            self.settle().await;
+            if self.dialog_open().is_none() {
+                if let Err(e) = self.effects_snapshot().await {
+                    self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
+                }
+            }
+            self.log_effects();
+            if params.expected.is_empty() {
+                break;
+            }
+            let results = self.check(&params.expected).await;
+            let all = results.iter().all(|r| r.passed);
+            self.res.expectations = results;
+            if all || Instant::now() + Duration::from_millis(30) >= self.deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        if !params.expected.is_empty() {
+            let all = self.res.expectations.iter().all(|r| r.passed);
+            self.res.postcondition = if all { Postcondition::Passed } else { Postcondition::Failed };
+            if all && self.res.dispatch == Dispatch::Dispatched {
+                self.res.dispatch = Dispatch::Observed;
+            }
+            if !all && self.res.code.is_none() {
+                self.res.code = Some(codes::EXPECTATION_FAILED.into());
+                let failed: Vec<String> = self.res.expectations.iter().filter(|r| !r.passed).map(|r| format!("#{}: {}", r.index, r.detail)).collect();
+                self.res.message = Some(format!(
+                    "the action ran but the expectation did not hold before the deadline ({}); check the effects before retrying",
+                    failed.join("; ")
+                ));
+            }
+        }
+        let e = &self.res.effects;
+        if self.res.dispatch == Dispatch::Dispatched
+            && (e.navigated.is_some() || !e.appeared.is_empty() || !e.disappeared.is_empty() || !e.announced.is_empty() || e.dialog.is_some() || !e.tabs_opened.is_empty())
+        {
+            self.res.dispatch = Dispatch::Observed;
+        }
+    }
+}

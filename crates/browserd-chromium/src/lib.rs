@@ -1,0 +1,20 @@
+//! browserd's Chromium provider: tabs over the Target domain, observation with stable document-bound refs, verified
+//! actions through the Input domain and screenshots, on a managed Chromium (pipe) or a remote CDP endpoint.
+//!
+//! # Entry points
+//! - [`ChromiumProvider::launch_managed`]: launch a headless Chromium and get a connected provider.
+//! - [`ChromiumProvider::connect_remote`]: connect to a `ws://` / `http://host:port` DevTools endpoint.
+//! - [`ChromiumProvider::new`]: wrap an existing [`browserd_cdp::Cdp`].
+//!
+//! Everything else goes through [`browserd_core::Provider`] (`observe`, `act`, tabs, debugger attach) plus
+//! [`ChromiumProvider::screenshot`].
+
+mod act;
+mod input;
+mod observe;
+mod provider;
+mod screenshot;
+mod state;
+
+pub use provider::{ChromiumConfig, ChromiumProvider};
+pub use screenshot::DEFAULT_MAX_SIZE;

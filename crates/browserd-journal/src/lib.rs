@@ -1,0 +1,398 @@
+//! browserd's durable journal: the state that must survive a broker crash, in one SQLite file.
+//!
+//! # What it stores
+//! - **Recovery records** ([`recovery`]): every close, release or debugger detach that failed or
+//!   whose outcome is unknown, until a retry is confirmed. At most one pending record per
+//!   (browser, tab, operation).
+//! - **The de-duplication log** ([`dedup`], BRIEF §6): request id, payload hash, dispatch state and
+//!   expiry. An action marked dispatched whose completion was never written reads back as
+//!   `unknown` after a restart and can never be handed out for dispatch again.
+//! - **The audit metadata ring** ([`audit`], BRIEF §8): action types, opaque handles, codes,
+//!   timings, policy decisions and origins, bounded by age (24 h) and size (20 MB) by default. Its
+//!   record type cannot hold page text, URL paths or queries, form values or screenshots.
+//!
+//! # Where
+//! The broker keeps it at `$XDG_STATE_HOME/browserd/journal.sqlite3`, falling back to
+//! `~/.local/state/browserd/journal.sqlite3` ([`default_path`]). The directory is created `0700`
+//! and the file `0600` (SQLite gives its `-wal` and `-shm` files the same mode). Any path works:
+//! tests use a temporary directory.
+//!
+//! # How it starts
+//! [`Journal::open`] creates or opens the file, checks that it is a browserd journal no newer than
+//! this build ([`JournalError::SchemaTooNew`] otherwise), applies the pending forward-only
+//! migrations ([`SCHEMA_VERSION`]), then reconciles what a previous process left in flight:
+//! dispatched actions become `unknown`, received-but-undispatched ones become retryable. The
+//! result is in [`Journal::open_report`].
+//!
+//! # Durability
+//! WAL mode, `synchronous=FULL` by default ([`Durability`]): every commit, in particular the
+//! `dispatched` mark written before input is sent, is on disk before the call returns, so even a
+//! power loss cannot make the broker forget that an input went out and later replay it. The cost
+//! is one WAL fsync per write, and writes happen once per action, not per page event.
+//! `synchronous=NORMAL` ([`Durability::Normal`]) survives process crashes (`kill -9`) just as
+//! well but may lose the last commits on power loss or an OS crash. Busy timeout 5 s; foreign
+//! keys on; `secure_delete=FAST` so pruned audit rows do not linger in free pages.
+//!
+//! # What it needs
+//! SQLite is compiled in (rusqlite's `bundled` feature): no system library. The journal is
+//! synchronous and `Send` but not `Sync`: the broker owns one [`Journal`] on one thread (or behind
+//! `spawn_blocking`). It reads no clock: every time is an argument ([`UnixMillis`]). One
+//! read-write [`Journal`] per file at a time (the broker's single-instance lock ensures it):
+//! opening the file reconciles in-flight rows, so a second opener would turn the first one's
+//! dispatched actions into `unknown` — conservative, never a replay.
+//!
+//! # Layout
+//! - [`recovery`], [`dedup`], [`audit`]: the three tables' types and operations.
+//! - [`hash`]: payload hashes over canonical JSON.
+//! - [`types`]: time, opaque ids, codes, origins, outcomes.
+//! - [`error`]: [`JournalError`], whose messages say what to do next.
+//! - `schema`: the migrations.
+
+pub mod audit;
+pub mod dedup;
+pub mod error;
+pub mod hash;
+pub mod recovery;
+mod schema;
+pub mod types;
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+pub use crate::audit::{AuditAction, AuditEntry, AuditId, AuditLimits, AuditRecord, AuditStats, InputKind, PolicyDecision, Timings};
+pub use crate::dedup::{Begin, DedupResult, DedupState, Dispatched, Pending};
+pub use crate::error::{JournalError, Result};
+pub use crate::hash::{PayloadHash, canonical_json};
+pub use crate::recovery::{
+    AttemptOutcome, CleanupFailure, CleanupOp, NewRecovery, RecoveryId, RecoveryRecord, RecoveryState, Resolution,
+};
+pub use crate::schema::SCHEMA_VERSION;
+pub use crate::types::{Code, Dispatch, OpaqueId, Origin, Outcome, UnixMillis};
+
+use crate::error::from_sqlite;
+
+/// The journal's file name inside its state directory.
+pub const FILE_NAME: &str = "journal.sqlite3";
+
+/// How hard each commit is pushed to disk (SQLite's `synchronous` setting in WAL mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `synchronous=FULL`: every commit survives a process crash, an OS crash and a power loss.
+    #[default]
+    Full,
+    /// `synchronous=NORMAL`: every commit survives a process crash; the last ones may be lost on
+    /// an OS crash or power loss (the file stays consistent).
+    Normal,
+}
+
+/// Settings for [`Journal::open`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalConfig {
+    /// Commit durability (default [`Durability::Full`]).
+    pub durability: Durability,
+    /// How long a write waits for another connection's lock before [`JournalError::Busy`] (default 5 s).
+    pub busy_timeout: Duration,
+    /// Bounds of the audit metadata ring.
+    pub audit: AuditLimits,
+    /// How long resolved recovery records are kept for `status` and diagnostics (default 7 days).
+    pub resolved_retention: Duration,
+    /// A hard cap on the database size in bytes (SQLite's `max_page_count`); writes beyond it fail
+    /// with [`JournalError::Full`]. `None` (the default): only the disk limits it.
+    pub max_file_bytes: Option<u64>,
+}
+
+impl Default for JournalConfig {
+    fn default() -> Self {
+        Self {
+            durability: Durability::Full,
+            busy_timeout: Duration::from_secs(5),
+            audit: AuditLimits::default(),
+            resolved_retention: Duration::from_secs(7 * 24 * 60 * 60),
+            max_file_bytes: None,
+        }
+    }
+}
+
+/// What [`Journal::open`] found and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenReport {
+    /// The schema version found in the file (0 for a new file).
+    pub migrated_from: u32,
+    /// This opening's number: 1 for the first process to open the file, then one more per open.
+    pub incarnation: u64,
+    /// De-duplication rows that were dispatched by an earlier process and never completed, now `unknown`.
+    pub marked_unknown: u64,
+    /// De-duplication rows that were received but never dispatched by an earlier process, now retryable.
+    pub marked_retryable: u64,
+}
+
+/// Counts for `browserd status`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalStats {
+    /// The schema version (always [`SCHEMA_VERSION`] once open).
+    pub schema_version: u32,
+    /// This opening's incarnation.
+    pub incarnation: u64,
+    /// Recovery records still pending.
+    pub pending_recoveries: u64,
+    /// Resolved recovery records still kept.
+    pub resolved_recoveries: u64,
+    /// De-duplication rows (any state).
+    pub dedup_rows: u64,
+    /// De-duplication rows whose state is `unknown`.
+    pub dedup_unknown: u64,
+    /// The audit ring's rows, approximate size and oldest entry.
+    pub audit: AuditStats,
+    /// The database size, `page_count × page_size` (the WAL file comes on top).
+    pub file_bytes: u64,
+}
+
+/// What [`Journal::prune`] removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PruneReport {
+    /// Expired, settled de-duplication rows.
+    pub dedup_expired: u64,
+    /// Audit rows past the age or size bound.
+    pub audit_removed: u64,
+    /// Resolved recovery records past their retention.
+    pub recoveries_removed: u64,
+}
+
+/// The durable journal over one SQLite file. See the crate docs.
+#[derive(Debug)]
+pub struct Journal {
+    conn: Connection,
+    path: PathBuf,
+    config: JournalConfig,
+    report: OpenReport,
+}
+
+impl Journal {
+    /// Opens (creating if needed) the journal at `path`: creates the directory (`0700`) and file
+    /// (`0600`), checks it is a browserd journal no newer than this build, applies migrations,
+    /// and reconciles rows a previous process left in flight (see [`OpenReport`]).
+    pub fn open(path: impl AsRef<Path>, config: JournalConfig) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        prepare_file(&path)?;
+        let sql = |e| from_sqlite(&path, e);
+        let mut conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(config.busy_timeout).map_err(sql)?;
+        schema::check_identity(&conn, &path)?;
+        let fresh = schema::user_version(&conn, &path)? == 0;
+        if fresh {
+            // Only possible before the first table exists; lets `prune` hand pages back to the disk.
+            conn.pragma_update(None, "auto_vacuum", "INCREMENTAL").map_err(sql)?;
+        }
+        let mode: String =
+            conn.pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0)).map_err(sql)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(JournalError::Open {
+                path: path.clone(),
+                source: io::Error::other(format!(
+                    "SQLite could not switch to WAL mode (it stayed in {mode:?}); put the journal on a local \
+                     file system"
+                )),
+            });
+        }
+        let synchronous = match config.durability {
+            Durability::Full => "FULL",
+            Durability::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", synchronous).map_err(sql)?;
+        conn.pragma_update(None, "foreign_keys", "ON").map_err(sql)?;
+        conn.pragma_update(None, "trusted_schema", "OFF").map_err(sql)?;
+        conn.pragma_update(None, "secure_delete", "FAST").map_err(sql)?;
+        conn.pragma_update(None, "journal_size_limit", 4 * 1024 * 1024).map_err(sql)?;
+        if let Some(max_bytes) = config.max_file_bytes {
+            let page_size: i64 = conn.pragma_query_value(None, "page_size", |row| row.get(0)).map_err(sql)?;
+            let pages = max_bytes.div_ceil(u64::try_from(page_size.max(512)).unwrap_or(4096)).max(1);
+            conn.pragma_update(None, "max_page_count", i64::try_from(pages).unwrap_or(i64::MAX)).map_err(sql)?;
+        }
+        let migrated_from = schema::migrate_to(&mut conn, &path, SCHEMA_VERSION)?;
+        let report = reconcile(&mut conn, &path, migrated_from)?;
+        Ok(Self { conn, path, config, report })
+    }
+
+    /// The file this journal writes.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The settings it was opened with.
+    #[must_use]
+    pub fn config(&self) -> &JournalConfig {
+        &self.config
+    }
+
+    /// What opening found and did (migration, incarnation, rows reconciled).
+    #[must_use]
+    pub fn open_report(&self) -> OpenReport {
+        self.report
+    }
+
+    /// Counts for `browserd status`.
+    pub fn stats(&self) -> Result<JournalStats> {
+        let sql = |e| from_sqlite(&self.path, e);
+        let count = |query: &str| -> Result<u64> {
+            let n: i64 = self.conn.query_row(query, [], |row| row.get(0)).map_err(sql)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        };
+        let page_count = count("PRAGMA page_count")?;
+        let page_size = count("PRAGMA page_size")?;
+        Ok(JournalStats {
+            schema_version: schema::user_version(&self.conn, &self.path)?,
+            incarnation: self.report.incarnation,
+            pending_recoveries: count("SELECT count(*) FROM recovery WHERE state = 'pending'")?,
+            resolved_recoveries: count("SELECT count(*) FROM recovery WHERE state = 'resolved'")?,
+            dedup_rows: count("SELECT count(*) FROM dedup")?,
+            dedup_unknown: count("SELECT count(*) FROM dedup WHERE state = 'unknown'")?,
+            audit: self.audit_stats()?,
+            file_bytes: page_count * page_size,
+        })
+    }
+
+    /// Checks the file end to end: SQLite's `integrity_check` and `foreign_key_check`, and that the
+    /// audit ring's size counter matches its rows. Fails with [`JournalError::Corrupt`] naming the problem.
+    pub fn check_integrity(&self) -> Result<()> {
+        let sql = |e| from_sqlite(&self.path, e);
+        let mut stmt = self.conn.prepare("PRAGMA integrity_check").map_err(sql)?;
+        let problems: Vec<String> =
+            stmt.query_map([], |row| row.get(0)).map_err(sql)?.collect::<rusqlite::Result<_>>().map_err(sql)?;
+        if problems != ["ok"] {
+            return Err(self.corrupt(format!("integrity_check: {}", problems.join("; "))));
+        }
+        let mut stmt = self.conn.prepare("PRAGMA foreign_key_check").map_err(sql)?;
+        if stmt.query([]).map_err(sql)?.next().map_err(sql)?.is_some() {
+            return Err(self.corrupt("foreign_key_check found dangling references".to_owned()));
+        }
+        let (counted, summed): (i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT (SELECT value FROM meta WHERE key = 'audit_bytes'), (SELECT coalesce(sum(cost), 0) FROM audit)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(sql)?;
+        if counted != summed {
+            return Err(self.corrupt(format!("audit size counter {counted} does not match the rows' {summed}")));
+        }
+        Ok(())
+    }
+
+    /// Housekeeping: removes expired settled de-duplication rows, audit rows past the configured
+    /// age or size, and resolved recovery records older than their retention, then returns free
+    /// pages to the file system in a bounded step. Call it periodically (e.g. once a minute).
+    pub fn prune(&mut self, now: UnixMillis) -> Result<PruneReport> {
+        let dedup_expired = self.purge_expired(now)?;
+        let audit_removed = self.prune_audit(now)?;
+        let recoveries_removed = self.purge_resolved(now.saturating_sub(self.config.resolved_retention))?;
+        self.conn.execute_batch("PRAGMA incremental_vacuum(512)").map_err(|e| from_sqlite(&self.path, e))?;
+        Ok(PruneReport { dedup_expired, audit_removed, recoveries_removed })
+    }
+
+    /// An immediate (write-locking) transaction.
+    fn write_tx(&mut self) -> Result<rusqlite::Transaction<'_>> {
+        self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| from_sqlite(&self.path, e))
+    }
+
+    fn corrupt(&self, detail: String) -> JournalError {
+        JournalError::Corrupt { path: self.path.clone(), detail }
+    }
+}
+
+/// Maps SQLite errors on `path` to typed errors (a closure for `map_err`).
+pub(crate) fn write_tx_sql(path: &Path) -> impl Fn(rusqlite::Error) -> JournalError + Copy + '_ {
+    move |e| from_sqlite(path, e)
+}
+
+/// The journal path for this user: `$XDG_STATE_HOME/browserd/journal.sqlite3` when
+/// `XDG_STATE_HOME` is an absolute path, else `$HOME/.local/state/browserd/journal.sqlite3`.
+/// Takes the two variables' values so callers and tests decide where they come from.
+pub fn default_path(xdg_state_home: Option<&OsStr>, home: Option<&OsStr>) -> Result<PathBuf> {
+    if let Some(state) = xdg_state_home.map(Path::new).filter(|path| path.is_absolute()) {
+        return Ok(state.join("browserd").join(FILE_NAME));
+    }
+    if let Some(home) = home.map(Path::new).filter(|path| path.is_absolute()) {
+        return Ok(home.join(".local/state/browserd").join(FILE_NAME));
+    }
+    Err(JournalError::NoStateDir)
+}
+
+/// [`default_path`] with `XDG_STATE_HOME` and `HOME` read from this process's environment.
+pub fn default_path_from_env() -> Result<PathBuf> {
+    default_path(std::env::var_os("XDG_STATE_HOME").as_deref(), std::env::var_os("HOME").as_deref())
+}
+
+/// Creates the parent directory (`0700`) and the file (`0600`) if missing, and tightens a file
+/// that others can read.
+fn prepare_file(path: &Path) -> Result<()> {
+    let open_err = |source| JournalError::Open { path: path.to_path_buf(), source };
+    if let Some(parent) = path.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        let mut builder = fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(parent).map_err(open_err)?;
+    }
+    let mut options = fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let file = options.open(path).map_err(open_err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata().map_err(open_err)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            file.set_permissions(fs::Permissions::from_mode(mode & 0o700)).map_err(open_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// Starts a new incarnation and settles the de-duplication rows an earlier process left in flight.
+fn reconcile(conn: &mut Connection, path: &Path, migrated_from: u32) -> Result<OpenReport> {
+    let sql = |e| from_sqlite(path, e);
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(sql)?;
+    let incarnation: i64 = tx
+        .query_row("UPDATE meta SET value = value + 1 WHERE key = 'incarnation' RETURNING value", [], |row| row.get(0))
+        .map_err(sql)?;
+    let marked_unknown = tx.execute("UPDATE dedup SET state = 'unknown' WHERE state = 'dispatched'", []).map_err(sql)?;
+    let marked_retryable =
+        tx.execute("UPDATE dedup SET state = 'abandoned' WHERE state = 'received'", []).map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    Ok(OpenReport {
+        migrated_from,
+        incarnation: u64::try_from(incarnation).unwrap_or(0),
+        marked_unknown: marked_unknown as u64,
+        marked_retryable: marked_retryable as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_path_prefers_absolute_xdg_state_home() {
+        let state = OsStr::new("/var/state");
+        let home = OsStr::new("/home/ada");
+        assert_eq!(default_path(Some(state), Some(home)).unwrap(), Path::new("/var/state/browserd/journal.sqlite3"));
+        assert_eq!(
+            default_path(Some(OsStr::new("relative")), Some(home)).unwrap(),
+            Path::new("/home/ada/.local/state/browserd/journal.sqlite3")
+        );
+        assert_eq!(
+            default_path(None, Some(home)).unwrap(),
+            Path::new("/home/ada/.local/state/browserd/journal.sqlite3")
+        );
+        assert!(matches!(default_path(None, None), Err(JournalError::NoStateDir)));
+        assert!(matches!(default_path(None, Some(OsStr::new("rel"))), Err(JournalError::NoStateDir)));
+    }
+}
