@@ -35,6 +35,7 @@ impl PlaywrightOptions {
         let dir = std::env::var_os("BROWSERD_BENCH_PLAYWRIGHT_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/playwright-mcp"));
+        let dir = dir.canonicalize().unwrap_or(dir);
         let chromium = std::env::var_os("BROWSERD_CHROMIUM")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/usr/lib/chromium/chromium"));
@@ -239,8 +240,19 @@ pub fn parse_refs(text: &str) -> Vec<Addressable> {
             None => (String::new(), after),
         };
         // Attributes come before the `:` that opens children or inline text.
-        let attrs = attrs.split(": ").next().unwrap_or(attrs);
+        let (attrs, inline) = match attrs.split_once(": ") {
+            Some((attrs, inline)) => (attrs, Some(inline.trim())),
+            None => (attrs, None),
+        };
         if attrs.contains("[ref=") {
+            // An element without a name is known by its inline text (`- generic [ref=e5]: Open the card`).
+            let name = match (name.is_empty(), inline) {
+                (true, Some(text)) => match text.strip_prefix('"') {
+                    Some(quoted) => json_string_prefix(quoted).map(|(t, _)| t).unwrap_or_default(),
+                    None => text.to_owned(),
+                },
+                _ => name,
+            };
             out.push(Addressable { role: role.to_owned(), name });
         }
     }
@@ -299,7 +311,9 @@ mod tests {
                     \x20     - button \"Delete\" [ref=e9]\n  - link \"Say \\\"hi\\\"\" [ref=f1e25] [cursor=pointer]:\n\
                     \x20   - /url: \"#settings-panel\"\n  - option \"China\"\n  - paragraph: \"not [ref=e99] here\"\n\
                     \x20 - 'heading \"Section 1: Orders\" [level=2] [ref=e24]'\n\
-                    \x20 - 'button \"It''s: ok\" [ref=e25]':\n```";
+                    \x20 - 'button \"It''s: ok\" [ref=e25]':\n\
+                    \x20 - generic [ref=e26] [cursor=pointer]: Open the card\n\
+                    \x20 - generic [ref=e27]: \"Terms: read\"\n```";
         assert_eq!(
             parse_refs(text),
             vec![
@@ -311,6 +325,8 @@ mod tests {
                 a("link", "Say \"hi\""),
                 a("heading", "Section 1: Orders"),
                 a("button", "It's: ok"),
+                a("generic", "Open the card"),
+                a("generic", "Terms: read"),
             ]
         );
     }

@@ -126,3 +126,59 @@ impl ObserveRow {
         )
     }
 }
+
+/// A timing-only measurement (action loop, RPC round trip, …): `{"name", "n", "p50_ms", "p95_ms", ...}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TimingRow {
+    /// What was measured, e.g. `act.click`.
+    pub name: String,
+    /// The size parameter of the measurement, when it has one.
+    pub n: Option<usize>,
+    /// The samples' summary.
+    #[serde(flatten)]
+    pub timing: Summary,
+    /// How many of the runs failed (failures are included in the timings).
+    pub failures: usize,
+}
+
+/// Runs `f` `runs` times and times each call (failures included in the timings and counted).
+pub async fn measure<F, Fut, T, E>(name: &str, n: Option<usize>, runs: usize, mut f: F) -> Option<TimingRow>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, E>>,
+{
+    let mut samples = Vec::with_capacity(runs);
+    let mut failures = 0;
+    for _ in 0..runs {
+        let started = std::time::Instant::now();
+        let outcome = f().await;
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        if outcome.is_err() {
+            failures += 1;
+        }
+    }
+    Some(TimingRow { name: name.to_owned(), n, timing: Summary::of(&samples)?, failures })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn measure_counts_runs_and_failures() {
+        let mut i = 0;
+        let row = measure("t", Some(3), 4, || {
+            i += 1;
+            let fail = i % 2 == 0;
+            async move { if fail { Err("no") } else { Ok(()) } }
+        })
+        .await
+        .unwrap();
+        assert_eq!((row.timing.runs, row.failures), (4, 2));
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["name"], "t");
+        assert_eq!(json["n"], 3);
+        assert!(json["p50_ms"].is_number() && json["p95_ms"].is_number());
+        assert!(measure("t", None, 0, || async { Ok::<(), ()>(()) }).await.is_none());
+    }
+}

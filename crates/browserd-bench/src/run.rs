@@ -136,6 +136,11 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
     count_tokens("warm up")?; // load the tokenizer before anything is timed
     let site = FixtureSite::start().await.map_err(RunError::FixtureSite)?;
 
+    if observers.iter().any(|o| o == "playwright-mcp") {
+        // Install first so the machine row can name the installed version; a failure shows up when it starts.
+        let dir = args.playwright_dir.clone().unwrap_or_else(|| PlaywrightOptions::from_env().dir);
+        let _ = crate::playwright::ensure_installed(&dir).await;
+    }
     let machine = machine_row(&args).await;
     if args.json {
         report::print_json(&machine);

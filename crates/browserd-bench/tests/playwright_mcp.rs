@@ -1,5 +1,5 @@
 //! Real run of the Playwright MCP observer (Node, `npm ci` when needed, Debian's Chromium) against the fixture site:
-//! the snapshot is the text a model would get, and the addressability check finds every control.
+//! the snapshot is the text a model would get, and the addressability check finds which controls have a ref.
 
 use browserd_bench::addressability;
 use browserd_bench::observer::Observer;
@@ -27,8 +27,11 @@ async fn playwright_mcp_snapshots_fixture_pages() {
     let (_, manifest) = generate_elements_page(100);
     let page = observer.observe(&site.url("/gen/elements?n=100"), 1).await.expect("observe generated page");
     let report = addressability::check(&manifest, &observer.addressable(&page.text));
-    assert_eq!(report.addressable, report.interactive, "missing: {:?}", report.missing_sample);
     assert!(report.interactive > 10);
+    // Playwright MCP gives every element with a role a ref, and the clickable card too, but folds the pointer span
+    // inside a paragraph into the paragraph's text: the one operable element a model cannot address.
+    assert_eq!(report.missing_sample, vec!["b19 generic \"Show details for section 1\"".to_owned()]);
+    assert_eq!(report.addressable, report.interactive - 1);
 
     Box::new(observer).close().await;
     site.shutdown().await;

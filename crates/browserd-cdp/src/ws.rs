@@ -18,7 +18,9 @@ use crate::transport::Transport;
 /// The largest message accepted from a remote endpoint.
 const MAX_WS_MESSAGE: usize = 512 * 1024 * 1024;
 /// The largest `/json/version` answer read.
-const MAX_HTTP_RESPONSE: u64 = 1024 * 1024;
+const MAX_HTTP_RESPONSE: usize = 1024 * 1024;
+/// How long `/json/version` may take.
+const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to connect to a remote endpoint.
 #[derive(Clone, Debug)]
@@ -82,25 +84,61 @@ pub async fn resolve_ws_url(endpoint: &str) -> Result<String, TransportError> {
     let address = if has_port { authority.to_owned() } else { format!("{authority}:80") };
     let connect_error = |message: String| TransportError::Connect { endpoint: endpoint.to_owned(), message };
 
-    let mut stream = TcpStream::connect(&address).await.map_err(|err| connect_error(err.to_string()))?;
-    let request = format!("GET /json/version HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.map_err(|err| connect_error(err.to_string()))?;
-    let mut response = Vec::new();
-    stream.take(MAX_HTTP_RESPONSE).read_to_end(&mut response).await.map_err(|err| connect_error(err.to_string()))?;
-    let text = String::from_utf8_lossy(&response);
-    let (head, body) = text.split_once("\r\n\r\n").ok_or_else(|| connect_error("no HTTP answer".into()))?;
-    let status_line = head.lines().next().unwrap_or_default();
+    let fetch = async {
+        let mut stream = TcpStream::connect(&address).await.map_err(|err| connect_error(err.to_string()))?;
+        let request = format!("GET /json/version HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.map_err(|err| connect_error(err.to_string()))?;
+        read_http_response(&mut stream).await.map_err(connect_error)
+    };
+    let (status_line, body) = tokio::time::timeout(HTTP_TIMEOUT, fetch)
+        .await
+        .map_err(|_| connect_error(format!("/json/version did not answer within {HTTP_TIMEOUT:?}")))??;
     if status_line.split_whitespace().nth(1) != Some("200") {
         return Err(connect_error(format!(
             "/json/version answered `{status_line}`; is this a Chromium DevTools endpoint?"
         )));
     }
-    let version: Value = serde_json::from_str(body.trim()).map_err(|err| TransportError::Malformed {
+    let version: Value = serde_json::from_slice(&body).map_err(|err| TransportError::Malformed {
         detail: format!("/json/version of {endpoint} is not JSON: {err}"),
     })?;
     version.get("webSocketDebuggerUrl").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
         TransportError::Malformed { detail: format!("/json/version of {endpoint} has no webSocketDebuggerUrl") }
     })
+}
+
+/// Reads one HTTP/1.1 answer: the status line and the body, delimited by `Content-Length` or by the end of the
+/// stream (the DevTools server may keep the connection open after the body).
+async fn read_http_response(stream: &mut TcpStream) -> Result<(String, Vec<u8>), String> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let mut head_end = None;
+    loop {
+        if head_end.is_none() {
+            head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|pos| pos + 4);
+        }
+        if let Some(end) = head_end {
+            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+            let length = head.lines().find_map(|line| {
+                let (name, value) = line.split_once(':')?;
+                name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse::<usize>().ok())?
+            });
+            if length.is_some_and(|length| buf.len() >= end + length) {
+                let length = length.unwrap_or_default();
+                let status = head.lines().next().unwrap_or_default().to_owned();
+                return Ok((status, buf[end..end + length].to_vec()));
+            }
+        }
+        if buf.len() > MAX_HTTP_RESPONSE {
+            return Err(format!("the answer exceeds {MAX_HTTP_RESPONSE} bytes"));
+        }
+        let n = stream.read(&mut chunk).await.map_err(|err| err.to_string())?;
+        if n == 0 {
+            let Some(end) = head_end else { return Err("the connection closed before an HTTP answer".into()) };
+            let status = String::from_utf8_lossy(&buf[..end]).lines().next().unwrap_or_default().to_owned();
+            return Ok((status, buf[end..].to_vec()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// CDP over one WebSocket, one text frame per message.

@@ -1,6 +1,9 @@
 //! Actions: resolve the target, check actionability (attached, visible, stable, enabled/editable, hit test), dispatch
 //! real input, settle, gather effects and verify `expected` under one deadline; de-duplication by request id.
 
+// `Fail` carries the covering element and candidates by value; it is built once per failed action.
+#![allow(clippy::result_large_err)]
+
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
@@ -9,8 +12,8 @@ use std::time::{Duration, Instant};
 use browserd_cdp::{CdpError, SessionId};
 use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{
-    ActParams, ActionKind, ActionResult, CoveringElement, Dispatch, DownloadInfo, Expectation,
-    ExpectationResult, NodeRef, Observation, Outcome, Postcondition, ScrollDirection, codes,
+    ActParams, ActionKind, ActionResult, CoveringElement, Dispatch, DownloadInfo, Expectation, ExpectationResult,
+    NodeRef, Observation, Outcome, Postcondition, ScrollDirection, codes,
 };
 use serde_json::{Value, json};
 
@@ -23,9 +26,54 @@ use crate::state::{Line, LogEvent};
 const PATIENCE: Duration = Duration::from_millis(1000);
 /// DOM quiet time that ends the settle window.
 const QUIET_MS: f64 = 40.0;
+/// DOM quiet time when expectations decide the end of the wait.
+const QUIET_EXPECTING_MS: f64 = 15.0;
 /// Longest settle window when nothing is expected.
 const MAX_SETTLE: Duration = Duration::from_millis(600);
 const GROUP: &str = "browserd-act";
+
+/// One round trip of actionability for same-process targets: state, scroll into view, box in top-level viewport
+/// coordinates (through same-origin frames), running animations, and whether the centre point hits the target.
+const CHECK: &str = r"function(pointNode, checkHit) {
+  const e = this; const el = e.nodeType === 1 ? e : e.parentElement;
+  const out = { connected: e.isConnected };
+  if (!out.connected || !el) return out;
+  const cs = getComputedStyle(el);
+  const tag = el.tagName;
+  const textual = (tag === 'INPUT' && !['checkbox','radio','button','submit','reset','file','image','range','color'].includes(el.type)) || tag === 'TEXTAREA';
+  out.visible = cs.visibility !== 'hidden' && cs.display !== 'none';
+  out.disabled = !!(el.disabled || (el.closest && el.closest('[aria-disabled=true],fieldset[disabled]')));
+  out.readonly = !!el.readOnly;
+  out.editable = (textual && !el.readOnly && !el.disabled) || !!el.isContentEditable;
+  out.tag = tag; out.type = el.type || '';
+  out.animating = document.getAnimations().length > 0;
+  const p = pointNode || el;
+  if (p.scrollIntoViewIfNeeded) p.scrollIntoViewIfNeeded(true); else p.scrollIntoView({ block: 'center' });
+  let r = null;
+  for (const x of p.getClientRects()) { if (x.width >= 1 && x.height >= 1) { r = x; break; } }
+  if (!r) { out.box = null; return out; }
+  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+  let ox = 0, oy = 0, w = el.ownerDocument.defaultView, outer = null;
+  try {
+    while (w.frameElement) {
+      const f = w.frameElement, fr = f.getBoundingClientRect(), fs = getComputedStyle(f);
+      ox += fr.left + parseFloat(fs.borderLeftWidth) + parseFloat(fs.paddingLeft);
+      oy += fr.top + parseFloat(fs.borderTopWidth) + parseFloat(fs.paddingTop);
+      outer = f; w = w.parent;
+    }
+  } catch (err) { out.crossFrame = true; return out; }
+  out.box = [r.left + ox, r.top + oy, r.width, r.height];
+  if (checkHit) {
+    let h = el.ownerDocument.elementFromPoint(cx, cy);
+    while (h && h.shadowRoot) { const d = h.shadowRoot.elementFromPoint(cx, cy); if (!d || d === h) break; h = d; }
+    let inside = false;
+    for (let n = h; n; n = n.parentNode || n.host) { if (n === e) { inside = true; break; } }
+    if (!inside && h) { const l = h.closest && h.closest('label'); if (l && l.control === e) inside = true; }
+    if (inside && outer) inside = w.document.elementFromPoint(cx + ox, cy + oy) === outer;
+    out.hitInside = inside;
+  }
+  return out;
+}";
 
 /// A failure that ends the action.
 #[derive(Debug)]
@@ -57,7 +105,9 @@ fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
             let f = Fail::new(codes::CONNECTION_LOST, format!("{what}: {e}"));
             if dispatched { f.unknown() } else { f }
         }
-        CdpError::Cancelled => Fail { outcome: Outcome::Cancelled, ..Fail::new(codes::CANCELLED, format!("{what}: cancelled")) },
+        CdpError::Cancelled => {
+            Fail { outcome: Outcome::Cancelled, ..Fail::new(codes::CANCELLED, format!("{what}: cancelled")) }
+        }
         _ => Fail::new(codes::ACTION_FAILED, format!("{what}: {e}")),
     }
 }
@@ -78,7 +128,12 @@ impl QuadBox {
 }
 
 /// The offset of a frame's viewport inside the top-level viewport (sums OOPIF owner boxes).
-async fn frame_offset(p: &ChromiumProvider, tab: TabHandle, frame: &str, deadline: Instant) -> Result<(f64, f64), String> {
+async fn frame_offset(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    frame: &str,
+    deadline: Instant,
+) -> Result<(f64, f64), String> {
     let mut off = (0.0, 0.0);
     let mut current = frame.to_owned();
     for _ in 0..16 {
@@ -187,10 +242,18 @@ pub(crate) async fn act(
                 return Ok(r);
             }
             Some(Dedup::Done(..)) => {
-                return Ok(refused(ctx, codes::DUPLICATE_REQUEST, format!("requestId {id} was already used with another payload; use a new requestId")));
+                return Ok(refused(
+                    ctx,
+                    codes::DUPLICATE_REQUEST,
+                    format!("requestId {id} was already used with another payload; use a new requestId"),
+                ));
             }
             Some(Dedup::Running) => {
-                return Ok(refused(ctx, codes::DUPLICATE_REQUEST, format!("requestId {id} is still running; wait for its result instead of resending")));
+                return Ok(refused(
+                    ctx,
+                    codes::DUPLICATE_REQUEST,
+                    format!("requestId {id} is still running; wait for its result instead of resending"),
+                ));
             }
             None => {
                 d.insert(id.clone(), Dedup::Running);
@@ -243,7 +306,10 @@ async fn act_inner(
     params: &ActParams,
 ) -> Result<ActionResult, ProviderError> {
     let t0 = Instant::now();
-    let default = if matches!(params.action, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload) {
+    let default = if matches!(
+        params.action,
+        ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload
+    ) {
         Duration::from_secs(30)
     } else {
         Duration::from_secs(10)
@@ -252,7 +318,10 @@ async fn act_inner(
     let deadline = t0 + budget;
     let lock = p.tab_lock(tab);
     let _guard = tokio::time::timeout(remaining(deadline), lock.lock()).await.map_err(|_| {
-        ProviderError::new(ProviderErrorKind::Timeout, format!("tab {tab} stayed busy with another operation until the deadline; retry later"))
+        ProviderError::new(
+            ProviderErrorKind::Timeout,
+            format!("tab {tab} stayed busy with another operation until the deadline; retry later"),
+        )
     })?;
     let queue = t0.elapsed();
     let session = p.ensure_attached(tab, deadline).await?;
@@ -323,7 +392,10 @@ async fn act_inner(
         }
     }
     for s in &run.sessions_used {
-        let _ = p.cdp.call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_millis(200)).await;
+        let _ = p
+            .cdp
+            .call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_millis(200))
+            .await;
     }
     run.res.timings.serialize = ms(s0.elapsed());
     Ok(run.res)
@@ -342,7 +414,8 @@ impl Run<'_> {
         let s = target.as_str().trim();
         let is_ref = {
             let rest = s.strip_prefix('f').map_or(Some(s), |r| r.find('e').map(|i| &r[i..]));
-            rest.and_then(|r| r.strip_prefix('e')).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
+            rest.and_then(|r| r.strip_prefix('e'))
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
         };
         let r = if is_ref {
             s.to_owned()
@@ -403,7 +476,12 @@ impl Run<'_> {
     async fn object(&self, res: &Resolved) -> Result<String, Fail> {
         match self
             .p
-            .call(Some(&res.session), "DOM.resolveNode", json!({"backendNodeId": res.backend, "objectGroup": GROUP}), self.deadline)
+            .call(
+                Some(&res.session),
+                "DOM.resolveNode",
+                json!({"backendNodeId": res.backend, "objectGroup": GROUP}),
+                self.deadline,
+            )
             .await
         {
             Ok(v) => v["object"]["objectId"]
@@ -430,7 +508,10 @@ impl Run<'_> {
             .await
             .map_err(|e| cdp_fail(&e, "reading the node", false))?;
         if let Some(ex) = v.get("exceptionDetails") {
-            return Err(Fail::new(codes::ACTION_FAILED, format!("page script failed: {}", ex["text"].as_str().unwrap_or("exception"))));
+            return Err(Fail::new(
+                codes::ACTION_FAILED,
+                format!("page script failed: {}", ex["text"].as_str().unwrap_or("exception")),
+            ));
         }
         Ok(v["result"]["value"].clone())
     }
@@ -444,14 +525,21 @@ impl Run<'_> {
           const textual = (tag === 'INPUT' && !['checkbox','radio','button','submit','reset','file','image','range','color'].includes(el.type)) || tag === 'TEXTAREA';
           return { connected: e.isConnected, disabled, readonly: !!(el && el.readOnly), editable: (textual && !el.readOnly && !el.disabled) || !!(el && el.isContentEditable),
                    visible: !!cs && cs.visibility !== 'hidden' && cs.display !== 'none', tag, type: (el && el.type) || '',
-                   ce: !!(el && el.isContentEditable), maxlength: el && el.maxLength > 0 ? el.maxLength : null };
+                   ce: !!(el && el.isContentEditable), maxlength: el && el.maxLength > 0 ? el.maxLength : null,
+                   animating: document.getAnimations().length > 0 };
         }";
         self.call_on(&res.session, obj, PROBE, json!([])).await
     }
 
     /// Waits for the node to be attached, visible, stable, enabled (and editable), and — with `hit` — to be what
     /// receives a click at its centre. Returns the click point in top-level viewport coordinates.
-    async fn actionable(&mut self, res: &Resolved, editable: bool, hit: bool, enabled: bool) -> Result<(f64, f64), Fail> {
+    async fn actionable(
+        &mut self,
+        res: &Resolved,
+        editable: bool,
+        hit: bool,
+        enabled: bool,
+    ) -> Result<(f64, f64), Fail> {
         let give_up = (Instant::now() + PATIENCE).min(self.deadline);
         loop {
             let attempt = self.actionable_once(res, editable, hit, enabled).await;
@@ -465,12 +553,33 @@ impl Run<'_> {
         }
     }
 
-    async fn actionable_once(&mut self, res: &Resolved, editable: bool, hit: bool, enabled: bool) -> Result<(f64, f64), Fail> {
+    async fn actionable_once(
+        &mut self,
+        res: &Resolved,
+        editable: bool,
+        hit: bool,
+        enabled: bool,
+    ) -> Result<(f64, f64), Fail> {
         if let Some(d) = self.dialog_open() {
-            return Err(Fail::new(codes::DIALOG_BLOCKING, format!("a {} dialog is open ({}); handle it with the dialog action first", d.kind, truncate(&d.message, 80))));
+            return Err(Fail::new(
+                codes::DIALOG_BLOCKING,
+                format!(
+                    "a {} dialog is open ({}); handle it with the dialog action first",
+                    d.kind,
+                    truncate(&d.message, 80)
+                ),
+            ));
         }
         let obj = self.object(res).await?;
-        let pr = self.probe(res, &obj).await?;
+        let point_arg = if res.point_backend == res.backend {
+            json!({"value": null})
+        } else {
+            let p = Resolved { point_backend: res.point_backend, backend: res.point_backend, ..res.clone() };
+            json!({"objectId": self.object(&p).await?})
+        };
+        let oop = res.session != self.session;
+        let args = json!([point_arg.clone(), {"value": hit && !oop}]);
+        let pr = self.call_on(&res.session, &obj, CHECK, args.clone()).await?;
         if pr["connected"] != json!(true) {
             return Err(Fail::new(codes::STALE_TARGET, "the node was removed from the document; observe again"));
         }
@@ -484,18 +593,58 @@ impl Run<'_> {
             let why = if pr["readonly"] == json!(true) { "read-only" } else { "not an editable field" };
             return Err(Fail::new(codes::NOT_ACTIONABLE, format!("the node is {why}")));
         }
-        let _ = self
-            .p
-            .call(Some(&res.session), "DOM.scrollIntoViewIfNeeded", json!({"backendNodeId": res.backend}), self.deadline)
-            .await;
-        let a = quad_center(self.p, self.tab, res, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
-        tokio::time::sleep(Duration::from_millis(16)).await;
-        let b = quad_center(self.p, self.tab, res, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
-        if (a.left - b.left).abs() > 1.0 || (a.top - b.top).abs() > 1.0 || (a.width - b.width).abs() > 1.0 {
-            return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is moving (animation or layout shift)"));
+        if oop || pr["crossFrame"] == json!(true) {
+            // Out-of-process frame: geometry through CDP quads plus the owner chain, hit test per session.
+            let _ = self
+                .p
+                .call(
+                    Some(&res.session),
+                    "DOM.scrollIntoViewIfNeeded",
+                    json!({"backendNodeId": res.point_backend}),
+                    self.deadline,
+                )
+                .await;
+            let a = quad_center(self.p, self.tab, res, self.deadline)
+                .await
+                .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
+            let b = if pr["animating"] == json!(true) {
+                tokio::time::sleep(Duration::from_millis(16)).await;
+                quad_center(self.p, self.tab, res, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?
+            } else {
+                a
+            };
+            if (a.left - b.left).abs() > 1.0 || (a.top - b.top).abs() > 1.0 || (a.width - b.width).abs() > 1.0 {
+                return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is moving (animation or layout shift)"));
+            }
+            let (x, y) = b.center();
+            if hit {
+                self.hit_test(res, &obj, x, y).await?;
+            }
+            return Ok((x, y));
         }
-        let (x, y) = b.center();
-        if hit {
+        let boxed = |v: &Value| -> Option<QuadBox> {
+            let b = v["box"].as_array()?;
+            Some(QuadBox {
+                left: b.first()?.as_f64()?,
+                top: b.get(1)?.as_f64()?,
+                width: b.get(2)?.as_f64()?,
+                height: b.get(3)?.as_f64()?,
+            })
+        };
+        let a = boxed(&pr).ok_or_else(|| Fail::new(codes::NOT_ACTIONABLE, "the node has no visible box (zero size)"))?;
+        let mut last = pr;
+        if last["animating"] == json!(true) {
+            // Stable box: with animations running, two samples one frame apart must agree.
+            tokio::time::sleep(Duration::from_millis(16)).await;
+            last = self.call_on(&res.session, &obj, CHECK, args).await?;
+            let b = boxed(&last).ok_or_else(|| Fail::new(codes::NOT_ACTIONABLE, "the node lost its box"))?;
+            if (a.left - b.left).abs() > 1.0 || (a.top - b.top).abs() > 1.0 || (a.width - b.width).abs() > 1.0 {
+                return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is moving (animation or layout shift)"));
+            }
+        }
+        let (x, y) = boxed(&last).unwrap_or(a).center();
+        if hit && last["hitInside"] != json!(true) {
+            // Something else takes the point: describe it precisely through CDP (this also re-checks the hit).
             self.hit_test(res, &obj, x, y).await?;
         }
         Ok((x, y))
@@ -504,7 +653,9 @@ impl Run<'_> {
     async fn hit_test(&mut self, res: &Resolved, obj: &str, x: f64, y: f64) -> Result<(), Fail> {
         // Hit-test in the target's own frame session at frame-local coordinates; for OOPIFs also check that the
         // top-level point lands on the frame's owner chain.
-        let (ox, oy) = frame_offset(self.p, self.tab, &res.frame_id, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
+        let (ox, oy) = frame_offset(self.p, self.tab, &res.frame_id, self.deadline)
+            .await
+            .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
         if res.session != self.session {
             let (tsx, tsy) = self.scroll_of(&self.session.clone()).await;
             let top = self
@@ -514,14 +665,21 @@ impl Run<'_> {
                 .map_err(|e| cdp_fail(&e, "hit-testing the point", false))?;
             let tag = self
                 .p
-                .call(Some(&self.session), "DOM.describeNode", json!({"backendNodeId": top["backendNodeId"]}), self.deadline)
+                .call(
+                    Some(&self.session),
+                    "DOM.describeNode",
+                    json!({"backendNodeId": top["backendNodeId"]}),
+                    self.deadline,
+                )
                 .await
                 .map(|v| v["node"]["nodeName"].as_str().unwrap_or_default().to_ascii_lowercase())
                 .unwrap_or_default();
             if tag != "iframe" && tag != "frame" {
                 let main = self.p.st().tabs.get(&self.tab).map(|t| t.target_id.clone()).unwrap_or_default();
                 let frame = top["frameId"].as_str().unwrap_or(&main).to_owned();
-                return Err(self.covered(&self.session.clone(), &frame, top["backendNodeId"].as_i64().unwrap_or(0)).await);
+                return Err(self
+                    .covered(&self.session.clone(), &frame, top["backendNodeId"].as_i64().unwrap_or(0))
+                    .await);
             }
         }
         let (sx, sy) = self.scroll_of(&res.session).await;
@@ -539,7 +697,12 @@ impl Run<'_> {
         if hit_frame == res.frame_id {
             let hobj = self
                 .p
-                .call(Some(&res.session), "DOM.resolveNode", json!({"backendNodeId": hb, "objectGroup": GROUP}), self.deadline)
+                .call(
+                    Some(&res.session),
+                    "DOM.resolveNode",
+                    json!({"backendNodeId": hb, "objectGroup": GROUP}),
+                    self.deadline,
+                )
                 .await
                 .ok()
                 .and_then(|v| v["object"]["objectId"].as_str().map(str::to_owned));
@@ -576,7 +739,12 @@ impl Run<'_> {
         let mut chosen = backend;
         if let Ok(v) = self
             .p
-            .call(Some(session), "Accessibility.getPartialAXTree", json!({"backendNodeId": backend, "fetchRelatives": true}), self.deadline)
+            .call(
+                Some(session),
+                "Accessibility.getPartialAXTree",
+                json!({"backendNodeId": backend, "fetchRelatives": true}),
+                self.deadline,
+            )
             .await
         {
             let nodes = v["nodes"].as_array().cloned().unwrap_or_default();
@@ -587,7 +755,17 @@ impl Run<'_> {
                 let Some(n) = cur else { break };
                 let r = n["role"]["value"].as_str().unwrap_or_default();
                 let nm = n["name"]["value"].as_str().unwrap_or_default();
-                let boring = matches!(r, "generic" | "none" | "StaticText" | "paragraph" | "InlineTextBox" | "LineBreak" | "" | "presentation");
+                let boring = matches!(
+                    r,
+                    "generic"
+                        | "none"
+                        | "StaticText"
+                        | "paragraph"
+                        | "InlineTextBox"
+                        | "LineBreak"
+                        | ""
+                        | "presentation"
+                );
                 if !n["ignored"].as_bool().unwrap_or(false) && (!boring || !nm.is_empty()) && r != "RootWebArea" {
                     role = r.to_owned();
                     nm.clone_into(&mut name);
@@ -623,7 +801,10 @@ impl Run<'_> {
         };
         let mut f = Fail::new(
             codes::NOT_ACTIONABLE,
-            format!("the target is covered by {role} {:?} [{node_ref}] which would receive the click; act on it first (e.g. dismiss it)", truncate(&name, 60)),
+            format!(
+                "the target is covered by {role} {:?} [{node_ref}] which would receive the click; act on it first (e.g. dismiss it)",
+                truncate(&name, 60)
+            ),
         );
         f.covering = Some(CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) });
         f
@@ -739,7 +920,11 @@ impl Run<'_> {
             if chars.peek().is_none_or(|n| n.is_ascii()) {
                 let chunk = std::mem::take(&mut run);
                 let len = chunk.encode_utf16().count();
-                self.input("Input.imeSetComposition", json!({"text": chunk, "selectionStart": len, "selectionEnd": len})).await?;
+                self.input(
+                    "Input.imeSetComposition",
+                    json!({"text": chunk, "selectionStart": len, "selectionEnd": len}),
+                )
+                .await?;
                 self.input("Input.insertText", json!({"text": chunk})).await?;
             }
         }
@@ -774,7 +959,11 @@ impl Run<'_> {
         {
             return Err(Fail::new(
                 codes::DIALOG_BLOCKING,
-                format!("a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first", d.kind, truncate(&d.message, 80)),
+                format!(
+                    "a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first",
+                    d.kind,
+                    truncate(&d.message, 80)
+                ),
             ));
         }
         match params.action {
@@ -793,7 +982,10 @@ impl Run<'_> {
                 self.res.timings.dispatch = ms(d0.elapsed());
             }
             ActionKind::Fill | ActionKind::Type => {
-                let text = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "fill/type need `value` (the text)"))?;
+                let text = params
+                    .value
+                    .clone()
+                    .ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "fill/type need `value` (the text)"))?;
                 if params.target.is_none() && params.action == ActionKind::Type {
                     let d0 = Instant::now();
                     self.type_text(&text).await?;
@@ -837,13 +1029,19 @@ impl Run<'_> {
                     self.res.dispatch = Dispatch::Observed;
                     return Err(Fail::new(
                         codes::INPUT_NOT_APPLIED,
-                        format!("after typing, the field holds {:?} instead of {:?} (maxlength, input filtering or a script rewrote it)", truncate(&after, 80), truncate(&text, 80)),
+                        format!(
+                            "after typing, the field holds {:?} instead of {:?} (maxlength, input filtering or a script rewrote it)",
+                            truncate(&after, 80),
+                            truncate(&text, 80)
+                        ),
                     ));
                 }
                 self.res.dispatch = Dispatch::Observed;
             }
             ActionKind::Press => {
-                let chord = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "press needs `value`, e.g. `Enter` or `Control+A`"))?;
+                let chord = params.value.clone().ok_or_else(|| {
+                    Fail::new(codes::INVALID_PARAMS, "press needs `value`, e.g. `Enter` or `Control+A`")
+                })?;
                 if params.target.is_some() {
                     let res = self.resolve(params.target.as_ref())?;
                     self.res.timings.resolve = ms(r0.elapsed());
@@ -862,7 +1060,9 @@ impl Run<'_> {
                 self.res.timings.dispatch = ms(d0.elapsed());
             }
             ActionKind::Select => {
-                let want = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "select needs `value` (an option label or value)"))?;
+                let want = params.value.clone().ok_or_else(|| {
+                    Fail::new(codes::INVALID_PARAMS, "select needs `value` (an option label or value)")
+                })?;
                 let res = self.resolve(params.target.as_ref())?;
                 self.res.timings.resolve = ms(r0.elapsed());
                 let a0 = Instant::now();
@@ -893,7 +1093,10 @@ impl Run<'_> {
                 let after = self.read_value(&res).await?;
                 self.res.effects.value = Some(after.clone());
                 if after != v["value"].as_str().unwrap_or_default() {
-                    return Err(Fail::new(codes::INPUT_NOT_APPLIED, format!("the select holds {after:?} after choosing {want:?}; a script reverted it")));
+                    return Err(Fail::new(
+                        codes::INPUT_NOT_APPLIED,
+                        format!("the select holds {after:?} after choosing {want:?}; a script reverted it"),
+                    ));
                 }
                 self.res.dispatch = Dispatch::Observed;
             }
@@ -906,7 +1109,8 @@ impl Run<'_> {
                     return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is not a checkbox, radio or switch"));
                 };
                 if now == want {
-                    self.res.message = Some(format!("already {}; nothing sent", if want { "checked" } else { "unchecked" }));
+                    self.res.message =
+                        Some(format!("already {}; nothing sent", if want { "checked" } else { "unchecked" }));
                     self.res.outcome = Outcome::Succeeded;
                     return Ok(());
                 }
@@ -918,18 +1122,37 @@ impl Run<'_> {
                 let after = self.checked(&res).await?;
                 if after != Some(want) {
                     self.res.dispatch = Dispatch::Observed;
-                    return Err(Fail::new(codes::INPUT_NOT_APPLIED, format!("the click did not {} it (a radio cannot be unchecked by clicking; a script may revert it)", if want { "check" } else { "uncheck" })));
+                    return Err(Fail::new(
+                        codes::INPUT_NOT_APPLIED,
+                        format!(
+                            "the click did not {} it (a radio cannot be unchecked by clicking; a script may revert it)",
+                            if want { "check" } else { "uncheck" }
+                        ),
+                    ));
                 }
                 self.res.dispatch = Dispatch::Observed;
             }
             ActionKind::Scroll => self.scroll(params).await?,
-            ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload => self.navigate(params).await?,
+            ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload => {
+                self.navigate(params).await?
+            }
             ActionKind::Upload => {
-                let path = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "upload needs `value` (an authorised file path)"))?;
-                let canon = std::fs::canonicalize(&path).map_err(|e| Fail::new(codes::INVALID_PARAMS, format!("cannot read {path}: {e}")))?;
-                let allowed = self.p.config.upload_roots.iter().any(|root| std::fs::canonicalize(root).is_ok_and(|r| canon.starts_with(r)));
+                let path = params.value.clone().ok_or_else(|| {
+                    Fail::new(codes::INVALID_PARAMS, "upload needs `value` (an authorised file path)")
+                })?;
+                let canon = std::fs::canonicalize(&path)
+                    .map_err(|e| Fail::new(codes::INVALID_PARAMS, format!("cannot read {path}: {e}")))?;
+                let allowed = self
+                    .p
+                    .config
+                    .upload_roots
+                    .iter()
+                    .any(|root| std::fs::canonicalize(root).is_ok_and(|r| canon.starts_with(r)));
                 if !allowed || !canon.is_file() {
-                    return Err(Fail::new(codes::POLICY_DENIED, format!("{path} is not inside an authorised upload directory; ask the user to authorise it")));
+                    return Err(Fail::new(
+                        codes::POLICY_DENIED,
+                        format!("{path} is not inside an authorised upload directory; ask the user to authorise it"),
+                    ));
                 }
                 let res = self.resolve(params.target.as_ref())?;
                 self.res.timings.resolve = ms(r0.elapsed());
@@ -940,12 +1163,24 @@ impl Run<'_> {
                 }
                 let d0 = Instant::now();
                 self.p
-                    .call(Some(&res.session), "DOM.setFileInputFiles", json!({"files": [canon], "backendNodeId": res.backend}), self.deadline)
+                    .call(
+                        Some(&res.session),
+                        "DOM.setFileInputFiles",
+                        json!({"files": [canon], "backendNodeId": res.backend}),
+                        self.deadline,
+                    )
                     .await
                     .map_err(|e| cdp_fail(&e, "setting the file", false))?;
                 self.res.dispatch = Dispatch::Dispatched;
                 self.res.timings.dispatch = ms(d0.elapsed());
-                let n = self.call_on(&res.session, &obj, "function(){ return Array.from(this.files || []).map(f => f.name).join(','); }", json!([])).await?;
+                let n = self
+                    .call_on(
+                        &res.session,
+                        &obj,
+                        "function(){ return Array.from(this.files || []).map(f => f.name).join(','); }",
+                        json!([]),
+                    )
+                    .await?;
                 let name = Path::new(&canon).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 if n.as_str() != Some(name.as_str()) {
                     return Err(Fail::new(codes::INPUT_NOT_APPLIED, format!("the input holds {n} instead of {name}")));
@@ -989,26 +1224,35 @@ impl Run<'_> {
                     t.dialog = None;
                 }
                 self.res.timings.dispatch = ms(d0.elapsed());
-                self.res.message = Some(format!("{} the {} dialog", if accept { "accepted" } else { "dismissed" }, d.kind));
+                self.res.message =
+                    Some(format!("{} the {} dialog", if accept { "accepted" } else { "dismissed" }, d.kind));
             }
         }
         Ok(())
     }
 
     async fn drag(&mut self, x1: f64, y1: f64, x2: f64, y2: f64) -> Result<(), Fail> {
-        let _ = self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": true}), self.deadline).await;
+        let _ =
+            self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": true}), self.deadline).await;
         let mut events = self.p.cdp.session_events(&self.session);
         self.mouse("mouseMoved", x1, y1, 0).await?;
         self.mouse("mousePressed", x1, y1, 1).await?;
         let mut intercepted: Option<Value> = None;
         for i in 1..=5 {
             let f = f64::from(i) / 5.0;
-            self.mouse("mouseMoved", x1 + (x2 - x1) * f, y1 + (y2 - y1) * f, 0).await?;
+            let (x, y) = (x1 + (x2 - x1) * f, y1 + (y2 - y1) * f);
+            self.input(
+                "Input.dispatchMouseEvent",
+                json!({"type": "mouseMoved", "x": x, "y": y, "button": "left", "buttons": 1}),
+            )
+            .await?;
             if intercepted.is_none() {
                 // HTML5 drag-and-drop: the browser hands the drag to us once the pointer moved far enough.
                 let wait = if i == 1 { 150 } else { 20 };
                 let until = Instant::now() + Duration::from_millis(wait);
-                while let Ok(Ok(ev)) = tokio::time::timeout(until.saturating_duration_since(Instant::now()), events.recv()).await {
+                while let Ok(Ok(ev)) =
+                    tokio::time::timeout(until.saturating_duration_since(Instant::now()), events.recv()).await
+                {
                     if ev.method == "Input.dragIntercepted" {
                         intercepted = Some(ev.params["data"].clone());
                         break;
@@ -1022,7 +1266,8 @@ impl Run<'_> {
             }
         }
         self.mouse("mouseReleased", x2, y2, 1).await?;
-        let _ = self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": false}), self.deadline).await;
+        let _ =
+            self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": false}), self.deadline).await;
         Ok(())
     }
 
@@ -1030,7 +1275,12 @@ impl Run<'_> {
         let v = self
             .p
             .cdp
-            .call(Some(session), "Runtime.evaluate", json!({"expression": expr, "returnByValue": true}), remaining(self.deadline).min(Duration::from_millis(2000)))
+            .call(
+                Some(session),
+                "Runtime.evaluate",
+                json!({"expression": expr, "returnByValue": true}),
+                remaining(self.deadline).min(Duration::from_millis(2000)),
+            )
             .await?;
         Ok(v["result"]["value"].clone())
     }
@@ -1050,7 +1300,10 @@ impl Run<'_> {
                 (x, y, Some(self.object(res).await?), res.session.clone())
             }
             None => {
-                let v = self.eval(&self.session, "[innerWidth / 2, innerHeight / 2]").await.map_err(|e| cdp_fail(&e, "reading the viewport", false))?;
+                let v = self
+                    .eval(&self.session, "[innerWidth / 2, innerHeight / 2]")
+                    .await
+                    .map_err(|e| cdp_fail(&e, "reading the viewport", false))?;
                 (v[0].as_f64().unwrap_or(400.0), v[1].as_f64().unwrap_or(300.0), None, self.session.clone())
             }
         };
@@ -1089,7 +1342,11 @@ impl Run<'_> {
                 ScrollDirection::Left => (-w, 0.0),
                 ScrollDirection::Right => (w, 0.0),
             };
-            self.input("Input.dispatchMouseEvent", json!({"type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy})).await?;
+            self.input(
+                "Input.dispatchMouseEvent",
+                json!({"type": "mouseWheel", "x": x, "y": y, "deltaX": dx, "deltaY": dy}),
+            )
+            .await?;
             // Wait for the scroll to land (wheel scrolling is asynchronous).
             let mut moved = false;
             for _ in 0..20 {
@@ -1114,7 +1371,10 @@ impl Run<'_> {
                     self.res.dispatch = Dispatch::Observed;
                     break;
                 }
-                return Err(Fail::new(codes::TARGET_NOT_FOUND, format!("scrolled to the end without finding {:?}", params.until_text.clone().unwrap_or_default())));
+                return Err(Fail::new(
+                    codes::TARGET_NOT_FOUND,
+                    format!("scrolled to the end without finding {:?}", params.until_text.clone().unwrap_or_default()),
+                ));
             }
         }
         self.res.timings.dispatch = ms(d0.elapsed());
@@ -1146,9 +1406,16 @@ impl Run<'_> {
         let s = self.session.clone();
         let r = match params.action {
             ActionKind::Navigate => {
-                let url = params.value.clone().ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "navigate needs `value` (the URL)"))?;
+                let url = params
+                    .value
+                    .clone()
+                    .ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "navigate needs `value` (the URL)"))?;
                 self.res.dispatch = Dispatch::Dispatched;
-                let r = self.p.call(Some(&s), "Page.navigate", json!({"url": url}), self.deadline).await.map_err(|e| cdp_fail(&e, "navigating", true))?;
+                let r = self
+                    .p
+                    .call(Some(&s), "Page.navigate", json!({"url": url}), self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "navigating", true))?;
                 if let Some(err) = r["errorText"].as_str().filter(|e| !e.is_empty()) {
                     return Err(Fail::new(codes::ACTION_FAILED, format!("navigation to {url} failed: {err}")));
                 }
@@ -1156,15 +1423,29 @@ impl Run<'_> {
             }
             ActionKind::Reload => {
                 self.res.dispatch = Dispatch::Dispatched;
-                self.p.call(Some(&s), "Page.reload", json!({}), self.deadline).await.map_err(|e| cdp_fail(&e, "reloading", true))?
+                self.p
+                    .call(Some(&s), "Page.reload", json!({}), self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "reloading", true))?
             }
             _ => {
-                let h = self.p.call(Some(&s), "Page.getNavigationHistory", json!({}), self.deadline).await.map_err(|e| cdp_fail(&e, "reading history", false))?;
+                let h = self
+                    .p
+                    .call(Some(&s), "Page.getNavigationHistory", json!({}), self.deadline)
+                    .await
+                    .map_err(|e| cdp_fail(&e, "reading history", false))?;
                 let cur = h["currentIndex"].as_i64().unwrap_or(0);
                 let idx = if params.action == ActionKind::Back { cur - 1 } else { cur + 1 };
-                let entry = h["entries"].as_array().and_then(|e| usize::try_from(idx).ok().and_then(|i| e.get(i))).cloned();
+                let entry =
+                    h["entries"].as_array().and_then(|e| usize::try_from(idx).ok().and_then(|i| e.get(i))).cloned();
                 let Some(entry) = entry else {
-                    return Err(Fail::new(codes::ACTION_FAILED, format!("there is no history entry to go {}", if params.action == ActionKind::Back { "back to" } else { "forward to" })));
+                    return Err(Fail::new(
+                        codes::ACTION_FAILED,
+                        format!(
+                            "there is no history entry to go {}",
+                            if params.action == ActionKind::Back { "back to" } else { "forward to" }
+                        ),
+                    ));
                 };
                 self.res.dispatch = Dispatch::Dispatched;
                 self.p
@@ -1180,7 +1461,11 @@ impl Run<'_> {
                 let st = self.p.st();
                 let evs = st.log_since(self.tab, self.seq0);
                 let committed = evs.iter().any(|e| matches!(e, LogEvent::Navigated(_)));
-                let loaded = committed && evs.iter().skip_while(|e| !matches!(e, LogEvent::Navigated(_))).any(|e| matches!(e, LogEvent::Loaded));
+                let loaded = committed
+                    && evs
+                        .iter()
+                        .skip_while(|e| !matches!(e, LogEvent::Navigated(_)))
+                        .any(|e| matches!(e, LogEvent::Loaded));
                 let same = evs.iter().any(|e| matches!(e, LogEvent::SameDocument(_)));
                 (committed, loaded, same)
             };
@@ -1195,7 +1480,11 @@ impl Run<'_> {
                     self.res.message = Some("the page committed but is still loading".into());
                     break;
                 }
-                return Err(Fail::new(codes::DEADLINE_EXCEEDED, "the navigation did not commit before the deadline; it may still happen").unknown());
+                return Err(Fail::new(
+                    codes::DEADLINE_EXCEEDED,
+                    "the navigation did not commit before the deadline; it may still happen",
+                )
+                .unknown());
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
@@ -1204,7 +1493,7 @@ impl Run<'_> {
     }
 
     /// Waits for DOM quiet (or the load after a navigation), bounded.
-    async fn settle(&mut self) {
+    async fn settle(&mut self, quiet_ms: f64) {
         let start = Instant::now();
         let max = (start + MAX_SETTLE).min(self.deadline);
         loop {
@@ -1239,14 +1528,14 @@ impl Run<'_> {
             };
             let limit = if pending_load { self.deadline } else { max };
             if let Some(q) = quiet
-                && q >= QUIET_MS
+                && q >= quiet_ms
             {
                 return;
             }
             if Instant::now() >= limit {
                 return;
             }
-            let wait = quiet.map_or(15.0, |q| (QUIET_MS - q).clamp(5.0, 40.0));
+            let wait = quiet.map_or(15.0, |q| (quiet_ms - q).clamp(3.0, 40.0));
             tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
         }
     }
@@ -1254,7 +1543,15 @@ impl Run<'_> {
     /// Observes the page for the effect summary, storing a new revision.
     async fn effects_snapshot(&mut self) -> Result<(), ProviderError> {
         let o0 = Instant::now();
-        let built = build(self.p, self.tab, None, browserd_protocol::DEFAULT_MAX_NODES, browserd_protocol::DEFAULT_MAX_BYTES as usize, self.deadline).await?;
+        let built = build(
+            self.p,
+            self.tab,
+            None,
+            browserd_protocol::DEFAULT_MAX_NODES,
+            browserd_protocol::DEFAULT_MAX_BYTES as usize,
+            self.deadline,
+        )
+        .await?;
         {
             let mut st = self.p.st();
             if let Some(t) = st.tabs.get_mut(&self.tab) {
@@ -1263,13 +1560,13 @@ impl Run<'_> {
         }
         if let Some(base) = &self.baseline {
             let (added, removed) = diff(base, &built.lines);
-            self.res.effects.appeared = added.iter().filter(|l| l.node_ref.is_some()).take(15).map(|l| l.text.clone()).collect();
+            self.res.effects.appeared =
+                added.iter().filter(|l| l.node_ref.is_some()).take(15).map(|l| l.text.clone()).collect();
             self.res.effects.disappeared = removed.into_iter().take(30).map(NodeRef).collect();
         }
-        self.res.effects.focused = built
-            .focused
-            .as_ref()
-            .and_then(|f| built.lines.iter().find(|l| l.node_ref.as_deref() == Some(f.as_str())).map(|l| l.text.clone()));
+        self.res.effects.focused = built.focused.as_ref().and_then(|f| {
+            built.lines.iter().find(|l| l.node_ref.as_deref() == Some(f.as_str())).map(|l| l.text.clone())
+        });
         self.last_built = Some(built);
         self.res.timings.observe += ms(o0.elapsed());
         Ok(())
@@ -1344,7 +1641,10 @@ impl Run<'_> {
                     (n, if n { "navigated".into() } else { "no navigation".into() })
                 }
                 Expectation::NewTab => {
-                    let t: Vec<String> = evs.iter().filter_map(|e| if let LogEvent::Popup(h) = e { Some(h.to_string()) } else { None }).collect();
+                    let t: Vec<String> = evs
+                        .iter()
+                        .filter_map(|e| if let LogEvent::Popup(h) = e { Some(h.to_string()) } else { None })
+                        .collect();
                     (!t.is_empty(), if t.is_empty() { "no new tab".into() } else { format!("new tab {}", t.join(",")) })
                 }
                 Expectation::Dialog => {
@@ -1352,7 +1652,8 @@ impl Run<'_> {
                     (d, if d { "a dialog opened".into() } else { "no dialog".into() })
                 }
                 Expectation::DownloadFinished => {
-                    let d = evs.iter().any(|e| matches!(e, LogEvent::Download { info, .. } if info.state == "completed"));
+                    let d =
+                        evs.iter().any(|e| matches!(e, LogEvent::Download { info, .. } if info.state == "completed"));
                     (d, if d { "download completed".into() } else { "no finished download".into() })
                 }
                 Expectation::Url { contains } => {
@@ -1387,7 +1688,8 @@ impl Run<'_> {
                     let mut gone = true;
                     let mut detail = "gone".to_owned();
                     if let Some(t) = target {
-                        let listed = self.last_built.as_ref().is_some_and(|b| b.nodes.iter().any(|n| n.node_ref == t.as_str()));
+                        let listed =
+                            self.last_built.as_ref().is_some_and(|b| b.nodes.iter().any(|n| n.node_ref == t.as_str()));
                         if listed {
                             gone = false;
                             detail = format!("{t} is still shown");
@@ -1402,12 +1704,16 @@ impl Run<'_> {
                     (gone, detail)
                 }
                 Expectation::State { target, state } => {
-                    let node = self.last_built.as_ref().and_then(|b| b.nodes.iter().find(|n| n.node_ref == target.as_str()).cloned());
+                    let node = self
+                        .last_built
+                        .as_ref()
+                        .and_then(|b| b.nodes.iter().find(|n| n.node_ref == target.as_str()).cloned());
                     match node {
                         None => (false, format!("{target} is not shown")),
                         Some(n) => {
                             let has = |s: &str| n.states.iter().any(|x| x == s);
-                            let focused = self.last_built.as_ref().and_then(|b| b.focused.clone()).as_deref() == Some(target.as_str());
+                            let focused = self.last_built.as_ref().and_then(|b| b.focused.clone()).as_deref()
+                                == Some(target.as_str());
                             let ok = match state.as_str() {
                                 "enabled" => !has("disabled"),
                                 "unchecked" => has("unchecked") || !has("checked"),
@@ -1426,12 +1732,13 @@ impl Run<'_> {
     }
 
     async fn settle_and_verify(&mut self, params: &ActParams) {
+        let quiet = if params.expected.is_empty() { QUIET_MS } else { QUIET_EXPECTING_MS };
         loop {
-            self.settle().await;
-            if self.dialog_open().is_none() {
-                if let Err(e) = self.effects_snapshot().await {
-                    self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
-                }
+            self.settle(quiet).await;
+            if self.dialog_open().is_none()
+                && let Err(e) = self.effects_snapshot().await
+            {
+                self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
             }
             self.log_effects();
             if params.expected.is_empty() {
@@ -1453,7 +1760,13 @@ impl Run<'_> {
             }
             if !all && self.res.code.is_none() {
                 self.res.code = Some(codes::EXPECTATION_FAILED.into());
-                let failed: Vec<String> = self.res.expectations.iter().filter(|r| !r.passed).map(|r| format!("#{}: {}", r.index, r.detail)).collect();
+                let failed: Vec<String> = self
+                    .res
+                    .expectations
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(|r| format!("#{}: {}", r.index, r.detail))
+                    .collect();
                 self.res.message = Some(format!(
                     "the action ran but the expectation did not hold before the deadline ({}); check the effects before retrying",
                     failed.join("; ")
@@ -1462,7 +1775,12 @@ impl Run<'_> {
         }
         let e = &self.res.effects;
         if self.res.dispatch == Dispatch::Dispatched
-            && (e.navigated.is_some() || !e.appeared.is_empty() || !e.disappeared.is_empty() || !e.announced.is_empty() || e.dialog.is_some() || !e.tabs_opened.is_empty())
+            && (e.navigated.is_some()
+                || !e.appeared.is_empty()
+                || !e.disappeared.is_empty()
+                || !e.announced.is_empty()
+                || e.dialog.is_some()
+                || !e.tabs_opened.is_empty())
         {
             self.res.dispatch = Dispatch::Observed;
         }

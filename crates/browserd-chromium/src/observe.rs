@@ -70,7 +70,8 @@ const STRUCTURAL: &[&str] = &[
 ];
 
 /// Roles whose name is built from their content, so their text is not repeated.
-const NAME_FROM_CONTENT: &[&str] = &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
+const NAME_FROM_CONTENT: &[&str] =
+    &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
 
 /// A DOM node's facts from the snapshot.
 #[derive(Debug, Default, Clone)]
@@ -163,7 +164,9 @@ fn parse_ax(v: &Value) -> AxTree {
 /// Parses `DOMSnapshot.captureSnapshot` into per-frame node maps.
 fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
     let strings: Vec<&str> = v["strings"].as_array().into_iter().flatten().map(|s| s.as_str().unwrap_or("")).collect();
-    let s = |i: &Value| i.as_i64().and_then(|i| usize::try_from(i).ok()).and_then(|i| strings.get(i).copied()).unwrap_or("");
+    let s = |i: &Value| {
+        i.as_i64().and_then(|i| usize::try_from(i).ok()).and_then(|i| strings.get(i).copied()).unwrap_or("")
+    };
     let docs = v["documents"].as_array().cloned().unwrap_or_default();
     let frame_ids: Vec<String> = docs.iter().map(|d| s(&d["frameId"]).to_owned()).collect();
     let mut out = HashMap::new();
@@ -180,7 +183,12 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 attrs: attrs
                     .get(i)
                     .and_then(Value::as_array)
-                    .map(|a| a.chunks(2).filter(|c| c.len() == 2).map(|c| (s(&c[0]).to_owned(), s(&c[1]).to_owned())).collect())
+                    .map(|a| {
+                        a.chunks(2)
+                            .filter(|c| c.len() == 2)
+                            .map(|c| (s(&c[0]).to_owned(), s(&c[1]).to_owned()))
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 ..Default::default()
             })
@@ -200,7 +208,9 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         }
         let layout = &d["layout"];
         let mut pointer = vec![false; count];
-        for (ni, st) in layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten()) {
+        for (ni, st) in
+            layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten())
+        {
             if let Some(ni) = ni.as_u64().and_then(|x| usize::try_from(x).ok())
                 && ni < count
             {
@@ -397,10 +407,10 @@ impl Renderer<'_> {
                 _ => "unchecked".to_owned(),
             });
         }
-        if let Some(p) = n.prop("pressed") {
-            if p.as_str() == Some("true") || p.as_bool() == Some(true) {
-                s.push("pressed".into());
-            }
+        if let Some(p) = n.prop("pressed")
+            && (p.as_str() == Some("true") || p.as_bool() == Some(true))
+        {
+            s.push("pressed".into());
         }
         if role == "treeitem" {
             s.push(if n.prop("expanded").is_some() { "branch" } else { "leaf" }.into());
@@ -430,7 +440,21 @@ impl Renderer<'_> {
             }
             if let Some(t) = d.attr("type")
                 && d.tag == "input"
-                && matches!(t, "email" | "password" | "number" | "tel" | "url" | "date" | "time" | "datetime-local" | "month" | "week" | "file" | "color")
+                && matches!(
+                    t,
+                    "email"
+                        | "password"
+                        | "number"
+                        | "tel"
+                        | "url"
+                        | "date"
+                        | "time"
+                        | "datetime-local"
+                        | "month"
+                        | "week"
+                        | "file"
+                        | "color"
+                )
             {
                 s.push(format!("type={t}"));
             }
@@ -511,7 +535,11 @@ impl Renderer<'_> {
         }
         if role == "heading" {
             let level = n.prop("level").and_then(Value::as_u64).unwrap_or(2).clamp(1, 6);
-            let text = format!("{} {}", "#".repeat(usize::try_from(level).unwrap_or(2)), n.name.split_whitespace().collect::<Vec<_>>().join(" "));
+            let text = format!(
+                "{} {}",
+                "#".repeat(usize::try_from(level).unwrap_or(2)),
+                n.name.split_whitespace().collect::<Vec<_>>().join(" ")
+            );
             self.push(indent, None, truncate(&text, 120));
             let q = quote(&n.name, 40);
             if !self.context.last().is_some_and(|c| c.ends_with(&q)) {
@@ -579,7 +607,20 @@ impl Renderer<'_> {
                 self.context.push(format!("{role} {}", quote(&t, 40)));
             }
         }
-        let block = matches!(role.as_str(), "paragraph" | "listitem" | "cell" | "gridcell" | "columnheader" | "rowheader" | "blockquote" | "article" | "section" | "term" | "definition");
+        let block = matches!(
+            role.as_str(),
+            "paragraph"
+                | "listitem"
+                | "cell"
+                | "gridcell"
+                | "columnheader"
+                | "rowheader"
+                | "blockquote"
+                | "article"
+                | "section"
+                | "term"
+                | "definition"
+        );
         if block {
             self.flush_text();
         }
@@ -642,7 +683,10 @@ impl Renderer<'_> {
         }
         let dom = self.dom(frame, n).cloned();
         let mut name = n.name.clone();
-        if name.trim().is_empty() && matches!(shown, "clickable" | "focusable" | "button" | "link" | "textbox") && shown != "textbox" {
+        if name.trim().is_empty()
+            && matches!(shown, "clickable" | "focusable" | "button" | "link" | "textbox")
+            && shown != "textbox"
+        {
             let mut t = String::new();
             self.subtree_text(ax, id, &mut t);
             name = t;
@@ -666,11 +710,16 @@ impl Renderer<'_> {
         }
         let is_password = states.iter().any(|s| s == "type=password");
         let value = n.value.clone();
-        if matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider") && !value.is_empty() && value != name {
+        if matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider")
+            && !value.is_empty()
+            && value != name
+        {
             let v = if is_password { "•••".to_owned() } else { quote(&value, 60) };
             let _ = write!(line, " value={v}");
             states.push(format!("value={value}"));
-        } else if shown == "textbox" && value.is_empty() && name.trim().is_empty()
+        } else if shown == "textbox"
+            && value.is_empty()
+            && name.trim().is_empty()
             && let Some(p) = dom.as_ref().and_then(|d| d.attr("placeholder"))
         {
             let _ = write!(line, " placeholder={}", quote(p, 40));
@@ -688,7 +737,12 @@ impl Renderer<'_> {
             if !opts.is_empty() {
                 let total = opts.len();
                 let shown_opts: Vec<String> = opts.iter().take(10).map(|o| truncate(o, 30)).collect();
-                let _ = write!(line, " options=[{}{}]", shown_opts.join("|"), if total > 10 { format!("|+{}", total - 10) } else { String::new() });
+                let _ = write!(
+                    line,
+                    " options=[{}{}]",
+                    shown_opts.join("|"),
+                    if total > 10 { format!("|+{}", total - 10) } else { String::new() }
+                );
             }
         }
         if n.flag("focused") {
@@ -708,7 +762,12 @@ impl Renderer<'_> {
             self.out.node_count += 1;
             self.inter.push((idx, shown.to_owned(), name.trim().to_owned(), ctx));
             self.refs.describe(&r, shown, name.trim(), &states);
-            self.out.nodes.push(NodeSummary { node_ref: r, role: shown.to_owned(), name: name.trim().to_owned(), states });
+            self.out.nodes.push(NodeSummary {
+                node_ref: r,
+                role: shown.to_owned(),
+                name: name.trim().to_owned(),
+                states,
+            });
         } else {
             self.omitted += 1;
         }
@@ -773,14 +832,11 @@ impl Renderer<'_> {
         let mut removed = 0;
         for (i, l) in lines.iter().enumerate() {
             removed_before.push(removed);
-            let echo = l.node_ref.is_none()
-                && !l.text.starts_with('#')
-                && !l.text.ends_with(':')
-                && {
-                    let q = format!("\"{}\"", l.text.replace('"', "\\\""));
-                    lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))
-                        || (i > 0 && lines[i - 1].node_ref.is_none() && lines[i - 1].text.ends_with(&format!("{q}:")))
-                };
+            let echo = l.node_ref.is_none() && !l.text.starts_with('#') && !l.text.ends_with(':') && {
+                let q = format!("\"{}\"", l.text.replace('"', "\\\""));
+                lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))
+                    || (i > 0 && lines[i - 1].node_ref.is_none() && lines[i - 1].text.ends_with(&format!("{q}:")))
+            };
             if echo {
                 removed += 1;
             } else {
@@ -832,9 +888,9 @@ pub(crate) async fn build(
     }));
     let ax_calls: Vec<(String, SessionId)> =
         sessions.iter().flat_map(|(s, ids)| ids.iter().map(move |id| (id.clone(), s.clone()))).collect();
-    let axs = join_all(ax_calls.iter().map(|(id, s)| {
-        p.call(Some(s), "Accessibility.getFullAXTree", json!({"frameId": id}), deadline)
-    }));
+    let axs = join_all(
+        ax_calls.iter().map(|(id, s)| p.call(Some(s), "Accessibility.getFullAXTree", json!({"frameId": id}), deadline)),
+    );
     let oop: Vec<(String, String, SessionId)> = {
         let st = p.st();
         let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
@@ -848,7 +904,8 @@ pub(crate) async fn build(
             })
             .collect()
     };
-    let owners_f = join_all(oop.iter().map(|(id, _, ps)| p.call(Some(ps), "DOM.getFrameOwner", json!({"frameId": id}), deadline)));
+    let owners_f =
+        join_all(oop.iter().map(|(id, _, ps)| p.call(Some(ps), "DOM.getFrameOwner", json!({"frameId": id}), deadline)));
     let (snaps, axs, owner_res) = tokio::join!(snaps, axs, owners_f);
     let mut docs = HashMap::new();
     for r in snaps {
@@ -912,14 +969,19 @@ pub(crate) async fn build(
     let (start_frame, start_id) = match &within {
         Some((frame, backend)) => {
             let tree = trees.get(frame).ok_or_else(|| {
-                ProviderError::new(ProviderErrorKind::InvalidRequest, "STALE_TARGET: the frame of `within` is gone; observe again")
-            })?;
-            let id = tree.nodes.iter().find(|(_, n)| n.backend == Some(*backend)).map(|(k, _)| k.clone()).ok_or_else(|| {
                 ProviderError::new(
                     ProviderErrorKind::InvalidRequest,
-                    "STALE_TARGET: the node of `within` is no longer in the page; observe again",
+                    "STALE_TARGET: the frame of `within` is gone; observe again",
                 )
             })?;
+            let id = tree.nodes.iter().find(|(_, n)| n.backend == Some(*backend)).map(|(k, _)| k.clone()).ok_or_else(
+                || {
+                    ProviderError::new(
+                        ProviderErrorKind::InvalidRequest,
+                        "STALE_TARGET: the node of `within` is no longer in the page; observe again",
+                    )
+                },
+            )?;
             (frame.clone(), id)
         }
         None => {
@@ -936,6 +998,18 @@ pub(crate) async fn build(
     r.flush_text();
     r.drop_label_echoes();
     r.disambiguate();
+    // Context added after budgeting may overflow: trim from the end.
+    let mut size: usize = r.out.lines.iter().map(|l| l.text.len() + usize::from(l.indent) * 2 + 1).sum();
+    while size > max_bytes {
+        let Some(l) = r.out.lines.pop() else { break };
+        size -= l.text.len() + usize::from(l.indent) * 2 + 1;
+        r.bytes_full = true;
+        if let Some(gone) = &l.node_ref {
+            r.omitted += 1;
+            r.out.node_count = r.out.node_count.saturating_sub(1);
+            r.out.nodes.retain(|n| n.node_ref != *gone);
+        }
+    }
     let omitted = r.omitted;
     let bytes_full = r.bytes_full;
     let expand_nodes = std::mem::take(&mut r.expand);
@@ -995,12 +1069,8 @@ pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
     let old_set: HashSet<(&Option<String>, &str)> = old.iter().map(|l| (&l.node_ref, l.text.as_str())).collect();
     let new_refs: HashSet<&str> = new.iter().filter_map(|l| l.node_ref.as_deref()).collect();
     let added = new.iter().filter(|l| !old_set.contains(&(&l.node_ref, l.text.as_str()))).cloned().collect();
-    let removed = old
-        .iter()
-        .filter_map(|l| l.node_ref.as_deref())
-        .filter(|r| !new_refs.contains(r))
-        .map(str::to_owned)
-        .collect();
+    let removed =
+        old.iter().filter_map(|l| l.node_ref.as_deref()).filter(|r| !new_refs.contains(r)).map(str::to_owned).collect();
     (added, removed)
 }
 
@@ -1078,7 +1148,7 @@ pub(crate) async fn observe(
         },
     };
     let max_nodes = params.max_nodes.unwrap_or(DEFAULT_MAX_NODES).max(1);
-    let max_bytes = usize::try_from(params.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)).unwrap_or(usize::MAX).max(256);
+    let max_bytes = usize::try_from(params.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)).unwrap_or(usize::MAX).max(512) - 300;
     let built = build(p, tab, within.clone(), max_nodes, max_bytes, deadline).await?;
     let mut obs = Observation {
         url: built.url.clone(),
@@ -1096,7 +1166,17 @@ pub(crate) async fn observe(
         let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
         obs.dialog = t.dialog.clone();
         obs.load_state = t.load_state;
-        if within.is_some() {
+        if let Some(d) = &t.dialog {
+            // The page is blocked: show the dialog only, and keep the revision history as it was.
+            let line = Line {
+                indent: 0,
+                node_ref: None,
+                text: format!("{} dialog {} blocks the page; use the dialog action", d.kind, quote(&d.message, 120)),
+            };
+            obs.content = render(&[line]);
+            obs.revision = t.revision;
+            obs.cursor = cursor(p, tab, t.revision);
+        } else if within.is_some() {
             obs.content = render(&built.lines);
             obs.revision = t.revision;
             obs.cursor = cursor(p, tab, t.revision);

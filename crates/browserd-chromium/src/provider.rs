@@ -117,7 +117,8 @@ impl ChromiumProvider {
         let state = Arc::new(Mutex::new(State::default()));
         let (events_tx, _) = broadcast::channel(1024);
         let dialog_notify = Arc::new(Notify::new());
-        let pump = tokio::spawn(pump(cdp.clone(), state.clone(), events_tx.clone(), dialog_notify.clone(), alloc.clone()));
+        let pump =
+            tokio::spawn(pump(cdp.clone(), state.clone(), events_tx.clone(), dialog_notify.clone(), alloc.clone()));
         Arc::new(Self {
             cdp,
             kind,
@@ -143,7 +144,8 @@ impl ChromiumProvider {
     ) -> Result<(Arc<Self>, ManagedBrowser), LaunchError> {
         let browser = ManagedBrowser::launch(opts).await?;
         let provider = Self::new(browser.cdp().clone(), ProviderKind::Managed, alloc, config);
-        let ctx = OpContext::new(browserd_core::provider::SessionKey("launch".into()), Duration::from_secs(10), "launch");
+        let ctx =
+            OpContext::new(browserd_core::provider::SessionKey("launch".into()), Duration::from_secs(10), "launch");
         if let Err(e) = provider.connect(&ctx).await {
             return Err(LaunchError::Handshake {
                 path: browser.executable().to_path_buf(),
@@ -161,7 +163,8 @@ impl ChromiumProvider {
     ) -> Result<Arc<Self>, ProviderError> {
         let cdp = browserd_cdp::connect_ws(url).await.map_err(|e| cdp_err(&e, "connecting to the remote endpoint"))?;
         let provider = Self::new(cdp, ProviderKind::Remote, alloc, config);
-        let ctx = OpContext::new(browserd_core::provider::SessionKey("connect".into()), Duration::from_secs(10), "connect");
+        let ctx =
+            OpContext::new(browserd_core::provider::SessionKey("connect".into()), Duration::from_secs(10), "connect");
         provider.connect(&ctx).await?;
         Ok(provider)
     }
@@ -230,11 +233,12 @@ impl ChromiumProvider {
         deadline: Instant,
     ) -> Result<(), ProviderError> {
         let s = Some(session);
-        let (a, b, c, d) = tokio::join!(
+        let (a, b, c, d, _) = tokio::join!(
             self.call(s, "Page.enable", json!({}), deadline),
             self.call(s, "Runtime.enable", json!({}), deadline),
             self.call(s, "Page.addScriptToEvaluateOnNewDocument", json!({"source": TRACKER}), deadline),
             self.call(s, "Runtime.evaluate", json!({"expression": TRACKER}), deadline),
+            self.call(s, "Inspector.enable", json!({}), deadline),
         );
         for r in [a, b, c, d] {
             r.map_err(|e| cdp_err(&e, "preparing the tab session"))?;
@@ -305,7 +309,10 @@ impl ChromiumProvider {
 }
 
 pub(crate) fn gone(tab: TabHandle) -> ProviderError {
-    ProviderError::new(ProviderErrorKind::TabGone, format!("tab {tab} does not exist (closed?); list tabs and pick another"))
+    ProviderError::new(
+        ProviderErrorKind::TabGone,
+        format!("tab {tab} does not exist (closed?); list tabs and pick another"),
+    )
 }
 
 /// Registers a page target; returns its handle and whether it is new.
@@ -408,8 +415,10 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
             }
         }
         "Target.targetDestroyed" | "Target.targetCrashed" => {
-            if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.remove(id)) {
-                if let Some(t) = st.tabs.remove(&h) {
+            if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.remove(id))
+                && let Some(t) = st.tabs.remove(&h)
+            {
+                {
                     if let Some(s) = &t.session {
                         st.by_session.remove(s);
                     }
@@ -450,25 +459,38 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                     t.session = None;
                     let children: Vec<SessionId> = t.children.drain().map(|(k, _)| k).collect();
                     let asked = std::mem::take(&mut t.detaching);
+                    let reason = t.detach_reason.take();
+                    let closing = t.closing;
                     for c in children {
                         st.by_session.remove(&c);
                     }
-                    if !asked {
-                        out.push(Pumped::Provider(ProviderEvent::DebuggerDetached {
-                            tab: h,
-                            cause: DetachCause::ReplacedByOtherClient,
-                        }));
+                    if !asked && !closing {
+                        let cause = match reason.as_deref() {
+                            Some("replaced_with_devtools") => DetachCause::ReplacedByOtherClient,
+                            Some(r) if r.contains("canceled_by_user") => DetachCause::UserCancelled,
+                            _ => DetachCause::TargetClosed,
+                        };
+                        out.push(Pumped::Provider(ProviderEvent::DebuggerDetached { tab: h, cause }));
                     }
                 } else if let Some(frame) = t.children.remove(&s) {
                     t.remove_frame(&frame);
                 }
             }
         }
+        "Inspector.detached" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && t.session.as_ref() == ev.session.as_ref()
+            {
+                t.detach_reason = p["reason"].as_str().map(str::to_owned);
+            }
+        }
         "Page.frameNavigated" => {
             if let (Some(tab), Some(session)) = (session_tab, ev.session.as_ref()) {
                 let f = &p["frame"];
                 let id = f["id"].as_str().unwrap_or_default().to_owned();
-                let url = format!("{}{}", f["url"].as_str().unwrap_or_default(), f["urlFragment"].as_str().unwrap_or(""));
+                let url =
+                    format!("{}{}", f["url"].as_str().unwrap_or_default(), f["urlFragment"].as_str().unwrap_or(""));
                 let mut main = false;
                 if let Some(t) = st.tabs.get_mut(&tab) {
                     let oop = t.children.get(session) == Some(&id);
@@ -637,8 +659,18 @@ async fn setup_child(cdp: Cdp, state: Arc<Mutex<State>>, session: SessionId, tab
             while let Some((node, root)) = stack.pop() {
                 let f = &node["frame"];
                 let id = f["id"].as_str().unwrap_or_default();
-                let parent = f["parentId"].as_str().map(str::to_owned).or_else(|| tb.frames.get(id).and_then(|x| x.parent.clone()));
-                tb.upsert_frame(id, parent, f["loaderId"].as_str().unwrap_or_default(), f["url"].as_str().unwrap_or_default(), &session, root);
+                let parent = f["parentId"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| tb.frames.get(id).and_then(|x| x.parent.clone()));
+                tb.upsert_frame(
+                    id,
+                    parent,
+                    f["loaderId"].as_str().unwrap_or_default(),
+                    f["url"].as_str().unwrap_or_default(),
+                    &session,
+                    root,
+                );
                 if let Some(kids) = node["childFrames"].as_array() {
                     stack.extend(kids.iter().map(|k| (k, false)));
                 }
@@ -808,10 +840,14 @@ impl Provider for ChromiumProvider {
                 Err(_) => {
                     return Err(ProviderError::new(
                         ProviderErrorKind::OutcomeUnknown,
-                        format!("tab {tab} was asked to close but the browser did not confirm it in time; list tabs to check"),
+                        format!(
+                            "tab {tab} was asked to close but the browser did not confirm it in time; list tabs to check"
+                        ),
                     ));
                 }
-                Ok(Ok(ev)) if ev.method == "Target.targetDestroyed" && ev.params["targetId"].as_str() == Some(&target) => {
+                Ok(Ok(ev))
+                    if ev.method == "Target.targetDestroyed" && ev.params["targetId"].as_str() == Some(&target) =>
+                {
                     // The pump removes the record; give it a moment to do so.
                     for _ in 0..50 {
                         if !self.st().tabs.contains_key(&tab) {
@@ -822,7 +858,10 @@ impl Provider for ChromiumProvider {
                     return Ok(());
                 }
                 Ok(Err(broadcast::error::RecvError::Closed)) => {
-                    return Err(ProviderError::new(ProviderErrorKind::ConnectionLost, "the browser connection closed while closing the tab"));
+                    return Err(ProviderError::new(
+                        ProviderErrorKind::ConnectionLost,
+                        "the browser connection closed while closing the tab",
+                    ));
                 }
                 Ok(_) => {}
             }

@@ -40,7 +40,12 @@ pub(crate) async fn capture(
     let sy = vv["pageY"].as_f64().unwrap_or(0.0);
     let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
     let dpr_v = p
-        .call(Some(&session), "Runtime.evaluate", json!({"expression": "window.devicePixelRatio", "returnByValue": true}), deadline)
+        .call(
+            Some(&session),
+            "Runtime.evaluate",
+            json!({"expression": "window.devicePixelRatio", "returnByValue": true}),
+            deadline,
+        )
         .await
         .map_err(|e| cdp_err(&e, "reading the device pixel ratio"))?;
     let dpr = dpr_v["result"]["value"].as_f64().unwrap_or(1.0) * zoom;
@@ -49,10 +54,16 @@ pub(crate) async fn capture(
             Ok(r) => r,
             Err(RefError::TabGone) => return Err(gone(tab)),
             Err(RefError::Unknown) => {
-                return Err(ProviderError::new(ProviderErrorKind::InvalidRequest, format!("TARGET_NOT_FOUND: ref {target} was never issued; observe first")));
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    format!("TARGET_NOT_FOUND: ref {target} was never issued; observe first"),
+                ));
             }
             Err(RefError::Stale(why)) => {
-                return Err(ProviderError::new(ProviderErrorKind::InvalidRequest, format!("STALE_TARGET: ref {target} is stale: {why}; observe again")));
+                return Err(ProviderError::new(
+                    ProviderErrorKind::InvalidRequest,
+                    format!("STALE_TARGET: ref {target} is stale: {why}; observe again"),
+                ));
             }
         };
         let _ = p
@@ -91,7 +102,8 @@ pub(crate) async fn capture(
         .call(Some(&session), "Page.captureScreenshot", params, deadline)
         .await
         .map_err(|e| cdp_err(&e, "capturing the screenshot"))?;
-    let captured_at = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+    let captured_at =
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
     Ok(Screenshot {
         image_id: format!("img{}", IMAGES.fetch_add(1, Ordering::Relaxed) + 1),
         format,

@@ -141,11 +141,19 @@ pub(crate) struct Tab {
     pub(crate) claimed_by: Option<SessionKey>,
     pub(crate) closing: bool,
     pub(crate) detaching: bool,
+    /// Why the browser said it detaches us (from `Inspector.detached`).
+    pub(crate) detach_reason: Option<String>,
     pub(crate) load_state: LoadState,
 }
 
 impl Tab {
-    pub(crate) fn new(handle: TabHandle, target_id: String, url: String, title: String, opener: Option<TabHandle>) -> Self {
+    pub(crate) fn new(
+        handle: TabHandle,
+        target_id: String,
+        url: String,
+        title: String,
+        opener: Option<TabHandle>,
+    ) -> Self {
         Self {
             handle,
             target_id,
@@ -164,6 +172,7 @@ impl Tab {
             claimed_by: None,
             closing: false,
             detaching: false,
+            detach_reason: None,
             load_state: LoadState::Complete,
         }
     }

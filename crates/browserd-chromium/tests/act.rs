@@ -14,7 +14,11 @@ async fn click_with_expectation_reports_effects() {
     let o = page.observe().await;
     let del = ref_of(&o, "button \"Delete\" (in listitem \"Team lunch\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&del).expect(text("Deleted: Inbox / Team lunch"))).await;
-    assert_eq!((r.outcome, r.postcondition, r.code.as_deref()), (Outcome::Succeeded, Postcondition::Passed, None), "{r:#?}");
+    assert_eq!(
+        (r.outcome, r.postcondition, r.code.as_deref()),
+        (Outcome::Succeeded, Postcondition::Passed, None),
+        "{r:#?}"
+    );
     assert_eq!(r.dispatch, Dispatch::Observed);
     assert!(r.effects.disappeared.iter().any(|d| d.as_str() == del), "{r:#?}");
     assert!(r.timings.dispatch > 0.0 && r.timings.actionability > 0.0);
@@ -28,7 +32,9 @@ async fn expectation_failed_is_separate_from_the_action_outcome() {
     let o = page.observe().await;
     let settings = ref_of(&o, "button \"Settings\"");
     let r = page
-        .act(ActParams::new(ActionKind::Click).target(&settings).expect(text("this text never appears")).timeout_ms(600))
+        .act(
+            ActParams::new(ActionKind::Click).target(&settings).expect(text("this text never appears")).timeout_ms(600),
+        )
         .await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert_eq!(r.postcondition, Postcondition::Failed);
@@ -39,7 +45,11 @@ async fn expectation_failed_is_separate_from_the_action_outcome() {
     let o = page2.observe().await;
     let ro = ref_of(&o, "textbox \"Account ID\"");
     let r = page2.act(ActParams::new(ActionKind::Fill).target(&ro).value("x")).await;
-    assert_eq!((r.outcome, r.code.as_deref(), r.dispatch), (Outcome::Failed, Some("NOT_ACTIONABLE"), Dispatch::NotDispatched), "{r:#?}");
+    assert_eq!(
+        (r.outcome, r.code.as_deref(), r.dispatch),
+        (Outcome::Failed, Some("NOT_ACTIONABLE"), Dispatch::NotDispatched),
+        "{r:#?}"
+    );
     assert!(r.message.unwrap().contains("read-only"));
     page.close().await;
     page2.close().await;
@@ -51,7 +61,11 @@ async fn covered_target_names_the_covering_element_as_a_ref() {
     let o = page.observe().await;
     let sub = ref_of(&o, "button \"Subscribe\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&sub).timeout_ms(1500)).await;
-    assert_eq!((r.outcome, r.code.as_deref(), r.dispatch), (Outcome::Failed, Some("NOT_ACTIONABLE"), Dispatch::NotDispatched), "{r:#?}");
+    assert_eq!(
+        (r.outcome, r.code.as_deref(), r.dispatch),
+        (Outcome::Failed, Some("NOT_ACTIONABLE"), Dispatch::NotDispatched),
+        "{r:#?}"
+    );
     let cover = r.covering.clone().expect("the covering element");
     assert!(cover.name.contains("Cookie consent") || cover.name.contains("cookies"), "{cover:?}");
     assert!(r.message.as_deref().unwrap().contains(cover.node.as_str()));
@@ -75,7 +89,8 @@ async fn ambiguous_and_unknown_targets_fail_before_dispatch() {
     assert_eq!(r.code.as_deref(), Some("AMBIGUOUS_TARGET"), "{r:#?}");
     assert_eq!(r.candidates.len(), 5);
     assert!(r.candidates.iter().any(|c| c.contains("Old contract")));
-    let r = page.act(ActParams::new(ActionKind::Click).target("link \"Settings\"").expect(text("opened by: link"))).await;
+    let r =
+        page.act(ActParams::new(ActionKind::Click).target("link \"Settings\"").expect(text("opened by: link"))).await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     let r = page.act(ActParams::new(ActionKind::Click).target("e99999")).await;
     assert_eq!(r.code.as_deref(), Some("TARGET_NOT_FOUND"));
@@ -96,7 +111,12 @@ async fn controlled_form_fill_type_select_check() {
     let r = page.act(ActParams::new(ActionKind::Fill).target(&name).value("Grace")).await;
     assert_eq!(r.effects.value.as_deref(), Some("Grace"), "fill replaces: {r:#?}");
     let r = page
-        .act(ActParams::new(ActionKind::Fill).target(&email).value("a@b.c").expect(Expectation::Value { target: email.clone().into(), equals: "a@b.c".into() }))
+        .act(
+            ActParams::new(ActionKind::Fill)
+                .target(&email)
+                .value("a@b.c")
+                .expect(Expectation::Value { target: email.clone().into(), equals: "a@b.c".into() }),
+        )
         .await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     // maxlength is honoured by real typing and reported.
@@ -118,7 +138,13 @@ async fn controlled_form_fill_type_select_check() {
     assert_eq!(r.code.as_deref(), Some("TARGET_NOT_FOUND"));
     // Check / uncheck / radio.
     let news = ref_of(&o, "checkbox \"Subscribe to newsletter\"");
-    let r = page.act(ActParams::new(ActionKind::Check).target(&news).expect(Expectation::State { target: news.clone().into(), state: "checked".into() })).await;
+    let r = page
+        .act(
+            ActParams::new(ActionKind::Check)
+                .target(&news)
+                .expect(Expectation::State { target: news.clone().into(), state: "checked".into() }),
+        )
+        .await;
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     let r = page.act(ActParams::new(ActionKind::Check).target(&news)).await;
     assert_eq!(r.dispatch, Dispatch::NotDispatched, "already checked: {r:#?}");
@@ -158,7 +184,9 @@ async fn contenteditable_and_key_chords() {
     let r = page.act(ActParams::new(ActionKind::Type).target(&ed).value(" 世界")).await;
     assert_eq!(r.effects.value.as_deref(), Some("Bonjour 世界"), "{r:#?}");
     // Control+A then Backspace clears it through real key events.
-    let r = page.act(ActParams::new(ActionKind::Press).target(&ed).value("Control+A Backspace").expect(text("Mirror: "))).await;
+    let r = page
+        .act(ActParams::new(ActionKind::Press).target(&ed).value("Control+A Backspace").expect(text("Mirror: ")))
+        .await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = page.observe().await;
     assert!(!o.content.contains("Bonjour"), "{}", o.content);
@@ -169,18 +197,28 @@ async fn contenteditable_and_key_chords() {
 async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
     let page = Page::open("/iframes.html").await;
     let o = page.observe().await;
-    let inner: Vec<String> = o.content.lines().filter(|l| l.contains("button \"Inner button\"")).map(|l| {
-        let s = l.find('[').unwrap() + 1;
-        l[s..l.find(']').unwrap()].to_owned()
-    }).collect();
+    let inner: Vec<String> = o
+        .content
+        .lines()
+        .filter(|l| l.contains("button \"Inner button\""))
+        .map(|l| {
+            let s = l.find('[').unwrap() + 1;
+            l[s..l.find(']').unwrap()].to_owned()
+        })
+        .collect();
     for r in &inner {
         let res = page.act(ActParams::new(ActionKind::Click).target(r)).await;
         assert_eq!((res.outcome, res.code.as_deref()), (Outcome::Succeeded, None), "{res:#?}");
     }
-    let input: Vec<String> = o.content.lines().filter(|l| l.contains("textbox \"Inner input\"")).map(|l| {
-        let s = l.find('[').unwrap() + 1;
-        l[s..l.find(']').unwrap()].to_owned()
-    }).collect();
+    let input: Vec<String> = o
+        .content
+        .lines()
+        .filter(|l| l.contains("textbox \"Inner input\""))
+        .map(|l| {
+            let s = l.find('[').unwrap() + 1;
+            l[s..l.find(']').unwrap()].to_owned()
+        })
+        .collect();
     for r in &input {
         let res = page.act(ActParams::new(ActionKind::Fill).target(r).value("inside")).await;
         assert_eq!(res.effects.value.as_deref(), Some("inside"), "{res:#?}");
@@ -211,7 +249,13 @@ async fn shadow_dom_and_clickables_are_operable() {
     let r = page.act(ActParams::new(ActionKind::Click).target(&card).expect(text("Activated: "))).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let docs = ref_of(&o, "treeitem \"Documents\"");
-    let r = page.act(ActParams::new(ActionKind::Click).target(&docs).expect(Expectation::State { target: docs.clone().into(), state: "expanded".into() })).await;
+    let r = page
+        .act(
+            ActParams::new(ActionKind::Click)
+                .target(&docs)
+                .expect(Expectation::State { target: docs.clone().into(), state: "expanded".into() }),
+        )
+        .await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     let menu = ref_of(&o, "button \"Actions\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&menu)).await;
@@ -225,18 +269,27 @@ async fn hover_dblclick_and_canvas() {
     let page = Page::open(html).await;
     let o = page.observe().await;
     let t = ref_of(&o, "button \"Target\"");
-    let r = page.act(ActParams::new(ActionKind::Hover).target(&t).expect(Expectation::Appears { role: None, name: None })).await;
+    let r = page
+        .act(ActParams::new(ActionKind::Hover).target(&t).expect(Expectation::Appears { role: None, name: None }))
+        .await;
     assert_eq!(r.outcome, Outcome::Succeeded);
     let o = page.observe().await;
     assert_eq!(o.title, "hovered");
-    let r = page.act(ActParams::new(ActionKind::Dblclick).target(&t).expect(Expectation::Appears { role: Some("button".into()), name: Some("double".into()) })).await;
+    let r = page
+        .act(
+            ActParams::new(ActionKind::Dblclick)
+                .target(&t)
+                .expect(Expectation::Appears { role: Some("button".into()), name: Some("double".into()) }),
+        )
+        .await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     page.close().await;
 
     let page = Page::open("/canvas.html").await;
     let o = page.observe().await;
     let board = ref_of(&o, "\"Drawing board\"");
-    let r = page.act(ActParams::new(ActionKind::Click).target(&board).expect(text("Clicks: 1, last: x=200 y=150"))).await;
+    let r =
+        page.act(ActParams::new(ActionKind::Click).target(&board).expect(text("Clicks: 1, last: x=200 y=150"))).await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     page.close().await;
 }
@@ -251,6 +304,7 @@ async fn dialogs_block_input_until_handled() {
     assert_eq!(r.effects.dialog.as_ref().unwrap().message, "Proceed with the order?");
     let obs = page.observe().await;
     assert_eq!(obs.dialog.as_ref().unwrap().kind, "confirm");
+    assert!(obs.content.contains("confirm dialog \"Proceed with the order?\" blocks the page"), "{}", obs.content);
     let r = page.act(ActParams::new(ActionKind::Click).target(&confirm)).await;
     assert_eq!((r.code.as_deref(), r.dispatch), (Some("DIALOG_BLOCKING"), Dispatch::NotDispatched), "{r:#?}");
     let mut d = ActParams::new(ActionKind::Dialog).expect(text("confirm dismissed"));
@@ -319,7 +373,13 @@ async fn scroll_page_and_virtual_list_until_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn navigation_history_and_deadline() {
     let page = Page::open("/form.html").await;
-    let r = page.act(ActParams::new(ActionKind::Navigate).value(env().site.url("/overlay.html")).expect(Expectation::Url { contains: "overlay".into() })).await;
+    let r = page
+        .act(
+            ActParams::new(ActionKind::Navigate)
+                .value(env().site.url("/overlay.html"))
+                .expect(Expectation::Url { contains: "overlay".into() }),
+        )
+        .await;
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     assert!(r.effects.navigated.as_deref().unwrap().ends_with("/overlay.html"));
     let r = page.act(ActParams::new(ActionKind::Back).expect(Expectation::Url { contains: "form".into() })).await;
@@ -329,8 +389,14 @@ async fn navigation_history_and_deadline() {
     let r = page.act(ActParams::new(ActionKind::Reload).expect(Expectation::Navigated)).await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     // A server that answers after the deadline: the navigation's outcome is unknown.
-    let r = page.act(ActParams::new(ActionKind::Navigate).value(env().site.url("/slow.html?delay=3000")).timeout_ms(400)).await;
-    assert_eq!((r.outcome, r.code.as_deref(), r.dispatch), (Outcome::Unknown, Some("DEADLINE_EXCEEDED"), Dispatch::Dispatched), "{r:#?}");
+    let r = page
+        .act(ActParams::new(ActionKind::Navigate).value(env().site.url("/slow.html?delay=3000")).timeout_ms(400))
+        .await;
+    assert_eq!(
+        (r.outcome, r.code.as_deref(), r.dispatch),
+        (Outcome::Unknown, Some("DEADLINE_EXCEEDED"), Dispatch::Dispatched),
+        "{r:#?}"
+    );
     let r = page.act(ActParams::new(ActionKind::Navigate).value("http://127.0.0.1:1/").timeout_ms(5000)).await;
     assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Failed, Some("ACTION_FAILED")), "{r:#?}");
     page.close().await;
@@ -340,7 +406,11 @@ async fn navigation_history_and_deadline() {
 async fn wait_action_waits_for_an_expectation() {
     let page = Page::open("/never-idle.html").await;
     let r = page.act(ActParams::new(ActionKind::Wait).expect(text("Polling: active")).timeout_ms(5000)).await;
-    assert_eq!((r.outcome, r.postcondition, r.dispatch), (Outcome::Succeeded, Postcondition::Passed, Dispatch::NotDispatched), "{r:#?}");
+    assert_eq!(
+        (r.outcome, r.postcondition, r.dispatch),
+        (Outcome::Succeeded, Postcondition::Passed, Dispatch::NotDispatched),
+        "{r:#?}"
+    );
     let r = page.act(ActParams::new(ActionKind::Wait).expect(text("never there")).timeout_ms(300)).await;
     assert_eq!((r.postcondition, r.code.as_deref()), (Postcondition::Failed, Some("EXPECTATION_FAILED")), "{r:#?}");
     let r = page.act(ActParams::new(ActionKind::Wait)).await;
@@ -356,7 +426,14 @@ async fn upload_only_from_authorised_files_and_download_is_reported() {
     let input = ref_of(&o, "Document");
     let file = e.upload_dir.join("report.txt");
     std::fs::write(&file, b"hello upload").unwrap();
-    let r = page.act(ActParams::new(ActionKind::Upload).target(&input).value(file.display().to_string()).expect(text("report.txt (12 bytes)"))).await;
+    let r = page
+        .act(
+            ActParams::new(ActionKind::Upload)
+                .target(&input)
+                .value(file.display().to_string())
+                .expect(text("report.txt (12 bytes)")),
+        )
+        .await;
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     let outside = std::env::temp_dir().join(format!("browserd-outside-{}.txt", std::process::id()));
     std::fs::write(&outside, b"secret").unwrap();

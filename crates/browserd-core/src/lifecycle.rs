@@ -493,13 +493,28 @@ impl Lifecycle {
         if missing.is_empty() { AutoCleanup::Enabled } else { AutoCleanup::Refused { missing } }
     }
 
+    fn is_orphan(&self, record: &RecoveryRecord) -> bool {
+        self.sessions.get(&record.session).is_none_or(|s| s.closed.is_some())
+    }
+
     /// Closed sessions that still have recovery records (retried by any later operation).
     #[must_use]
     pub fn orphaned_recovery_sessions(&self) -> Vec<SessionKey> {
+        let mut out: Vec<SessionKey> =
+            self.recovery.iter().filter(|r| self.is_orphan(r)).map(|r| r.session.clone()).collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Closed sessions with a recovery record whose background retry is due at `now` (backoff:
+    /// [`RecoveryRecord::next_retry_at`]).
+    #[must_use]
+    pub fn orphaned_recovery_due(&self, now: Millis) -> Vec<SessionKey> {
         let mut out: Vec<SessionKey> = self
             .recovery
             .iter()
-            .filter(|r| self.sessions.get(&r.session).is_none_or(|s| s.closed.is_some()))
+            .filter(|r| self.is_orphan(r) && r.next_retry_at() <= now)
             .map(|r| r.session.clone())
             .collect();
         out.sort();
@@ -877,10 +892,16 @@ impl Lifecycle {
         self.debugger.release(tab, now);
     }
 
-    /// When the driver must call [`Self::plan_idle_detach`] next.
+    /// When the driver must act next: an idle debugger to detach ([`Self::plan_idle_detach`]) or
+    /// a closed session's recovery record due for a background retry
+    /// ([`Self::orphaned_recovery_due`]).
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Millis> {
-        self.debugger.poll_timeout()
+        let orphan = self.recovery.iter().filter(|r| self.is_orphan(r)).map(RecoveryRecord::next_retry_at).min();
+        match (self.debugger.poll_timeout(), orphan) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Sessions with an idle debugger due at `now`.
@@ -968,6 +989,9 @@ impl Lifecycle {
                 if self.debugger.begin_detach(tab) {
                     let step = self.step(key, tab, StepAction::Detach, StepPurpose::Detach);
                     plan.steps.push(step);
+                } else if self.debugger.get(tab).is_none() {
+                    // No attachment left to detach (it went away with the tab or was cleared).
+                    self.recovery.resolve(tab, RecoveryAction::Detach);
                 }
                 continue;
             }
@@ -1190,10 +1214,16 @@ impl Lifecycle {
             }
         }
         for tab in to_close {
-            if self.tabs.get(tab).is_some_and(|r| r.state != ResourceState::Finalizing) {
-                self.writes.revoke(tab);
-                self.push_cleanup(&mut plan, tab, StepAction::Close, StepPurpose::CloseScratch, now);
-            }
+            let Some(rec) = self.tabs.get(tab) else { continue };
+            let (action, purpose) = match rec.state {
+                ResourceState::Finalizing => continue,
+                // A pending cleanup is only ever retried as recorded: after an unknown release the
+                // browser may already have handed the page to the user, so it must not be closed.
+                ResourceState::CleanupUnknown => self.retry_step_of(rec),
+                _ => (StepAction::Close, StepPurpose::CloseScratch),
+            };
+            self.writes.revoke(tab);
+            self.push_cleanup(&mut plan, tab, action, purpose, now);
         }
         Ok(plan)
     }
@@ -1248,9 +1278,11 @@ impl Lifecycle {
                     StepAction::Detach => self.debugger.handle_detach_result(tab, false),
                     _ => self.tabs.handle_cleanup_failed(tab, now, &cause),
                 }
-                let alive = self.tabs.get(tab).is_some_and(|r| r.alive);
+                // A tab that is gone meanwhile (closed by an earlier step or by the user) has
+                // nothing left to retry.
+                let alive = self.tabs.get(tab).is_none_or(|r| r.alive);
                 let err = CoreError::from_provider(e, Some(tab));
-                if alive || step.action == StepAction::Detach {
+                if alive {
                     self.recovery.record_failure(&step.session, tab, action, &err, unknown, now);
                 }
                 StepOutcome::Failed { outcome_unknown: unknown, kind: err.kind, message: err.message }

@@ -61,6 +61,21 @@ pub struct RecoveryRecord {
     pub last_attempt_at: Millis,
 }
 
+/// First retry delay of a closed session's record when no operation asks for it (doubles per
+/// attempt up to [`MAX_BACKOFF_MS`]).
+pub const BASE_BACKOFF_MS: u64 = 500;
+/// Longest delay between background retries of a closed session's record.
+pub const MAX_BACKOFF_MS: u64 = 60_000;
+
+impl RecoveryRecord {
+    /// When a background retry is due (own-session operations retry regardless).
+    #[must_use]
+    pub fn next_retry_at(&self) -> Millis {
+        let shift = self.attempts.saturating_sub(1).min(16);
+        self.last_attempt_at.plus((BASE_BACKOFF_MS << shift).min(MAX_BACKOFF_MS))
+    }
+}
+
 /// Every pending cleanup, at most one per (tab, action).
 #[derive(Debug, Clone, Default)]
 pub struct RecoveryLog {

@@ -369,8 +369,10 @@ impl Runtime {
         self.retry_orphans().await;
     }
 
+    /// Retry closed sessions' recovery records whose backoff has passed.
     async fn retry_orphans(&self) {
-        let orphans = self.engine().orphaned_recovery_sessions();
+        let now = self.now();
+        let orphans = self.engine().orphaned_recovery_due(now);
         for key in orphans {
             let Some(slot) = lock(&self.inner.slots).get(&key).cloned() else {
                 // Records of a session this runtime never opened (e.g. loaded from the journal).
@@ -709,7 +711,7 @@ impl Runtime {
 
     // ----- timers -----
 
-    /// When [`Self::tick`] should run next (idle debugger detach).
+    /// When [`Self::tick`] should run next (idle debugger detach, background recovery retry).
     #[must_use]
     pub fn next_deadline(&self) -> Option<Millis> {
         self.engine().poll_timeout()
@@ -717,7 +719,7 @@ impl Runtime {
 
     /// Timer hook: apply events, detach idle debuggers whose window passed (skipping sessions
     /// busy with an operation — that operation re-arms the timer), retry closed sessions'
-    /// recovery records. Returns the next deadline.
+    /// recovery records whose backoff passed. Returns the next deadline.
     pub async fn tick(&self) -> Option<Millis> {
         let now = self.now();
         let due = self.engine().idle_due_sessions(now);
@@ -731,7 +733,10 @@ impl Runtime {
                 self.execute(plan).await;
             }
         }
-        if !self.engine().bridge().needs_connect() {
+        let now = self.now();
+        if let Some(key) = self.engine().orphaned_recovery_due(now).first().cloned()
+            && self.ensure_connected(&key).await.is_ok()
+        {
             self.retry_orphans().await;
         }
         self.next_deadline()

@@ -525,7 +525,12 @@ async fn recovery_records_survive_session_switch_and_are_retried_later() {
 
     let new = h.session("new").await;
     assert_eq!(h.rt.inspect(|e| e.orphaned_recovery_sessions()), vec![old.clone()]);
-    // Any later operation retries the old session's record, as the old session.
+    // Closed sessions' records are retried with a backoff (500 ms after the first failure)...
+    assert_eq!(h.rt.next_deadline(), Some(browserd_core::Millis(500)));
+    h.rt.list_tabs(&new).await.unwrap();
+    assert!(h.fake.is_open(t1), "not before the backoff");
+    // ...by any later operation, as the old session.
+    h.clock.advance(500);
     h.rt.list_tabs(&new).await.unwrap();
     assert!(!h.fake.is_open(t1));
     assert!(h.rt.inspect(|e| e.recovery().is_empty()));
@@ -557,6 +562,26 @@ async fn old_tool_snapshot_is_refused_after_context_reset() {
     assert!(h.rt.context_reset(&s).await.unwrap().ok);
     assert_eq!(kind(h.rt.check_tool_snapshot(&s, old)), ErrorKind::ToolsInactive);
     h.rt.activate_tools(&s).await.unwrap();
-    assert_eq!(kind(h.rt.check_tool_snapshot(&s, old)), ErrorKind::StaleToolSnapshot { presented: old, current: old + 1 });
+    assert_eq!(
+        kind(h.rt.check_tool_snapshot(&s, old)),
+        ErrorKind::StaleToolSnapshot { presented: old, current: old + 1 }
+    );
     h.rt.check_tool_snapshot(&s, old + 1).unwrap();
+}
+
+#[tokio::test]
+async fn closed_sessions_records_are_retried_by_the_timer_alone() {
+    let h = harness();
+    let old = h.session("old").await;
+    let t1 = h.open(&old).await;
+    h.fake.inject(Op::CloseTab, Some(t1), FaultKind::Fail(ProviderErrorKind::Internal), Times::N(2));
+    h.rt.close_session(&old, CloseReason::AgentDisposed).await.unwrap();
+    h.clock.advance(500);
+    assert_eq!(h.rt.tick().await, Some(browserd_core::Millis(1500)), "second failure: backoff doubles");
+    assert!(h.fake.is_open(t1));
+    h.clock.advance(1000);
+    assert_eq!(h.rt.tick().await, None);
+    assert!(!h.fake.is_open(t1));
+    assert!(h.rt.inspect(|e| e.recovery().is_empty()));
+    h.assert_no_violations();
 }

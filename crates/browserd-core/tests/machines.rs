@@ -275,6 +275,7 @@ fn every_error_kind_has_a_protocol_code() {
         ErrorKind::SessionClosed,
         ErrorKind::ShuttingDown,
         ErrorKind::ToolsInactive,
+        ErrorKind::StaleToolSnapshot { presented: 1, current: 2 },
         ErrorKind::UnknownTab { tab: t },
         ErrorKind::TabGone { tab: Some(t) },
         ErrorKind::OtherSessionTab { tab: t, holder: s.clone() },

@@ -22,7 +22,7 @@ use browserd_core::error::ErrorKind;
 use browserd_core::lifecycle::{CleanupReport, CloseReason, FinalizeInputs, StepAction};
 use browserd_core::provider::{ProviderErrorKind, SessionKey, TabHandle};
 use browserd_core::tabs::{MarkKind, ResourceState};
-use browserd_test_support::fake_provider::{FaultKind, Op, Times};
+use browserd_test_support::fake_provider::{FaultKind, Op, Times, sample_act_params};
 use proptest::prelude::*;
 use support::{Harness, harness, key};
 
@@ -32,6 +32,7 @@ enum Action {
     Claim(usize, usize),
     Mark(usize, usize, bool),
     Observe(usize, usize),
+    Act(usize, usize),
     Handoff(usize, usize),
     CloseTab(usize, usize),
     BeginTurn(usize),
@@ -57,6 +58,7 @@ fn action() -> impl Strategy<Value = Action> {
         2 => (slot.clone(), idx.clone()).prop_map(|(s, i)| Action::Claim(s, i)),
         3 => (slot.clone(), idx.clone(), any::<bool>()).prop_map(|(s, i, d)| Action::Mark(s, i, d)),
         2 => (slot.clone(), idx.clone()).prop_map(|(s, i)| Action::Observe(s, i)),
+        2 => (slot.clone(), idx.clone()).prop_map(|(s, i)| Action::Act(s, i)),
         1 => (slot.clone(), idx.clone()).prop_map(|(s, i)| Action::Handoff(s, i)),
         1 => (slot.clone(), idx.clone()).prop_map(|(s, i)| Action::CloseTab(s, i)),
         2 => slot.clone().prop_map(Action::BeginTurn),
@@ -129,7 +131,12 @@ impl Model {
             }
             Action::Claim(i, t) => {
                 let s = &self.slots[*i];
-                let tab = self.user_tabs[t % self.user_tabs.len()];
+                // Mostly user tabs; sometimes any tab (another session's, a closed one).
+                let tab = if t % 4 == 0 {
+                    self.pick(*t).unwrap_or(self.user_tabs[0])
+                } else {
+                    self.user_tabs[t % self.user_tabs.len()]
+                };
                 if h.rt.claim_tab(s, tab).await.is_ok() {
                     prop_assert_eq!(h.fake.owner(tab), Some(s.clone()), "claim reported success");
                 }
@@ -161,6 +168,15 @@ impl Model {
                             "refused with {:?}",
                             err.kind
                         );
+                    }
+                }
+            }
+            Action::Act(i, t) => {
+                if let Some(tab) = self.pick(*t) {
+                    let s = &self.slots[*i];
+                    if h.rt.act(s, tab, &sample_act_params(), None).await.is_ok() {
+                        let holder = h.rt.inspect(|e| e.write_leases().get(tab).map(|l| l.holder.clone()));
+                        prop_assert_eq!(holder.as_ref(), Some(s), "act ran without the session's write lease");
                     }
                 }
             }

@@ -7,8 +7,10 @@
 //!
 //! The ring is bounded by age and by an approximate size: each row is charged
 //! [`ROW_OVERHEAD_BYTES`] plus the length of its strings (at most about 1.2 KiB), and a trigger
-//! keeps the total. Every insert also removes at most [`AuditLimits::prune_batch`] rows that are
-//! too old or, oldest first, over the size bound; [`Journal::prune`] finishes the job.
+//! keeps the total. Every insert also removes, in the same transaction, at most
+//! [`AuditLimits::prune_batch`] rows past the age bound and at most as many of the oldest rows
+//! while the ring is over the size bound; [`Journal::prune`] finishes the job. The charge
+//! overestimates SQLite's real use: 4 MiB charged took 2.9 MiB of database in `examples/cycles.rs`.
 
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use rusqlite::{Row, params};
 
 use crate::error::{Result, corrupt_value, from_sqlite};
 use crate::types::{Code, Dispatch, OpaqueId, Origin, Outcome, UnixMillis, stored_enum};
-use crate::{Journal, write_tx_sql};
+use crate::{Journal, Weight, write_tx_sql};
 
 /// The fixed part of a row's charged size: row id, record header, numbers and index entries.
 pub const ROW_OVERHEAD_BYTES: u64 = 160;
@@ -272,7 +274,7 @@ impl Journal {
         let limits = self.config.audit;
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Routine)?;
         let id: i64 = tx
             .query_row(
                 &format!(
@@ -352,7 +354,7 @@ impl Journal {
         let sql = write_tx_sql(&path);
         let mut removed = 0;
         loop {
-            let tx = self.write_tx()?;
+            let tx = self.write_tx(Weight::Routine)?;
             let batch = prune_batch(&tx, limits, now, i64::MAX).map_err(&sql)?;
             tx.commit().map_err(&sql)?;
             removed += batch;
@@ -365,7 +367,12 @@ impl Journal {
 
 /// Removes at most one batch of too-old rows and one batch of over-size rows (oldest first, never
 /// row `keep` or newer). Returns how many rows it removed.
-fn prune_batch(tx: &rusqlite::Transaction<'_>, limits: AuditLimits, now: UnixMillis, keep: i64) -> rusqlite::Result<u64> {
+fn prune_batch(
+    tx: &rusqlite::Transaction<'_>,
+    limits: AuditLimits,
+    now: UnixMillis,
+    keep: i64,
+) -> rusqlite::Result<u64> {
     let batch = i64::from(limits.prune_batch.max(1));
     let cutoff = now.saturating_sub(limits.max_age).to_sql();
     let mut removed = tx.execute(
@@ -413,8 +420,7 @@ fn entry_from_row(row: &Row<'_>, path: &std::path::Path) -> Result<AuditEntry> {
         trace: id_at(8, "trace id")?,
         origin: checked(9, "origin", &|v| Origin::from_url(v).map(drop))?.and_then(|v| Origin::from_url(&v)),
         outcome: checked(10, "outcome", &|v| Outcome::from_name(v).map(drop))?.and_then(|v| Outcome::from_name(&v)),
-        dispatch: checked(11, "dispatch", &|v| Dispatch::from_name(v).map(drop))?
-            .and_then(|v| Dispatch::from_name(&v)),
+        dispatch: checked(11, "dispatch", &|v| Dispatch::from_name(v).map(drop))?.and_then(|v| Dispatch::from_name(&v)),
         code: checked(12, "code", &|v| Code::new(v).ok().map(drop))?.and_then(|v| Code::new(v).ok()),
         policy: checked(13, "policy decision", &|v| PolicyDecision::from_name(v).map(drop))?
             .and_then(|v| PolicyDecision::from_name(&v)),

@@ -6,7 +6,8 @@
 //!    [`Pending`] ticket; a known id answers [`Begin::Duplicate`] with its state (and result once
 //!    completed); the same id with another payload answers [`Begin::PayloadMismatch`].
 //! 2. [`Journal::mark_dispatched`] consumes the ticket **before** any input is sent and returns a
-//!    [`Dispatched`] ticket. If it fails, send nothing.
+//!    [`Dispatched`] ticket; its commit is fsynced by default (see [`crate::Durability`]). If it
+//!    fails, send nothing.
 //! 3. [`Journal::complete`] consumes that ticket with the result. An action that ends before
 //!    dispatch (policy denied, stale target) uses [`Journal::complete_undispatched`], or
 //!    [`Journal::abandon`] to forget the request so the same id may be tried again.
@@ -30,7 +31,7 @@ use rusqlite::{OptionalExtension, params};
 use crate::error::{JournalError, Result, corrupt_value, from_sqlite};
 use crate::hash::PayloadHash;
 use crate::types::{Code, Dispatch, OpaqueId, Outcome, UnixMillis};
-use crate::{Journal, write_tx_sql};
+use crate::{Journal, Weight, write_tx_sql};
 
 /// Longest request id, in bytes.
 pub const REQUEST_ID_MAX_LEN: usize = 256;
@@ -120,7 +121,7 @@ impl Journal {
         let incarnation = self.incarnation();
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Routine)?;
         tx.execute(
             "DELETE FROM dedup WHERE request_id IN (
                  SELECT request_id FROM dedup
@@ -171,6 +172,7 @@ impl Journal {
     /// Fails with [`JournalError::NotInFlight`] if the row was reconciled by another opening.
     pub fn mark_dispatched(&mut self, pending: Pending, now: UnixMillis) -> Result<Dispatched> {
         let changed = self.settle(
+            Weight::Critical,
             "UPDATE dedup SET state = 'dispatched', dispatched_at = ?3
              WHERE request_id = ?1 AND incarnation = ?2 AND state = 'received'",
             params![pending.request_id, pending.incarnation, now.to_sql()],
@@ -184,6 +186,7 @@ impl Journal {
     /// Records the result of a dispatched request; later duplicates get it back.
     pub fn complete(&mut self, dispatched: Dispatched, result: &DedupResult, now: UnixMillis) -> Result<()> {
         let changed = self.settle(
+            Weight::Routine,
             "UPDATE dedup SET state = 'completed', outcome = ?3, dispatch = ?4, code = ?5, trace = ?6, completed_at = ?7
              WHERE request_id = ?1 AND incarnation = ?2 AND state = 'dispatched'",
             params![
@@ -216,6 +219,7 @@ impl Journal {
             });
         }
         let changed = self.settle(
+            Weight::Routine,
             "UPDATE dedup SET state = 'completed', outcome = ?3, dispatch = ?4, code = ?5, trace = ?6, completed_at = ?7
              WHERE request_id = ?1 AND incarnation = ?2 AND state = 'received'",
             params![
@@ -238,6 +242,7 @@ impl Journal {
     /// refused by back-pressure and the client will retry).
     pub fn abandon(&mut self, pending: Pending) -> Result<()> {
         let changed = self.settle(
+            Weight::Routine,
             "DELETE FROM dedup WHERE request_id = ?1 AND incarnation = ?2 AND state = 'received'",
             params![pending.request_id, pending.incarnation],
         )?;
@@ -258,6 +263,7 @@ impl Journal {
         let mut removed = 0;
         loop {
             let batch = self.settle(
+                Weight::Routine,
                 "DELETE FROM dedup WHERE request_id IN (
                      SELECT request_id FROM dedup
                      WHERE expires_at <= ?1 AND state IN ('completed', 'unknown', 'abandoned') LIMIT 512)",
@@ -276,10 +282,10 @@ impl Journal {
     }
 
     /// Runs one write statement in its own immediate transaction; returns the rows changed.
-    fn settle(&mut self, statement: &str, params: impl rusqlite::Params) -> Result<usize> {
+    fn settle(&mut self, weight: Weight, statement: &str, params: impl rusqlite::Params) -> Result<usize> {
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(weight)?;
         let changed = tx.execute(statement, params).map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(changed)
@@ -347,7 +353,9 @@ fn read_state(
             DedupState::Completed(DedupResult {
                 outcome: Outcome::from_name(&outcome).ok_or_else(|| corrupt_value(path, "outcome", &outcome))?,
                 dispatch: Dispatch::from_name(&dispatch).ok_or_else(|| corrupt_value(path, "dispatch", &dispatch))?,
-                code: code.map(|code| Code::new(code.clone()).map_err(|_| corrupt_value(path, "code", &code))).transpose()?,
+                code: code
+                    .map(|code| Code::new(code.clone()).map_err(|_| corrupt_value(path, "code", &code)))
+                    .transpose()?,
                 trace: trace
                     .map(|trace| OpaqueId::new(trace.clone()).map_err(|_| corrupt_value(path, "trace id", &trace)))
                     .transpose()?,

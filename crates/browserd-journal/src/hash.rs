@@ -44,7 +44,9 @@ impl PayloadHash {
     /// The hash as 64 lower-case hex digits.
     #[must_use]
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
+        let mut hex = String::with_capacity(64);
+        push_hex(&mut hex, &self.0);
+        hex
     }
 
     /// A hash from 64 hex digits; fails with [`JournalError::InvalidInput`] otherwise.
@@ -78,6 +80,15 @@ impl fmt::Debug for PayloadHash {
 impl fmt::Display for PayloadHash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_hex())
+    }
+}
+
+/// Appends `bytes` as lower-case hex digits.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0xf)]));
     }
 }
 
@@ -134,7 +145,10 @@ fn write_string(text: &str, out: &mut String) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c if u32::from(c) < 0x20 => {
+                out.push_str("\\u00");
+                push_hex(out, &[u8::try_from(c).unwrap_or(0)]);
+            }
             c => out.push(c),
         }
     }

@@ -12,7 +12,7 @@ use rusqlite::{OptionalExtension, Row, params};
 
 use crate::error::{JournalError, Result, corrupt_value, from_sqlite};
 use crate::types::{Code, UnixMillis, stored_enum};
-use crate::{Journal, write_tx_sql};
+use crate::{Journal, Weight, write_tx_sql};
 
 /// Longest session, browser or tab key, in bytes.
 pub const KEY_MAX_LEN: usize = 256;
@@ -141,7 +141,7 @@ impl Journal {
         let message = truncate(&new.failure.message);
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Critical)?;
         let existing: Option<i64> = tx
             .query_row(
                 "SELECT id FROM recovery WHERE browser = ?1 AND tab = ?2 AND op = ?3 AND state = 'pending'",
@@ -181,7 +181,7 @@ impl Journal {
         };
         let record = read_one(&tx, &path, id)?;
         tx.commit().map_err(sql)?;
-        record.ok_or(JournalError::UnknownRecovery { id: RecoveryId(id as u64) })
+        record.ok_or(JournalError::UnknownRecovery { id: RecoveryId(u64::try_from(id).unwrap_or(0)) })
     }
 
     /// Counts one more failed or unknown retry of pending record `id`. Fails with
@@ -195,7 +195,7 @@ impl Journal {
         let message = truncate(&failure.message);
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Routine)?;
         let changed = tx
             .execute(
                 "UPDATE recovery SET attempts = attempts + 1, last_outcome = ?2, last_code = ?3, last_message = ?4,
@@ -210,10 +210,15 @@ impl Journal {
 
     /// Marks pending record `id` resolved. Fails with [`JournalError::UnknownRecovery`] or
     /// [`JournalError::RecoveryResolved`] (it was already resolved; nothing changes).
-    pub fn resolve_recovery(&mut self, id: RecoveryId, resolution: Resolution, now: UnixMillis) -> Result<RecoveryRecord> {
+    pub fn resolve_recovery(
+        &mut self,
+        id: RecoveryId,
+        resolution: Resolution,
+        now: UnixMillis,
+    ) -> Result<RecoveryRecord> {
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Routine)?;
         let changed = tx
             .execute(
                 "UPDATE recovery SET state = 'resolved', resolution = ?2, updated_at = ?3
@@ -237,7 +242,7 @@ impl Journal {
     ) -> Result<Vec<RecoveryRecord>> {
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Routine)?;
         let ids: Vec<i64> = {
             let mut stmt = tx
                 .prepare(
@@ -289,7 +294,7 @@ impl Journal {
     pub fn purge_resolved(&mut self, before: UnixMillis) -> Result<u64> {
         let path = self.path.clone();
         let sql = write_tx_sql(&path);
-        let tx = self.write_tx()?;
+        let tx = self.write_tx(Weight::Routine)?;
         let removed = tx
             .execute("DELETE FROM recovery WHERE state = 'resolved' AND updated_at < ?1", params![before.to_sql()])
             .map_err(sql)?;

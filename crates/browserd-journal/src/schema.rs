@@ -102,11 +102,13 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+pub const SCHEMA_VERSION: u32 = 3;
+const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize, "one migration per schema version");
 
 /// Reads `PRAGMA user_version`.
 pub(crate) fn user_version(conn: &Connection, path: &Path) -> Result<u32> {
-    let version: i64 = conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(|e| from_sqlite(path, e))?;
+    let version: i64 =
+        conn.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(|e| from_sqlite(path, e))?;
     u32::try_from(version).map_err(|_| JournalError::NotAJournal {
         path: path.to_path_buf(),
         detail: format!("negative schema version {version}"),
@@ -150,7 +152,11 @@ pub(crate) fn migrate_to(conn: &mut Connection, path: &Path, target: u32) -> Res
         // Re-read inside the write lock: another process may have migrated meanwhile.
         let version = user_version(&tx, path)?;
         if version > SCHEMA_VERSION {
-            return Err(JournalError::SchemaTooNew { path: path.to_path_buf(), found: version, supported: SCHEMA_VERSION });
+            return Err(JournalError::SchemaTooNew {
+                path: path.to_path_buf(),
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
         }
         if version >= target {
             return Ok(found);
@@ -232,9 +238,8 @@ mod tests {
         let err = migrate_to(&mut conn, &path, 2).unwrap_err();
         assert!(matches!(err, JournalError::Sqlite { .. }), "{err}");
         assert_eq!(user_version(&conn, &path).unwrap(), 1);
-        let dedup_tables: i64 = conn
-            .query_row("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup'", [], |row| row.get(0))
-            .unwrap();
+        let dedup_tables: i64 =
+            conn.query_row("SELECT count(*) FROM sqlite_schema WHERE name = 'dedup'", [], |row| row.get(0)).unwrap();
         assert_eq!(dedup_tables, 0, "the half-applied migration was rolled back");
     }
 

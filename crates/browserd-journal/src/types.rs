@@ -79,9 +79,7 @@ impl OpaqueId {
     pub fn digest_of(text: &str) -> Self {
         let digest = Sha256::digest(text.as_bytes());
         let mut id = String::from("h:");
-        for byte in &digest[..12] {
-            id.push_str(&format!("{byte:02x}"));
-        }
+        crate::hash::push_hex(&mut id, &digest[..12]);
         Self(id)
     }
 

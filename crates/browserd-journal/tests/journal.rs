@@ -42,7 +42,12 @@ fn hash(n: u64) -> PayloadHash {
 }
 
 fn result(outcome: Outcome, dispatch: Dispatch, code: Option<&str>) -> DedupResult {
-    DedupResult { outcome, dispatch, code: code.map(|c| Code::new(c).unwrap()), trace: Some(OpaqueId::new("tr-1").unwrap()) }
+    DedupResult {
+        outcome,
+        dispatch,
+        code: code.map(|c| Code::new(c).unwrap()),
+        trace: Some(OpaqueId::new("tr-1").unwrap()),
+    }
 }
 
 // ---------------------------------------------------------------- recovery records
@@ -75,8 +80,11 @@ fn recording_the_same_cleanup_again_counts_an_attempt() {
     let mut journal = open(&path);
     let first = journal.record_recovery(&cleanup("s1", "target-A", CleanupOp::Close), UnixMillis(10)).unwrap();
     let mut again = cleanup("s-other", "target-A", CleanupOp::Close);
-    again.failure =
-        CleanupFailure { outcome: AttemptOutcome::Unknown, code: Code::new("DEADLINE_EXCEEDED").unwrap(), message: "t".into() };
+    again.failure = CleanupFailure {
+        outcome: AttemptOutcome::Unknown,
+        code: Code::new("DEADLINE_EXCEEDED").unwrap(),
+        message: "t".into(),
+    };
     let second = journal.record_recovery(&again, UnixMillis(20)).unwrap();
     assert_eq!(second.id, first.id);
     assert_eq!(second.attempts, 2);
@@ -124,13 +132,20 @@ fn a_closed_tab_resolves_all_its_records_and_old_ones_are_purged() {
     let (_dir, path) = temp_journal();
     let mut journal = open(&path);
     let close = journal.record_recovery(&cleanup("s1", "target-A", CleanupOp::Close), UnixMillis(10)).unwrap();
-    let detach = journal.record_recovery(&cleanup("s1", "target-A", CleanupOp::DetachDebugger), UnixMillis(11)).unwrap();
+    let detach =
+        journal.record_recovery(&cleanup("s1", "target-A", CleanupOp::DetachDebugger), UnixMillis(11)).unwrap();
     let other = journal.record_recovery(&cleanup("s1", "target-B", CleanupOp::Close), UnixMillis(12)).unwrap();
-    let resolved = journal.resolve_tab_recoveries("managed-1", "target-A", Resolution::AlreadyGone, UnixMillis(20)).unwrap();
+    let resolved =
+        journal.resolve_tab_recoveries("managed-1", "target-A", Resolution::AlreadyGone, UnixMillis(20)).unwrap();
     assert_eq!(resolved.iter().map(|r| r.id).collect::<Vec<_>>(), vec![close.id, detach.id]);
     assert!(resolved.iter().all(|r| r.state == RecoveryState::Resolved(Resolution::AlreadyGone)));
     assert_eq!(journal.pending_recoveries().unwrap(), vec![other.clone()]);
-    assert!(journal.resolve_tab_recoveries("managed-1", "target-A", Resolution::AlreadyGone, UnixMillis(21)).unwrap().is_empty());
+    assert!(
+        journal
+            .resolve_tab_recoveries("managed-1", "target-A", Resolution::AlreadyGone, UnixMillis(21))
+            .unwrap()
+            .is_empty()
+    );
 
     assert_eq!(journal.purge_resolved(UnixMillis(20)).unwrap(), 0, "strictly older than the cutoff");
     assert_eq!(journal.purge_resolved(UnixMillis(21)).unwrap(), 2);
@@ -169,7 +184,10 @@ fn a_completed_request_answers_duplicates_with_its_result() {
         panic!("a fresh request id must be new");
     };
     assert_eq!(pending.request_id(), "req-1");
-    assert!(matches!(journal.begin("req-1", hash(1), UnixMillis(101), TTL).unwrap(), Begin::Duplicate(DedupState::Received)));
+    assert!(matches!(
+        journal.begin("req-1", hash(1), UnixMillis(101), TTL).unwrap(),
+        Begin::Duplicate(DedupState::Received)
+    ));
     let dispatched = journal.mark_dispatched(pending, UnixMillis(102)).unwrap();
     assert!(matches!(
         journal.begin("req-1", hash(1), UnixMillis(103), TTL).unwrap(),
@@ -192,7 +210,9 @@ fn a_dispatched_request_reads_back_unknown_after_a_restart_and_is_never_new_agai
         let mut journal = open(&path);
         let Begin::New(pending) = journal.begin("req-sent", hash(1), UnixMillis(100), TTL).unwrap() else { panic!() };
         let _lost = journal.mark_dispatched(pending, UnixMillis(101)).unwrap();
-        let Begin::New(_never_sent) = journal.begin("req-held", hash(2), UnixMillis(102), TTL).unwrap() else { panic!() };
+        let Begin::New(_never_sent) = journal.begin("req-held", hash(2), UnixMillis(102), TTL).unwrap() else {
+            panic!()
+        };
         // The process dies here: no completion is written.
     }
     for restart in 0..3 {
@@ -225,22 +245,38 @@ fn tickets_from_an_earlier_opening_cannot_move_a_row() {
     let Begin::New(pending) = old.begin("req-1", hash(1), UnixMillis(100), TTL).unwrap() else { panic!() };
     let Begin::New(other) = old.begin("req-2", hash(2), UnixMillis(100), TTL).unwrap() else { panic!() };
     let dispatched = old.mark_dispatched(other, UnixMillis(101)).unwrap();
+    drop(old);
 
-    // Another opening reconciles: req-1 becomes retryable, req-2 unknown.
+    // The next opening reconciles: req-1 becomes retryable, req-2 unknown; old tickets are void.
     let mut new = open(&path);
-    let err = old.mark_dispatched(pending, UnixMillis(102)).unwrap_err();
-    assert!(matches!(&err, JournalError::NotInFlight { request_id } if request_id == "req-1"), "{err}");
+    assert_eq!(new.dedup_state("req-2").unwrap(), Some((hash(2), DedupState::Unknown)));
+    let err =
+        new.complete(dispatched, &result(Outcome::Succeeded, Dispatch::Dispatched, None), UnixMillis(103)).unwrap_err();
+    assert!(matches!(&err, JournalError::NotInFlight { request_id } if request_id == "req-2"), "{err}");
     assert!(err.to_string().contains("do not send its input"), "{err}");
-    let err = old.complete(dispatched, &result(Outcome::Succeeded, Dispatch::Dispatched, None), UnixMillis(103)).unwrap_err();
-    assert!(matches!(err, JournalError::NotInFlight { .. }), "{err}");
     assert_eq!(new.dedup_state("req-2").unwrap(), Some((hash(2), DedupState::Unknown)));
 
-    // The new opening re-claims req-1; a ticket the old opening still held cannot touch it.
+    // Even once req-1 is re-claimed by the new opening, the old ticket cannot touch it.
     let Begin::New(fresh) = new.begin("req-1", hash(1), UnixMillis(104), TTL).unwrap() else { panic!() };
-    let Begin::Duplicate(DedupState::Received) = old.begin("req-1", hash(1), UnixMillis(105), TTL).unwrap() else {
-        panic!("the old opening sees the row in flight");
-    };
+    let err = new.mark_dispatched(pending, UnixMillis(105)).unwrap_err();
+    assert!(matches!(&err, JournalError::NotInFlight { request_id } if request_id == "req-1"), "{err}");
+    assert_eq!(new.dedup_state("req-1").unwrap(), Some((hash(1), DedupState::Received)));
     let _dispatched = new.mark_dispatched(fresh, UnixMillis(106)).unwrap();
+}
+
+#[test]
+fn only_one_journal_may_hold_a_file() {
+    let (_dir, path) = temp_journal();
+    let mut first = open(&path);
+    let Begin::New(pending) = first.begin("req-1", hash(1), UnixMillis(0), TTL).unwrap() else { panic!() };
+    let dispatched = first.mark_dispatched(pending, UnixMillis(1)).unwrap();
+    let err = Journal::open(&path, JournalConfig::default()).unwrap_err();
+    assert!(matches!(err, JournalError::Busy { .. }), "{err}");
+    assert!(err.to_string().contains("browserd broker stop"), "{err}");
+    // The refused opener reconciled nothing: the live journal completes its action.
+    first.complete(dispatched, &result(Outcome::Succeeded, Dispatch::Dispatched, None), UnixMillis(2)).unwrap();
+    drop(first);
+    assert!(matches!(open(&path).dedup_state("req-1").unwrap(), Some((_, DedupState::Completed(_)))));
 }
 
 #[test]
@@ -249,11 +285,18 @@ fn undispatched_endings_are_recorded_or_forgotten() {
     let mut journal = open(&path);
     let Begin::New(pending) = journal.begin("req-denied", hash(1), UnixMillis(1), TTL).unwrap() else { panic!() };
     let err = journal
-        .complete_undispatched(pending, &result(Outcome::Failed, Dispatch::Dispatched, Some("POLICY_DENIED")), UnixMillis(2))
+        .complete_undispatched(
+            pending,
+            &result(Outcome::Failed, Dispatch::Dispatched, Some("POLICY_DENIED")),
+            UnixMillis(2),
+        )
         .unwrap_err();
     assert!(matches!(err, JournalError::InvalidInput { what: "undispatched result", .. }), "{err}");
     // The rejected call consumed the ticket; the row stays in flight.
-    assert!(matches!(journal.begin("req-denied", hash(1), UnixMillis(3), TTL).unwrap(), Begin::Duplicate(DedupState::Received)));
+    assert!(matches!(
+        journal.begin("req-denied", hash(1), UnixMillis(3), TTL).unwrap(),
+        Begin::Duplicate(DedupState::Received)
+    ));
 
     let Begin::New(pending) = journal.begin("req-denied-2", hash(1), UnixMillis(1), TTL).unwrap() else { panic!() };
     let denied = result(Outcome::Failed, Dispatch::NotDispatched, Some("POLICY_DENIED"));
@@ -409,7 +452,9 @@ fn prune_cleans_every_table() {
     let record = journal.record_recovery(&cleanup("s", "t", CleanupOp::Close), UnixMillis(0)).unwrap();
     journal.resolve_recovery(record.id, Resolution::Confirmed, UnixMillis(1)).unwrap();
     let Begin::New(pending) = journal.begin("r", hash(1), UnixMillis(0), TTL).unwrap() else { panic!() };
-    journal.complete_undispatched(pending, &result(Outcome::Failed, Dispatch::NotDispatched, None), UnixMillis(1)).unwrap();
+    journal
+        .complete_undispatched(pending, &result(Outcome::Failed, Dispatch::NotDispatched, None), UnixMillis(1))
+        .unwrap();
     journal.audit(&act_record(0, 0)).unwrap();
     let report = journal.prune(UnixMillis(8 * day)).unwrap();
     assert_eq!((report.dedup_expired, report.audit_removed, report.recoveries_removed), (1, 1, 1));
@@ -474,6 +519,7 @@ fn the_directory_and_file_are_private() {
     let wal = path.with_extension("sqlite3-wal");
     assert!(wal.exists(), "WAL mode is on");
     assert_eq!(mode(&wal), 0o600);
+    assert_eq!(mode(&path.with_extension("sqlite3.lock")), 0o600);
     drop(journal);
 
     // A file others can read is tightened on open.
@@ -500,9 +546,9 @@ fn stats_count_what_is_stored() {
     assert_eq!((stats.pending_recoveries, stats.dedup_rows, stats.dedup_unknown, stats.audit.rows), (1, 1, 1, 1));
     assert_eq!(stats.audit.approx_bytes, act_record(0, 0).charged_bytes());
     assert!(stats.file_bytes > 0);
-    let mode: String = rusqlite::Connection::open(&path)
-        .unwrap()
-        .pragma_query_value(None, "journal_mode", |row| row.get(0))
-        .unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let mode: String = raw.pragma_query_value(None, "journal_mode", |row| row.get(0)).unwrap();
     assert_eq!(mode, "wal");
+    let auto_vacuum: i64 = raw.pragma_query_value(None, "auto_vacuum", |row| row.get(0)).unwrap();
+    assert_eq!(auto_vacuum, 2, "incremental auto-vacuum, so prune can give pages back");
 }

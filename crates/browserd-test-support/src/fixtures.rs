@@ -427,7 +427,7 @@ async fn slow(State(state): State<SiteState>, Query(query): Query<HashMap<String
     tokio::select! {
         () = tokio::time::sleep(Duration::from_millis(delay)) => {}
         () = state.stop.cancelled() => {
-            return typed(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", "fixture site is shutting down\n".into());
+            return shutting_down();
         }
     }
     html(SLOW_PAGE.replace("{{DELAY_MS}}", &delay.to_string()))
@@ -534,5 +534,9 @@ async fn long_poll(State(state): State<SiteState>) -> Response {
     state.long_polls.fetch_add(1, Ordering::SeqCst);
     let _pending = Pending(state.long_polls.clone());
     state.stop.cancelled().await;
+    shutting_down()
+}
+
+fn shutting_down() -> Response {
     typed(StatusCode::SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", "fixture site is shutting down\n".into())
 }

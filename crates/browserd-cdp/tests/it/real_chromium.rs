@@ -162,7 +162,7 @@ async fn dropping_the_browser_kills_its_processes() {
     let pid = browser.pid().unwrap();
     let cdp = browser.cdp().clone();
     drop(browser);
-    let reason = cdp.closed().await;
+    let reason = tokio::time::timeout(T, cdp.closed()).await.expect("the connection closes");
     assert!(reason.contains("signal 9"), "{reason}");
     assert_eq!(processes_in_group(pid), Vec::<u32>::new());
 }
@@ -258,6 +258,12 @@ async fn launch_remote() -> RemoteChromium {
 #[tokio::test]
 async fn remote_endpoint_by_ws_url_and_by_http_address() {
     let mut remote = launch_remote().await;
+    tokio::time::timeout(Duration::from_secs(120), remote_endpoint_checks(&mut remote))
+        .await
+        .expect("the remote-endpoint checks finish");
+}
+
+async fn remote_endpoint_checks(remote: &mut RemoteChromium) {
     let ws_url = format!("ws://127.0.0.1:{}{}", remote.port, remote.browser_path);
     let http_url = format!("http://127.0.0.1:{}", remote.port);
     assert_eq!(resolve_ws_url(&http_url).await.unwrap(), ws_url);

@@ -33,15 +33,17 @@ pub fn env() -> &'static Env {
                 let download_dir = root.join("downloads");
                 std::fs::create_dir_all(&upload_dir).unwrap();
                 std::fs::create_dir_all(&download_dir).unwrap();
-                let config = ChromiumConfig { upload_roots: vec![upload_dir.clone()], download_dir: Some(download_dir.clone()) };
+                let config =
+                    ChromiumConfig { upload_roots: vec![upload_dir.clone()], download_dir: Some(download_dir.clone()) };
                 let opts = LaunchOptions {
                     user_data_dir: Some(root.join("profile")),
                     env: vec![("XDG_CONFIG_HOME".into(), root.join("xdg").display().to_string())],
                     window_size: Some((1000, 800)),
                     ..LaunchOptions::default()
                 };
-                let (provider, browser) =
-                    ChromiumProvider::launch_managed(opts, HandleAllocator::new(), config).await.expect("chromium launches");
+                let (provider, browser) = ChromiumProvider::launch_managed(opts, HandleAllocator::new(), config)
+                    .await
+                    .expect("chromium launches");
                 tx.send(Env { provider, site, upload_dir, download_dir }).unwrap();
                 let _keep = browser;
                 std::future::pending::<()>().await;
@@ -68,7 +70,8 @@ impl Page {
         } else {
             e.site.url(path)
         };
-        let info = e.provider.create_tab(&ctx(), CreateTab { url: "about:blank".into(), ..Default::default() }).await.unwrap();
+        let info =
+            e.provider.create_tab(&ctx(), CreateTab { url: "about:blank".into(), ..Default::default() }).await.unwrap();
         let page = Page { tab: info.tab };
         let r = page.act(ActParams::new(browserd_protocol::ActionKind::Navigate).value(url)).await;
         assert_eq!(r.outcome, browserd_protocol::Outcome::Succeeded, "{r:#?}");
@@ -94,7 +97,11 @@ impl Page {
 
 /// The ref on the first line containing `needle`.
 pub fn ref_of(o: &Observation, needle: &str) -> String {
-    let line = o.content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no line with {needle:?} in\n{}", o.content));
+    let line = o
+        .content
+        .lines()
+        .find(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in\n{}", o.content));
     let start = line.find('[').unwrap() + 1;
     let end = line[start..].find(']').unwrap() + start;
     line[start..end].to_owned()

@@ -1,0 +1,389 @@
+//! The broker's configuration: defaults, the TOML file at `$XDG_CONFIG_HOME/browserd/config.toml`, and
+//! `BROWSERD_*` environment overrides, with where each effective value came from (for `browserd config`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// Where an effective value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase", tag = "kind", content = "name")]
+pub enum Source {
+    /// Built-in default.
+    Default,
+    /// The config file (its path).
+    File(PathBuf),
+    /// An environment variable (its name).
+    Env(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Default => f.write_str("default"),
+            Source::File(path) => write!(f, "file {}", path.display()),
+            Source::Env(name) => write!(f, "env {name}"),
+        }
+    }
+}
+
+/// Why the configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file exists but could not be read.
+    #[error("cannot read the config file {path}: {source}; fix its permissions or remove it")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or has a value of the wrong type.
+    #[error("the config file {path} is invalid: {message}; fix it (see `browserd config` for the keys)")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// An environment variable holds an unusable value.
+    #[error("the environment variable {name}={value:?} is invalid: {message}")]
+    Env {
+        /// Variable name.
+        name: String,
+        /// Its value.
+        value: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The broker's effective configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerConfig {
+    /// Exit after this long with no client connected and nothing owned (0: never).
+    pub idle_exit_secs: u64,
+    /// After a client disconnects, how long its sessions wait for a re-attach before disposal.
+    pub disconnect_grace_secs: u64,
+    /// A remote DevTools endpoint (`ws://…` or `http://host:port`) instead of a managed Chromium.
+    pub remote_cdp: Option<String>,
+    /// The browser executable of the managed Chromium (default: auto-detected).
+    pub chromium_path: Option<PathBuf>,
+    /// Run the managed Chromium headless.
+    pub headless: bool,
+    /// The managed Chromium's profile directory (default `$XDG_STATE_HOME/browserd/profile`).
+    pub profile_dir: Option<PathBuf>,
+    /// Extra Chromium command-line flags, space separated.
+    pub chromium_args: Vec<String>,
+    /// Controlled tabs per task/session (BRIEF §7: 3).
+    pub max_tabs_per_task: u32,
+    /// Running actions per tab (BRIEF §7: 1).
+    pub max_running_actions_per_tab: u32,
+    /// Requests waiting for a tab or a page-operation slot (BRIEF §7: 16).
+    pub max_queued_requests: u32,
+    /// Page operations running at once, all sessions (BRIEF §7: 4).
+    pub max_concurrent_page_ops: u32,
+    /// How long a request waits for a free page-operation slot before `TOO_MANY_CONCURRENT_OPS`.
+    pub concurrency_wait_ms: u64,
+    /// Deadline of ordinary browser calls.
+    pub op_timeout_ms: u64,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        Self {
+            idle_exit_secs: 600,
+            disconnect_grace_secs: 30,
+            remote_cdp: None,
+            chromium_path: None,
+            headless: true,
+            profile_dir: None,
+            chromium_args: Vec::new(),
+            max_tabs_per_task: 3,
+            max_running_actions_per_tab: 1,
+            max_queued_requests: 16,
+            max_concurrent_page_ops: 4,
+            concurrency_wait_ms: 1000,
+            op_timeout_ms: 10_000,
+        }
+    }
+}
+
+impl BrokerConfig {
+    /// Idle-exit delay (`None`: never).
+    #[must_use]
+    pub fn idle_exit(&self) -> Option<Duration> {
+        (self.idle_exit_secs > 0).then(|| Duration::from_secs(self.idle_exit_secs))
+    }
+
+    /// Disconnect grace period.
+    #[must_use]
+    pub fn disconnect_grace(&self) -> Duration {
+        Duration::from_secs(self.disconnect_grace_secs)
+    }
+}
+
+/// Every key, in display order.
+pub const KEYS: &[&str] = &[
+    "idle_exit_secs",
+    "disconnect_grace_secs",
+    "remote_cdp",
+    "chromium_path",
+    "headless",
+    "profile_dir",
+    "chromium_args",
+    "max_tabs_per_task",
+    "max_running_actions_per_tab",
+    "max_queued_requests",
+    "max_concurrent_page_ops",
+    "concurrency_wait_ms",
+    "op_timeout_ms",
+];
+
+/// The environment variable overriding `key`: `BROWSERD_` + the key in upper case (e.g. `BROWSERD_REMOTE_CDP`).
+#[must_use]
+pub fn env_name(key: &str) -> String {
+    format!("BROWSERD_{}", key.to_ascii_uppercase())
+}
+
+/// The effective configuration and the source of every key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Effective {
+    /// The values.
+    pub config: BrokerConfig,
+    /// Key → where its value came from.
+    pub sources: BTreeMap<&'static str, Source>,
+    /// The config file looked at (present or not).
+    pub file: Option<PathBuf>,
+    /// Whether that file exists.
+    pub file_exists: bool,
+}
+
+/// The default config file: `$XDG_CONFIG_HOME/browserd/config.toml`, else `~/.config/browserd/config.toml`.
+#[must_use]
+pub fn default_file(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(xdg) = env("XDG_CONFIG_HOME").filter(|v| Path::new(v).is_absolute()) {
+        return Some(PathBuf::from(xdg).join("browserd").join("config.toml"));
+    }
+    env("HOME").filter(|v| !v.is_empty()).map(|home| PathBuf::from(home).join(".config/browserd/config.toml"))
+}
+
+/// The default state directory: `$XDG_STATE_HOME/browserd`, else `~/.local/state/browserd`.
+#[must_use]
+pub fn state_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    if let Some(xdg) = env("XDG_STATE_HOME").filter(|v| Path::new(v).is_absolute()) {
+        return Some(PathBuf::from(xdg).join("browserd"));
+    }
+    env("HOME").filter(|v| !v.is_empty()).map(|home| PathBuf::from(home).join(".local/state/browserd"))
+}
+
+/// Reads the configuration from the process environment and the default file.
+///
+/// # Errors
+/// An unreadable or invalid file, or an invalid environment value.
+pub fn load() -> Result<Effective, ConfigError> {
+    let env = |name: &str| std::env::var(name).ok();
+    load_with(&env)
+}
+
+/// Reads the configuration with an explicit environment lookup (tests).
+///
+/// # Errors
+/// An unreadable or invalid file, or an invalid environment value.
+pub fn load_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Effective, ConfigError> {
+    let mut config = BrokerConfig::default();
+    let mut sources: BTreeMap<&'static str, Source> = KEYS.iter().map(|k| (*k, Source::Default)).collect();
+    let file = default_file(env);
+    let mut file_exists = false;
+    if let Some(path) = &file {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                file_exists = true;
+                let table: toml::Table = text
+                    .parse()
+                    .map_err(|e: toml::de::Error| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+                for (key, value) in &table {
+                    let Some(known) = KEYS.iter().find(|k| **k == key.as_str()) else {
+                        return Err(ConfigError::Parse {
+                            path: path.clone(),
+                            message: format!("unknown key `{key}` (known keys: {})", KEYS.join(", ")),
+                        });
+                    };
+                    set_from_toml(&mut config, known, value)
+                        .map_err(|message| ConfigError::Parse { path: path.clone(), message })?;
+                    sources.insert(known, Source::File(path.clone()));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(ConfigError::Read { path: path.clone(), source }),
+        }
+    }
+    for key in KEYS {
+        let name = env_name(key);
+        if let Some(value) = env(&name) {
+            set_from_str(&mut config, key, &value).map_err(|message| ConfigError::Env {
+                name: name.clone(),
+                value: value.clone(),
+                message,
+            })?;
+            sources.insert(key, Source::Env(name));
+        }
+    }
+    Ok(Effective { config, sources, file, file_exists })
+}
+
+fn set_from_toml(config: &mut BrokerConfig, key: &str, value: &toml::Value) -> Result<(), String> {
+    let text = match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Integer(i) => i.to_string(),
+        toml::Value::Boolean(b) => b.to_string(),
+        toml::Value::Array(items) if key == "chromium_args" => {
+            let mut args = Vec::new();
+            for item in items {
+                match item {
+                    toml::Value::String(s) => args.push(s.clone()),
+                    other => return Err(format!("`chromium_args` holds a non-string item {other}")),
+                }
+            }
+            config.chromium_args = args;
+            return Ok(());
+        }
+        other => return Err(format!("`{key}` has an unsupported value {other}")),
+    };
+    set_from_str(config, key, &text).map_err(|why| format!("`{key}`: {why}"))
+}
+
+fn parse_u64(value: &str) -> Result<u64, String> {
+    value.trim().parse().map_err(|_| format!("expected a non-negative integer, got {value:?}"))
+}
+
+fn parse_u32_min1(value: &str) -> Result<u32, String> {
+    let n: u32 = value.trim().parse().map_err(|_| format!("expected a positive integer, got {value:?}"))?;
+    if n == 0 { Err("must be at least 1".to_owned()) } else { Ok(n) }
+}
+
+fn parse_bool(value: &str) -> Result<bool, String> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        _ => Err(format!("expected true or false, got {value:?}")),
+    }
+}
+
+fn opt_string(value: &str) -> Option<String> {
+    let trimmed = value.trim();
+    (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+    match key {
+        "idle_exit_secs" => config.idle_exit_secs = parse_u64(value)?,
+        "disconnect_grace_secs" => config.disconnect_grace_secs = parse_u64(value)?,
+        "remote_cdp" => config.remote_cdp = opt_string(value),
+        "chromium_path" => config.chromium_path = opt_string(value).map(PathBuf::from),
+        "headless" => config.headless = parse_bool(value)?,
+        "profile_dir" => config.profile_dir = opt_string(value).map(PathBuf::from),
+        "chromium_args" => config.chromium_args = value.split_whitespace().map(str::to_owned).collect(),
+        "max_tabs_per_task" => config.max_tabs_per_task = parse_u32_min1(value)?,
+        "max_running_actions_per_tab" => {
+            let n = parse_u32_min1(value)?;
+            if n != 1 {
+                return Err("only 1 is supported: actions on one tab always run one at a time".to_owned());
+            }
+            config.max_running_actions_per_tab = n;
+        }
+        "max_queued_requests" => config.max_queued_requests = parse_u32_min1(value)?,
+        "max_concurrent_page_ops" => config.max_concurrent_page_ops = parse_u32_min1(value)?,
+        "concurrency_wait_ms" => config.concurrency_wait_ms = parse_u64(value)?,
+        "op_timeout_ms" => config.op_timeout_ms = parse_u64(value)?.max(1),
+        other => return Err(format!("unknown key `{other}`")),
+    }
+    Ok(())
+}
+
+/// The effective value of `key` as display text.
+#[must_use]
+pub fn display_value(config: &BrokerConfig, key: &str) -> String {
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".to_owned());
+    let path = |v: &Option<PathBuf>| v.as_ref().map_or_else(|| "(unset)".to_owned(), |p| p.display().to_string());
+    match key {
+        "idle_exit_secs" => config.idle_exit_secs.to_string(),
+        "disconnect_grace_secs" => config.disconnect_grace_secs.to_string(),
+        "remote_cdp" => opt(&config.remote_cdp),
+        "chromium_path" => path(&config.chromium_path),
+        "headless" => config.headless.to_string(),
+        "profile_dir" => path(&config.profile_dir),
+        "chromium_args" => config.chromium_args.join(" "),
+        "max_tabs_per_task" => config.max_tabs_per_task.to_string(),
+        "max_running_actions_per_tab" => config.max_running_actions_per_tab.to_string(),
+        "max_queued_requests" => config.max_queued_requests.to_string(),
+        "max_concurrent_page_ops" => config.max_concurrent_page_ops.to_string(),
+        "concurrency_wait_ms" => config.concurrency_wait_ms.to_string(),
+        "op_timeout_ms" => config.op_timeout_ms.to_string(),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env_of(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> {
+        let map: BTreeMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults_file_and_env_layer_in_that_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg_dir = dir.path().join("browserd");
+        std::fs::create_dir_all(&cfg_dir).unwrap();
+        std::fs::write(cfg_dir.join("config.toml"), "max_queued_requests = 8\nremote_cdp = \"ws://file\"\n").unwrap();
+        let env = env_of(&[
+            ("XDG_CONFIG_HOME", dir.path().display().to_string()),
+            ("BROWSERD_REMOTE_CDP", "http://127.0.0.1:9222".to_owned()),
+        ]);
+        let eff = load_with(&env).unwrap();
+        assert!(eff.file_exists);
+        assert_eq!(eff.config.max_queued_requests, 8);
+        assert_eq!(eff.sources["max_queued_requests"], Source::File(cfg_dir.join("config.toml")));
+        assert_eq!(eff.config.remote_cdp.as_deref(), Some("http://127.0.0.1:9222"));
+        assert_eq!(eff.sources["remote_cdp"], Source::Env("BROWSERD_REMOTE_CDP".into()));
+        assert_eq!(eff.config.max_concurrent_page_ops, 4);
+        assert_eq!(eff.sources["max_concurrent_page_ops"], Source::Default);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_refused_with_the_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg_dir = dir.path().join("browserd");
+        std::fs::create_dir_all(&cfg_dir).unwrap();
+        std::fs::write(cfg_dir.join("config.toml"), "max_tabs = 2\n").unwrap();
+        let env = env_of(&[("XDG_CONFIG_HOME", dir.path().display().to_string())]);
+        let err = load_with(&env).unwrap_err().to_string();
+        assert!(err.contains("unknown key `max_tabs`"), "{err}");
+
+        let env = env_of(&[("BROWSERD_MAX_QUEUED_REQUESTS", "zero".into())]);
+        let err = load_with(&env).unwrap_err().to_string();
+        assert!(err.contains("BROWSERD_MAX_QUEUED_REQUESTS") && err.contains("positive integer"), "{err}");
+
+        let env = env_of(&[("BROWSERD_MAX_RUNNING_ACTIONS_PER_TAB", "2".into())]);
+        assert!(load_with(&env).unwrap_err().to_string().contains("only 1 is supported"));
+    }
+
+    #[test]
+    fn every_key_has_a_display_and_an_env_name() {
+        let config = BrokerConfig::default();
+        for key in KEYS {
+            assert!(env_name(key).starts_with("BROWSERD_"));
+            let shown = display_value(&config, key);
+            if !matches!(*key, "chromium_args") {
+                assert!(!shown.is_empty(), "{key}");
+            }
+        }
+    }
+}

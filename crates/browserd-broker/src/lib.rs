@@ -1,0 +1,29 @@
+//! browserd's broker daemon, its client library, the CLI subcommands and the host hooks.
+//!
+//! # Layout
+//! - [`server`]: the broker ([`server::Broker`]): socket, `hello`, sessions and re-attachment, disconnect grace,
+//!   dispatch of every JSON-RPC method to the core runtime, status, graceful and idle shutdown.
+//! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
+//! - [`to_proto`]: the one place core types become wire types.
+//! - [`lazy`]: the managed Chromium launched on first use, or the remote endpoint.
+//! - [`client`]: [`client::Client`], used by the CLI, the MCP server and the hooks.
+//! - [`cli`]: the clap subcommands ([`cli::Command`]) and [`cli::run`].
+//! - [`hooks`]: Codex / Claude Code hook input parsing and the hook runner.
+//! - [`config`]: defaults, TOML file, environment overrides, with sources.
+//!
+//! The durable journal (`browserd-journal`) is not wired in yet: recovery records live in the runtime's memory,
+//! `tool.call` `callId`s are not de-duplicated by the broker, and a restarted broker starts with no records. The seam
+//! is [`server::Broker::run`] (open the journal after taking the lock) and `Broker::tool_call` (record before
+//! dispatch).
+
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod hooks;
+pub mod lazy;
+pub mod limits;
+pub mod server;
+pub mod to_proto;
+
+pub use client::{Client, ClientError};
+pub use server::Broker;

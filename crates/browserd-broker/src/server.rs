@@ -1,0 +1,1217 @@
+//! The broker daemon: binds the socket through `browserd-ipc`, answers `hello`, keeps the host-session ↔ broker
+//! session map, and dispatches every JSON-RPC method to the core [`Runtime`] behind the back-pressure [`Gate`].
+//!
+//! One task reads each connection; each request runs in its own task (bounded by the gate for page work) and the
+//! answer goes back through the connection's writer task. No lock is held across an `.await` except the runtime's
+//! own per-session locks.
+//!
+//! Broker-local methods (not in the protocol registry, used by the CLI): `broker.shutdown` (graceful stop),
+//! `broker.stopGate` (cancel queued and running page work, report `USER_STOPPED`), `broker.selectTab` (choose which
+//! owned tab `browser_observe` / `browser_act` / `browser_batch` work on, since their params carry no tab id).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use browserd_core::clock::{Clock, SystemClock};
+use browserd_core::error::CoreError;
+use browserd_core::lifecycle::{CloseReason as CoreClose, FinalizeInputs, LifecycleConfig};
+use browserd_core::provider::{Capability, Provider, ProviderKind, SessionKey, TabHandle};
+use browserd_core::runtime::{Runtime, RuntimeConfig};
+use browserd_ipc::{
+    AcquireLockError, BrokerListener, ConnectionContext, FramedConnection, IdleTracker, InstanceLock, RuntimeDir,
+    ServeOptions, ServeSummary, serve,
+};
+use browserd_protocol::hello::{ComponentRole, HelloParams, HelloResult, VersionRange, negotiate_named};
+use browserd_protocol::jsonrpc::{Message, Notification, Request, RequestId, Response};
+use browserd_protocol::lifecycle::{
+    BrowserKind, BrowserStatus, CleanupResult, ClientDisconnectParams, ClientDisconnectResult, CloseReason,
+    ContextResetParams, ContextResetResult, DebuggerLeaseState, DebuggerLeaseStatus, HostKind, Limits,
+    SessionCloseParams, SessionOpenParams, SessionOpenResult, SessionStatus, StatusParams, StatusResult, TabStatus,
+    ToolActivation, ToolSet, ToolsActivateParams, TurnBeginParams, TurnBeginResult, TurnEndParams, TurnEndResult,
+    UnsupportedReason, Usage, WriteLeaseStatus,
+};
+use browserd_protocol::methods::{MethodCall, ToolsListParams, ToolsListResult};
+use browserd_protocol::tools::{
+    BatchResult, BatchStop, BatchStopReason, BrowserStatusResult, HandoffResult, HandoffStatus, ListResult,
+    MarkResult, Tool, ToolCall, ToolCallParams, ToolTier,
+};
+use browserd_protocol::{ErrorCode, ErrorData, FencingToken, Outcome, SessionId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::BrokerConfig;
+use crate::lazy::{BrowserTarget, LazyChromium};
+use crate::limits::{Gate, LimitConfig, user_stopped};
+use crate::to_proto;
+
+/// Broker-local method: graceful shutdown.
+pub const BROKER_SHUTDOWN: &str = "broker.shutdown";
+/// Broker-local method: the stop gate.
+pub const BROKER_STOP_GATE: &str = "broker.stopGate";
+/// Broker-local method: choose the session's current tab.
+pub const BROKER_SELECT_TAB: &str = "broker.selectTab";
+
+/// Result of `broker.stopGate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopGateResult {
+    /// Always `USER_STOPPED`: what the cancelled requests report.
+    pub code: ErrorCode,
+    /// Requests that were waiting and were cancelled.
+    pub queued_cancelled: u32,
+    /// Page operations that were running and were told to stop.
+    pub running_cancelled: u32,
+    /// Write leases dropped (resuming needs a new lease and a fresh observation).
+    pub leases_released: u32,
+}
+
+/// Params of `broker.selectTab`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectTabParams {
+    /// Session.
+    pub session: SessionId,
+    /// One of the session's own tabs.
+    pub tab: browserd_protocol::TabId,
+}
+
+tokio::task_local! {
+    /// Set while a call must not start the browser (turn end or close before the browser ever started).
+    static NO_LAUNCH: bool;
+}
+
+/// Whether the current task must not start the browser.
+pub(crate) fn launch_forbidden() -> bool {
+    NO_LAUNCH.try_with(|v| *v).unwrap_or(false)
+}
+
+#[derive(Debug)]
+struct SessionInfo {
+    key: SessionKey,
+    host: HostKind,
+    host_session_id: String,
+    label: Option<String>,
+    attached: BTreeSet<u64>,
+    grace: Option<CancellationToken>,
+    current_tab: Option<TabHandle>,
+    host_turn: Option<String>,
+    last_turn_end: Option<(String, TurnEndResult)>,
+}
+
+#[derive(Debug, Default)]
+struct Tables {
+    by_host: HashMap<(HostKind, String), SessionId>,
+    sessions: BTreeMap<SessionId, SessionInfo>,
+    connections: HashMap<u64, mpsc::Sender<Value>>,
+    next_session: u64,
+}
+
+/// Why the broker did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    /// Another broker holds the lock.
+    #[error(transparent)]
+    AlreadyRunning(AcquireLockError),
+    /// The lock could not be taken.
+    #[error(transparent)]
+    Lock(AcquireLockError),
+    /// The socket could not be bound.
+    #[error(transparent)]
+    Bind(#[from] browserd_ipc::BindError),
+}
+
+/// What a broker run did.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// The accept loop's summary.
+    pub serve: ServeSummary,
+    /// Sessions disposed at shutdown.
+    pub disposed_sessions: usize,
+    /// Recovery records left for the next broker.
+    pub pending_recovery: usize,
+}
+
+/// The broker. Build it with [`Broker::with_provider`] (tests, other browsers) or [`Broker::from_config`].
+pub struct Broker {
+    runtime: Runtime,
+    provider: Arc<dyn Provider>,
+    lazy: Option<Arc<LazyChromium>>,
+    config: BrokerConfig,
+    gate: Gate,
+    tables: Mutex<Tables>,
+    shutdown: CancellationToken,
+    idle: Mutex<Option<IdleTracker>>,
+    next_conn: AtomicU64,
+    started: std::time::Instant,
+}
+
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+fn runtime_config(config: &BrokerConfig) -> RuntimeConfig {
+    RuntimeConfig {
+        lifecycle: LifecycleConfig {
+            max_tabs_per_session: config.max_tabs_per_task as usize,
+            ..LifecycleConfig::default()
+        },
+        op_timeout: Duration::from_millis(config.op_timeout_ms),
+        ..RuntimeConfig::default()
+    }
+}
+
+fn limit_config(config: &BrokerConfig) -> LimitConfig {
+    LimitConfig {
+        max_queued: config.max_queued_requests,
+        max_concurrent: config.max_concurrent_page_ops,
+        concurrency_wait: Duration::from_millis(config.concurrency_wait_ms),
+    }
+}
+
+fn err(e: &CoreError) -> ErrorData {
+    to_proto::error_data(e)
+}
+
+fn core_close_reason(reason: CloseReason) -> CoreClose {
+    match reason {
+        CloseReason::HostExit => CoreClose::HostExit,
+        CloseReason::SessionSwitch => CoreClose::SessionSwitch,
+        CloseReason::Fork => CoreClose::Fork,
+        CloseReason::PluginUnload => CoreClose::PluginUnload,
+        CloseReason::AgentDisposed | CloseReason::ClientGone => CoreClose::AgentDisposed,
+        CloseReason::User => CoreClose::SessionEnd,
+    }
+}
+
+fn core_tool_names() -> Vec<String> {
+    Tool::ALL.iter().filter(|t| t.tier() == ToolTier::Core).map(|t| t.name().to_owned()).collect()
+}
+
+fn to_value<T: Serialize>(value: &T) -> Result<Value, ErrorData> {
+    serde_json::to_value(value)
+        .map_err(|e| ErrorData::new(ErrorCode::InternalError, format!("cannot encode the result: {e}")))
+}
+
+impl Broker {
+    /// A broker over `provider` (tests use the fake provider; the clock drives the runtime's timers).
+    #[must_use]
+    pub fn with_provider(provider: Arc<dyn Provider>, clock: Arc<dyn Clock>, config: BrokerConfig) -> Arc<Self> {
+        Self::build(provider, None, clock, config)
+    }
+
+    /// A broker over the configured browser: the remote endpoint when `remote_cdp` is set, else a managed Chromium
+    /// launched on first browser use.
+    #[must_use]
+    pub fn from_config(config: BrokerConfig, state_dir: Option<&std::path::Path>) -> Arc<Self> {
+        let target = BrowserTarget::from_config(&config, state_dir);
+        let lazy = Arc::new(LazyChromium::new(target, browserd_chromium::ChromiumConfig::default()));
+        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
+    }
+
+    fn build(
+        provider: Arc<dyn Provider>,
+        lazy: Option<Arc<LazyChromium>>,
+        clock: Arc<dyn Clock>,
+        config: BrokerConfig,
+    ) -> Arc<Self> {
+        let runtime = Runtime::new(provider.clone(), clock, runtime_config(&config));
+        Arc::new(Self {
+            runtime,
+            provider,
+            lazy,
+            gate: Gate::new(limit_config(&config)),
+            config,
+            tables: Mutex::new(Tables::default()),
+            shutdown: CancellationToken::new(),
+            idle: Mutex::new(None),
+            next_conn: AtomicU64::new(0),
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// The token that stops the broker (also fired by `broker.shutdown`, SIGTERM and idle exit).
+    #[must_use]
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
+    /// The core runtime (for tests and in-process users).
+    #[must_use]
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    fn tables(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Takes the single-instance lock, binds the socket in `dir`, serves until shut down, then disposes every open
+    /// session through the normal disposal path and shuts the managed browser down.
+    ///
+    /// # Errors
+    /// Another broker runs (`AlreadyRunning`), or the lock or socket cannot be set up.
+    pub async fn run(self: Arc<Self>, dir: &RuntimeDir) -> Result<RunSummary, BrokerError> {
+        let lock = InstanceLock::acquire(dir).map_err(|e| match e {
+            AcquireLockError::AlreadyRunning { .. } => BrokerError::AlreadyRunning(e),
+            other => BrokerError::Lock(other),
+        })?;
+        let listener = BrokerListener::bind(dir, &lock).await?;
+        tracing::info!(socket = %listener.socket_path().display(), "browserd broker listening");
+        let idle = self.config.idle_exit().map(IdleTracker::start);
+        if let Some(idle) = &idle {
+            let token = idle.idle();
+            let shutdown = self.shutdown.clone();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = token.cancelled() => {
+                        tracing::info!("idle: no client and nothing owned; the broker exits");
+                        shutdown.cancel();
+                    }
+                    () = shutdown.cancelled() => {}
+                }
+            });
+        }
+        *self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = idle.clone();
+        let timers = CancellationToken::new();
+        self.spawn_timers(timers.clone());
+        let options = ServeOptions { idle, ..ServeOptions::default() };
+        let me = self.clone();
+        let summary = serve(
+            listener,
+            move |conn, ctx| {
+                let me = me.clone();
+                async move { me.connection(conn, ctx).await }
+            },
+            self.shutdown.clone(),
+            options,
+        )
+        .await;
+        timers.cancel();
+        let report = self.runtime.dispose_plugin().await;
+        if let Some(lazy) = &self.lazy {
+            lazy.shutdown().await;
+        }
+        drop(lock);
+        tracing::info!(
+            sessions = report.sessions.len(),
+            pending_recovery = report.pending_recovery,
+            "browserd broker stopped"
+        );
+        Ok(RunSummary {
+            serve: summary,
+            disposed_sessions: report.sessions.len(),
+            pending_recovery: report.pending_recovery,
+        })
+    }
+
+    /// Drives the runtime's timers (idle debugger detach, background recovery retries).
+    ///
+    /// SEAM: `Runtime::run_timers` is not `Send` today (core's `tick` holds the engine guard across an `.await` in
+    /// an `if let … && …await` chain, which would also re-lock the engine), so it cannot be spawned here. Until core
+    /// fixes that, idle detach happens at the next operation and at turn end, and recovery retries run before each
+    /// operation of any session.
+    fn spawn_timers(&self, _cancel: CancellationToken) {}
+
+    // ----- connections -----
+
+    async fn connection(self: Arc<Self>, conn: FramedConnection, ctx: ConnectionContext) {
+        let conn_id = self.next_conn.fetch_add(1, Ordering::Relaxed) + 1;
+        let (mut reader, mut writer) = conn.into_split();
+        let (tx, mut rx) = mpsc::channel::<Value>(64);
+        let writer_task = tokio::spawn(async move {
+            while let Some(message) = rx.recv().await {
+                if let Err(e) = writer.send(&message).await {
+                    tracing::debug!(%e, "a client went away while we answered");
+                    break;
+                }
+            }
+        });
+        self.tables().connections.insert(conn_id, tx.clone());
+        let active = Arc::new(AtomicU32::new(0));
+        let cancel_active = CancellationToken::new();
+        let mut protocol: Option<u32> = None;
+        loop {
+            let frame = tokio::select! {
+                frame = reader.recv() => frame,
+                () = ctx.shutdown.cancelled() => break,
+            };
+            let value = match frame {
+                Ok(Some(value)) => value,
+                Ok(None) => break,
+                Err(e) if !e.is_fatal() => {
+                    let response = Response::failure(None, ErrorData::new(ErrorCode::ParseError, e.to_string()));
+                    let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::debug!(%e, "closing a broken connection");
+                    break;
+                }
+            };
+            let request = match Message::from_value(value) {
+                Ok(Message::Request(request)) => request,
+                Ok(Message::Notification(n)) => {
+                    tracing::debug!(method = %n.method, "ignoring a client notification");
+                    continue;
+                }
+                Ok(Message::Response(_)) => continue,
+                Err(invalid) => {
+                    let _ = tx.send(serde_json::to_value(invalid.into_response()).unwrap_or(Value::Null)).await;
+                    continue;
+                }
+            };
+            if request.method == browserd_protocol::methods::HELLO {
+                let response = match self.hello(&request) {
+                    Ok((version, result)) => {
+                        protocol = Some(version);
+                        Response::success(request.id.clone(), &result)
+                            .unwrap_or_else(|e| internal(request.id.clone(), &e))
+                    }
+                    Err(e) => Response::failure(Some(request.id.clone()), e),
+                };
+                let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                continue;
+            }
+            let Some(version) = protocol else {
+                let e = ErrorData::new(
+                    ErrorCode::HelloRequired,
+                    format!("`{}` was sent before `hello` on this connection", request.method),
+                );
+                let response = Response::failure(Some(request.id.clone()), e);
+                let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                continue;
+            };
+            if request.method == "client.disconnect" {
+                let result = self.client_disconnect(conn_id, &request, &active, &cancel_active);
+                let response = match result {
+                    Ok(value) => Response { jsonrpc: Default::default(), id: Some(request.id.clone()), payload: ok(value) },
+                    Err(e) => Response::failure(Some(request.id.clone()), e),
+                };
+                let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                continue;
+            }
+            let me = self.clone();
+            let tx = tx.clone();
+            let active = active.clone();
+            let cancel = cancel_active.clone();
+            active.fetch_add(1, Ordering::SeqCst);
+            tokio::spawn(async move {
+                let id = request.id.clone();
+                let outcome = tokio::select! {
+                    outcome = me.dispatch(conn_id, version, request) => outcome,
+                    () = cancel.cancelled() => Err(ErrorData::new(ErrorCode::Cancelled, "the client cancelled its requests (client.disconnect)")),
+                };
+                active.fetch_sub(1, Ordering::SeqCst);
+                let response = match outcome {
+                    Ok(value) => Response { jsonrpc: Default::default(), id: Some(id), payload: ok(value) },
+                    Err(e) => Response::failure(Some(id), e),
+                };
+                let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                me.refresh_idle();
+            });
+        }
+        self.tables().connections.remove(&conn_id);
+        drop(tx);
+        let _ = writer_task.await;
+        self.detach_connection(conn_id);
+    }
+
+    fn hello(&self, request: &Request) -> Result<(u32, HelloResult), ErrorData> {
+        let params: HelloParams = request.params()?;
+        let version =
+            negotiate_named("broker", VersionRange::CURRENT, params.role.as_str(), params.protocol)?;
+        let result = HelloResult {
+            protocol_version: version,
+            role: ComponentRole::Broker,
+            components: components(),
+            capabilities: BTreeSet::new(),
+        };
+        Ok((version, result))
+    }
+
+    fn client_disconnect(
+        self: &Arc<Self>,
+        conn_id: u64,
+        request: &Request,
+        active: &AtomicU32,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ErrorData> {
+        let params: ClientDisconnectParams = request.params()?;
+        let mut cancelled = 0;
+        if params.cancel_active {
+            cancelled = active.load(Ordering::SeqCst);
+            cancel.cancel();
+        }
+        let sessions = self.detach_connection(conn_id);
+        let pending = self.runtime.inspect(|engine| {
+            engine.recovery().iter().filter(|r| sessions.iter().any(|s| to_proto::session_key(s) == r.session)).count()
+        });
+        to_value(&ClientDisconnectResult {
+            sessions,
+            cancelled,
+            pending_recovery: u32::try_from(pending).unwrap_or(u32::MAX),
+        })
+    }
+
+    /// Detaches `conn_id` from its sessions; sessions left with no client start their grace period (CLI sessions
+    /// are kept until closed: every CLI command is its own short connection).
+    fn detach_connection(self: &Arc<Self>, conn_id: u64) -> Vec<SessionId> {
+        let mut detached = Vec::new();
+        let mut start_grace = Vec::new();
+        {
+            let mut tables = self.tables();
+            for (id, info) in &mut tables.sessions {
+                if info.attached.remove(&conn_id) {
+                    detached.push(id.clone());
+                    if info.attached.is_empty() && info.host != HostKind::Cli && info.grace.is_none() {
+                        let token = CancellationToken::new();
+                        info.grace = Some(token.clone());
+                        start_grace.push((id.clone(), token));
+                    }
+                }
+            }
+        }
+        for (id, token) in start_grace {
+            let me = self.clone();
+            let grace = self.config.disconnect_grace();
+            tokio::spawn(async move {
+                tokio::select! {
+                    () = tokio::time::sleep(grace) => me.dispose_after_grace(&id).await,
+                    () = token.cancelled() => {}
+                    () = me.shutdown.cancelled() => {}
+                }
+            });
+        }
+        detached
+    }
+
+    async fn dispose_after_grace(&self, id: &SessionId) {
+        let key = {
+            let mut tables = self.tables();
+            let Some(info) = tables.sessions.get_mut(id) else { return };
+            if !info.attached.is_empty() {
+                return;
+            }
+            info.grace = None;
+            info.key.clone()
+        };
+        tracing::info!(session = %id, "no client re-attached within the grace period; disposing the session");
+        match self.close_session_inner(id, &key, CoreClose::AgentDisposed).await {
+            Ok(result) => tracing::info!(session = %id, ok = result.ok, closed = ?result.closed, "session disposed"),
+            Err(e) => tracing::warn!(session = %id, %e, "disposing the session failed"),
+        }
+        self.refresh_idle();
+    }
+
+    fn notify(&self, session: &SessionId, set: &ToolSet) {
+        let Ok(note) = Notification::new(browserd_protocol::methods::TOOLS_CHANGED, set) else { return };
+        let Ok(value) = serde_json::to_value(&note) else { return };
+        let tables = self.tables();
+        let Some(info) = tables.sessions.get(session) else { return };
+        for conn in &info.attached {
+            if let Some(tx) = tables.connections.get(conn) {
+                // Bounded: a client that does not read its notifications misses them rather than growing memory.
+                if tx.try_send(value.clone()).is_err() {
+                    tracing::warn!(conn, "a client's queue is full; dropped a tools.changed notification");
+                }
+            }
+        }
+    }
+
+    fn refresh_idle(&self) {
+        let idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let Some(idle) = idle else { return };
+        let owns = self.runtime.inspect(|engine| {
+            !engine.recovery().is_empty() || engine.tabs().iter().any(|r| r.alive && r.owner().is_some())
+        });
+        idle.set_owns_resources(owns);
+    }
+
+    // ----- dispatch -----
+
+    async fn dispatch(self: &Arc<Self>, conn_id: u64, version: u32, request: Request) -> Result<Value, ErrorData> {
+        match request.method.as_str() {
+            BROKER_SHUTDOWN => {
+                tracing::info!("shutdown requested by a client");
+                let shutdown = self.shutdown.clone();
+                // Answer first; the accept loop then stops and running connections get their grace period.
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    shutdown.cancel();
+                });
+                return Ok(json!({"ok": true}));
+            }
+            BROKER_STOP_GATE => return to_value(&self.stop_gate().await),
+            BROKER_SELECT_TAB => {
+                let params: SelectTabParams = serde_json::from_value(request.params.clone().unwrap_or(json!({})))
+                    .map_err(|e| ErrorData::invalid_params(format!("invalid params for `{BROKER_SELECT_TAB}`: {e}")))?;
+                return self.select_tab(&params).await;
+            }
+            _ => {}
+        }
+        match MethodCall::from_request(&request)? {
+            MethodCall::Hello(_) | MethodCall::ClientDisconnect(_) => {
+                Err(ErrorData::new(ErrorCode::InternalError, "handled by the connection loop"))
+            }
+            MethodCall::SessionOpen(p) => to_value(&self.session_open(conn_id, p).await?),
+            MethodCall::SessionClose(p) => to_value(&self.session_close(p).await?),
+            MethodCall::TurnBegin(p) => to_value(&self.turn_begin(p).await?),
+            MethodCall::TurnEnd(p) => to_value(&self.turn_end(p).await?),
+            MethodCall::ToolsActivate(p) => to_value(&self.tools_activate(p).await?),
+            MethodCall::ToolsList(p) => to_value(&self.tools_list(&p)?),
+            MethodCall::ContextReset(p) => to_value(&self.context_reset(p).await?),
+            MethodCall::Status(p) => to_value(&self.status(version, &p).await?),
+            MethodCall::ToolCall(p) => self.tool_call(p).await,
+            MethodCall::ToolsChanged(_) => Err(ErrorData::new(
+                ErrorCode::InvalidRequest,
+                "tools.changed is a notification the broker sends; clients do not call it",
+            )),
+        }
+    }
+
+    fn key_of(&self, id: &SessionId) -> Result<SessionKey, ErrorData> {
+        let tables = self.tables();
+        match tables.sessions.get(id) {
+            Some(info) => Ok(info.key.clone()),
+            None => Err(ErrorData::new(ErrorCode::UnknownSession, format!("no open session `{id}` in this broker"))),
+        }
+    }
+
+    async fn session_open(&self, conn_id: u64, p: SessionOpenParams) -> Result<SessionOpenResult, ErrorData> {
+        let host_key = (p.host, p.host_session_id.clone());
+        let existing = {
+            let mut tables = self.tables();
+            let found = tables.by_host.get(&host_key).cloned();
+            if let Some(id) = &found
+                && let Some(info) = tables.sessions.get_mut(id)
+            {
+                info.attached.insert(conn_id);
+                if let Some(grace) = info.grace.take() {
+                    grace.cancel();
+                }
+                if p.label.is_some() {
+                    info.label.clone_from(&p.label);
+                }
+            }
+            found
+        };
+        let (id, reattached) = match existing {
+            Some(id) => (id, true),
+            None => {
+                let id = {
+                    let mut tables = self.tables();
+                    tables.next_session += 1;
+                    SessionId::new(format!("s{}", tables.next_session))
+                };
+                let key = to_proto::session_key(&id);
+                self.runtime.open_session(&key).await.map_err(|e| err(&e))?;
+                let mut tables = self.tables();
+                tables.by_host.insert(host_key, id.clone());
+                tables.sessions.insert(
+                    id.clone(),
+                    SessionInfo {
+                        key,
+                        host: p.host,
+                        host_session_id: p.host_session_id.clone(),
+                        label: p.label.clone(),
+                        attached: BTreeSet::from([conn_id]),
+                        grace: None,
+                        current_tab: None,
+                        host_turn: None,
+                        last_turn_end: None,
+                    },
+                );
+                (id, false)
+            }
+        };
+        let key = to_proto::session_key(&id);
+        let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
+        Ok(SessionOpenResult {
+            session: id,
+            reattached,
+            tools: if status.tools_active { ToolActivation::ActiveSticky } else { ToolActivation::Inactive },
+            turn: status.turn,
+        })
+    }
+
+    fn browser_started(&self) -> bool {
+        self.lazy.as_ref().is_none_or(|l| l.is_started())
+    }
+
+    async fn close_session_inner(
+        &self,
+        id: &SessionId,
+        key: &SessionKey,
+        reason: CoreClose,
+    ) -> Result<CleanupResult, ErrorData> {
+        let close = self.runtime.close_session(key, reason);
+        let report = if self.browser_started() { close.await } else { NO_LAUNCH.scope(true, close).await };
+        let report = report.map_err(|e| err(&e))?;
+        let set = ToolSet {
+            session: id.clone(),
+            tools: ToolActivation::Inactive,
+            advanced: false,
+            advanced_refused: None,
+            names: Vec::new(),
+        };
+        self.notify(id, &set);
+        {
+            let mut tables = self.tables();
+            if let Some(info) = tables.sessions.remove(id) {
+                tables.by_host.remove(&(info.host, info.host_session_id));
+            }
+        }
+        for tab in report.closed.iter().chain(&report.released).chain(&report.kept) {
+            self.gate.forget_tab(*tab);
+        }
+        Ok(to_proto::cleanup_result(&report))
+    }
+
+    async fn session_close(&self, p: SessionCloseParams) -> Result<CleanupResult, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        self.close_session_inner(&p.session, &key, core_close_reason(p.reason)).await
+    }
+
+    async fn turn_begin(&self, p: TurnBeginParams) -> Result<TurnBeginResult, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        let turn = self.runtime.begin_turn(&key).await.map_err(|e| err(&e))?;
+        if let Some(info) = self.tables().sessions.get_mut(&p.session) {
+            info.host_turn.clone_from(&p.host_turn_id);
+        }
+        Ok(TurnBeginResult { turn })
+    }
+
+    async fn turn_end(&self, p: TurnEndParams) -> Result<TurnEndResult, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        if let Some(host_turn) = &p.host_turn_id {
+            let tables = self.tables();
+            if let Some((last, result)) = tables.sessions.get(&p.session).and_then(|i| i.last_turn_end.as_ref())
+                && last == host_turn
+            {
+                // A repeated end of the same host turn is a no-op: the first answer stands.
+                return Ok(result.clone());
+            }
+        }
+        let end = self.runtime.end_turn(&key);
+        let report = if self.browser_started() { end.await } else { NO_LAUNCH.scope(true, end).await };
+        let report = report.map_err(|e| err(&e))?;
+        let turn = self.runtime.status(&key).await.map(|s| s.turn).unwrap_or_default();
+        let result = to_proto::turn_end_result(&report, turn);
+        for tab in &report.closed {
+            self.gate.forget_tab(*tab);
+        }
+        let mut tables = self.tables();
+        if let Some(info) = tables.sessions.get_mut(&p.session) {
+            if let Some(host_turn) = p.host_turn_id.clone() {
+                info.last_turn_end = Some((host_turn, result.clone()));
+            }
+            if info.current_tab.is_some_and(|t| report.closed.contains(&t) || report.released.contains(&t)) {
+                info.current_tab = None;
+            }
+        }
+        Ok(result)
+    }
+
+    async fn tool_set(&self, id: &SessionId, key: &SessionKey, advanced_asked: bool) -> Result<ToolSet, ErrorData> {
+        let status = self.runtime.status(key).await.map_err(|e| err(&e))?;
+        Ok(ToolSet {
+            session: id.clone(),
+            tools: if status.tools_active { ToolActivation::ActiveSticky } else { ToolActivation::Inactive },
+            advanced: false,
+            advanced_refused: advanced_asked.then_some(UnsupportedReason::PolicyBlocked),
+            names: if status.tools_active { core_tool_names() } else { Vec::new() },
+        })
+    }
+
+    async fn tools_activate(&self, p: ToolsActivateParams) -> Result<ToolSet, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        let changed = self.runtime.activate_tools(&key).await.map_err(|e| err(&e))?;
+        let set = self.tool_set(&p.session, &key, p.advanced).await?;
+        if changed {
+            self.notify(&p.session, &set);
+        }
+        Ok(set)
+    }
+
+    fn tools_list(&self, p: &ToolsListParams) -> Result<ToolsListResult, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        let active = self
+            .runtime
+            .inspect(|engine| engine.session(&key).is_some_and(|s| s.closed().is_none() && s.activation().is_active()));
+        let tools = if active {
+            Tool::ALL.iter().filter(|t| t.tier() == ToolTier::Core).map(|t| t.spec()).collect()
+        } else {
+            Vec::new()
+        };
+        Ok(ToolsListResult { tools })
+    }
+
+    async fn context_reset(&self, p: ContextResetParams) -> Result<ContextResetResult, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        self.context_reset_inner(&p.session, &key, p.disconnect_client).await
+    }
+
+    async fn context_reset_inner(
+        &self,
+        id: &SessionId,
+        key: &SessionKey,
+        disconnect_client: bool,
+    ) -> Result<ContextResetResult, ErrorData> {
+        let report = self.runtime.context_reset(key).await.map_err(|e| err(&e))?;
+        if !report.tools_active {
+            let set = self.tool_set(id, key, false).await?;
+            self.notify(id, &set);
+            if let Some(info) = self.tables().sessions.get_mut(id) {
+                info.current_tab = None;
+            }
+        }
+        // Disconnecting one client from the shared bridge is not separate from the connection here: the client
+        // closes its connection itself; the bridge stays up for everyone else.
+        Ok(to_proto::context_reset_result(&report, disconnect_client && report.ok))
+    }
+
+    async fn stop_gate(&self) -> StopGateResult {
+        let (queued, running) = self.gate.stop_all();
+        let leases: Vec<(SessionKey, TabHandle)> = self.runtime.inspect(|engine| {
+            engine
+                .tabs()
+                .iter()
+                .filter_map(|r| engine.write_leases().get(r.tab))
+                .map(|l| (l.holder.clone(), l.tab))
+                .collect()
+        });
+        let mut released = 0;
+        for (session, tab) in leases {
+            if matches!(self.runtime.release_write_lease(&session, tab).await, Ok(true)) {
+                released += 1;
+            }
+        }
+        tracing::info!(queued, running, released, "stop gate: browser control stopped");
+        StopGateResult {
+            code: ErrorCode::UserStopped,
+            queued_cancelled: queued,
+            running_cancelled: running,
+            leases_released: released,
+        }
+    }
+
+    async fn select_tab(&self, p: &SelectTabParams) -> Result<Value, ErrorData> {
+        let key = self.key_of(&p.session)?;
+        let tab = to_proto::tab_handle(p.tab);
+        let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
+        let view = status.tabs.iter().find(|v| v.tab == tab).ok_or_else(|| {
+            ErrorData::new(ErrorCode::TabNotFound, format!("tab {} is not open", p.tab))
+        })?;
+        let listed = to_proto::listed_tab(view);
+        match listed.provenance {
+            browserd_protocol::lifecycle::Provenance::OtherSession => {
+                let holder = self.runtime.inspect(|e| e.tabs().get(tab).and_then(|r| r.owner().cloned()));
+                let mut e = ErrorData::new(ErrorCode::OtherSessionTab, format!("tab {} belongs to another session", p.tab));
+                if let Some(holder) = holder {
+                    e = e.with_holder_session(to_proto::session_id(&holder));
+                }
+                return Err(e);
+            }
+            browserd_protocol::lifecycle::Provenance::User => {
+                return Err(ErrorData::new(ErrorCode::NotOwner, format!("tab {} is the user's; claim it first", p.tab)));
+            }
+            _ => {}
+        }
+        if let Some(info) = self.tables().sessions.get_mut(&p.session) {
+            info.current_tab = Some(tab);
+        }
+        to_value(&listed)
+    }
+
+    // ----- status -----
+
+    fn limits(&self, session: Option<&SessionKey>) -> Limits {
+        let tabs_used = self.runtime.inspect(|engine| {
+            let mut counts: BTreeMap<&SessionKey, u32> = BTreeMap::new();
+            for r in engine.tabs().iter().filter(|r| r.alive) {
+                if let Some(owner) = r.owner() {
+                    *counts.entry(owner).or_default() += 1;
+                }
+            }
+            match session {
+                Some(key) => counts.get(key).copied().unwrap_or(0),
+                None => counts.values().copied().max().unwrap_or(0),
+            }
+        });
+        Limits {
+            tabs_per_task: Usage { used: tabs_used, max: self.config.max_tabs_per_task },
+            running_actions_per_tab: self.gate.running_per_tab(),
+            queued_requests: self.gate.queued(),
+            concurrent_page_ops: self.gate.concurrent(),
+        }
+    }
+
+    fn browser_status(&self) -> BrowserStatus {
+        let caps = self.provider.capabilities();
+        let (bridge, auto) = self.runtime.inspect(|engine| (engine.bridge().state(), engine.auto_cleanup()));
+        let (_, _) = (&caps, &auto);
+        let missing: Vec<Capability> = caps.missing_for_turn_cleanup();
+        let kind = match self.provider.kind() {
+            ProviderKind::Managed => BrowserKind::Managed,
+            ProviderKind::Remote => BrowserKind::Remote,
+            ProviderKind::Extension => BrowserKind::Extension,
+            ProviderKind::Fake => BrowserKind::Fake,
+        };
+        let (auto_turn_cleanup, missing_capabilities) = if missing.is_empty() {
+            (browserd_protocol::lifecycle::AutoTurnCleanup::Enabled, Vec::new())
+        } else {
+            (browserd_protocol::lifecycle::AutoTurnCleanup::Refused, to_proto::capability_names(&missing))
+        };
+        BrowserStatus {
+            browser: "b1".to_owned(),
+            kind,
+            product: None,
+            bridge: to_proto::bridge(bridge),
+            capabilities: to_proto::capabilities(&caps),
+            auto_turn_cleanup,
+            missing_capabilities,
+        }
+    }
+
+    async fn status(&self, version: u32, p: &StatusParams) -> Result<StatusResult, ErrorData> {
+        let only = match &p.session {
+            Some(id) => Some(self.key_of(id)?),
+            None => None,
+        };
+        if let Some(key) = &only {
+            // Applies pending browser events first.
+            self.runtime.status(key).await.map_err(|e| err(&e))?;
+        }
+        let sessions_info: Vec<(SessionId, HostKind, String, Option<String>)> = {
+            let tables = self.tables();
+            tables
+                .sessions
+                .iter()
+                .filter(|(_, info)| only.as_ref().is_none_or(|k| k == &info.key))
+                .map(|(id, info)| (id.clone(), info.host, info.host_session_id.clone(), info.label.clone()))
+                .collect()
+        };
+        let gate = &self.gate;
+        let (sessions, tabs, write_leases, debugger_leases, recovery) = self.runtime.inspect(|engine| {
+            let sessions: Vec<SessionStatus> = sessions_info
+                .iter()
+                .filter_map(|(id, host, host_session_id, label)| {
+                    let key = to_proto::session_key(id);
+                    let s = engine.session(&key)?;
+                    Some(SessionStatus {
+                        session: id.clone(),
+                        host: *host,
+                        host_session_id: host_session_id.clone(),
+                        label: label.clone(),
+                        tools: if s.activation().is_active() {
+                            ToolActivation::ActiveSticky
+                        } else {
+                            ToolActivation::Inactive
+                        },
+                        advanced: false,
+                        turn: s.turn(),
+                        busy: engine.tabs().iter().any(|r| r.owned_by(&key) && gate.is_running(r.tab)),
+                    })
+                })
+                .collect();
+            let visible = |owner: Option<&SessionKey>| only.as_ref().is_none_or(|k| owner == Some(k));
+            let tabs: Vec<TabStatus> = engine
+                .tabs()
+                .iter()
+                .filter(|r| r.alive && visible(r.owner()))
+                .map(|r| {
+                    let viewer = r.owner().cloned().unwrap_or_else(|| SessionKey(String::new()));
+                    TabStatus {
+                        tab: to_proto::tab_id(r.tab),
+                        session: r.owner().map(to_proto::session_id),
+                        provenance: to_proto::provenance(&r.provenance(&viewer)),
+                        state: to_proto::resource_state(r.state),
+                        mark: r.ownership.as_ref().and_then(|o| o.mark).map(|m| to_proto::mark_kind(m.kind)),
+                        group: r.group.map(to_proto::group_id),
+                        url: Some(r.url.clone()),
+                        title: Some(r.title.clone()),
+                    }
+                })
+                .collect();
+            let write_leases: Vec<WriteLeaseStatus> = engine
+                .tabs()
+                .iter()
+                .filter_map(|r| engine.write_leases().get(r.tab))
+                .filter(|l| visible(Some(&l.holder)))
+                .map(|l| WriteLeaseStatus {
+                    tab: to_proto::tab_id(l.tab),
+                    holder: to_proto::session_id(&l.holder),
+                    fencing_token: FencingToken(l.token.0),
+                    expires_in_ms: None,
+                })
+                .collect();
+            let debugger_leases: Vec<DebuggerLeaseStatus> = engine
+                .debugger()
+                .iter()
+                .filter(|(_, l)| visible(Some(&l.session)))
+                .map(|(tab, l)| DebuggerLeaseStatus {
+                    tab: to_proto::tab_id(tab),
+                    holder: to_proto::session_id(&l.session),
+                    state: match l.state {
+                        browserd_core::debugger::DebuggerState::DetachFailed => DebuggerLeaseState::DetachFailed,
+                        _ if l.refs > 0 => DebuggerLeaseState::Attached,
+                        browserd_core::debugger::DebuggerState::Attached => DebuggerLeaseState::Idle,
+                        _ => DebuggerLeaseState::Attached,
+                    },
+                    active_refs: l.refs,
+                })
+                .collect();
+            let recovery = engine
+                .recovery()
+                .iter()
+                .filter(|r| visible(Some(&r.session)))
+                .map(to_proto::recovery_record)
+                .collect::<Vec<_>>();
+            (sessions, tabs, write_leases, debugger_leases, recovery)
+        });
+        Ok(StatusResult {
+            protocol_version: version,
+            components: components(),
+            sessions,
+            tabs,
+            browsers: vec![self.browser_status()],
+            write_leases,
+            debugger_leases,
+            recovery,
+            limits: self.limits(only.as_ref()),
+        })
+    }
+
+    // ----- tools -----
+
+    fn current_tab(&self, id: &SessionId) -> Result<TabHandle, ErrorData> {
+        self.tables().sessions.get(id).and_then(|i| i.current_tab).ok_or_else(|| {
+            ErrorData::new(ErrorCode::TabNotFound, "this session has no current tab")
+                .with_next_step("Open a tab with browser_open or claim one with browser_claim first.")
+        })
+    }
+
+    fn set_current_tab(&self, id: &SessionId, tab: Option<TabHandle>) {
+        if let Some(info) = self.tables().sessions.get_mut(id) {
+            info.current_tab = tab;
+        }
+    }
+
+    async fn tool_call(&self, p: ToolCallParams) -> Result<Value, ErrorData> {
+        let call = p.decode()?;
+        let id = p.session.clone();
+        let key = self.key_of(&id)?;
+        let rt = &self.runtime;
+        match call {
+            ToolCall::Status(_) => {
+                let s = rt.status(&key).await.map_err(|e| err(&e))?;
+                let (auto_turn_cleanup, missing_capabilities) = to_proto::auto_cleanup(&s.auto_cleanup);
+                let unsupported = to_proto::capabilities(&self.provider.capabilities())
+                    .into_iter()
+                    .filter(|c| c.unsupported.is_some())
+                    .collect();
+                to_value(&BrowserStatusResult {
+                    tools_active: s.tools_active,
+                    advanced: false,
+                    bridge: to_proto::bridge(s.bridge),
+                    tabs: s.tabs.iter().map(to_proto::listed_tab).collect(),
+                    recovery: s.recovery.iter().map(to_proto::recovery_record).collect(),
+                    limits: self.limits(Some(&key)),
+                    auto_turn_cleanup,
+                    missing_capabilities,
+                    unsupported,
+                })
+            }
+            ToolCall::List(_) => {
+                let tabs = rt.list_tabs(&key).await.map_err(|e| err(&e))?;
+                to_value(&ListResult { tabs: tabs.iter().map(to_proto::listed_tab).collect() })
+            }
+            ToolCall::Open(params) => {
+                let admission = self.gate.admit(None).await?;
+                let work = async {
+                    let view = rt.open_tab(&key, &params.url).await.map_err(|e| err(&e))?;
+                    self.set_current_tab(&id, Some(view.tab));
+                    let mut result = to_proto::tab_result(&view);
+                    if params.observe {
+                        let obs = rt
+                            .observe(&key, view.tab, &browserd_protocol::ObserveParams::default())
+                            .await
+                            .map_err(|e| err(&e))?;
+                        result.url.clone_from(&obs.url);
+                        result.title.clone_from(&obs.title);
+                        result.observation = Some(Box::new(obs));
+                    }
+                    to_value(&result)
+                };
+                tokio::select! {
+                    r = work => r,
+                    () = admission.stop.cancelled() => Err(user_stopped("opening the tab was stopped")),
+                }
+            }
+            ToolCall::Claim(params) => {
+                let tab = to_proto::tab_handle(params.tab);
+                let admission = self.gate.admit(Some(tab)).await?;
+                let work = async {
+                    let view = rt.claim_tab(&key, tab).await.map_err(|e| err(&e))?;
+                    self.set_current_tab(&id, Some(tab));
+                    let mut result = to_proto::tab_result(&view);
+                    if params.observe {
+                        let obs = rt
+                            .observe(&key, tab, &browserd_protocol::ObserveParams::default())
+                            .await
+                            .map_err(|e| err(&e))?;
+                        result.observation = Some(Box::new(obs));
+                    }
+                    to_value(&result)
+                };
+                tokio::select! {
+                    r = work => r,
+                    () = admission.stop.cancelled() => Err(user_stopped("claiming the tab was stopped")),
+                }
+            }
+            ToolCall::Observe(params) => {
+                let tab = self.current_tab(&id)?;
+                let admission = self.gate.admit(Some(tab)).await?;
+                tokio::select! {
+                    r = rt.observe(&key, tab, &params) => to_value(&r.map_err(|e| err(&e))?),
+                    () = admission.stop.cancelled() => Err(user_stopped("the observation was stopped")),
+                }
+            }
+            ToolCall::Act(params) => {
+                let tab = self.current_tab(&id)?;
+                let admission = self.gate.admit(Some(tab)).await?;
+                tokio::select! {
+                    r = rt.act(&key, tab, &params, None) => to_value(&r.map_err(|e| err(&e))?),
+                    () = admission.stop.cancelled() => Err(user_stopped("the action was stopped; it may or may not have \
+                        taken effect").with_details(json!({"outcome": "unknown"}))),
+                }
+            }
+            ToolCall::Batch(params) => {
+                let tab = self.current_tab(&id)?;
+                let admission = self.gate.admit(Some(tab)).await?;
+                let work = async {
+                    let mut steps = Vec::new();
+                    let mut stopped = None;
+                    for (index, step) in params.steps.iter().enumerate() {
+                        let result = rt.act(&key, tab, step, None).await.map_err(|e| err(&e))?;
+                        let failed = result.outcome != Outcome::Succeeded;
+                        steps.push(result);
+                        if failed {
+                            stopped = Some(BatchStop {
+                                step: u32::try_from(index).unwrap_or(u32::MAX),
+                                reason: BatchStopReason::Failed,
+                            });
+                            break;
+                        }
+                    }
+                    to_value(&BatchResult { ok: stopped.is_none(), steps, stopped })
+                };
+                tokio::select! {
+                    r = work => r,
+                    () = admission.stop.cancelled() => Err(user_stopped("the batch was stopped; completed steps are \
+                        not rolled back").with_details(json!({"outcome": "unknown"}))),
+                }
+            }
+            ToolCall::MarkDeliverable(params) | ToolCall::MarkHandoff(params) => {
+                let tab = to_proto::tab_handle(params.tab);
+                let mark = if matches!(p.name.as_str(), browserd_protocol::tools::BROWSER_MARK_HANDOFF) {
+                    rt.mark_handoff(&key, tab).await
+                } else {
+                    rt.mark_deliverable(&key, tab).await
+                }
+                .map_err(|e| err(&e))?;
+                to_value(&MarkResult { tab: params.tab, mark: to_proto::mark_kind(mark.kind) })
+            }
+            ToolCall::Handoff(params) => {
+                if params.until.is_some() {
+                    return Err(ErrorData::new(
+                        ErrorCode::UnsupportedByImplementation,
+                        "waiting for the user to finish a handoff (`until`) is unsupported by this broker yet",
+                    )
+                    .with_next_step("Call browser_handoff without `until`, then ask the user to tell you when done."));
+                }
+                let tab = to_proto::tab_handle(params.tab);
+                let admission = self.gate.admit(Some(tab)).await?;
+                let report = tokio::select! {
+                    r = rt.handoff(&key, tab) => r.map_err(|e| err(&e))?,
+                    () = admission.stop.cancelled() => return Err(user_stopped("the handoff was stopped")),
+                };
+                if !report.ok {
+                    return Err(err(&report.into_result().err().unwrap_or_else(|| {
+                        CoreError::new(browserd_core::error::ErrorKind::Internal, "handoff failed")
+                    })));
+                }
+                to_value(&HandoffResult { tab: params.tab, status: HandoffStatus::WaitingForUser })
+            }
+            ToolCall::Close(params) => {
+                let tabs: Vec<TabHandle> = params.tabs.iter().copied().map(to_proto::tab_handle).collect();
+                let groups: Vec<_> = params.group.into_iter().map(to_proto::group_handle).collect();
+                let report = rt.close_tabs(&key, &tabs, &groups).await.map_err(|e| err(&e))?;
+                for tab in &report.closed {
+                    self.gate.forget_tab(*tab);
+                }
+                if let Ok(current) = self.current_tab(&id)
+                    && report.closed.contains(&current)
+                {
+                    self.set_current_tab(&id, None);
+                }
+                to_value(&to_proto::close_result(&report))
+            }
+            ToolCall::Cleanup(params) => {
+                let inputs = FinalizeInputs {
+                    keep: params.keep.iter().copied().map(to_proto::tab_handle).collect(),
+                    close: params.close.iter().copied().map(to_proto::tab_handle).collect(),
+                    release: params.release.iter().copied().map(to_proto::tab_handle).collect(),
+                    mark: params
+                        .mark
+                        .iter()
+                        .map(|m| (to_proto::tab_handle(m.tab), to_proto::core_mark_kind(m.kind)))
+                        .collect(),
+                    release_debugger: params.detach_debugger,
+                };
+                let report = rt.finalize(&key, &inputs).await.map_err(|e| err(&e))?;
+                if let Ok(current) = self.current_tab(&id)
+                    && (report.closed.contains(&current) || report.released.contains(&current))
+                {
+                    self.set_current_tab(&id, None);
+                }
+                to_value(&to_proto::cleanup_result(&report))
+            }
+            ToolCall::ContextReset(params) => {
+                to_value(&self.context_reset_inner(&id, &key, params.disconnect_client).await?)
+            }
+            ToolCall::Evaluate(_) | ToolCall::Console(_) | ToolCall::Network(_) | ToolCall::RawProtocol(_) => {
+                Err(ErrorData::new(
+                    ErrorCode::CapabilityNotActivated,
+                    format!("`{}` is an advanced tool; the advanced tier is not enabled in this broker", p.name),
+                ))
+            }
+        }
+    }
+
+    /// Seconds since the broker started.
+    #[must_use]
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
+fn ok(value: Value) -> browserd_protocol::jsonrpc::ResponsePayload {
+    browserd_protocol::jsonrpc::ResponsePayload::Result(value)
+}
+
+fn internal(id: RequestId, e: &serde_json::Error) -> Response {
+    Response::failure(Some(id), ErrorData::new(ErrorCode::InternalError, format!("cannot encode a response: {e}")))
+}
+
+/// Component name → version, as `hello` and `status` report them.
+#[must_use]
+pub fn components() -> BTreeMap<String, String> {
+    BTreeMap::from([("browserd".to_owned(), env!("CARGO_PKG_VERSION").to_owned())])
+}

@@ -1,0 +1,276 @@
+//! browserd's MCP server: `browserd mcp` over stdio, for Codex, Claude Code and every other MCP host.
+//!
+//! A thin translator. Browser state lives in the broker; this process holds one broker session and
+//! maps MCP onto it:
+//!
+//! | MCP | broker |
+//! | --- | --- |
+//! | `tools/list` | the core tier of [`browserd_protocol::tools::tool_catalog`] (advanced with `--advanced`), narrowed to what `tools.list` says the session sees |
+//! | `tools/call` | `tool.call`; arguments checked against the tool's schema first |
+//! | first `tools/call` | `session.open` (host and host session id from Codex `_meta`, the environment, or generated) |
+//! | a new `_meta["x-codex-turn-metadata"].turn_id` | `turn.end {reason: newTurnDetected}` for the old turn, then `turn.begin`, before the call |
+//! | `notifications/cancelled` | the backend call's cancellation token |
+//! | `_meta.progressToken` | `notifications/progress` from backend updates, plus a heartbeat while the call runs |
+//! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
+//!
+//! Results are compact JSON text plus `structuredContent`; failures are `isError: true` results whose
+//! text is `{"error": {code, message, nextStep, ...}}`; screenshots become image content plus a file
+//! path ([`render`]).
+//!
+//! # Protocol versions
+//! rmcp 3.11 negotiates `2025-11-25` (and older) through `initialize`, and serves `2026-07-28` without a
+//! handshake (per-request `_meta` with the protocol version and client capabilities, `server/discover`).
+//! Both are covered by this crate's tests.
+//!
+//! # Layout
+//! - [`backend`]: the [`ToolBackend`] trait (the broker client implements it; tests use a fake).
+//! - [`host`]: Codex turn metadata and host identity from the environment.
+//! - [`render`]: results, errors and screenshots.
+//! - [`server`]: the rmcp handler and the session/turn bookkeeping.
+//! - this file: [`McpArgs`] (the `browserd mcp` flags), [`serve`] and [`serve_stdio`].
+
+pub mod backend;
+pub mod host;
+pub mod render;
+pub mod server;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browserd_protocol::lifecycle::{CloseReason, HostKind};
+use rmcp::service::{QuitReason, RoleServer, ServiceExt};
+use rmcp::transport::IntoTransport;
+use tokio_util::sync::CancellationToken;
+
+pub use crate::backend::{ProgressReporter, ProgressUpdate, ToolBackend, ToolRequest};
+pub use crate::host::{CodexTurnMetadata, HostIdentity};
+pub use crate::server::{McpServer, ServerOptions, ShutdownOutcome};
+
+/// The host kinds `--host` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HostArg {
+    /// Codex.
+    Codex,
+    /// Claude Code.
+    ClaudeCode,
+    /// Any other MCP host.
+    Mcp,
+}
+
+impl From<HostArg> for HostKind {
+    fn from(host: HostArg) -> Self {
+        match host {
+            HostArg::Codex => HostKind::Codex,
+            HostArg::ClaudeCode => HostKind::ClaudeCode,
+            HostArg::Mcp => HostKind::Mcp,
+        }
+    }
+}
+
+/// Flags of `browserd mcp`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct McpArgs {
+    /// Also serve the advanced tools (JavaScript evaluation, console, network, raw CDP); the broker's
+    /// policy still decides whether they run.
+    #[arg(long, env = "BROWSERD_MCP_ADVANCED")]
+    pub advanced: bool,
+    /// The host, when it cannot be detected (Codex and Claude Code are detected).
+    #[arg(long, value_enum)]
+    pub host: Option<HostArg>,
+    /// The host's session id, so `browserd hook` commands find this session (default: from the host's
+    /// environment or Codex's per-call metadata, else generated).
+    #[arg(long, env = "BROWSERD_HOST_SESSION_ID")]
+    pub host_session_id: Option<String>,
+    /// Directory for screenshot files (default: `$XDG_CACHE_HOME/browserd/screenshots`).
+    #[arg(long, env = "BROWSERD_MCP_SCREENSHOT_DIR")]
+    pub screenshot_dir: Option<PathBuf>,
+    /// Return screenshots only as image content, without writing files.
+    #[arg(long)]
+    pub no_screenshot_files: bool,
+    /// Leave output schemas out of `tools/list` (smaller tool list; results keep structured content).
+    #[arg(long)]
+    pub no_output_schemas: bool,
+    /// Milliseconds between progress heartbeats of a running call that asked for progress.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub progress_interval_ms: u64,
+}
+
+impl McpArgs {
+    /// The server options these flags mean, reading the host's environment through `var`.
+    pub fn options(&self, var: impl Fn(&str) -> Option<String>) -> ServerOptions {
+        let mut identity = host::identity_from_env(&var);
+        if let Some(id) = self.host_session_id.as_deref().map(str::trim).filter(|id| !id.is_empty()) {
+            identity.host_session_id = id.to_owned();
+            identity.from_host = true;
+        }
+        if let Some(host) = self.host {
+            identity.host = host.into();
+        }
+        let screenshot_dir = if self.no_screenshot_files {
+            None
+        } else {
+            self.screenshot_dir.clone().or_else(|| default_screenshot_dir(&var))
+        };
+        ServerOptions {
+            advanced: self.advanced,
+            output_schemas: !self.no_output_schemas,
+            identity,
+            screenshot_dir,
+            heartbeat: Duration::from_millis(self.progress_interval_ms.max(100)),
+        }
+    }
+}
+
+/// `$XDG_CACHE_HOME/browserd/screenshots`, else `$HOME/.cache/browserd/screenshots`.
+fn default_screenshot_dir(var: &impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let absolute = |name: &str| var(name).map(PathBuf::from).filter(|path| path.is_absolute());
+    absolute("XDG_CACHE_HOME")
+        .or_else(|| absolute("HOME").map(|home| home.join(".cache")))
+        .map(|cache| cache.join("browserd").join("screenshots"))
+}
+
+/// Serves MCP on `transport` until it closes or `stop` completes, then closes the browser session
+/// (`clientGone` when the client went away, `hostExit` when stopped).
+///
+/// # Errors
+/// Only when the transport fails before the session starts for a reason other than the client
+/// leaving (which is a normal end).
+pub async fn serve<T, E, A>(
+    backend: Arc<dyn ToolBackend>,
+    options: ServerOptions,
+    transport: T,
+    stop: impl Future<Output = ()>,
+) -> anyhow::Result<ShutdownOutcome>
+where
+    T: IntoTransport<RoleServer, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let server = McpServer::new(backend, options);
+    let cancel = CancellationToken::new();
+    let stopped = CancellationToken::new();
+    let run = async {
+        let running = match server.clone().serve_with_ct(transport, cancel.clone()).await {
+            Ok(running) => running,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_) | rmcp::service::ServerInitializeError::Cancelled) => {
+                return Ok(None);
+            }
+            Err(error) => return Err(anyhow::Error::new(error).context("MCP handshake failed")),
+        };
+        Ok(Some(running.waiting().await))
+    };
+    tokio::pin!(run);
+    tokio::pin!(stop);
+    let quit = tokio::select! {
+        quit = &mut run => quit,
+        () = &mut stop => {
+            stopped.cancel();
+            cancel.cancel();
+            run.await
+        }
+    };
+    let reason = if stopped.is_cancelled() { CloseReason::HostExit } else { CloseReason::ClientGone };
+    match &quit {
+        Ok(Some(Ok(QuitReason::JoinError(error)))) | Ok(Some(Err(error))) => {
+            tracing::error!(%error, "MCP service task failed");
+        }
+        Ok(_) => {}
+        Err(error) => tracing::error!(%error, "MCP server ended"),
+    }
+    let outcome = server.shutdown(reason).await;
+    match &outcome {
+        ShutdownOutcome::NoSession => tracing::info!(?reason, "MCP client gone; no browser session was open"),
+        ShutdownOutcome::Closed(result) => {
+            tracing::info!(?reason, ok = result.ok, closed = result.closed.len(), kept = result.kept.len(), "browser session closed")
+        }
+        ShutdownOutcome::Failed(error) => {
+            tracing::warn!(?reason, code = %error.code, message = %error.message, "closing the browser session failed; the broker's grace period cleans up")
+        }
+    }
+    quit.map(|_| outcome)
+}
+
+/// `browserd mcp`: serves MCP on stdin/stdout until stdin closes (or SIGTERM/SIGINT), then closes the
+/// browser session. Logs go to stderr; stdout carries only MCP messages.
+///
+/// # Errors
+/// As [`serve`].
+pub async fn serve_stdio<B: ToolBackend>(backend: B, options: ServerOptions) -> anyhow::Result<()> {
+    let transport = rmcp::transport::stdio_pipes();
+    serve(Arc::new(backend), options, transport, termination()).await.map(|_| ())
+}
+
+/// Resolves on SIGTERM or SIGINT (on other platforms: Ctrl-C).
+async fn termination() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            _ => std::future::pending().await,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        mcp: McpArgs,
+    }
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
+    }
+
+    #[test]
+    fn defaults_serve_the_core_tier_with_schemas_and_files() {
+        let args = Cli::try_parse_from(["x"]).unwrap().mcp;
+        let options = args.options(env(&[("HOME", "/home/u"), ("CLAUDE_CODE_SESSION_ID", "cc-1")]));
+        assert!(!options.advanced && options.output_schemas);
+        assert_eq!(options.screenshot_dir, Some(PathBuf::from("/home/u/.cache/browserd/screenshots")));
+        assert_eq!((options.identity.host, options.identity.host_session_id.as_str()), (HostKind::ClaudeCode, "cc-1"));
+        assert_eq!(options.heartbeat, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn flags_override_detection() {
+        let args = Cli::try_parse_from([
+            "x",
+            "--advanced",
+            "--host",
+            "codex",
+            "--host-session-id",
+            "th-7",
+            "--no-screenshot-files",
+            "--no-output-schemas",
+            "--progress-interval-ms",
+            "250",
+        ])
+        .unwrap()
+        .mcp;
+        let options = args.options(env(&[("XDG_CACHE_HOME", "/c")]));
+        assert!(options.advanced && !options.output_schemas);
+        assert_eq!(options.screenshot_dir, None);
+        assert_eq!(options.identity, HostIdentity { host: HostKind::Codex, host_session_id: "th-7".into(), from_host: true });
+        assert_eq!(options.heartbeat, Duration::from_millis(250));
+        assert!(Cli::try_parse_from(["x", "--progress-interval-ms", "5"]).is_err(), "too small an interval is refused");
+    }
+}

@@ -1,0 +1,211 @@
+//! Turning backend results into MCP tool results: compact JSON text plus `structuredContent`, images
+//! for screenshots (saved to a file whose path goes into the JSON), and `isError` results for failures.
+//!
+//! A screenshot is any object in a result with a string `imageId`, a string `format` and non-empty
+//! base64 `data` (the protocol's `Screenshot`). Its bytes leave the JSON (`data` becomes `""`, so the
+//! result still fits its output schema) and come back twice: as an MCP `image` block and as a file
+//! (`path`), because several hosts drop images (see the host notes).
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use browserd_protocol::{ErrorCode, ErrorData};
+use rmcp::model::{CallToolResult, ContentBlock};
+use serde_json::{Map, Value, json};
+
+/// Where screenshots are written. `None` keeps them only as image content.
+#[derive(Debug, Clone, Default)]
+pub struct ScreenshotStore {
+    dir: Option<PathBuf>,
+}
+
+impl ScreenshotStore {
+    /// Saves into `dir` (created 0700 on first use).
+    #[must_use]
+    pub fn new(dir: Option<PathBuf>) -> Self {
+        Self { dir }
+    }
+
+    /// The directory, if saving is on.
+    #[must_use]
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
+    }
+
+    fn save(&self, image_id: &str, format: &str, data: &str) -> Result<Option<PathBuf>, String> {
+        let Some(dir) = &self.dir else { return Ok(None) };
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(data.trim())
+            .map_err(|e| format!("screenshot data is not base64: {e}"))?;
+        create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let stem: String =
+            image_id.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).take(64).collect();
+        let stem = if stem.is_empty() { crate::host::generated_session_id() } else { stem };
+        let ext = match format {
+            "png" => "png",
+            "webp" => "webp",
+            _ => "jpg",
+        };
+        let path = dir.join(format!("{stem}.{ext}"));
+        write_private_file(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(Some(path))
+    }
+}
+
+#[cfg(unix)]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+#[cfg(not(unix))]
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)
+}
+
+#[cfg(unix)]
+fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+    file.write_all(bytes)
+}
+
+#[cfg(not(unix))]
+fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    std::fs::write(path, bytes)
+}
+
+fn mime_type(format: &str) -> &'static str {
+    match format {
+        "png" => "image/png",
+        "webp" => "image/webp",
+        _ => "image/jpeg",
+    }
+}
+
+/// A successful tool result: the JSON (screenshots moved out) as text and as `structuredContent`,
+/// then one image block per screenshot.
+#[must_use]
+pub fn success(mut value: Value, screenshots: &ScreenshotStore) -> CallToolResult {
+    let mut images = Vec::new();
+    extract_screenshots(&mut value, screenshots, &mut images);
+    let mut content = Vec::with_capacity(1 + images.len());
+    content.push(ContentBlock::text(value.to_string()));
+    content.extend(images);
+    let mut result = CallToolResult::success(content);
+    if value.is_object() {
+        result.structured_content = Some(value);
+    }
+    result
+}
+
+/// A failed tool result: `isError: true` and `{"error": {code, message, nextStep, ...}}` as text, so
+/// the failure reads as one even where a host drops the flag.
+#[must_use]
+pub fn error(error: &ErrorData) -> CallToolResult {
+    let body = json!({ "error": error });
+    CallToolResult::error(vec![ContentBlock::text(body.to_string())])
+}
+
+/// An error for a failure of the MCP process itself (not of the tool).
+#[must_use]
+pub fn internal(message: impl Into<String>) -> ErrorData {
+    ErrorData::new(ErrorCode::InternalError, message)
+}
+
+fn extract_screenshots(value: &mut Value, store: &ScreenshotStore, images: &mut Vec<ContentBlock>) {
+    match value {
+        Value::Object(object) => {
+            if is_screenshot(object) {
+                take_screenshot(object, store, images);
+            } else {
+                for child in object.values_mut() {
+                    extract_screenshots(child, store, images);
+                }
+            }
+        }
+        Value::Array(items) => {
+            for item in items {
+                extract_screenshots(item, store, images);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn is_screenshot(object: &Map<String, Value>) -> bool {
+    object.get("imageId").is_some_and(Value::is_string)
+        && object.get("format").is_some_and(Value::is_string)
+        && object.get("data").and_then(Value::as_str).is_some_and(|data| !data.is_empty())
+}
+
+fn take_screenshot(object: &mut Map<String, Value>, store: &ScreenshotStore, images: &mut Vec<ContentBlock>) {
+    let data = match object.insert("data".to_owned(), Value::String(String::new())) {
+        Some(Value::String(data)) => data,
+        _ => return,
+    };
+    let image_id = object.get("imageId").and_then(Value::as_str).unwrap_or_default().to_owned();
+    let format = object.get("format").and_then(Value::as_str).unwrap_or_default().to_owned();
+    match store.save(&image_id, &format, &data) {
+        Ok(Some(path)) => {
+            object.insert("path".to_owned(), Value::String(path.display().to_string()));
+        }
+        Ok(None) => {}
+        Err(message) => {
+            tracing::warn!(%message, "screenshot not saved");
+            object.insert("pathError".to_owned(), Value::String(message));
+        }
+    }
+    images.push(ContentBlock::image(data, mime_type(&format)));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shot(data: &str) -> Value {
+        json!({"imageId": "img/1", "format": "png", "data": data, "dpr": 1.0})
+    }
+
+    #[test]
+    fn screenshots_become_images_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ScreenshotStore::new(Some(dir.path().join("shots")));
+        let data = base64::engine::general_purpose::STANDARD.encode(b"\x89PNG fake");
+        let result = success(json!({"url": "u", "screenshot": shot(&data), "nested": [{"s": shot(&data)}]}), &store);
+        assert_eq!(result.is_error, Some(false));
+        assert_eq!(result.content.len(), 3, "text plus two images");
+        let text = result.content[0].as_text().unwrap().text.clone();
+        assert!(!text.contains(&data), "image bytes stay out of the text: {text}");
+        let value: Value = serde_json::from_str(&text).unwrap();
+        let path = value["screenshot"]["path"].as_str().unwrap();
+        assert!(path.ends_with("img1.png"), "{path}");
+        assert_eq!(std::fs::read(path).unwrap(), b"\x89PNG fake");
+        assert_eq!(value["screenshot"]["data"], "");
+        assert_eq!(result.structured_content.as_ref(), Some(&value));
+        let image = result.content[1].as_image().unwrap();
+        assert_eq!((image.data.as_str(), image.mime_type.as_str()), (data.as_str(), "image/png"));
+    }
+
+    #[test]
+    fn unsaveable_screenshots_still_return_the_image_and_say_why() {
+        let store = ScreenshotStore::new(Some(PathBuf::from("/proc/browserd-cannot-write-here")));
+        let result = success(json!({"screenshot": shot("bm90IGFuIGltYWdl")}), &store);
+        assert_eq!(result.content.len(), 2);
+        let value: Value = serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap();
+        assert!(value["screenshot"]["pathError"].as_str().unwrap().contains("cannot"), "{value}");
+        assert!(value["screenshot"].get("path").is_none());
+    }
+
+    #[test]
+    fn errors_are_flagged_and_carry_code_and_next_step() {
+        let result = error(&ErrorData::new(ErrorCode::StaleTarget, "ref e4 is stale"));
+        assert_eq!(result.is_error, Some(true));
+        let value: Value = serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap();
+        assert_eq!(value["error"]["code"], "STALE_TARGET");
+        assert_eq!(value["error"]["message"], "ref e4 is stale");
+        assert_eq!(value["error"]["nextStep"], ErrorCode::StaleTarget.next_step());
+        assert!(result.structured_content.is_none());
+    }
+}

@@ -1,0 +1,275 @@
+//! `browserd demo`: an agent session on a managed Chromium through three turns, printed step by step.
+//!
+//! What it starts: the loopback fixture site (two ports: `127.0.0.1` and `localhost`, so cross-site
+//! frames are real), a managed Chromium over `--remote-debugging-pipe` (headless unless `--headed`),
+//! and the lifecycle runtime with the Chromium provider. What it needs: a Chromium-family
+//! executable (`apt-get install chromium`, or `BROWSERD_CHROMIUM`). Everything it opens is closed
+//! by the runtime's own lifecycle rules; the browser is shut down at the end.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use browserd_cdp::LaunchOptions;
+use browserd_chromium::{ChromiumConfig, ChromiumProvider};
+use browserd_core::clock::SystemClock;
+use browserd_core::lifecycle::{CleanupReport, FinalizeInputs, TabView};
+use browserd_core::provider::{HandleAllocator, SessionKey, TabHandle};
+use browserd_core::runtime::{Runtime, RuntimeConfig};
+use browserd_protocol::{ActParams, ActionKind, ActionResult, Expectation, NodeRef, Observation, ObserveParams};
+use browserd_test_support::fixtures::FixtureSite;
+use serde_json::{Value, json};
+
+/// Options of `browserd demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct DemoArgs {
+    /// Show the browser window instead of running headless.
+    #[arg(long)]
+    headed: bool,
+    /// Print one JSON object per step instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Prints steps as text or JSON lines.
+struct Printer {
+    json: bool,
+    started: Instant,
+}
+
+impl Printer {
+    fn step(&self, turn: u64, step: &str, ms: f64, text: &str, details: Value) {
+        if self.json {
+            let mut obj = json!({ "turn": turn, "step": step, "ms": round(ms), "summary": text });
+            if let (Some(o), Value::Object(d)) = (obj.as_object_mut(), details) {
+                o.extend(d);
+            }
+            println!("{obj}");
+        } else {
+            println!("[turn {turn}] {step:<12} {text}  ({ms:.0} ms)");
+        }
+    }
+
+    fn note(&self, text: &str) {
+        if !self.json {
+            println!("{text}");
+        }
+    }
+}
+
+fn round(ms: f64) -> f64 {
+    (ms * 10.0).round() / 10.0
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1000.0
+}
+
+/// Runs the demo; returns the process exit code.
+pub(crate) async fn run(args: DemoArgs) -> Result<i32> {
+    let p = Printer { json: args.json, started: Instant::now() };
+    p.note("browserd demo — an agent session on a managed Chromium, three turns");
+
+    let t = Instant::now();
+    let site = FixtureSite::start().await.context("starting the loopback fixture site")?;
+    let opts = LaunchOptions { headless: !args.headed, ..LaunchOptions::default() };
+    let (provider, browser) = ChromiumProvider::launch_managed(opts, HandleAllocator::new(), ChromiumConfig::default())
+        .await
+        .context("launching the managed Chromium (install it with `apt-get install chromium` or set BROWSERD_CHROMIUM)")?;
+    let runtime = Runtime::new(provider.clone(), Arc::new(SystemClock::new()), RuntimeConfig::default());
+    p.step(0, "start", ms_since(t), &format!("fixture site {} + managed Chromium", site.url("/")), json!({}));
+
+    let outcome = session(&p, &runtime, &site).await;
+    let t = Instant::now();
+    if let Err(e) = browser.shutdown().await {
+        eprintln!("warning: the managed Chromium did not shut down cleanly: {e}");
+    }
+    p.step(3, "shutdown", ms_since(t), "browser closed", json!({}));
+    match outcome {
+        Ok(()) => {
+            p.note(&format!("demo finished in {:.1} s", p.started.elapsed().as_secs_f64()));
+            Ok(0)
+        }
+        Err(e) => {
+            eprintln!("demo failed: {e:#}");
+            Ok(1)
+        }
+    }
+}
+
+async fn session(p: &Printer, rt: &Runtime, site: &FixtureSite) -> Result<()> {
+    let s = SessionKey("demo".into());
+    rt.open_session(&s).await?;
+    rt.activate_tools(&s).await?;
+
+    // ---- Turn 1: fill a form, hit an overlay, mark the form deliverable.
+    let turn = rt.begin_turn(&s).await?;
+    let form = open(p, rt, &s, turn, &site.url("/form.html")).await?;
+    let obs = observe(p, rt, &s, turn, form.tab).await?;
+    let name = find_ref(&obs.content, "textbox", "Full name")?;
+    let email = find_ref(&obs.content, "textbox", "Email")?;
+    let submit = find_ref(&obs.content, "button", "Submit")?;
+    act(p, rt, &s, turn, form.tab, "fill", fill(&name, "张伟 Zhang Wei")).await?;
+    act(p, rt, &s, turn, form.tab, "fill", fill(&email, "zhang.wei@example.com")).await?;
+    let click = ActParams::new(ActionKind::Click)
+        .target(submit.0.clone())
+        .expect(Expectation::TextPresent { text: "zhang.wei@example.com".into() });
+    act(p, rt, &s, turn, form.tab, "click", click).await?;
+
+    let overlay = open(p, rt, &s, turn, &site.url("/overlay.html")).await?;
+    let obs = observe(p, rt, &s, turn, overlay.tab).await?;
+    let subscribe = find_ref(&obs.content, "button", "Subscribe")?;
+    let res = act(p, rt, &s, turn, overlay.tab, "click", ActParams::new(ActionKind::Click).target(subscribe.0)).await?;
+    if res.code.as_deref() != Some("NOT_ACTIONABLE") {
+        bail!("expected the covered button to be NOT_ACTIONABLE, got {:?}", res.code);
+    }
+
+    let t = Instant::now();
+    rt.mark_deliverable(&s, form.tab).await?;
+    p.step(turn, "mark", ms_since(t), &format!("{} deliverable", form.tab), json!({"tab": form.tab.0}));
+    turn_end(p, rt, &s, turn).await?;
+
+    // ---- Turn 2: the deliverable is still there; it is not marked again, so it goes at turn end.
+    let turn = rt.begin_turn(&s).await?;
+    list(p, rt, &s, turn).await?;
+    let obs = observe(p, rt, &s, turn, form.tab).await?;
+    if !obs.content.contains("zhang.wei@example.com") {
+        bail!("the deliverable tab lost its submitted result");
+    }
+    turn_end(p, rt, &s, turn).await?;
+
+    // ---- Turn 3: hand a page to the user, finalize on request; tools stay active.
+    let turn = rt.begin_turn(&s).await?;
+    let toast = open(p, rt, &s, turn, &site.url("/toast.html")).await?;
+    let scratch = open(p, rt, &s, turn, &site.url("/duplicates.html")).await?;
+    let t = Instant::now();
+    rt.mark_handoff(&s, toast.tab).await?;
+    p.step(turn, "mark", ms_since(t), &format!("{} handoff", toast.tab), json!({"tab": toast.tab.0}));
+    let t = Instant::now();
+    let report = rt.finalize(&s, &FinalizeInputs::default()).await?;
+    p.step(turn, "cleanup", ms_since(t), &describe(&report), report_json(&report));
+    if !report.closed.contains(&scratch.tab) || !report.tools_active {
+        bail!("finalize should close the scratch tab and keep tools active: {report:?}");
+    }
+    turn_end(p, rt, &s, turn).await?;
+    list(p, rt, &s, turn).await?;
+    Ok(())
+}
+
+fn fill(target: &NodeRef, text: &str) -> ActParams {
+    ActParams::new(ActionKind::Fill)
+        .target(target.0.clone())
+        .value(text)
+        .expect(Expectation::Value { target: target.clone(), equals: text.into() })
+}
+
+async fn open(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64, url: &str) -> Result<TabView> {
+    let t = Instant::now();
+    let tab = rt.open_tab(s, url).await?;
+    let path = url.split_once("//").map_or(url, |(_, rest)| rest.split_once('/').map_or(rest, |(_, p)| p));
+    p.step(turn, "open", ms_since(t), &format!("/{path} → {} ({:?})", tab.tab, tab.provenance), json!({"tab": tab.tab.0, "url": url}));
+    Ok(tab)
+}
+
+async fn observe(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64, tab: TabHandle) -> Result<Observation> {
+    let t = Instant::now();
+    let obs = rt.observe(s, tab, &ObserveParams::default()).await?;
+    let ms = ms_since(t);
+    p.step(
+        turn,
+        "observe",
+        ms,
+        &format!("{tab}: {} nodes, {} bytes", obs.node_count, obs.content.len()),
+        json!({"tab": tab.0, "nodes": obs.node_count, "bytes": obs.content.len(), "content": obs.content}),
+    );
+    if !p.json {
+        for line in obs.content.lines().filter(|l| l.contains('[')) .take(12) {
+            println!("             │ {line}");
+        }
+    }
+    Ok(obs)
+}
+
+async fn act(
+    p: &Printer,
+    rt: &Runtime,
+    s: &SessionKey,
+    turn: u64,
+    tab: TabHandle,
+    what: &str,
+    params: ActParams,
+) -> Result<ActionResult> {
+    let t = Instant::now();
+    let res = rt.act(s, tab, &params, None).await?;
+    let ms = ms_since(t);
+    let target = params.target.as_ref().map_or(String::new(), |r| r.0.clone());
+    let mut text = format!("{what} {target}: {:?}/{:?}, postcondition {:?}", res.outcome, res.dispatch, res.postcondition);
+    if let Some(code) = &res.code {
+        text.push_str(&format!(", {code}"));
+    }
+    if let Some(c) = &res.covering {
+        text.push_str(&format!(" — covered by [{}] {} \"{}\"", c.node.0, c.role, c.name));
+    }
+    p.step(turn, "act", ms, &text, json!({"tab": tab.0, "result": serde_json::to_value(&res)?}));
+    Ok(res)
+}
+
+async fn turn_end(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64) -> Result<CleanupReport> {
+    let t = Instant::now();
+    let report = rt.end_turn(s).await?;
+    p.step(turn, "turn end", ms_since(t), &describe(&report), report_json(&report));
+    Ok(report)
+}
+
+async fn list(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64) -> Result<()> {
+    let t = Instant::now();
+    let tabs = rt.list_tabs(s).await?;
+    let text = tabs
+        .iter()
+        .map(|v| format!("{} {:?}/{:?}{}", v.tab, v.provenance, v.state, v.mark.as_ref().map_or(String::new(), |m| format!(" {:?}", m.kind))))
+        .collect::<Vec<_>>()
+        .join(", ");
+    p.step(turn, "status", ms_since(t), &format!("tabs: {text}"), json!({"tabs": tabs.iter().map(|v| v.tab.0).collect::<Vec<_>>()}));
+    Ok(())
+}
+
+fn handles(v: &[TabHandle]) -> String {
+    if v.is_empty() { "-".into() } else { v.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ") }
+}
+
+fn describe(r: &CleanupReport) -> String {
+    format!(
+        "ok={} closed [{}] released [{}] kept [{}] retained [{}] detached [{}] tools {} bridge {:?}",
+        r.ok,
+        handles(&r.closed),
+        handles(&r.released),
+        handles(&r.kept),
+        handles(&r.retained),
+        handles(&r.detached),
+        if r.tools_active { "active" } else { "inactive" },
+        r.bridge
+    )
+}
+
+fn report_json(r: &CleanupReport) -> Value {
+    let ids = |v: &[TabHandle]| v.iter().map(|t| t.0).collect::<Vec<_>>();
+    json!({
+        "ok": r.ok, "closed": ids(&r.closed), "released": ids(&r.released), "kept": ids(&r.kept),
+        "retained": ids(&r.retained), "detached": ids(&r.detached), "toolsActive": r.tools_active,
+        "bridge": format!("{:?}", r.bridge), "failures": r.failures.len(),
+    })
+}
+
+/// Finds the ref of the first line `[ref] role "name…"` in an observation.
+fn find_ref(content: &str, role: &str, name: &str) -> Result<NodeRef> {
+    let needle = format!("] {role} \"{name}");
+    content
+        .lines()
+        .find(|l| l.contains(&needle))
+        .and_then(|l| {
+            let start = l.find('[')? + 1;
+            let end = l[start..].find(']')? + start;
+            Some(NodeRef(l[start..end].to_string()))
+        })
+        .with_context(|| format!("no {role} \"{name}\" in the observation"))
+}
