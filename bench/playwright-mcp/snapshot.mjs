@@ -6,6 +6,8 @@
 //!        node snapshot.mjs --stdin [--executable-path PATH]
 //!   With --stdin it reads one request per line, {"url": "...", "repeat": N} or a bare URL, and answers each with
 //!   one JSON line, so a caller can drive one long-lived Playwright MCP session.
+//!   A request with "click": {"role": "button", "name": "Save"} instead finds that element's ref in an (untimed)
+//!   snapshot and times N browser_click calls on it: {"url", "click_ms_runs", "click_text", "bytes"}.
 //! Never downloads a browser (PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1); exits 1 if any URL failed (its line has "error").
 
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -38,6 +40,40 @@ function resultText(result) {
   return (result.content || []).filter((part) => part.type === 'text').map((part) => part.text).join('\n');
 }
 
+/** The ref of the first `- role "name" ... [ref=X]` line of a snapshot, or null. */
+function findRef(text, role, name) {
+  const head = '- ' + role + ' ' + JSON.stringify(name);
+  for (const line of text.split('\n')) {
+    const entry = line.trim();
+    if (!entry.startsWith(head)) continue;
+    const match = / \[ref=([A-Za-z0-9]+)\]/.exec(entry.slice(head.length));
+    if (match) return match[1];
+  }
+  return null;
+}
+
+/** Times `repeat` browser_click calls on the element with `click.role` and `click.name`. */
+async function timeClicks(client, url, click, repeat) {
+  const snap = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+  if (snap.isError) throw new Error('browser_snapshot failed: ' + resultText(snap).slice(0, 500));
+  const ref = findRef(resultText(snap), click.role, click.name);
+  if (!ref) throw new Error(`no ${click.role} "${click.name}" with a ref in the snapshot`);
+  const runs = [];
+  let text = '';
+  for (let i = 0; i < repeat; i++) {
+    const started = process.hrtime.bigint();
+    const result = await client.callTool({
+      name: 'browser_click',
+      arguments: { element: `${click.name} ${click.role}`, target: ref },
+    });
+    const ms = Number(process.hrtime.bigint() - started) / 1e6;
+    if (result.isError) throw new Error('browser_click failed: ' + resultText(result).slice(0, 500));
+    runs.push(Math.round(ms * 1000) / 1000);
+    text = resultText(result);
+  }
+  return { url, click_ms_runs: runs, click_text: text, bytes: Buffer.byteLength(text, 'utf8') };
+}
+
 async function* argRequests(opts) {
   for (const url of opts.urls) yield { url, repeat: opts.repeat };
 }
@@ -49,7 +85,7 @@ async function* stdinRequests() {
     if (!line) continue;
     if (line.startsWith('{')) {
       const req = JSON.parse(line);
-      yield { url: String(req.url), repeat: Math.max(1, parseInt(req.repeat, 10) || 1) };
+      yield { url: String(req.url), repeat: Math.max(1, parseInt(req.repeat, 10) || 1), click: req.click };
     } else {
       yield { url: line, repeat: 1 };
     }
@@ -92,10 +128,14 @@ async function main() {
   try {
     await client.connect(transport);
     const requests = opts.stdin ? stdinRequests() : argRequests(opts);
-    for await (const { url, repeat } of requests) {
+    for await (const { url, repeat, click } of requests) {
       try {
         const nav = await client.callTool({ name: 'browser_navigate', arguments: { url } });
         if (nav.isError) throw new Error('browser_navigate failed: ' + resultText(nav).slice(0, 500));
+        if (click) {
+          process.stdout.write(JSON.stringify(await timeClicks(client, url, click, repeat)) + '\n');
+          continue;
+        }
         const runs = [];
         let text = '';
         for (let i = 0; i < repeat; i++) {

@@ -42,6 +42,14 @@ pub enum ObserverError {
         /// What failed.
         reason: String,
     },
+    /// The observer cannot do this at all.
+    #[error("{observer}: unsupported: {what}")]
+    Unsupported {
+        /// Observer name.
+        observer: String,
+        /// What is unsupported.
+        what: String,
+    },
     /// The observer's process or connection went away.
     #[error("{observer}: the session ended unexpectedly: {reason}")]
     Gone {
@@ -60,6 +68,14 @@ pub trait Observer: Send {
 
     /// Navigates to `url` (untimed), then observes it `runs` times, timing each observation call.
     async fn observe(&mut self, url: &str, runs: usize) -> Result<Observation, ObserverError>;
+
+    /// Navigates to `url` (untimed), finds the element with `role` and `name` in an untimed observation, then
+    /// clicks it `runs` times, timing each call as the model would wait for it. `text` is the last call's result
+    /// as the model receives it. Observers without actions keep the default, which says "unsupported".
+    async fn click(&mut self, url: &str, role: &str, name: &str, runs: usize) -> Result<Observation, ObserverError> {
+        let _ = (url, role, name, runs);
+        Err(ObserverError::Unsupported { observer: self.name().to_owned(), what: "click".into() })
+    }
 
     /// The elements `text` (an observation of this observer) gives a ref to, for the addressability check.
     fn addressable(&self, text: &str) -> Vec<Addressable>;

@@ -142,10 +142,16 @@ impl Session {
         }
     }
 
-    async fn observe(&mut self, url: &str, runs: usize, page_timeout: Duration) -> Result<Observation, ObserverError> {
+    /// Sends one request line and reads its answer line.
+    async fn request(
+        &mut self,
+        url: &str,
+        request: serde_json::Value,
+        page_timeout: Duration,
+    ) -> Result<Reply, ObserverError> {
         let gone = |reason: String| ObserverError::Gone { observer: NAME.into(), reason };
         let page = |reason: String| ObserverError::Page { observer: NAME.into(), url: url.into(), reason };
-        let request = serde_json::json!({ "url": url, "repeat": runs.max(1) }).to_string() + "\n";
+        let request = request.to_string() + "\n";
         self.stdin.write_all(request.as_bytes()).await.map_err(|e| gone(format!("writing the request: {e}")))?;
         self.stdin.flush().await.map_err(|e| gone(format!("writing the request: {e}")))?;
         let line = tokio::time::timeout(page_timeout, self.stdout.next_line())
@@ -157,14 +163,39 @@ impl Session {
         if reply.url != url {
             return Err(gone(format!("answer for {} while waiting for {url}", reply.url)));
         }
-        if let Some(error) = reply.error {
-            return Err(page(error));
+        if let Some(error) = &reply.error {
+            return Err(page(error.clone()));
         }
-        let text = reply.snapshot_text.ok_or_else(|| page("the answer has no snapshot_text".into()))?;
+        Ok(reply)
+    }
+
+    async fn observe(&mut self, url: &str, runs: usize, page_timeout: Duration) -> Result<Observation, ObserverError> {
+        let page = |reason: &str| ObserverError::Page { observer: NAME.into(), url: url.into(), reason: reason.into() };
+        let request = serde_json::json!({ "url": url, "repeat": runs.max(1) });
+        let reply = self.request(url, request, page_timeout).await?;
+        let text = reply.snapshot_text.ok_or_else(|| page("the answer has no snapshot_text"))?;
         if reply.ms_runs.is_empty() {
-            return Err(page("the answer has no timings".into()));
+            return Err(page("the answer has no timings"));
         }
         Ok(Observation { text, ms_runs: reply.ms_runs })
+    }
+
+    async fn click(
+        &mut self,
+        url: &str,
+        role: &str,
+        name: &str,
+        runs: usize,
+        page_timeout: Duration,
+    ) -> Result<Observation, ObserverError> {
+        let page = |reason: &str| ObserverError::Page { observer: NAME.into(), url: url.into(), reason: reason.into() };
+        let request = serde_json::json!({ "url": url, "repeat": runs.max(1), "click": { "role": role, "name": name } });
+        let reply = self.request(url, request, page_timeout).await?;
+        let text = reply.click_text.ok_or_else(|| page("the answer has no click_text"))?;
+        if reply.click_ms_runs.is_empty() {
+            return Err(page("the answer has no click timings"));
+        }
+        Ok(Observation { text, ms_runs: reply.click_ms_runs })
     }
 }
 
@@ -175,6 +206,10 @@ struct Reply {
     snapshot_text: Option<String>,
     #[serde(default)]
     ms_runs: Vec<f64>,
+    #[serde(default)]
+    click_text: Option<String>,
+    #[serde(default)]
+    click_ms_runs: Vec<f64>,
     #[serde(default)]
     error: Option<String>,
 }
@@ -192,6 +227,16 @@ impl Observer for PlaywrightMcp {
             None => Session::start(&self.options)?,
         };
         let result = session.observe(url, runs, self.options.page_timeout).await;
+        session.close().await;
+        result
+    }
+
+    async fn click(&mut self, url: &str, role: &str, name: &str, runs: usize) -> Result<Observation, ObserverError> {
+        let mut session = match self.session.take() {
+            Some(session) => session,
+            None => Session::start(&self.options)?,
+        };
+        let result = session.click(url, role, name, runs, self.options.page_timeout).await;
         session.close().await;
         result
     }

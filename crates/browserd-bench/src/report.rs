@@ -8,7 +8,7 @@ use crate::stats::Summary;
 /// One observer on one page.
 #[derive(Debug, Clone, Serialize)]
 pub struct ObserveRow {
-    /// Always `observe`.
+    /// `observe` (observation calls) or `act.click` (click calls; sizes are those of the click's result).
     pub name: &'static str,
     /// Page size in elements for generated pages; `None` (null) for hand-written fixture pages.
     pub n: Option<usize>,
@@ -52,6 +52,8 @@ pub struct CompareRow {
     pub name: &'static str,
     /// Page size for generated pages.
     pub n: Option<usize>,
+    /// What is compared: `observe` or `act.click`.
+    pub measure: &'static str,
     /// Page path.
     pub page: String,
     /// The observer compared.
@@ -106,7 +108,7 @@ pub fn print_json<T: Serialize>(row: &T) {
 /// Header of the human-readable table.
 pub fn human_header() -> String {
     format!(
-        "{:<16} {:<24} {:>6} {:>9} {:>9} {:>9} {:>8} {:>12}",
+        "{:<16} {:<34} {:>6} {:>9} {:>9} {:>9} {:>8} {:>12}",
         "observer", "page", "n", "p50 ms", "p95 ms", "bytes", "tokens", "addressable"
     )
 }
@@ -115,14 +117,15 @@ impl ObserveRow {
     /// One aligned table line.
     pub fn human(&self) -> String {
         let n = self.n.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+        let label = if self.name == "observe" { self.page.clone() } else { format!("{} {}", self.name, self.page) };
         let addr = self
             .addressability
             .as_ref()
             .map(|a| format!("{}/{}", a.addressable, a.interactive))
             .unwrap_or_else(|| "-".into());
         format!(
-            "{:<16} {:<24} {:>6} {:>9.1} {:>9.1} {:>9} {:>8} {:>12}",
-            self.observer, self.page, n, self.timing.p50_ms, self.timing.p95_ms, self.bytes, self.tokens, addr
+            "{:<16} {:<34} {:>6} {:>9.1} {:>9.1} {:>9} {:>8} {:>12}",
+            self.observer, label, n, self.timing.p50_ms, self.timing.p95_ms, self.bytes, self.tokens, addr
         )
     }
 }

@@ -42,6 +42,9 @@ pub struct Args {
     /// The Chromium executable every observer uses.
     #[arg(long)]
     pub chromium: Option<PathBuf>,
+    /// Timed clicks per click target (0 skips the click benchmark).
+    #[arg(long, default_value_t = 10)]
+    pub click_runs: usize,
     /// Write every observation text to DIR/<observer>/<page>.txt.
     #[arg(long)]
     pub dump: Option<PathBuf>,
@@ -161,7 +164,9 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
     }
 
     let mut failures = 0;
-    let mut results: BTreeMap<(String, String), ObserveRow> = BTreeMap::new();
+    let mut results: BTreeMap<(&'static str, String, String), ObserveRow> = BTreeMap::new();
+    let clicks: &[ClickTarget] = if args.click_runs == 0 { &[] } else { CLICK_TARGETS };
+    let steps = targets.len() + clicks.len();
     for name in &observers {
         let mut observer = match start_observer(name, &args).await {
             Ok(observer) => observer,
@@ -174,75 +179,75 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                 continue;
             }
         };
-        for (i, target) in targets.iter().enumerate() {
-            eprintln!("browserd-bench: [{}/{}] {} {}", i + 1, targets.len(), name, target.path);
-            let url = site.url(&target.path);
-            match observer.observe(&url, args.runs).await {
+        let mut step = 0;
+        for target in &targets {
+            step += 1;
+            eprintln!("browserd-bench: [{step}/{steps}] {name} observe {}", target.path);
+            let outcome = observer.observe(&site.url(&target.path), args.runs).await;
+            let row = match outcome {
                 Ok(observation) => {
-                    let Some(timing) = Summary::of(&observation.ms_runs) else {
-                        failures += 1;
-                        emit_error(&args, page_error(name, target, "no timings".into()));
-                        continue;
-                    };
                     let text = redact_origin(&observation.text, &site);
                     if let Some(dir) = &args.dump {
                         dump(dir, name, &target.path, &text);
                     }
                     let addressability =
                         target.manifest.as_ref().map(|m| addressability::check(m, &observer.addressable(&text)));
-                    let row = ObserveRow {
-                        name: "observe",
-                        n: target.n,
-                        observer: name.clone(),
-                        page: target.path.clone(),
-                        category: target.category.clone(),
-                        timing,
-                        bytes: observation.text.len(),
-                        tokens: count_tokens(&observation.text)?,
-                        addressability,
-                    };
-                    if args.json {
-                        report::print_json(&row);
-                    } else {
-                        println!("{}", row.human());
-                    }
-                    results.insert((target.path.clone(), name.clone()), row);
+                    row_of("observe", name, target, observation, addressability)?
                 }
-                Err(e) => {
-                    failures += 1;
-                    emit_error(&args, page_error(name, target, e.to_string()));
-                    if matches!(e, ObserverError::Gone { .. }) {
-                        break; // the session is gone; the remaining pages of this observer cannot be measured
+                Err(e) => Err(e),
+            };
+            if !record(&args, "observe", name, target, row, &mut results, &mut failures) {
+                break; // the session is gone; the remaining pages of this observer cannot be measured
+            }
+        }
+        for click in clicks {
+            step += 1;
+            eprintln!(
+                "browserd-bench: [{step}/{steps}] {name} click {} {:?} on {}",
+                click.role, click.name, click.path
+            );
+            let target = Target { path: click.path.into(), category: "click".into(), n: click.n, manifest: None };
+            let outcome = observer.click(&site.url(click.path), click.role, click.name, args.click_runs).await;
+            let row = match outcome {
+                Ok(result) => {
+                    if let Some(dir) = &args.dump {
+                        dump(dir, name, &format!("click-{}", click.path), &redact_origin(&result.text, &site));
                     }
+                    row_of("act.click", name, &target, result, None)?
                 }
+                Err(e) => Err(e),
+            };
+            if !record(&args, "act.click", name, &target, row, &mut results, &mut failures) {
+                break;
             }
         }
         observer.close().await;
     }
     if let Some(baseline) = observers.first() {
-        for target in &targets {
-            let Some(base) = results.get(&(target.path.clone(), baseline.clone())) else { continue };
-            for other in observers.iter().skip(1) {
-                let Some(row) = results.get(&(target.path.clone(), other.clone())) else { continue };
-                let compare = CompareRow {
-                    name: "compare",
-                    n: target.n,
-                    page: target.path.clone(),
-                    observer: other.clone(),
-                    baseline: baseline.clone(),
-                    tokens_ratio: ratio(base.tokens as f64, row.tokens as f64),
-                    bytes_ratio: ratio(base.bytes as f64, row.bytes as f64),
-                    p50_ratio: ratio(base.timing.p50_ms, row.timing.p50_ms),
-                    p95_ratio: ratio(base.timing.p95_ms, row.timing.p95_ms),
-                };
-                if args.json {
-                    report::print_json(&compare);
-                } else {
-                    println!(
-                        "compare {} vs {} on {}: tokens {:.2}x, bytes {:.2}x, p50 {:.2}x",
-                        other, baseline, target.path, compare.tokens_ratio, compare.bytes_ratio, compare.p50_ratio
-                    );
-                }
+        for ((kind, page, observer), row) in &results {
+            if observer == baseline {
+                continue;
+            }
+            let Some(base) = results.get(&(*kind, page.clone(), baseline.clone())) else { continue };
+            let compare = CompareRow {
+                name: "compare",
+                n: row.n,
+                measure: kind,
+                page: page.clone(),
+                observer: observer.clone(),
+                baseline: baseline.clone(),
+                tokens_ratio: ratio(base.tokens as f64, row.tokens as f64),
+                bytes_ratio: ratio(base.bytes as f64, row.bytes as f64),
+                p50_ratio: ratio(base.timing.p50_ms, row.timing.p50_ms),
+                p95_ratio: ratio(base.timing.p95_ms, row.timing.p95_ms),
+            };
+            if args.json {
+                report::print_json(&compare);
+            } else {
+                println!(
+                    "compare {kind} {observer} vs {baseline} on {page}: tokens {:.2}x, bytes {:.2}x, p50 {:.2}x",
+                    compare.tokens_ratio, compare.bytes_ratio, compare.p50_ratio
+                );
             }
         }
     }
@@ -250,12 +255,94 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
     Ok(failures)
 }
 
-fn ratio(baseline: f64, observer: f64) -> f64 {
-    if observer == 0.0 { f64::INFINITY } else { round3(baseline / observer) }
+/// An element to click repeatedly for the action benchmark.
+#[derive(Debug, Clone, Copy)]
+pub struct ClickTarget {
+    /// Page path.
+    pub path: &'static str,
+    /// Page size for generated pages.
+    pub n: Option<usize>,
+    /// Role of the element.
+    pub role: &'static str,
+    /// Accessible name of the element.
+    pub name: &'static str,
 }
 
-fn page_error(observer: &str, target: &Target, error: String) -> ErrorRow {
-    ErrorRow { name: "observe", n: target.n, observer: observer.into(), page: Some(target.path.clone()), error }
+/// The click benchmark: a small page whose button shows a toast, and a button on a 1000-element page.
+pub const CLICK_TARGETS: &[ClickTarget] = &[
+    ClickTarget { path: "/toast.html", n: None, role: "button", name: "Save" },
+    ClickTarget { path: "/gen/elements?n=1000", n: Some(1000), role: "button", name: "Save section 1" },
+];
+
+/// Builds the row of a successful measurement; `Ok(Err(_))` when it has no timings.
+fn row_of(
+    kind: &'static str,
+    observer: &str,
+    target: &Target,
+    observation: crate::observer::Observation,
+    addressability: Option<addressability::AddressabilityReport>,
+) -> Result<Result<ObserveRow, ObserverError>, RunError> {
+    let Some(timing) = Summary::of(&observation.ms_runs) else {
+        return Ok(Err(ObserverError::Page {
+            observer: observer.into(),
+            url: target.path.clone(),
+            reason: "no timings".into(),
+        }));
+    };
+    Ok(Ok(ObserveRow {
+        name: kind,
+        n: target.n,
+        observer: observer.into(),
+        page: target.path.clone(),
+        category: target.category.clone(),
+        timing,
+        bytes: observation.text.len(),
+        tokens: count_tokens(&observation.text)?,
+        addressability,
+    }))
+}
+
+/// Prints a measurement and files it; returns false when the observer's session is gone.
+fn record(
+    args: &Args,
+    kind: &'static str,
+    observer: &str,
+    target: &Target,
+    row: Result<ObserveRow, ObserverError>,
+    results: &mut BTreeMap<(&'static str, String, String), ObserveRow>,
+    failures: &mut usize,
+) -> bool {
+    match row {
+        Ok(row) => {
+            if args.json {
+                report::print_json(&row);
+            } else {
+                println!("{}", row.human());
+            }
+            results.insert((kind, target.path.clone(), observer.to_owned()), row);
+            true
+        }
+        Err(e) => {
+            // An unsupported measurement is reported as such, and is not a failure of this run.
+            if !matches!(e, ObserverError::Unsupported { .. }) {
+                *failures += 1;
+            }
+            let gone = matches!(e, ObserverError::Gone { .. });
+            let row = ErrorRow {
+                name: kind,
+                n: target.n,
+                observer: observer.into(),
+                page: Some(target.path.clone()),
+                error: e.to_string(),
+            };
+            emit_error(args, row);
+            !gone
+        }
+    }
+}
+
+fn ratio(baseline: f64, observer: f64) -> f64 {
+    if observer == 0.0 { f64::INFINITY } else { round3(baseline / observer) }
 }
 
 fn emit_error(args: &Args, row: ErrorRow) {

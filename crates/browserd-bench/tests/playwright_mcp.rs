@@ -33,6 +33,12 @@ async fn playwright_mcp_snapshots_fixture_pages() {
     assert_eq!(report.missing_sample, vec!["b19 generic \"Show details for section 1\"".to_owned()]);
     assert_eq!(report.addressable, report.interactive - 1);
 
+    let click = observer.click(&site.url("/toast.html"), "button", "Save", 2).await.expect("click Save");
+    assert_eq!(click.ms_runs.len(), 2);
+    assert!(click.text.contains("name: 'Save' }).click()"), "{}", click.text);
+    let missing = observer.click(&site.url("/toast.html"), "button", "No such button", 1).await;
+    assert!(missing.is_err(), "clicking a button that does not exist succeeded");
+
     Box::new(observer).close().await;
     site.shutdown().await;
 }

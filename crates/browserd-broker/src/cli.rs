@@ -1,1 +1,940 @@
-//! x
+//! The `browserd` subcommands this crate provides: `broker run|stop|status`, every model tool (`open`, `observe`,
+//! `act`, `batch`, `close`, `mark`, `cleanup`, `list`, `claim`, `handoff`, `reset`), `status`, `stop`, `config` and
+//! `hook turn-end|session-end`. The binary flattens [`Command`] into its own clap enum and calls [`run`].
+//!
+//! Output is one line per item, or the protocol's JSON with `--json`. Errors go to stderr as `error: CODE: message`
+//! plus the next step, with exit status 1.
+
+use std::io::{IsTerminal, Read};
+use std::time::Duration;
+
+use browserd_ipc::RuntimeDir;
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, StatusResult, ToolsActivateParams};
+use browserd_protocol::tools::{
+    BROWSER_BATCH, BROWSER_CLAIM, BROWSER_CLEANUP, BROWSER_CLOSE, BROWSER_CONTEXT_RESET, BROWSER_HANDOFF,
+    BROWSER_LIST, BROWSER_MARK_DELIVERABLE, BROWSER_MARK_HANDOFF, BROWSER_OBSERVE, BROWSER_OPEN,
+};
+use browserd_protocol::{ErrorData, SessionId, TabId};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use crate::client::{Client, ClientError, ConnectOptions};
+use crate::config;
+use crate::hooks::{self, HookEvent, HookOptions};
+use crate::server::{Broker, BrokerError, SelectTabParams};
+
+/// Options every tool subcommand takes.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// Browser session name (default: `$BROWSERD_SESSION`, else one per parent shell).
+    #[arg(long, global = true)]
+    pub session: Option<String>,
+    /// Print the protocol's JSON result instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `browserd broker …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum BrokerAction {
+    /// Run the broker in the foreground (clients start it on demand with `--daemon`).
+    Run {
+        /// Started on demand by a client: exit quietly if another broker already runs.
+        #[arg(long)]
+        daemon: bool,
+    },
+    /// Ask the running broker to shut down gracefully (sessions are disposed, the managed browser closed).
+    Stop,
+    /// Show the broker's status.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Which mark `browserd mark` sets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MarkArg {
+    /// A result for the user.
+    Deliverable,
+    /// Waiting for the user to continue.
+    Handoff,
+}
+
+/// Which hook ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookArg {
+    /// The host's turn ended (`Stop`, Codex `notify`).
+    TurnEnd,
+    /// The host session ended (`SessionEnd`).
+    SessionEnd,
+}
+
+/// The host a hook runs for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HostArg {
+    /// Codex.
+    Codex,
+    /// Claude Code.
+    ClaudeCode,
+    /// Another MCP host.
+    Mcp,
+}
+
+/// The subcommands provided by this crate.
+#[derive(Debug, Clone, Subcommand)]
+pub enum Command {
+    /// The broker daemon: `run`, `stop`, `status`.
+    Broker {
+        /// What to do.
+        #[command(subcommand)]
+        action: BrokerAction,
+    },
+    /// Open a URL in a new tab of this session (it becomes the current tab).
+    Open {
+        /// URL to load.
+        url: String,
+        /// Do not focus it.
+        #[arg(long)]
+        background: bool,
+        /// Also print an observation.
+        #[arg(long)]
+        observe: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Read the current tab (or `--tab`): URL, title, operable elements with refs, text.
+    Observe {
+        /// Make this tab current first.
+        #[arg(long)]
+        tab: Option<u64>,
+        /// Also capture a screenshot (in the JSON output).
+        #[arg(long)]
+        screenshot: bool,
+        /// Only inside this ref.
+        #[arg(long)]
+        within: Option<String>,
+        /// Only changes since this cursor.
+        #[arg(long)]
+        since: Option<String>,
+        /// Most operable nodes listed.
+        #[arg(long)]
+        max_nodes: Option<u32>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Do one action on the current tab (or `--tab`): `act click e12`, `act fill e3 "text"`, `act press Enter`.
+    Act {
+        /// click, dblclick, hover, fill, type, press, select, check, uncheck, scroll, navigate, back, forward,
+        /// reload, upload, wait, drag, dialog.
+        action: String,
+        /// Target ref (for press/navigate without a target, give the value here).
+        target: Option<String>,
+        /// Text, key chord, option, URL or path.
+        value: Option<String>,
+        /// Make this tab current first.
+        #[arg(long)]
+        tab: Option<u64>,
+        /// Full `browser_act` arguments as JSON (overrides the positional arguments).
+        #[arg(long)]
+        args: Option<String>,
+        /// Deadline in milliseconds.
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+        /// Also print a fresh observation.
+        #[arg(long)]
+        observe: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Run up to 8 actions on the current tab: a JSON array of `browser_act` arguments (or `-` for stdin).
+    Batch {
+        /// The steps as JSON.
+        steps: String,
+        /// Make this tab current first.
+        #[arg(long)]
+        tab: Option<u64>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Close tabs this session opened.
+    Close {
+        /// Tab ids.
+        tabs: Vec<u64>,
+        /// A tab group (only this session's tabs in it are closed).
+        #[arg(long)]
+        group: Option<u64>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Keep a tab past this turn: `mark 4 deliverable` or `mark 4 handoff`.
+    Mark {
+        /// Tab id.
+        tab: u64,
+        /// Which mark.
+        kind: MarkArg,
+        /// Note for the user.
+        #[arg(long)]
+        note: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Finish the browser task: close scratch tabs, release claimed ones, keep marked ones.
+    Cleanup {
+        /// Keep these open.
+        #[arg(long, value_delimiter = ',')]
+        keep: Vec<u64>,
+        /// Close these.
+        #[arg(long, value_delimiter = ',')]
+        close: Vec<u64>,
+        /// Release these claimed tabs.
+        #[arg(long, value_delimiter = ',')]
+        release: Vec<u64>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// List tabs with ids and who owns them.
+    List {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Take control of a user's tab (released, not closed, at cleanup).
+    Claim {
+        /// Tab id from `browserd list`.
+        tab: u64,
+        /// Also print an observation.
+        #[arg(long)]
+        observe: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Give a tab to the user with what they must do.
+    Handoff {
+        /// Tab id.
+        tab: u64,
+        /// What the user must do.
+        message: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Reset the browser context: clean up, then hide the browser tools of this session.
+    Reset {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Broker status: browsers, sessions, tabs, leases, recovery records, limits.
+    Status {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// The stop gate: cancel queued and running browser work on every controlled tab.
+    Stop {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Print the effective configuration and where each value came from.
+    Config {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Host hooks (Codex / Claude Code); always exit 0 and print nothing on stdout.
+    Hook {
+        /// `turn-end` or `session-end`.
+        event: HookArg,
+        /// Codex `notify` JSON (Codex passes it as the last argument).
+        notify: Option<String>,
+        /// The host, when it cannot be told from the payload.
+        #[arg(long)]
+        host: Option<HostArg>,
+        /// Give up after this many milliseconds.
+        #[arg(long, default_value_t = 3000)]
+        timeout_ms: u64,
+    },
+}
+
+/// Runs a subcommand; returns the process exit status.
+///
+/// # Errors
+/// Only for failures outside the command's own reporting (e.g. the tokio runtime); command errors are printed and
+/// turned into exit status 1.
+pub async fn run(cmd: Command) -> anyhow::Result<i32> {
+    match cmd {
+        Command::Broker { action } => run_broker(action).await,
+        Command::Config { json } => Ok(print_config(json)),
+        Command::Hook { event, notify, host, timeout_ms } => Ok(run_hook(event, notify, host, timeout_ms).await),
+        other => Ok(run_tool_command(other).await),
+    }
+}
+
+fn report_error(e: &ErrorData) {
+    eprintln!("error: {}: {}", e.code, e.message);
+    eprintln!("  next: {}", e.next_step);
+    if let Some(holder) = &e.holder_session {
+        eprintln!("  held by session: {holder}");
+    }
+    if let Some(ms) = e.retry_after_ms {
+        eprintln!("  retry after: {ms} ms");
+    }
+}
+
+fn init_logging(to_stderr_default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BROWSERD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(to_stderr_default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+}
+
+async fn run_broker(action: BrokerAction) -> anyhow::Result<i32> {
+    match action {
+        BrokerAction::Run { daemon } => {
+            init_logging("info");
+            let effective = match config::load() {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(1);
+                }
+            };
+            let dir = match RuntimeDir::from_env() {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return Ok(1);
+                }
+            };
+            let env = |name: &str| std::env::var(name).ok();
+            let state_dir = config::state_dir(&env);
+            if let Some(dir) = &state_dir {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            let broker = Broker::from_config(effective.config, state_dir.as_deref());
+            let shutdown = broker.shutdown_token();
+            tokio::spawn(async move {
+                let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(_) => return,
+                };
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                    _ = tokio::signal::ctrl_c() => tracing::info!("interrupted: shutting down"),
+                }
+                shutdown.cancel();
+            });
+            match broker.run(&dir).await {
+                Ok(summary) => {
+                    tracing::info!(?summary, "broker exited");
+                    Ok(0)
+                }
+                Err(BrokerError::AlreadyRunning(e)) => {
+                    if daemon {
+                        tracing::info!(%e, "another broker already serves this user");
+                        Ok(0)
+                    } else {
+                        eprintln!("error: {e}");
+                        Ok(3)
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Ok(1)
+                }
+            }
+        }
+        BrokerAction::Stop => {
+            let options = ConnectOptions { spawn: false, ..ConnectOptions::new(ComponentRole::Cli) };
+            match Client::connect(&options).await {
+                Ok(client) => match client.shutdown_broker().await {
+                    Ok(()) => {
+                        println!("broker stopping: sessions are disposed and the managed browser closed");
+                        Ok(0)
+                    }
+                    Err(e) => {
+                        report_error(&e.into_error_data());
+                        Ok(1)
+                    }
+                },
+                Err(ClientError::Connect(browserd_ipc::ConnectError::NotRunning { .. })) => {
+                    println!("no broker is running");
+                    Ok(0)
+                }
+                Err(e) => {
+                    report_error(&e.into_error_data());
+                    Ok(1)
+                }
+            }
+        }
+        BrokerAction::Status { json } => {
+            let options = ConnectOptions { spawn: false, ..ConnectOptions::new(ComponentRole::Cli) };
+            match Client::connect(&options).await {
+                Ok(client) => match client.call(&StatusParams::default()).await {
+                    Ok(status) => {
+                        print_status(&status, json);
+                        Ok(0)
+                    }
+                    Err(e) => {
+                        report_error(&e.into_error_data());
+                        Ok(1)
+                    }
+                },
+                Err(ClientError::Connect(browserd_ipc::ConnectError::NotRunning { path })) => {
+                    if json {
+                        println!("{}", json!({"running": false, "socket": path}));
+                    } else {
+                        println!("broker: not running (socket {})", path.display());
+                    }
+                    Ok(0)
+                }
+                Err(e) => {
+                    report_error(&e.into_error_data());
+                    Ok(1)
+                }
+            }
+        }
+    }
+}
+
+fn print_config(json_out: bool) -> i32 {
+    let effective = match config::load() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 1;
+        }
+    };
+    if json_out {
+        let values: serde_json::Map<String, Value> = config::KEYS
+            .iter()
+            .map(|k| {
+                let value = serde_json::to_value(&effective.config).ok().and_then(|v| {
+                    let camel = to_camel(k);
+                    v.get(&camel).cloned()
+                });
+                (
+                    (*k).to_owned(),
+                    json!({"value": value, "source": effective.sources.get(k), "env": config::env_name(k)}),
+                )
+            })
+            .collect();
+        println!("{}", json!({"file": effective.file, "fileExists": effective.file_exists, "values": values}));
+        return 0;
+    }
+    match &effective.file {
+        Some(path) => println!(
+            "config file: {} ({})",
+            path.display(),
+            if effective.file_exists { "present" } else { "absent" }
+        ),
+        None => println!("config file: none (no XDG_CONFIG_HOME or HOME)"),
+    }
+    for key in config::KEYS {
+        let source = effective.sources.get(key).map_or_else(|| "default".to_owned(), ToString::to_string);
+        println!("{key} = {}  [{source}; env {}]", config::display_value(&effective.config, key), config::env_name(key));
+    }
+    0
+}
+
+fn to_camel(key: &str) -> String {
+    let mut out = String::new();
+    let mut upper = false;
+    for c in key.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.push(c.to_ascii_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+async fn run_hook(event: HookArg, notify: Option<String>, host: Option<HostArg>, timeout_ms: u64) -> i32 {
+    let mut stdin = String::new();
+    if notify.is_none() && !std::io::stdin().is_terminal() {
+        // Bounded read: a host sends one small JSON object.
+        let _ = std::io::stdin().take(1 << 20).read_to_string(&mut stdin);
+    }
+    let event = match event {
+        HookArg::TurnEnd => HookEvent::TurnEnd,
+        HookArg::SessionEnd => HookEvent::SessionEnd,
+    };
+    let input = match hooks::parse_input(&stdin, notify.as_deref()) {
+        Ok(input) => input,
+        Err(why) => {
+            eprintln!("browserd hook: {why}; nothing done");
+            return 0;
+        }
+    };
+    let options = HookOptions {
+        timeout: Duration::from_millis(timeout_ms),
+        host: host.map(|h| match h {
+            HostArg::Codex => HostKind::Codex,
+            HostArg::ClaudeCode => HostKind::ClaudeCode,
+            HostArg::Mcp => HostKind::Mcp,
+        }),
+        runtime_dir: None,
+    };
+    let summary = hooks::run_hook(event, &input, &options).await;
+    eprintln!("browserd hook: {summary}");
+    0
+}
+
+/// The CLI session name: `--session`, else `$BROWSERD_SESSION`, else one per parent shell (`shell-<ppid>`).
+#[must_use]
+pub fn session_name(explicit: Option<&str>) -> String {
+    if let Some(name) = explicit.filter(|n| !n.trim().is_empty()) {
+        return name.to_owned();
+    }
+    if let Ok(name) = std::env::var("BROWSERD_SESSION")
+        && !name.trim().is_empty()
+    {
+        return name;
+    }
+    format!("shell-{}", nix::unistd::getppid())
+}
+
+/// Opens (or re-attaches) the CLI session and activates its browser tools.
+///
+/// # Errors
+/// The broker refused, or is unreachable.
+pub async fn cli_session(client: &Client, name: &str) -> Result<SessionId, ClientError> {
+    let open = SessionOpenParams { host: HostKind::Cli, host_session_id: name.to_owned(), label: None };
+    let opened = client.call(&open).await?;
+    if !opened.tools.is_active() {
+        client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await?;
+    }
+    Ok(opened.session)
+}
+
+fn common_of(cmd: &Command) -> Common {
+    match cmd {
+        Command::Open { common, .. }
+        | Command::Observe { common, .. }
+        | Command::Act { common, .. }
+        | Command::Batch { common, .. }
+        | Command::Close { common, .. }
+        | Command::Mark { common, .. }
+        | Command::Cleanup { common, .. }
+        | Command::List { common }
+        | Command::Claim { common, .. }
+        | Command::Handoff { common, .. }
+        | Command::Reset { common }
+        | Command::Status { common }
+        | Command::Stop { common } => common.clone(),
+        _ => Common { session: None, json: false },
+    }
+}
+
+async fn run_tool_command(cmd: Command) -> i32 {
+    let common = common_of(&cmd);
+    let client = match Client::connect(&ConnectOptions::new(ComponentRole::Cli)).await {
+        Ok(c) => c,
+        Err(e) => {
+            report_error(&e.into_error_data());
+            return 1;
+        }
+    };
+    match execute(&client, cmd, &common).await {
+        Ok(text) => {
+            if !text.is_empty() {
+                println!("{text}");
+            }
+            0
+        }
+        Err(e) => {
+            if common.json {
+                println!("{}", json!({"error": e}));
+            }
+            report_error(&e);
+            1
+        }
+    }
+}
+
+fn parse_json(text: &str, what: &str) -> Result<Value, ErrorData> {
+    let text = if text == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .map_err(|e| ErrorData::invalid_params(format!("cannot read {what} from stdin: {e}")))?;
+        buf
+    } else {
+        text.to_owned()
+    };
+    serde_json::from_str(&text).map_err(|e| ErrorData::invalid_params(format!("{what} is not valid JSON: {e}")))
+}
+
+/// Runs one tool subcommand on `client`; returns the text (or JSON) to print.
+///
+/// # Errors
+/// The broker's error.
+pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<String, ErrorData> {
+    let json_out = common.json;
+    if let Command::Status { .. } = cmd {
+        let params = StatusParams::default();
+        let status = client.call(&params).await.map_err(ClientError::into_error_data)?;
+        return Ok(if json_out { to_json(&status) } else { status_text(&status) });
+    }
+    if let Command::Stop { .. } = cmd {
+        let r = client.stop_gate().await.map_err(ClientError::into_error_data)?;
+        return Ok(if json_out {
+            to_json(&r)
+        } else {
+            format!(
+                "stopped ({}): {} queued and {} running request(s) cancelled, {} write lease(s) released; observe \
+                 again before acting",
+                r.code, r.queued_cancelled, r.running_cancelled, r.leases_released
+            )
+        });
+    }
+    let name = session_name(common.session.as_deref());
+    let session = cli_session(client, &name).await.map_err(ClientError::into_error_data)?;
+    let select = |tab: Option<u64>| {
+        let session = session.clone();
+        async move {
+            if let Some(tab) = tab {
+                client
+                    .select_tab(&SelectTabParams { session, tab: TabId(tab) })
+                    .await
+                    .map_err(ClientError::into_error_data)?;
+            }
+            Ok::<(), ErrorData>(())
+        }
+    };
+    let (tool, args) = match cmd {
+        Command::Open { url, background, observe, .. } => {
+            (BROWSER_OPEN, json!({"url": url, "background": background, "observe": observe}))
+        }
+        Command::Observe { tab, screenshot, within, since, max_nodes, .. } => {
+            select(tab).await?;
+            let mut args = json!({"screenshot": screenshot});
+            if let Some(w) = within {
+                args["within"] = json!(w);
+            }
+            if let Some(s) = since {
+                args["since"] = json!(s);
+            }
+            if let Some(n) = max_nodes {
+                args["maxNodes"] = json!(n);
+            }
+            (BROWSER_OBSERVE, args)
+        }
+        Command::Act { action, target, value, tab, args, timeout_ms, observe, .. } => {
+            select(tab).await?;
+            let args = match args {
+                Some(raw) => parse_json(&raw, "--args")?,
+                None => act_args(&action, target, value, timeout_ms, observe),
+            };
+            ("browser_act", args)
+        }
+        Command::Batch { steps, tab, .. } => {
+            select(tab).await?;
+            (BROWSER_BATCH, json!({"steps": parse_json(&steps, "the steps")?}))
+        }
+        Command::Close { tabs, group, .. } => {
+            let mut args = json!({"tabs": tabs});
+            if let Some(g) = group {
+                args["group"] = json!(g);
+            }
+            (BROWSER_CLOSE, args)
+        }
+        Command::Mark { tab, kind, note, .. } => {
+            let tool = if kind == MarkArg::Deliverable { BROWSER_MARK_DELIVERABLE } else { BROWSER_MARK_HANDOFF };
+            let mut args = json!({"tab": tab});
+            if let Some(n) = note {
+                args["note"] = json!(n);
+            }
+            (tool, args)
+        }
+        Command::Cleanup { keep, close, release, .. } => {
+            (BROWSER_CLEANUP, json!({"keep": keep, "close": close, "release": release}))
+        }
+        Command::List { .. } => (BROWSER_LIST, json!({})),
+        Command::Claim { tab, observe, .. } => (BROWSER_CLAIM, json!({"tab": tab, "observe": observe})),
+        Command::Handoff { tab, message, .. } => (BROWSER_HANDOFF, json!({"tab": tab, "message": message})),
+        Command::Reset { .. } => (BROWSER_CONTEXT_RESET, json!({})),
+        _ => return Err(ErrorData::invalid_params("not a tool subcommand")),
+    };
+    let result = client.tool(&session, tool, args).await.map_err(ClientError::into_error_data)?;
+    Ok(if json_out { to_json(&result) } else { tool_text(tool, &result) })
+}
+
+fn act_args(action: &str, target: Option<String>, value: Option<String>, timeout: Option<u64>, observe: bool) -> Value {
+    let mut args = json!({"action": action});
+    // Actions whose one argument is a value, not a target.
+    let value_only = matches!(action, "navigate" | "press" | "wait") && value.is_none();
+    match (target, value) {
+        (Some(t), _) if value_only => args["value"] = json!(t),
+        (Some(t), v) => {
+            args["target"] = json!(t);
+            if let Some(v) = v {
+                args["value"] = json!(v);
+            }
+        }
+        (None, Some(v)) => args["value"] = json!(v),
+        (None, None) => {}
+    }
+    if let Some(ms) = timeout {
+        args["timeoutMs"] = json!(ms);
+    }
+    if observe {
+        args["observe"] = json!(true);
+    }
+    args
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+fn s(v: &Value, key: &str) -> String {
+    match v.get(key) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn list(v: &Value, key: &str) -> String {
+    v.get(key).map_or_else(|| "[]".to_owned(), Value::to_string)
+}
+
+fn failed_lines(v: &Value, out: &mut Vec<String>) {
+    for f in v.get("failed").and_then(Value::as_array).into_iter().flatten() {
+        out.push(format!("failed tab {}: {} ({})", s(f, "tab"), s(f, "code"), s(f, "nextStep")));
+    }
+}
+
+fn observation_text(obs: &Value) -> String {
+    let mut out = format!("{} — {}", s(obs, "url"), s(obs, "title"));
+    let content = s(obs, "content");
+    if !content.is_empty() {
+        out.push('\n');
+        out.push_str(content.trim_end());
+    }
+    if let Some(t) = obs.get("truncated").filter(|t| !t.is_null()) {
+        out.push_str(&format!("\n(truncated: {} nodes omitted, {})", s(t, "omittedNodes"), s(t, "reason")));
+    }
+    out
+}
+
+fn action_line(r: &Value) -> String {
+    let mut line =
+        format!("{} dispatch={} postcondition={}", s(r, "outcome"), s(r, "dispatch"), s(r, "postcondition"));
+    if let Some(code) = r.get("code").and_then(Value::as_str) {
+        line.push_str(&format!(" code={code}"));
+    }
+    if let Some(msg) = r.get("message").and_then(Value::as_str) {
+        line.push_str(&format!(": {msg}"));
+    }
+    line
+}
+
+/// Readable text of a tool result.
+#[must_use]
+pub fn tool_text(tool: &str, r: &Value) -> String {
+    let mut out = Vec::new();
+    match tool {
+        BROWSER_OPEN | BROWSER_CLAIM => {
+            out.push(format!("tab {} {} — {}", s(r, "tab"), s(r, "url"), s(r, "title")));
+            if let Some(obs) = r.get("observation") {
+                out.push(observation_text(obs));
+            }
+        }
+        BROWSER_OBSERVE => out.push(observation_text(r)),
+        "browser_act" => {
+            out.push(action_line(r));
+            if let Some(obs) = r.get("observation") {
+                out.push(observation_text(obs));
+            }
+        }
+        BROWSER_BATCH => {
+            for (i, step) in r.get("steps").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                out.push(format!("step {i}: {}", action_line(step)));
+            }
+            if let Some(stop) = r.get("stopped") {
+                out.push(format!("stopped at step {} ({})", s(stop, "step"), s(stop, "reason")));
+            }
+        }
+        BROWSER_CLOSE => {
+            out.push(format!("ok={} closed={}", s(r, "ok"), list(r, "closed")));
+            failed_lines(r, &mut out);
+        }
+        BROWSER_MARK_DELIVERABLE | BROWSER_MARK_HANDOFF => {
+            out.push(format!("tab {} marked {} (until this turn ends)", s(r, "tab"), s(r, "mark")));
+        }
+        BROWSER_CLEANUP | BROWSER_CONTEXT_RESET => {
+            out.push(format!(
+                "ok={} closed={} released={} kept={} toolsActive={} bridge={}",
+                s(r, "ok"),
+                list(r, "closed"),
+                list(r, "released"),
+                list(r, "kept"),
+                s(r, "toolsActive"),
+                s(r, "bridge")
+            ));
+            failed_lines(r, &mut out);
+        }
+        BROWSER_LIST => {
+            for t in r.get("tabs").and_then(Value::as_array).into_iter().flatten() {
+                out.push(
+                    format!(
+                        "tab {} {} {} {} — {}",
+                        s(t, "tab"),
+                        s(t, "provenance"),
+                        s(t, "state"),
+                        s(t, "url"),
+                        s(t, "title")
+                    )
+                    .replace("  ", " "),
+                );
+            }
+            if out.is_empty() {
+                out.push("no tabs".to_owned());
+            }
+        }
+        BROWSER_HANDOFF => out.push(format!("tab {} handed to the user: {}", s(r, "tab"), s(r, "status"))),
+        _ => out.push(r.to_string()),
+    }
+    out.join("\n")
+}
+
+fn print_status(status: &StatusResult, json_out: bool) {
+    println!("{}", if json_out { to_json(status) } else { status_text(status) });
+}
+
+/// Readable text of the broker status.
+#[must_use]
+pub fn status_text(st: &StatusResult) -> String {
+    let mut out = Vec::new();
+    let components: Vec<String> = st.components.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    out.push(format!("broker: running, protocol v{}, {}", st.protocol_version, components.join(", ")));
+    for b in &st.browsers {
+        let mut line = format!(
+            "browser {}: {:?} bridge={:?} autoTurnCleanup={:?}",
+            b.browser, b.kind, b.bridge, b.auto_turn_cleanup
+        );
+        if !b.missing_capabilities.is_empty() {
+            line.push_str(&format!(" (missing {})", b.missing_capabilities.join(", ")));
+        }
+        out.push(line);
+    }
+    for s in &st.sessions {
+        out.push(format!(
+            "session {}: {:?} {} turn={} tools={:?}{}",
+            s.session,
+            s.host,
+            s.host_session_id,
+            s.turn,
+            s.tools,
+            if s.busy { " busy" } else { "" }
+        ));
+    }
+    for t in &st.tabs {
+        out.push(format!(
+            "tab {}: {:?} {:?}{} {}",
+            t.tab,
+            t.provenance,
+            t.state,
+            t.session.as_ref().map(|s| format!(" session={s}")).unwrap_or_default(),
+            t.url.clone().unwrap_or_default()
+        ));
+    }
+    for l in &st.write_leases {
+        out.push(format!("write lease: tab {} held by {} (token {})", l.tab, l.holder, l.fencing_token));
+    }
+    for d in &st.debugger_leases {
+        out.push(format!("debugger: tab {} {:?} by {} refs={}", d.tab, d.state, d.holder, d.active_refs));
+    }
+    for r in &st.recovery {
+        out.push(format!(
+            "recovery: {:?} tab {} for {} attempts={} last={}",
+            r.what,
+            r.tab,
+            r.session,
+            r.attempts,
+            r.last_code.map(|c| c.as_str()).unwrap_or("-")
+        ));
+    }
+    let l = &st.limits;
+    out.push(format!(
+        "limits: tabs/task {}/{}, running/tab {}/{}, queued {}/{}, page ops {}/{}",
+        l.tabs_per_task.used,
+        l.tabs_per_task.max,
+        l.running_actions_per_tab.used,
+        l.running_actions_per_tab.max,
+        l.queued_requests.used,
+        l.queued_requests.max,
+        l.concurrent_page_ops.used,
+        l.concurrent_page_ops.max
+    ));
+    out.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Debug, Parser)]
+    struct TestCli {
+        #[command(subcommand)]
+        command: Command,
+    }
+
+    #[test]
+    fn subcommands_parse_as_documented() {
+        let cli = TestCli::try_parse_from(["browserd", "act", "fill", "e3", "hello world", "--session", "a"]).unwrap();
+        let Command::Act { action, target, value, common, .. } = cli.command else { panic!("act") };
+        assert_eq!((action.as_str(), target.as_deref(), value.as_deref()), ("fill", Some("e3"), Some("hello world")));
+        assert_eq!(common.session.as_deref(), Some("a"));
+
+        let cli = TestCli::try_parse_from(["browserd", "broker", "run", "--daemon"]).unwrap();
+        assert!(matches!(cli.command, Command::Broker { action: BrokerAction::Run { daemon: true } }));
+        let cli = TestCli::try_parse_from(["browserd", "hook", "turn-end", "{\"type\":\"x\"}"]).unwrap();
+        assert!(matches!(cli.command, Command::Hook { event: HookArg::TurnEnd, notify: Some(_), .. }));
+        let cli = TestCli::try_parse_from(["browserd", "mark", "4", "handoff"]).unwrap();
+        assert!(matches!(cli.command, Command::Mark { tab: 4, kind: MarkArg::Handoff, .. }));
+        let cli = TestCli::try_parse_from(["browserd", "cleanup", "--keep", "1,2"]).unwrap();
+        assert!(matches!(cli.command, Command::Cleanup { ref keep, .. } if keep == &[1, 2]));
+    }
+
+    #[test]
+    fn act_arguments_put_values_where_the_action_expects_them() {
+        assert_eq!(act_args("press", Some("Enter".into()), None, None, false), json!({"action":"press","value":"Enter"}));
+        assert_eq!(
+            act_args("fill", Some("e3".into()), Some("x".into()), Some(500), true),
+            json!({"action":"fill","target":"e3","value":"x","timeoutMs":500,"observe":true})
+        );
+        assert_eq!(act_args("click", Some("e1".into()), None, None, false), json!({"action":"click","target":"e1"}));
+        assert_eq!(
+            act_args("navigate", Some("http://a.test/".into()), None, None, false),
+            json!({"action":"navigate","value":"http://a.test/"})
+        );
+    }
+
+    #[test]
+    fn results_render_one_line_per_item() {
+        let listed = json!({"tabs": [
+            {"tab": 3, "provenance": "agentCreated", "state": "owned", "url": "http://a/", "title": "A"},
+            {"tab": 9, "provenance": "otherSession"}
+        ]});
+        let text = tool_text(BROWSER_LIST, &listed);
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.lines().next().unwrap().starts_with("tab 3 agentCreated owned http://a/"), "{text}");
+        let cleanup = json!({"ok": false, "closed": [1], "released": [], "kept": [2], "toolsActive": true,
+            "bridge": "connected", "failed": [{"tab": 5, "code": "CONNECTION_LOST", "nextStep": "retry"}]});
+        let text = tool_text(BROWSER_CLEANUP, &cleanup);
+        assert!(text.contains("ok=false closed=[1]") && text.contains("failed tab 5: CONNECTION_LOST"), "{text}");
+    }
+
+    #[test]
+    fn config_keys_become_camel_case() {
+        assert_eq!(to_camel("max_queued_requests"), "maxQueuedRequests");
+        assert_eq!(to_camel("remote_cdp"), "remoteCdp");
+    }
+}

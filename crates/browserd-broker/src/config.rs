@@ -332,7 +332,7 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
 mod tests {
     use super::*;
 
-    fn env_of(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> {
+    fn env_of(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> + use<> {
         let map: BTreeMap<String, String> = pairs.iter().map(|(k, v)| ((*k).to_owned(), v.clone())).collect();
         move |name| map.get(name).cloned()
     }

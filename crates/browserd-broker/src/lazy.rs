@@ -33,11 +33,8 @@ impl BrowserTarget {
             return BrowserTarget::Remote(url.clone());
         }
         let user_data_dir = config.profile_dir.clone().or_else(|| state_dir.map(|d| d.join("profile")));
-        let mut extra_args = config.chromium_args.clone();
-        // Running as root needs --no-sandbox; Chromium refuses to start otherwise.
-        if nix::unistd::geteuid().is_root() && !extra_args.iter().any(|a| a == "--no-sandbox") {
-            extra_args.push("--no-sandbox".to_owned());
-        }
+        // The launcher adds the quiet flags and, when running as root, --no-sandbox.
+        let extra_args = config.chromium_args.clone();
         BrowserTarget::Managed(Box::new(LaunchOptions {
             executable: config.chromium_path.clone(),
             headless: config.headless,

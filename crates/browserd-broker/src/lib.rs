@@ -11,14 +11,15 @@
 //! - [`hooks`]: Codex / Claude Code hook input parsing and the hook runner.
 //! - [`config`]: defaults, TOML file, environment overrides, with sources.
 //!
-//! The durable journal (`browserd-journal`) is not wired in yet: recovery records live in the runtime's memory,
-//! `tool.call` `callId`s are not de-duplicated by the broker, and a restarted broker starts with no records. The seam
-//! is [`server::Broker::run`] (open the journal after taking the lock) and `Broker::tool_call` (record before
-//! dispatch).
+//! - [`dedup`]: `tool.call` de-duplication by `callId` on the durable journal (`browserd-journal`).
+//!
+//! Recovery records and the audit ring of the journal are not wired in yet: recovery records live in the runtime's
+//! memory, so a broker restarted after `kill -9` starts with none.
 
 pub mod cli;
 pub mod client;
 pub mod config;
+pub mod dedup;
 pub mod hooks;
 pub mod lazy;
 pub mod limits;

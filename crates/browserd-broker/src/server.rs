@@ -44,8 +44,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::BrokerConfig;
+use crate::dedup::{Admit, DedupLog, Ticket};
 use crate::lazy::{BrowserTarget, LazyChromium};
-use crate::limits::{Gate, LimitConfig, user_stopped};
+use crate::limits::{Admission, Gate, LimitConfig, user_stopped};
 use crate::to_proto;
 
 /// Broker-local method: graceful shutdown.
@@ -147,6 +148,8 @@ pub struct Broker {
     idle: Mutex<Option<IdleTracker>>,
     next_conn: AtomicU64,
     started: std::time::Instant,
+    journal_path: Mutex<Option<std::path::PathBuf>>,
+    dedup: Mutex<Option<Arc<DedupLog>>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -210,6 +213,12 @@ impl Broker {
     #[must_use]
     pub fn from_config(config: BrokerConfig, state_dir: Option<&std::path::Path>) -> Arc<Self> {
         let target = BrowserTarget::from_config(&config, state_dir);
+        Self::with_target(target, config)
+    }
+
+    /// A broker over a managed Chromium (launched on first browser use) or a remote endpoint.
+    #[must_use]
+    pub fn with_target(target: BrowserTarget, config: BrokerConfig) -> Arc<Self> {
         let lazy = Arc::new(LazyChromium::new(target, browserd_chromium::ChromiumConfig::default()));
         Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
     }
@@ -232,6 +241,8 @@ impl Broker {
             idle: Mutex::new(None),
             next_conn: AtomicU64::new(0),
             started: std::time::Instant::now(),
+            journal_path: Mutex::new(None),
+            dedup: Mutex::new(None),
         })
     }
 
@@ -245,6 +256,16 @@ impl Broker {
     #[must_use]
     pub fn runtime(&self) -> &Runtime {
         &self.runtime
+    }
+
+    /// Uses the durable journal at `path` for `tool.call` de-duplication; it is opened by [`Broker::run`] after the
+    /// single-instance lock is taken (a second opener would turn the first one's in-flight calls into unknowns).
+    pub fn set_journal_path(&self, path: impl Into<std::path::PathBuf>) {
+        *self.journal_path.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path.into());
+    }
+
+    fn dedup(&self) -> Option<Arc<DedupLog>> {
+        self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
     fn tables(&self) -> MutexGuard<'_, Tables> {
@@ -262,6 +283,19 @@ impl Broker {
             other => BrokerError::Lock(other),
         })?;
         let listener = BrokerListener::bind(dir, &lock).await?;
+        let journal_path = self.journal_path.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if let Some(path) = journal_path {
+            match DedupLog::open(&path) {
+                Ok(log) => {
+                    tracing::info!(journal = %path.display(), "de-duplication journal open");
+                    *self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(log));
+                }
+                Err(e) => tracing::warn!(
+                    journal = %path.display(), %e,
+                    "the journal cannot be opened; tool calls run without de-duplication"
+                ),
+            }
+        }
         tracing::info!(socket = %listener.socket_path().display(), "browserd broker listening");
         let idle = self.config.idle_exit().map(IdleTracker::start);
         if let Some(idle) = &idle {
@@ -1005,8 +1039,61 @@ impl Broker {
 
     async fn tool_call(&self, p: ToolCallParams) -> Result<Value, ErrorData> {
         let call = p.decode()?;
+        let key = self.key_of(&p.session)?;
+        let dedup = self.dedup();
+        let writes = !matches!(
+            call,
+            ToolCall::Status(_) | ToolCall::List(_) | ToolCall::Observe(_) | ToolCall::Console(_) | ToolCall::Network(_)
+        );
+        let mut ticket = None;
+        if let (Some(call_id), Some(log), true) = (&p.call_id, &dedup, writes) {
+            let (host, host_session_id) = {
+                let tables = self.tables();
+                let info = tables.sessions.get(&p.session);
+                (
+                    info.map(|i| format!("{:?}", i.host)).unwrap_or_default(),
+                    info.map(|i| i.host_session_id.clone()).unwrap_or_default(),
+                )
+            };
+            let hash = crate::dedup::payload_hash(&host, &host_session_id, &p.name, &p.arguments);
+            match log.begin(call_id, hash) {
+                Admit::New(t) => ticket = Some(t),
+                Admit::Answer(answer) => return answer,
+            }
+        }
+        let result = self.run_tool(&p, call, key, &mut ticket).await;
+        if let (Some(t), Some(log)) = (ticket, &dedup) {
+            match (&t, &result) {
+                // Refused before anything was sent (back-pressure, busy): the same id may be sent again.
+                (Ticket::Pending(_), Err(e)) if e.code.is_retryable() => log.abandon(t),
+                _ => log.finish(t, &result),
+            }
+        }
+        result
+    }
+
+    /// Waits for the page-operation slot, then marks a de-duplicated call dispatched (nothing is sent before).
+    async fn admit(&self, tab: Option<TabHandle>, ticket: &mut Option<Ticket>) -> Result<Admission, ErrorData> {
+        let admission = self.gate.admit(tab).await?;
+        self.mark_dispatched(ticket)?;
+        Ok(admission)
+    }
+
+    fn mark_dispatched(&self, ticket: &mut Option<Ticket>) -> Result<(), ErrorData> {
+        if let (Some(t), Some(log)) = (ticket.take(), self.dedup()) {
+            *ticket = Some(log.dispatch(t)?);
+        }
+        Ok(())
+    }
+
+    async fn run_tool(
+        &self,
+        p: &ToolCallParams,
+        call: ToolCall,
+        key: SessionKey,
+        ticket: &mut Option<Ticket>,
+    ) -> Result<Value, ErrorData> {
         let id = p.session.clone();
-        let key = self.key_of(&id)?;
         let rt = &self.runtime;
         match call {
             ToolCall::Status(_) => {
@@ -1033,7 +1120,7 @@ impl Broker {
                 to_value(&ListResult { tabs: tabs.iter().map(to_proto::listed_tab).collect() })
             }
             ToolCall::Open(params) => {
-                let admission = self.gate.admit(None).await?;
+                let admission = self.admit(None, ticket).await?;
                 let work = async {
                     let view = rt.open_tab(&key, &params.url).await.map_err(|e| err(&e))?;
                     self.set_current_tab(&id, Some(view.tab));
@@ -1056,7 +1143,7 @@ impl Broker {
             }
             ToolCall::Claim(params) => {
                 let tab = to_proto::tab_handle(params.tab);
-                let admission = self.gate.admit(Some(tab)).await?;
+                let admission = self.admit(Some(tab), ticket).await?;
                 let work = async {
                     let view = rt.claim_tab(&key, tab).await.map_err(|e| err(&e))?;
                     self.set_current_tab(&id, Some(tab));
@@ -1077,7 +1164,7 @@ impl Broker {
             }
             ToolCall::Observe(params) => {
                 let tab = self.current_tab(&id)?;
-                let admission = self.gate.admit(Some(tab)).await?;
+                let admission = self.admit(Some(tab), ticket).await?;
                 tokio::select! {
                     r = rt.observe(&key, tab, &params) => to_value(&r.map_err(|e| err(&e))?),
                     () = admission.stop.cancelled() => Err(user_stopped("the observation was stopped")),
@@ -1085,7 +1172,7 @@ impl Broker {
             }
             ToolCall::Act(params) => {
                 let tab = self.current_tab(&id)?;
-                let admission = self.gate.admit(Some(tab)).await?;
+                let admission = self.admit(Some(tab), ticket).await?;
                 tokio::select! {
                     r = rt.act(&key, tab, &params, None) => to_value(&r.map_err(|e| err(&e))?),
                     () = admission.stop.cancelled() => Err(user_stopped("the action was stopped; it may or may not have \
@@ -1094,7 +1181,7 @@ impl Broker {
             }
             ToolCall::Batch(params) => {
                 let tab = self.current_tab(&id)?;
-                let admission = self.gate.admit(Some(tab)).await?;
+                let admission = self.admit(Some(tab), ticket).await?;
                 let work = async {
                     let mut steps = Vec::new();
                     let mut stopped = None;
@@ -1119,6 +1206,7 @@ impl Broker {
                 }
             }
             ToolCall::MarkDeliverable(params) | ToolCall::MarkHandoff(params) => {
+                self.mark_dispatched(ticket)?;
                 let tab = to_proto::tab_handle(params.tab);
                 let mark = if matches!(p.name.as_str(), browserd_protocol::tools::BROWSER_MARK_HANDOFF) {
                     rt.mark_handoff(&key, tab).await
@@ -1137,7 +1225,7 @@ impl Broker {
                     .with_next_step("Call browser_handoff without `until`, then ask the user to tell you when done."));
                 }
                 let tab = to_proto::tab_handle(params.tab);
-                let admission = self.gate.admit(Some(tab)).await?;
+                let admission = self.admit(Some(tab), ticket).await?;
                 let report = tokio::select! {
                     r = rt.handoff(&key, tab) => r.map_err(|e| err(&e))?,
                     () = admission.stop.cancelled() => return Err(user_stopped("the handoff was stopped")),
@@ -1150,6 +1238,7 @@ impl Broker {
                 to_value(&HandoffResult { tab: params.tab, status: HandoffStatus::WaitingForUser })
             }
             ToolCall::Close(params) => {
+                self.mark_dispatched(ticket)?;
                 let tabs: Vec<TabHandle> = params.tabs.iter().copied().map(to_proto::tab_handle).collect();
                 let groups: Vec<_> = params.group.into_iter().map(to_proto::group_handle).collect();
                 let report = rt.close_tabs(&key, &tabs, &groups).await.map_err(|e| err(&e))?;
@@ -1164,6 +1253,7 @@ impl Broker {
                 to_value(&to_proto::close_result(&report))
             }
             ToolCall::Cleanup(params) => {
+                self.mark_dispatched(ticket)?;
                 let inputs = FinalizeInputs {
                     keep: params.keep.iter().copied().map(to_proto::tab_handle).collect(),
                     close: params.close.iter().copied().map(to_proto::tab_handle).collect(),
@@ -1184,6 +1274,7 @@ impl Broker {
                 to_value(&to_proto::cleanup_result(&report))
             }
             ToolCall::ContextReset(params) => {
+                self.mark_dispatched(ticket)?;
                 to_value(&self.context_reset_inner(&id, &key, params.disconnect_client).await?)
             }
             ToolCall::Evaluate(_) | ToolCall::Console(_) | ToolCall::Network(_) | ToolCall::RawProtocol(_) => {

@@ -14,8 +14,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let browser = ManagedBrowser::launch(LaunchOptions::default()).await?;
     let cdp = browser.cdp();
     let target = cdp.call(None, "Target.createTarget", json!({"url": "about:blank"}), timeout).await?;
-    let attached =
-        cdp.call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), timeout).await?;
+    let attached = cdp
+        .call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), timeout)
+        .await?;
     let session = SessionId(attached["sessionId"].as_str().ok_or("no sessionId")?.to_owned());
     let params = json!({"expression": "1+1", "returnByValue": true});
     for _ in 0..50 {

@@ -191,15 +191,13 @@ impl Cdp {
             return Err(CdpError::ConnectionClosed { reason: reason.clone() });
         }
         let (reply_tx, reply_rx) = oneshot::channel();
-        let command =
-            Command::Call { session: session.cloned(), method: method.to_owned(), params, reply: reply_tx };
+        let command = Command::Call { session: session.cloned(), method: method.to_owned(), params, reply: reply_tx };
         let exchange = async {
             self.tx.send(command).await.map_err(|_| self.closed_error())?;
             reply_rx.await.map_err(|_| self.closed_error())?
         };
-        let deadline = async {
-            tokio::time::timeout(timeout, exchange).await.unwrap_or_else(|_| Err(timeout_error(method)))
-        };
+        let deadline =
+            async { tokio::time::timeout(timeout, exchange).await.unwrap_or_else(|_| Err(timeout_error(method))) };
         match cancel {
             Some(cancel) => tokio::select! {
                 biased;
@@ -476,8 +474,8 @@ impl<T: Transport> ConnectionTask<T> {
     }
 
     async fn on_message(&mut self, text: &str) -> Flow {
-        let message: Value = match serde_json::from_str(text) {
-            Ok(Value::Object(message)) => Value::Object(message),
+        let mut message = match serde_json::from_str(text) {
+            Ok(Value::Object(message)) => message,
             Ok(_) | Err(_) => {
                 tracing::warn!(len = text.len(), "ignoring a CDP message that is not a JSON object");
                 return Flow::Continue;
@@ -485,7 +483,7 @@ impl<T: Transport> ConnectionTask<T> {
         };
         let session = message.get("sessionId").and_then(Value::as_str).map(SessionId::from);
         if let Some(id) = message.get("id").and_then(Value::as_u64) {
-            self.on_response(id, session, &message);
+            self.on_response(id, session, message);
             return Flow::Continue;
         }
         let Some(method) = message.get("method").and_then(Value::as_str) else {
@@ -493,13 +491,13 @@ impl<T: Transport> ConnectionTask<T> {
             return Flow::Continue;
         };
         let method = method.to_owned();
-        let params = message.get("params").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+        let params = message.remove("params").unwrap_or_else(|| Value::Object(Map::new()));
         let flow = self.on_event_bookkeeping(session.as_ref(), &method, &params).await;
         let _ = self.events.send(CdpEvent { session, method, params });
         flow
     }
 
-    fn on_response(&mut self, id: u64, session: Option<SessionId>, message: &Value) {
+    fn on_response(&mut self, id: u64, session: Option<SessionId>, mut message: Map<String, Value>) {
         let Some(pending) = self.pending.remove(&id) else {
             tracing::debug!(id, "ignoring the answer to a call nobody waits for (timed out or cancelled)");
             return;
@@ -519,8 +517,8 @@ impl<T: Transport> ConnectionTask<T> {
                 Err(CdpError::Protocol { code, message: format!("{}: {text}", pending.method) })
             }
         } else {
-            match message.get("result") {
-                Some(result) => Ok(result.clone()),
+            match message.remove("result") {
+                Some(result) => Ok(result),
                 None => Err(CdpError::InvalidResponse { detail: format!("answer {id} has neither result nor error") }),
             }
         };

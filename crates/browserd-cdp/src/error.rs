@@ -74,6 +74,10 @@ pub enum LaunchError {
     #[error("could not prepare the browser profile directory {}: {message}; check permissions and free space", path.display())]
     Profile { path: PathBuf, message: String },
     /// The browser started but did not answer over CDP.
-    #[error("the browser at {} started but did not answer over CDP: {source}", path.display())]
+    #[error(
+        "the browser at {} started but did not answer over CDP: {source}; if its profile directory is in use by another \
+         browser, use a different one",
+        path.display()
+    )]
     Handshake { path: PathBuf, source: CdpError },
 }

@@ -262,7 +262,8 @@ impl ManagedBrowser {
         let kill = CancellationToken::new();
         let (exit_tx, exit_rx) = watch::channel(None);
         let (reason_tx, reason_rx) = watch::channel(None);
-        let watcher = tokio::spawn(watch_process(child, pid, kill.clone(), exit_tx, reason_tx, stderr_task, stderr_tail));
+        let watcher =
+            tokio::spawn(watch_process(child, pid, kill.clone(), exit_tx, reason_tx, stderr_task, stderr_tail));
 
         let writer = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(parent_writes))
             .map_err(|err| spawn_error(format!("opening the DevTools pipe failed: {err}")))?;
@@ -348,7 +349,11 @@ impl ManagedBrowser {
         match self.profile.take() {
             Some(Profile::Temporary(dir)) => {
                 let path = dir.path().to_owned();
-                dir.close().map_err(|err| ShutdownError::RemoveProfile { path, message: err.to_string(), exit: exit.clone() })?;
+                dir.close().map_err(|err| ShutdownError::RemoveProfile {
+                    path,
+                    message: err.to_string(),
+                    exit: exit.clone(),
+                })?;
             }
             Some(Profile::Given(_)) | None => {}
         }
@@ -430,6 +435,27 @@ fn browser_args(options: &LaunchOptions, profile: &Path) -> Vec<OsString> {
     args
 }
 
+/// How long the watcher waits for the killed process group to disappear.
+const GROUP_EXIT_GRACE: Duration = Duration::from_secs(2);
+
+/// Counts the live (not zombie) processes of process group `pgid`, from `/proc`.
+fn live_group_members(pgid: u32) -> usize {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
+        .filter_map(|entry| std::fs::read_to_string(entry.path().join("stat")).ok())
+        .filter(|stat| {
+            // After the parenthesised command name: state, ppid, pgrp, …
+            let Some((_, rest)) = stat.rsplit_once(')') else { return false };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let pgrp = fields.nth(1).and_then(|pgrp| pgrp.parse::<u32>().ok());
+            pgrp == Some(pgid) && state != Some("Z") && state != Some("X")
+        })
+        .count()
+}
+
 /// Sends SIGKILL to the browser's process group (it is the group leader); a group already gone is fine.
 fn kill_group(pid: u32) {
     if let Ok(pid) = i32::try_from(pid) {
@@ -475,9 +501,14 @@ async fn watch_process(
             child.wait().await
         }
     };
-    // Renderers and helpers normally follow the browser out; make sure none is left.
+    // Renderers and helpers normally follow the browser out; make sure none is left, and wait (briefly) until they
+    // are gone so that "shut down" means no process of this browser is running.
     if let Some(pid) = pid {
         kill_group(pid);
+        let deadline = tokio::time::Instant::now() + GROUP_EXIT_GRACE;
+        while live_group_members(pid) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
     if let Some(mut task) = stderr_task {
         // For an abnormal exit, give the reader a moment to collect the last lines (the pipe closes once every process

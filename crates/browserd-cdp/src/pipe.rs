@@ -91,3 +91,6 @@ impl Transport for PipeTransport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

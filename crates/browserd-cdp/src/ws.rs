@@ -1,15 +1,17 @@
 //! The WebSocket transport for remote CDP endpoints, and resolution of `http://host:port` to the browser's ws URL.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures_util::{SinkExt, StreamExt};
+use rustls::pki_types::CertificateDer;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
 use crate::connection::{Cdp, ConnectionOptions};
 use crate::error::{CdpError, TransportError};
@@ -29,15 +31,21 @@ pub struct ConnectOptions {
     pub connect_timeout: Duration,
     /// Queue sizes of the connection.
     pub connection: ConnectionOptions,
+    /// Certificate authorities (DER) trusted for `wss://` in addition to the Mozilla roots, e.g. a private grid's CA.
+    pub extra_root_certificates: Vec<Vec<u8>>,
 }
 
 impl Default for ConnectOptions {
     fn default() -> Self {
-        ConnectOptions { connect_timeout: Duration::from_secs(30), connection: ConnectionOptions::default() }
+        ConnectOptions {
+            connect_timeout: Duration::from_secs(30),
+            connection: ConnectionOptions::default(),
+            extra_root_certificates: Vec::new(),
+        }
     }
 }
 
-/// Connects to a remote CDP endpoint: a `ws://` browser (or page) URL, or `http://host:port`, which is resolved to the
+/// Connects to a remote CDP endpoint: a `ws://` or `wss://` browser (or page) URL, or `http://host:port`, which is resolved to the
 /// browser's ws URL through `/json/version`.
 pub async fn connect_ws(url: &str) -> Result<Cdp, CdpError> {
     connect_ws_with(url, ConnectOptions::default()).await
@@ -47,14 +55,13 @@ pub async fn connect_ws(url: &str) -> Result<Cdp, CdpError> {
 pub async fn connect_ws_with(url: &str, options: ConnectOptions) -> Result<Cdp, CdpError> {
     let connect = async {
         let ws_url = resolve_ws_url(url).await?;
-        WsTransport::connect(&ws_url).await
+        WsTransport::connect_with_roots(&ws_url, &options.extra_root_certificates).await
     };
-    let transport = tokio::time::timeout(options.connect_timeout, connect).await.map_err(|_| {
-        TransportError::Connect {
+    let transport =
+        tokio::time::timeout(options.connect_timeout, connect).await.map_err(|_| TransportError::Connect {
             endpoint: url.to_owned(),
             message: format!("no answer within {:?}; check that the browser is running there", options.connect_timeout),
-        }
-    })??;
+        })??;
     Ok(Cdp::spawn(transport, options.connection))
 }
 
@@ -106,6 +113,24 @@ pub async fn resolve_ws_url(endpoint: &str) -> Result<String, TransportError> {
     })
 }
 
+/// A rustls client configuration with the ring provider chosen explicitly (no process-wide default needed), trusting
+/// the Mozilla roots plus `extra_roots`.
+fn tls_connector(url: &str, extra_roots: &[Vec<u8>]) -> Result<Connector, TransportError> {
+    let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+    for der in extra_roots {
+        roots.add(CertificateDer::from(der.clone())).map_err(|err| TransportError::Connect {
+            endpoint: url.to_owned(),
+            message: format!("an extra root certificate is invalid: {err}"),
+        })?;
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|err| TransportError::Connect { endpoint: url.to_owned(), message: err.to_string() })?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(Connector::Rustls(Arc::new(config)))
+}
+
 /// Reads one HTTP/1.1 answer: the status line and the body, delimited by `Content-Length` or by the end of the
 /// stream (the DevTools server may keep the connection open after the body).
 async fn read_http_response(stream: &mut TcpStream) -> Result<(String, Vec<u8>), String> {
@@ -149,20 +174,25 @@ pub struct WsTransport {
 }
 
 impl WsTransport {
-    /// Opens the WebSocket at `url` (`ws://`; `wss://` when the build has TLS support).
+    /// Opens the WebSocket at `url` (`ws://`, or `wss://` verified against the Mozilla root certificates).
     pub async fn connect(url: &str) -> Result<WsTransport, TransportError> {
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(MAX_WS_MESSAGE))
-            .max_frame_size(Some(MAX_WS_MESSAGE));
-        let (stream, _response) = tokio_tungstenite::connect_async_with_config(url, Some(config), true)
-            .await
-            .map_err(|err| match err {
-                tokio_tungstenite::tungstenite::Error::Url(url_err) => TransportError::Unsupported {
-                    endpoint: url.to_owned(),
-                    message: format!("{url_err} (wss:// needs TLS support, which this build lacks)"),
+        WsTransport::connect_with_roots(url, &[]).await
+    }
+
+    /// Like [`WsTransport::connect`], also trusting the given certificate authorities (DER) for `wss://`.
+    pub async fn connect_with_roots(url: &str, extra_roots: &[Vec<u8>]) -> Result<WsTransport, TransportError> {
+        let config =
+            WebSocketConfig::default().max_message_size(Some(MAX_WS_MESSAGE)).max_frame_size(Some(MAX_WS_MESSAGE));
+        let connector = tls_connector(url, extra_roots)?;
+        let (stream, _response) =
+            tokio_tungstenite::connect_async_tls_with_config(url, Some(config), true, Some(connector)).await.map_err(
+                |err| match err {
+                    tokio_tungstenite::tungstenite::Error::Url(url_err) => {
+                        TransportError::Unsupported { endpoint: url.to_owned(), message: url_err.to_string() }
+                    }
+                    other => TransportError::Connect { endpoint: url.to_owned(), message: other.to_string() },
                 },
-                other => TransportError::Connect { endpoint: url.to_owned(), message: other.to_string() },
-            })?;
+            )?;
         Ok(WsTransport { stream, url: url.to_owned() })
     }
 }
@@ -207,7 +237,9 @@ fn ws_error(url: &str, err: tokio_tungstenite::tungstenite::Error, action: &'sta
             TransportError::Closed { reason: format!("the WebSocket to {url} closed") }
         }
         Error::Protocol(err) => TransportError::Closed { reason: format!("the WebSocket to {url} broke: {err}") },
-        Error::Io(err) => TransportError::Closed { reason: format!("the WebSocket to {url} failed while {action}: {err}") },
+        Error::Io(err) => {
+            TransportError::Closed { reason: format!("the WebSocket to {url} failed while {action}: {err}") }
+        }
         Error::Capacity(err) => {
             TransportError::Malformed { detail: format!("a message exceeds the WebSocket size limit: {err}") }
         }

@@ -43,6 +43,23 @@ async fn main() -> anyhow::Result<()> {
         pct(&mut obs, 0.5),
         pct(&mut obs, 0.95)
     );
+    for n_el in [1000, 5000] {
+        p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url(&format!("/gen/elements?n={n_el}")))).await?;
+        let mut v = Vec::new();
+        let mut size = 0;
+        for _ in 0..(n / 4).max(5) {
+            let t = Instant::now();
+            let o = p.observe(&ctx, tab, &ObserveParams::default()).await?;
+            v.push(t.elapsed().as_secs_f64() * 1000.0);
+            size = o.content.len();
+        }
+        println!(
+            "{{\"name\":\"observe_gen_{n_el}\",\"n\":{},\"p50_ms\":{:.2},\"p95_ms\":{:.2},\"bytes\":{size}}}",
+            v.len(),
+            pct(&mut v, 0.5),
+            pct(&mut v, 0.95)
+        );
+    }
     p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url("/duplicates.html"))).await?;
     let o = p.observe(&ctx, tab, &ObserveParams::default()).await?;
     let line = o.content.lines().find(|l| l.contains("button \"Settings\"")).expect("the Settings button");

@@ -1456,6 +1456,7 @@ impl Run<'_> {
         };
         let same_doc = params.action == ActionKind::Navigate && r.get("loaderId").is_none();
         // Wait for the commit and the load event (or a same-document navigation).
+        let mut polls = 0u32;
         loop {
             let (committed, loaded, same) = {
                 let st = self.p.st();
@@ -1475,6 +1476,13 @@ impl Run<'_> {
             if self.dialog_open().is_some() {
                 break;
             }
+            if committed
+                && polls % 10 == 9
+                && self.eval(&s, "document.readyState").await.ok() == Some(json!("complete"))
+            {
+                break;
+            }
+            polls += 1;
             if Instant::now() >= self.deadline {
                 if committed {
                     self.res.message = Some("the page committed but is still loading".into());

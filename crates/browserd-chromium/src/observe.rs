@@ -284,6 +284,8 @@ struct Renderer<'a> {
     inter: Vec<(usize, String, String, Option<String>)>,
     /// Depth of operable ancestors (heuristic clickables inside them get no ref of their own).
     in_operable: u32,
+    /// Whether a node has a semantic operable node below it (memo).
+    below: std::cell::RefCell<HashMap<(String, String), bool>>,
 }
 
 fn quote(s: &str, max: usize) -> String {
@@ -359,7 +361,17 @@ impl Renderer<'_> {
         if depth > 0 && !n.ignored && self.operable(frame, ax, id).is_some_and(|(_, semantic)| semantic) {
             return true;
         }
-        depth < 40 && n.children.iter().any(|c| self.has_operable_descendant(frame, ax, c, depth + 1))
+        if depth >= 40 {
+            return false;
+        }
+        // Memoised per node: nested clickables would otherwise rescan the same subtrees.
+        let key = (frame.to_owned(), id.to_owned());
+        if let Some(v) = self.below.borrow().get(&key) {
+            return *v;
+        }
+        let v = n.children.iter().any(|c| self.has_operable_descendant(frame, ax, c, depth + 1));
+        self.below.borrow_mut().insert(key, v);
+        v
     }
 
     /// Whether a node gets a ref, with the role to show and whether that role is semantic (not a heuristic).
@@ -906,7 +918,10 @@ pub(crate) async fn build(
     };
     let owners_f =
         join_all(oop.iter().map(|(id, _, ps)| p.call(Some(ps), "DOM.getFrameOwner", json!({"frameId": id}), deadline)));
+    let t_calls = Instant::now();
     let (snaps, axs, owner_res) = tokio::join!(snaps, axs, owners_f);
+    let calls_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
+    let t_render = Instant::now();
     let mut docs = HashMap::new();
     for r in snaps {
         let v = r.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
@@ -965,6 +980,7 @@ pub(crate) async fn build(
         context: Vec::new(),
         inter: Vec::new(),
         in_operable: 0,
+        below: std::cell::RefCell::new(HashMap::new()),
     };
     let (start_frame, start_id) = match &within {
         Some((frame, backend)) => {
@@ -1040,6 +1056,10 @@ pub(crate) async fn build(
     }
     out.frames = summaries;
     out.url = url;
+    tracing::debug!(calls_ms, render_ms = t_render.elapsed().as_secs_f64() * 1000.0, nodes = out.node_count, "observation built");
+    if std::env::var_os("BROWSERD_PROFILE_OBSERVE").is_some() {
+        eprintln!("observe: calls {calls_ms:.1} ms, parse+render {:.1} ms", t_render.elapsed().as_secs_f64() * 1000.0);
+    }
     Ok(out)
 }
 
@@ -1212,4 +1232,35 @@ pub(crate) async fn observe(
         obs.screenshot = Some(crate::screenshot::capture(p, tab, &opts, deadline).await?);
     }
     Ok(obs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(r: Option<&str>, t: &str) -> Line {
+        Line { indent: 0, node_ref: r.map(str::to_owned), text: t.to_owned() }
+    }
+
+    #[test]
+    fn diff_reports_new_or_changed_lines_and_gone_refs() {
+        let old = vec![line(Some("e1"), "[e1] button \"A\""), line(Some("e2"), "[e2] textbox \"B\""), line(None, "Count: 1")];
+        let new = vec![line(Some("e1"), "[e1] button \"A\""), line(None, "Count: 2"), line(Some("e3"), "[e3] link \"C\"")];
+        let (added, removed) = diff(&old, &new);
+        assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "[e3] link \"C\""]);
+        assert_eq!(removed, vec!["e2".to_owned()]);
+    }
+
+    #[test]
+    fn render_frames_content_and_neutralises_the_closing_tag() {
+        let out = render(&[Line { indent: 1, node_ref: None, text: "</untrusted-page-content> hi".into() }]);
+        assert_eq!(out, "<untrusted-page-content>\n  </untrusted_page_content> hi\n</untrusted-page-content>");
+    }
+
+    #[test]
+    fn origins_and_quotes() {
+        assert_eq!(origin_of("http://127.0.0.1:8080/a/b?c"), "http://127.0.0.1:8080");
+        assert_eq!(origin_of("about:blank"), "");
+        assert_eq!(quote("  a \"b\"\n c ", 80), "\"a \\\"b\\\" c\"");
+    }
 }

@@ -512,6 +512,10 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 }
                 if main {
                     st.log(tab, LogEvent::Navigated(url));
+                    if p["type"].as_str() == Some("BackForwardCacheRestore") {
+                        // Restored from the back/forward cache: no load event follows.
+                        st.log(tab, LogEvent::Loaded);
+                    }
                 }
             }
         }
@@ -768,13 +772,18 @@ impl Provider for ChromiumProvider {
                 self.call(None, "Target.setDiscoverTargets", json!({"discover": true}), deadline)
                     .await
                     .map_err(|e| cdp_err(&e, "discovering targets"))?;
-                let dl = match &self.config.download_dir {
-                    Some(d) => json!({"behavior": "allowAndName", "downloadPath": d, "eventsEnabled": true}),
-                    None => json!({"behavior": "deny", "eventsEnabled": true}),
+                // A managed browser without a download directory denies downloads; a remote browser's own
+                // download settings are left alone unless a directory is configured.
+                let dl = match (&self.config.download_dir, self.kind) {
+                    (Some(d), _) => Some(json!({"behavior": "allowAndName", "downloadPath": d, "eventsEnabled": true})),
+                    (None, ProviderKind::Managed) => Some(json!({"behavior": "deny", "eventsEnabled": true})),
+                    (None, _) => None,
                 };
-                self.call(None, "Browser.setDownloadBehavior", dl, deadline)
-                    .await
-                    .map_err(|e| cdp_err(&e, "configuring downloads"))?;
+                if let Some(dl) = dl {
+                    self.call(None, "Browser.setDownloadBehavior", dl, deadline)
+                        .await
+                        .map_err(|e| cdp_err(&e, "configuring downloads"))?;
+                }
                 Ok::<(), ProviderError>(())
             })
             .await?;

@@ -293,3 +293,34 @@ impl State {
         self.tabs.values().find(|t| t.frames.contains_key(frame_id)).map(|t| t.handle)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refs_are_stable_per_document_and_frame_qualified() {
+        let mut t = RefTable::default();
+        let a = t.assign("main", 0, 1, 10);
+        assert_eq!(a, "e1");
+        assert_eq!(t.assign("main", 0, 1, 10), a, "same node, same document: same ref");
+        assert_ne!(t.assign("main", 0, 2, 10), a, "a new document gets new refs");
+        assert_eq!(t.assign("child", 3, 1, 10), "f3e3");
+    }
+
+    #[test]
+    fn a_new_loader_is_a_new_document_epoch() {
+        let s = SessionId("s".into());
+        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None);
+        tab.upsert_frame("main", None, "L1", "http://a/", &s, false);
+        let e1 = tab.main_epoch();
+        tab.upsert_frame("main", None, "L1", "http://a/#x", &s, false);
+        assert_eq!(tab.main_epoch(), e1, "same-document navigation keeps refs");
+        tab.upsert_frame("main", None, "L2", "http://a/next", &s, false);
+        assert!(tab.main_epoch() > e1);
+        tab.upsert_frame("child", Some("main".into()), "C1", "http://b/", &s, false);
+        assert_eq!(tab.frames["child"].key, 1);
+        tab.remove_frame("main");
+        assert!(tab.frames.is_empty(), "descendants go with their frame");
+    }
+}

@@ -13,7 +13,11 @@ async fn click_with_expectation_reports_effects() {
     let page = Page::open("/duplicates.html").await;
     let o = page.observe().await;
     let del = ref_of(&o, "button \"Delete\" (in listitem \"Team lunch\"");
-    let r = page.act(ActParams::new(ActionKind::Click).target(&del).expect(text("Deleted: Inbox / Team lunch"))).await;
+    let mut p = ActParams::new(ActionKind::Click).target(&del).expect(text("Deleted: Inbox / Team lunch"));
+    p.observe = true;
+    let r = page.act(p).await;
+    let fresh = r.observation.as_ref().expect("a fresh observation was asked for");
+    assert!(!fresh.content.contains("Team lunch") && fresh.content.contains("Old contract"), "{}", fresh.content);
     assert_eq!(
         (r.outcome, r.postcondition, r.code.as_deref()),
         (Outcome::Succeeded, Postcondition::Passed, None),
@@ -484,5 +488,17 @@ async fn request_ids_deduplicate_and_never_replay() {
     other.action = ActionKind::Dblclick;
     let r = page.act(other).await;
     assert_eq!(r.code.as_deref(), Some("DUPLICATE_REQUEST"));
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_errors_are_effects() {
+    let html = "data:text/html,<title>c</title><button onclick=\"console.error('boom'); setTimeout(() => { throw new Error('bad thing') })\">Err</button>";
+    let page = Page::open(html).await;
+    let o = page.observe().await;
+    let b = ref_of(&o, "button \"Err\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&b)).await;
+    assert!(r.effects.console_errors.iter().any(|e| e.contains("boom")), "{r:#?}");
+    assert!(r.effects.console_errors.iter().any(|e| e.contains("bad thing")), "{r:#?}");
     page.close().await;
 }

@@ -145,10 +145,7 @@ mod tests {
             move |name: &str| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| (*v).to_owned())
         };
         let claude = identity_from_env(env(&[("CLAUDE_CODE_SESSION_ID", "c-9"), ("CODEX_THREAD_ID", "x")]));
-        assert_eq!(
-            claude,
-            HostIdentity { host: HostKind::ClaudeCode, host_session_id: "c-9".into(), from_host: true }
-        );
+        assert_eq!(claude, HostIdentity { host: HostKind::ClaudeCode, host_session_id: "c-9".into(), from_host: true });
         let codex = identity_from_env(env(&[("CODEX_THREAD_ID", "th-1")]));
         assert_eq!((codex.host, codex.host_session_id.as_str(), codex.from_host), (HostKind::Codex, "th-1", true));
         let bare_claude = identity_from_env(env(&[("CLAUDECODE", "1"), ("CLAUDE_CODE_SESSION_ID", " ")]));

@@ -23,13 +23,15 @@
 //! Both are covered by this crate's tests.
 //!
 //! # Layout
-//! - [`backend`]: the [`ToolBackend`] trait (the broker client implements it; tests use a fake).
+//! - [`backend`]: the [`ToolBackend`] trait; [`broker::BrokerBackend`] implements it over the broker client,
+//!   tests use an in-process fake.
 //! - [`host`]: Codex turn metadata and host identity from the environment.
 //! - [`render`]: results, errors and screenshots.
 //! - [`server`]: the rmcp handler and the session/turn bookkeeping.
 //! - this file: [`McpArgs`] (the `browserd mcp` flags), [`serve`] and [`serve_stdio`].
 
 pub mod backend;
+pub mod broker;
 pub mod host;
 pub mod render;
 pub mod server;
@@ -45,6 +47,7 @@ use rmcp::transport::IntoTransport;
 use tokio_util::sync::CancellationToken;
 
 pub use crate::backend::{ProgressReporter, ProgressUpdate, ToolBackend, ToolRequest};
+pub use crate::broker::BrokerBackend;
 pub use crate::host::{CodexTurnMetadata, HostIdentity};
 pub use crate::server::{McpServer, ServerOptions, ShutdownOutcome};
 
@@ -153,7 +156,10 @@ where
     let run = async {
         let running = match server.clone().serve_with_ct(transport, cancel.clone()).await {
             Ok(running) => running,
-            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_) | rmcp::service::ServerInitializeError::Cancelled) => {
+            Err(
+                rmcp::service::ServerInitializeError::ConnectionClosed(_)
+                | rmcp::service::ServerInitializeError::Cancelled,
+            ) => {
                 return Ok(None);
             }
             Err(error) => return Err(anyhow::Error::new(error).context("MCP handshake failed")),
@@ -182,7 +188,13 @@ where
     match &outcome {
         ShutdownOutcome::NoSession => tracing::info!(?reason, "MCP client gone; no browser session was open"),
         ShutdownOutcome::Closed(result) => {
-            tracing::info!(?reason, ok = result.ok, closed = result.closed.len(), kept = result.kept.len(), "browser session closed")
+            tracing::info!(
+                ?reason,
+                ok = result.ok,
+                closed = result.closed.len(),
+                kept = result.kept.len(),
+                "browser session closed"
+            )
         }
         ShutdownOutcome::Failed(error) => {
             tracing::warn!(?reason, code = %error.code, message = %error.message, "closing the browser session failed; the broker's grace period cleans up")
@@ -199,6 +211,22 @@ where
 pub async fn serve_stdio<B: ToolBackend>(backend: B, options: ServerOptions) -> anyhow::Result<()> {
     let transport = rmcp::transport::stdio_pipes();
     serve(Arc::new(backend), options, transport, termination()).await.map(|_| ())
+}
+
+/// `browserd mcp` as the binary runs it: the user's broker (started on demand), options from `args` and the
+/// process environment, MCP on stdio.
+///
+/// # Errors
+/// As [`serve`].
+pub async fn run(args: &McpArgs) -> anyhow::Result<()> {
+    let options = args.options(|name| std::env::var(name).ok());
+    tracing::info!(
+        host = ?options.identity.host,
+        host_session_id = %options.identity.host_session_id,
+        advanced = options.advanced,
+        "browserd mcp serving on stdio"
+    );
+    serve_stdio(BrokerBackend::from_env(options.advanced), options).await
 }
 
 /// Resolves on SIGTERM or SIGINT (on other platforms: Ctrl-C).
@@ -269,7 +297,10 @@ mod tests {
         let options = args.options(env(&[("XDG_CACHE_HOME", "/c")]));
         assert!(options.advanced && !options.output_schemas);
         assert_eq!(options.screenshot_dir, None);
-        assert_eq!(options.identity, HostIdentity { host: HostKind::Codex, host_session_id: "th-7".into(), from_host: true });
+        assert_eq!(
+            options.identity,
+            HostIdentity { host: HostKind::Codex, host_session_id: "th-7".into(), from_host: true }
+        );
         assert_eq!(options.heartbeat, Duration::from_millis(250));
         assert!(Cli::try_parse_from(["x", "--progress-interval-ms", "5"]).is_err(), "too small an interval is refused");
     }

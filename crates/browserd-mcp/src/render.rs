@@ -13,6 +13,9 @@ use browserd_protocol::{ErrorCode, ErrorData};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
+/// Most screenshot files kept in the directory; older ones are deleted as new ones arrive.
+pub const MAX_SCREENSHOT_FILES: usize = 200;
+
 /// Where screenshots are written. `None` keeps them only as image content.
 #[derive(Debug, Clone, Default)]
 pub struct ScreenshotStore {
@@ -48,7 +51,30 @@ impl ScreenshotStore {
         };
         let path = dir.join(format!("{stem}.{ext}"));
         write_private_file(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        prune(dir, MAX_SCREENSHOT_FILES);
         Ok(Some(path))
+    }
+}
+
+/// Deletes the oldest image files in `dir` beyond `keep` (best effort: failures are only logged).
+fn prune(dir: &Path, keep: usize) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            let path = entry.path();
+            matches!(path.extension().and_then(|e| e.to_str()), Some("png" | "jpg" | "webp"))
+        })
+        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
+        .collect();
+    if files.len() <= keep {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() - keep] {
+        if let Err(error) = std::fs::remove_file(path) {
+            tracing::debug!(path = %path.display(), %error, "old screenshot not removed");
+        }
     }
 }
 
@@ -186,6 +212,43 @@ mod tests {
         assert_eq!(result.structured_content.as_ref(), Some(&value));
         let image = result.content[1].as_image().unwrap();
         assert_eq!((image.data.as_str(), image.mime_type.as_str()), (data.as_str(), "image/png"));
+    }
+
+    #[test]
+    fn a_rendered_observation_still_fits_its_protocol_type() {
+        use browserd_protocol::{Observation, Screenshot};
+        let dir = tempfile::tempdir().unwrap();
+        let store = ScreenshotStore::new(Some(dir.path().to_path_buf()));
+        let screenshot = Screenshot {
+            image_id: "i1".into(),
+            data: base64::engine::general_purpose::STANDARD.encode(b"jpeg bytes"),
+            ..Screenshot::default()
+        };
+        let observation =
+            Observation { url: "https://a.test/".into(), screenshot: Some(screenshot), ..Observation::default() };
+        let result = success(serde_json::to_value(&observation).unwrap(), &store);
+        let back: Observation = serde_json::from_value(result.structured_content.unwrap()).unwrap();
+        let shot = back.screenshot.unwrap();
+        assert_eq!((shot.image_id.as_str(), shot.data.as_str()), ("i1", ""));
+        assert_eq!(std::fs::read(dir.path().join("i1.jpg")).unwrap(), b"jpeg bytes");
+    }
+
+    #[test]
+    fn old_screenshot_files_are_pruned() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        for i in 0..5u64 {
+            let path = dir.path().join(format!("old{i}.png"));
+            std::fs::write(&path, b"x").unwrap();
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(base + std::time::Duration::from_secs(i)).unwrap();
+        }
+        std::fs::write(dir.path().join("notes.txt"), b"not an image").unwrap();
+        prune(dir.path(), 3);
+        let mut left: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        left.sort();
+        assert_eq!(left, ["notes.txt", "old2.png", "old3.png", "old4.png"]);
     }
 
     #[test]

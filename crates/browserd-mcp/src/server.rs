@@ -56,7 +56,13 @@ impl ServerOptions {
     /// a 5 s heartbeat.
     #[must_use]
     pub fn new(identity: HostIdentity) -> Self {
-        Self { advanced: false, output_schemas: true, identity, screenshot_dir: None, heartbeat: Duration::from_secs(5) }
+        Self {
+            advanced: false,
+            output_schemas: true,
+            identity,
+            screenshot_dir: None,
+            heartbeat: Duration::from_secs(5),
+        }
     }
 
     fn serves(&self, tier: ToolTier) -> bool {
@@ -70,7 +76,12 @@ struct OpenSession {
     session: SessionId,
     host_session_id: String,
     turn: Option<String>,
+    /// Turns already ended here: a late call of one of them must not re-open it.
+    ended: Vec<String>,
 }
+
+/// How many ended turn ids to remember per session.
+const ENDED_TURNS_KEPT: usize = 64;
 
 #[derive(Debug)]
 struct State {
@@ -81,6 +92,8 @@ struct State {
 
 struct Inner {
     backend: Arc<dyn ToolBackend>,
+    /// Makes call ids unique across MCP processes (MCP request ids restart at 0 in each one).
+    call_prefix: String,
     options: ServerOptions,
     screenshots: ScreenshotStore,
     state: Mutex<State>,
@@ -114,13 +127,17 @@ impl McpServer {
     pub fn new(backend: Arc<dyn ToolBackend>, options: ServerOptions) -> Self {
         let screenshots = ScreenshotStore::new(options.screenshot_dir.clone());
         let state = State { identity: options.identity.clone(), open: None, closed: false };
-        Self { inner: Arc::new(Inner { backend, options, screenshots, state: Mutex::new(state) }) }
+        let call_prefix = crate::host::generated_session_id();
+        Self { inner: Arc::new(Inner { backend, call_prefix, options, screenshots, state: Mutex::new(state) }) }
     }
 
     /// The tools this server offers, in catalog order, before any session narrows them.
     #[must_use]
     pub fn offered_tools(&self) -> Vec<Tool> {
-        offered_specs(&self.inner.options).iter().map(|spec| to_mcp_tool(spec, self.inner.options.output_schemas)).collect()
+        offered_specs(&self.inner.options)
+            .iter()
+            .map(|spec| to_mcp_tool(spec, self.inner.options.output_schemas))
+            .collect()
     }
 
     /// The broker session, if one is open.
@@ -141,7 +158,11 @@ impl McpServer {
     }
 
     /// Opens the session if needed and applies the turn change `codex` announces; returns the session.
-    async fn prepare(&self, codex: Option<&CodexTurnMetadata>, client: Option<HostKind>) -> Result<SessionId, ErrorData> {
+    async fn prepare(
+        &self,
+        codex: Option<&CodexTurnMetadata>,
+        client: Option<HostKind>,
+    ) -> Result<SessionId, ErrorData> {
         let backend = &self.inner.backend;
         let mut state = self.inner.state.lock().await;
         if state.closed {
@@ -174,13 +195,18 @@ impl McpServer {
         if state.open.is_none() {
             let opened = backend.open_session(host, &host_session_id).await?;
             tracing::info!(session = %opened.session, ?host, %host_session_id, reattached = opened.reattached, "browser session open");
-            state.open = Some(OpenSession { session: opened.session, host_session_id, turn: None });
+            state.open = Some(OpenSession { session: opened.session, host_session_id, turn: None, ended: Vec::new() });
         }
         let open = state.open.as_mut().expect("opened above");
 
         if let Some(turn) = codex.and_then(|meta| meta.turn_id.as_deref())
             && open.turn.as_deref() != Some(turn)
         {
+            if open.ended.iter().any(|ended| ended == turn) {
+                // A late call of a turn that already ended: run it in the current turn, never re-open the old one.
+                tracing::debug!(%turn, "call from an ended turn");
+                return Ok(open.session.clone());
+            }
             if let Some(previous) = open.turn.take() {
                 match backend.end_turn(&open.session, TurnEndReason::NewTurnDetected, Some(&previous)).await {
                     Ok(ended) if !ended.ok => {
@@ -192,6 +218,10 @@ impl McpServer {
                         tracing::warn!(turn = %previous, code = %error.code, message = %error.message, "turn.end failed")
                     }
                 }
+                if open.ended.len() == ENDED_TURNS_KEPT {
+                    open.ended.remove(0);
+                }
+                open.ended.push(previous);
             }
             backend.begin_turn(&open.session, Some(turn)).await?;
             open.turn = Some(turn.to_owned());
@@ -236,7 +266,7 @@ impl McpServer {
             .or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
             .and_then(|name| host_from_client_name(&name));
         let token = context.meta.get_progress_token();
-        let call_id = Some(context.id.to_string());
+        let call_id = Some(format!("{}:{}", self.inner.call_prefix, context.id));
 
         let mut retried = false;
         loop {
@@ -247,10 +277,13 @@ impl McpServer {
                 arguments: arguments.clone(),
                 call_id: call_id.clone(),
             };
-            let outcome = self.call_with_progress(request, &context.peer, token.clone(), context.ct.child_token()).await;
+            let outcome =
+                self.call_with_progress(request, &context.peer, token.clone(), context.ct.child_token()).await;
             match outcome {
                 // The broker lost or ended the session before running the call: open a new one, once.
-                Err(error) if !retried && matches!(error.code, ErrorCode::UnknownSession | ErrorCode::SessionClosed) => {
+                Err(error)
+                    if !retried && matches!(error.code, ErrorCode::UnknownSession | ErrorCode::SessionClosed) =>
+                {
                     tracing::info!(session = %session, code = %error.code, "session gone; reopening");
                     self.forget(&session).await;
                     retried = true;

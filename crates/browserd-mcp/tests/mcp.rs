@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use browserd_mcp::{ProgressReporter, ProgressUpdate, ServerOptions, ShutdownOutcome, ToolBackend, ToolRequest};
 use browserd_mcp::{HostIdentity, McpServer};
+use browserd_mcp::{ProgressReporter, ProgressUpdate, ServerOptions, ShutdownOutcome, ToolBackend, ToolRequest};
 use browserd_protocol::lifecycle::{
     AutoTurnCleanup, BridgeState, CleanupResult, CloseReason, HostKind, SessionOpenResult, ToolActivation,
     TurnBeginResult, TurnEndReason, TurnEndResult,
@@ -15,7 +15,7 @@ use browserd_protocol::tools::{ToolSpec, ToolTier, tool_catalog};
 use browserd_protocol::{ErrorCode, ErrorData, SessionId};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-    NumberOrString, ProgressNotificationParam, ProgressToken, ProtocolVersion, RequestMetaObject,
+    ProgressNotificationParam, ProtocolVersion, RequestMetaObject,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, NotificationContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ServiceExt};
@@ -47,6 +47,8 @@ struct Fake {
     started: Notify,
     /// Lets `browser_handoff` finish.
     release: Notify,
+    /// Notified when a call saw its cancel token fire.
+    cancelled: Notify,
     /// Names `list_tools` reports; `None` = every core tool.
     visible: StdMutex<Option<Vec<String>>>,
     /// The next call fails with this code once (before running).
@@ -137,7 +139,11 @@ impl ToolBackend for Fake {
                 "screenshot": {"imageId": "shot-1", "format": "png", "data": png_base64(), "dpr": 1.0}
             })),
             "browser_handoff" => {
-                progress.report(ProgressUpdate { progress: Some(1.0), total: Some(3.0), message: Some("asked".into()) });
+                progress.report(ProgressUpdate {
+                    progress: Some(1.0),
+                    total: Some(3.0),
+                    message: Some("asked".into()),
+                });
                 progress.report(ProgressUpdate { progress: Some(2.0), total: None, message: Some("waiting".into()) });
                 self.started.notify_one();
                 self.release.notified().await;
@@ -147,9 +153,14 @@ impl ToolBackend for Fake {
                 self.started.notify_one();
                 cancel.cancelled().await;
                 self.push(Event::Cancelled(request.name.clone()));
+                self.cancelled.notify_one();
                 Err(ErrorData::new(ErrorCode::Cancelled, "cancelled by the client"))
             }
             "browser_context_reset" => Ok(json!({"ok": true})),
+            "browser_mark_handoff" => {
+                progress.report(ProgressUpdate { progress: None, total: None, message: Some("marking".into()) });
+                Ok(json!({"tab": 1}))
+            }
             other => Ok(json!({"tool": other})),
         }
     }
@@ -198,11 +209,8 @@ struct Harness {
 }
 
 fn options() -> ServerOptions {
-    let mut options = ServerOptions::new(HostIdentity {
-        host: HostKind::Mcp,
-        host_session_id: "proc-1".into(),
-        from_host: false,
-    });
+    let mut options =
+        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "proc-1".into(), from_host: false });
     options.heartbeat = std::time::Duration::from_secs(3600);
     options
 }
@@ -212,8 +220,7 @@ fn serve_pipe(
     options: ServerOptions,
 ) -> (tokio::io::DuplexStream, JoinHandle<anyhow::Result<ShutdownOutcome>>) {
     let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    let server =
-        tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
+    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
     (client_io, server)
 }
 
@@ -332,7 +339,8 @@ async fn a_tool_call_round_trips_as_compact_json_and_structured_content() {
     let value = text_json(&result);
     assert_eq!(value["toolsActive"], true);
     assert_eq!(value["session"], "s1");
-    assert!(value["callId"].is_string(), "the MCP request id reaches the backend as the call id");
+    let call_id = value["callId"].as_str().expect("the MCP request id reaches the backend as the call id");
+    assert!(call_id.starts_with("mcp-") && call_id.contains(':'), "unique across MCP processes: {call_id}");
     assert_eq!(result.structured_content, Some(value));
     assert_eq!(
         h.backend.events(),
@@ -368,7 +376,7 @@ async fn screenshots_come_back_as_image_content_and_a_file() {
     let mut with_files = options();
     with_files.screenshot_dir = Some(dir.path().to_path_buf());
     let h = start_with(with_files, ClientLifecycleMode::Initialize, ProtocolVersion::V_2025_11_25).await;
-    let result = h.client.call_tool(call("browser_observe", json!({"tab": 1, "screenshot": true}))).await.unwrap();
+    let result = h.client.call_tool(call("browser_observe", json!({"screenshot": true}))).await.unwrap();
     assert_eq!(result.is_error, Some(false));
     let image = result.content[1].as_image().expect("second block is the image");
     assert_eq!((image.mime_type.as_str(), image.data.as_str()), ("image/png", png_base64().as_str()));
@@ -391,6 +399,9 @@ async fn a_new_codex_turn_ends_the_previous_turn_before_the_call_runs() {
     // The metadata may also arrive as a JSON string.
     let string = json!({"x-codex-turn-metadata": r#"{"session_id":"codex-s","turn_id":"t3"}"#});
     h.client.call_tool(with_meta(call("browser_status", json!({})), string)).await.unwrap();
+    // A late call of an ended turn runs in the current turn and re-opens nothing.
+    let late = with_meta(call("browser_status", json!({})), codex_meta("codex-s", "t1"));
+    h.client.call_tool(late).await.unwrap();
 
     let s = || "s1".to_owned();
     let status = || Event::Call("s1".into(), "browser_status".into());
@@ -406,6 +417,7 @@ async fn a_new_codex_turn_ends_the_previous_turn_before_the_call_runs() {
             status(),
             Event::End(s(), TurnEndReason::NewTurnDetected, Some("t2".into())),
             Event::Begin(s(), Some("t3".into())),
+            status(),
             status(),
         ]
     );
@@ -446,9 +458,13 @@ async fn a_stop_signal_closes_the_session_as_host_exit() {
     let (server_io, client_io) = tokio::io::duplex(1 << 16);
     let stop = Arc::new(Notify::new());
     let stop_wait = stop.clone();
-    let server = tokio::spawn(browserd_mcp::serve(backend.clone(), options(), server_io, async move {
-        stop_wait.notified().await
-    }));
+    let server =
+        tokio::spawn(browserd_mcp::serve(
+            backend.clone(),
+            options(),
+            server_io,
+            async move { stop_wait.notified().await },
+        ));
     let client = ().serve(client_io).await.unwrap();
     client.call_tool(call("browser_status", json!({}))).await.unwrap();
     stop.notify_one();
@@ -465,6 +481,7 @@ async fn mcp_cancellation_reaches_the_backend_cancel_token() {
     h.backend.started.notified().await;
     pending.abort(); // dropping the request future makes rmcp send notifications/cancelled
     let _ = pending.await;
+    h.backend.cancelled.notified().await;
     // The backend saw the cancel token fire; a later call proves the server is still serving.
     let result = h.client.call_tool(call("browser_status", json!({}))).await.unwrap();
     assert_eq!(result.is_error, Some(false));
@@ -475,14 +492,14 @@ async fn mcp_cancellation_reaches_the_backend_cancel_token() {
 #[tokio::test]
 async fn progress_is_forwarded_when_the_client_sent_a_token() {
     let mut h = start().await;
-    let token = ProgressToken(NumberOrString::String("p-1".into()));
-    let params = with_meta(call("browser_handoff", json!({"tab": 1, "message": "log in"})), json!({"progressToken": "p-1"}));
+    // rmcp's client puts its own progress token on every request.
+    let params = call("browser_handoff", json!({"tab": 1, "message": "log in"}));
     let peer = h.client.peer().clone();
     let pending = tokio::spawn(async move { peer.call_tool(params).await });
     h.backend.started.notified().await;
     let first = h.progress.recv().await.unwrap();
     let second = h.progress.recv().await.unwrap();
-    assert_eq!(first.progress_token, token);
+    assert_eq!(first.progress_token, second.progress_token);
     assert_eq!((first.progress, first.total, first.message.as_deref()), (1.0, Some(3.0), Some("asked")));
     assert_eq!((second.progress, second.total, second.message.as_deref()), (2.0, Some(3.0), Some("waiting")));
     h.backend.release.notify_one();
@@ -495,29 +512,16 @@ async fn heartbeats_report_progress_while_a_silent_call_runs() {
     let mut fast = options();
     fast.heartbeat = std::time::Duration::from_millis(100);
     let mut h = start_with(fast, ClientLifecycleMode::Initialize, ProtocolVersion::V_2025_11_25).await;
-    // browser_handoff reports a total first; use a silent tool: no updates, only heartbeats.
-    *h.backend.fail_next.lock().unwrap() = None;
-    let params = with_meta(call("browser_list", json!({})), json!({"progressToken": 7}));
+    // browser_list reports nothing itself: every notification is a heartbeat.
+    let params = call("browser_list", json!({}));
     let peer = h.client.peer().clone();
     let pending = tokio::spawn(async move { peer.call_tool(params).await });
     let first = h.progress.recv().await.unwrap();
     let second = h.progress.recv().await.unwrap();
-    assert_eq!(first.progress_token, ProgressToken(NumberOrString::Number(7)));
+    assert_eq!(first.progress_token, second.progress_token);
     assert!(second.progress > first.progress, "progress grows: {} then {}", first.progress, second.progress);
     assert_eq!(first.message.as_deref(), Some("still working"));
     pending.abort();
-}
-
-#[tokio::test]
-async fn calls_without_a_token_get_no_progress() {
-    let mut h = start().await;
-    let peer = h.client.peer().clone();
-    let pending =
-        tokio::spawn(async move { peer.call_tool(call("browser_handoff", json!({"tab": 1, "message": "x"}))).await });
-    h.backend.started.notified().await;
-    h.backend.release.notify_one();
-    pending.await.unwrap().unwrap();
-    assert!(h.progress.try_recv().is_err(), "no progress notifications without a token");
 }
 
 #[tokio::test]
@@ -569,9 +573,17 @@ async fn raw_wire_for_both_protocol_versions() {
         let mut responses = Vec::new();
         for line in lines {
             write.write_all(format!("{line}\n").as_bytes()).await.unwrap();
-            if line.get("id").is_some() {
-                let text = reader.next_line().await.unwrap().expect("a response line");
-                responses.push(serde_json::from_str(&text).unwrap());
+            if let Some(id) = line.get("id") {
+                // Notifications (progress) may come first; every line read is kept, in order.
+                loop {
+                    let text = reader.next_line().await.unwrap().expect("a response line");
+                    let message: Value = serde_json::from_str(&text).unwrap();
+                    let done = message.get("id") == Some(id);
+                    responses.push(message);
+                    if done {
+                        break;
+                    }
+                }
             }
         }
         drop(write);
@@ -585,8 +597,19 @@ async fn raw_wire_for_both_protocol_versions() {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "codex-mcp-client", "version": "0"}}}),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "browser_status", "arguments": {}}}),
+        // No progress token: no progress notifications, just the result.
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "browser_mark_handoff", "arguments": {"tab": 1}}}),
+        // With a token: the backend's update arrives as notifications/progress before the result.
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "_meta": {"progressToken": "p-raw"}, "name": "browser_mark_handoff", "arguments": {"tab": 1}}}),
     ])
     .await;
+    assert_eq!(legacy.len(), 5, "{legacy:?}");
+    assert_eq!(legacy[2]["id"], 3, "a call without a token gets no notifications: {}", legacy[2]);
+    assert_eq!(legacy[3]["method"], "notifications/progress");
+    assert_eq!(legacy[3]["params"]["progressToken"], "p-raw");
+    assert_eq!(legacy[3]["params"]["message"], "marking");
+    assert_eq!(legacy[4]["id"], 4);
     assert_eq!(legacy[0]["result"]["protocolVersion"], "2025-11-25");
     assert_eq!(legacy[0]["result"]["capabilities"]["tools"]["listChanged"], true);
     assert_eq!(legacy[1]["result"]["isError"], false);

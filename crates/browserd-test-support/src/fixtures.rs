@@ -445,16 +445,34 @@ async fn long_list() -> Response {
     html(body)
 }
 
-fn requested_n(query: &HashMap<String, String>) -> usize {
-    query.get("n").and_then(|n| n.parse::<usize>().ok()).unwrap_or(100)
+/// The `n` query parameter: 100 when absent, clamped to [`MAX_ELEMENTS`]; a response saying how to fix it when it
+/// is not a number.
+fn requested_n(query: &HashMap<String, String>) -> Result<usize, Response> {
+    match query.get("n") {
+        None => Ok(100),
+        Some(n) => n.parse::<usize>().map_err(|_| {
+            typed(
+                StatusCode::BAD_REQUEST,
+                "text/plain; charset=utf-8",
+                format!("n={n:?} is not a number of elements; use e.g. ?n=1000 (at most {MAX_ELEMENTS})\n"),
+            )
+        }),
+    }
 }
 
 async fn gen_elements(Query(query): Query<HashMap<String, String>>) -> Response {
-    html(generated::generate(requested_n(&query)).0)
+    match requested_n(&query) {
+        Ok(n) => html(generated::generate(n).0),
+        Err(response) => response,
+    }
 }
 
 async fn gen_manifest(Query(query): Query<HashMap<String, String>>) -> Response {
-    let (_, manifest) = generated::generate(requested_n(&query));
+    let n = match requested_n(&query) {
+        Ok(n) => n,
+        Err(response) => return response,
+    };
+    let (_, manifest) = generated::generate(n);
     match serde_json::to_string(&manifest) {
         Ok(json) => typed(StatusCode::OK, "application/json", json),
         Err(e) => typed(StatusCode::INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", format!("manifest: {e}\n")),

@@ -50,14 +50,48 @@ async fn every_page_is_served_with_its_marker_on_both_sites() {
     let pages = FixtureSite::pages();
     assert!(pages.len() >= 20, "expected every fixture category, got {}", pages.len());
     for page in pages {
-        let reply = get(&site.url(page.path)).await;
-        assert_eq!(reply.status, StatusCode::OK, "{}", page.path);
-        assert!(reply.body.contains(page.marker), "{} lacks marker {:?}", page.path, page.marker);
-        assert_eq!(reply.headers[hyper::header::CONTENT_TYPE], "text/html; charset=utf-8", "{}", page.path);
+        for url in [site.url(page.path), site.cross_origin_url(page.path)] {
+            let reply = get(&url).await;
+            assert_eq!(reply.status, StatusCode::OK, "{url}");
+            assert!(reply.body.contains(page.marker), "{url} lacks marker {:?}", page.marker);
+            assert_eq!(reply.headers[hyper::header::CONTENT_TYPE], "text/html; charset=utf-8", "{url}");
+        }
     }
-    let inner = get(&site.cross_origin_url("/frame-inner.html")).await;
-    assert_eq!(inner.status, StatusCode::OK);
-    assert!(inner.body.contains("Inner clicks: 0"));
+    let css = get(&site.url("/style.css")).await;
+    assert_eq!(css.headers[hyper::header::CONTENT_TYPE], "text/css; charset=utf-8");
+}
+
+#[test]
+fn pages_cover_every_fixture_category_of_the_brief() {
+    let categories: std::collections::BTreeSet<&str> = FixtureSite::pages().iter().map(|p| p.category).collect();
+    for expected in [
+        "duplicates",
+        "overlay",
+        "form",
+        "contenteditable",
+        "ime",
+        "iframes",
+        "shadow",
+        "virtual-list",
+        "long-list",
+        "canvas",
+        "dialogs",
+        "popup",
+        "upload",
+        "download",
+        "toast",
+        "slow",
+        "never-idle",
+        "clickables",
+        "generated",
+    ] {
+        assert!(categories.contains(expected), "no fixture page for {expected}");
+    }
+    let mut paths: Vec<&str> = FixtureSite::pages().iter().map(|p| p.path).collect();
+    let total = paths.len();
+    paths.sort_unstable();
+    paths.dedup();
+    assert_eq!(paths.len(), total, "duplicate page paths");
 }
 
 #[tokio::test]
@@ -205,6 +239,9 @@ async fn generated_page_and_manifest_agree() {
         let id = item["id"].as_str().unwrap();
         assert!(page.contains(&format!("data-bench-id=\"{id}\"")), "page lacks {id}");
     }
+    let bad = get(&site.url("/gen/elements?n=lots")).await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert!(bad.body.contains("use e.g. ?n=1000"));
     let (html, local) = generate_elements_page(1000);
     assert_eq!(html, page);
     assert_eq!(local.interactive.len(), items.len());

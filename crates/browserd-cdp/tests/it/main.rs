@@ -2,3 +2,4 @@
 
 mod real_chromium;
 mod scripted;
+mod wss;

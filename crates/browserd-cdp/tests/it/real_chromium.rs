@@ -3,9 +3,11 @@
 use std::time::Duration;
 
 use browserd_cdp::{
-    AutoAttach, CdpError, LaunchError, LaunchOptions, ManagedBrowser, SessionId, TransportError, connect_ws, resolve_ws_url,
+    AutoAttach, CdpError, CdpEvent, LaunchError, LaunchOptions, ManagedBrowser, SessionId, TransportError, connect_ws,
+    resolve_ws_url,
 };
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -93,6 +95,34 @@ async fn closing_the_target_fails_a_pending_call_with_target_closed() {
     // Later calls on the dead session fail the same way, without a round trip.
     let err = cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": "1"}), T).await.unwrap_err();
     assert!(matches!(err, CdpError::TargetClosed { .. }), "expected TargetClosed, got {err:?}");
+    browser.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_renderer_crash_fails_pending_calls_with_target_closed_naming_the_crash() {
+    let browser = launch().await;
+    let (target, session) = new_page(&browser, "about:blank").await;
+    let cdp = browser.cdp().clone();
+    let pending = tokio::spawn({
+        let (cdp, session) = (cdp.clone(), session.clone());
+        async move {
+            cdp.call(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({"expression": "new Promise(() => {})", "awaitPromise": true}),
+                T,
+            )
+            .await
+        }
+    });
+    cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": "0"}), T).await.unwrap();
+    // Page.crash never answers: the renderer dies first.
+    let crash = cdp.call(Some(&session), "Page.crash", json!({}), T).await.unwrap_err();
+    for err in [crash, pending.await.unwrap().unwrap_err()] {
+        let CdpError::TargetClosed { reason } = &err else { panic!("expected TargetClosed, got {err:?}") };
+        assert!(reason.contains(&target) && reason.contains("crashed"), "{reason}");
+    }
+    assert!(!cdp.is_closed(), "a renderer crash does not end the browser connection");
     browser.shutdown().await.unwrap();
 }
 
@@ -195,7 +225,8 @@ async fn browser_level_auto_attach_resumes_new_pages() {
     let session = tokio::time::timeout(T, async {
         loop {
             let event = events.recv().await.unwrap();
-            if event.method == "Target.attachedToTarget" && event.params["targetInfo"]["targetId"] == target_id.as_str() {
+            if event.method == "Target.attachedToTarget" && event.params["targetInfo"]["targetId"] == target_id.as_str()
+            {
                 return SessionId(event.params["sessionId"].as_str().unwrap().to_owned());
             }
         }
@@ -222,7 +253,8 @@ struct RemoteChromium {
 async fn launch_remote() -> RemoteChromium {
     let executable = browserd_cdp::find_executable(None).unwrap();
     let profile = tempfile::tempdir().unwrap();
-    let running_as_root = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap();
+    let running_as_root =
+        std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0).unwrap();
     let mut command = tokio::process::Command::new(executable);
     command
         .arg(format!("--user-data-dir={}", profile.path().display()))
@@ -274,8 +306,10 @@ async fn remote_endpoint_checks(remote: &mut RemoteChromium) {
 
     let cdp = connect_ws(&ws_url).await.unwrap();
     let created = cdp.call(None, "Target.createTarget", json!({"url": "about:blank"}), T).await.unwrap();
-    let attached =
-        cdp.call(None, "Target.attachToTarget", json!({"targetId": created["targetId"], "flatten": true}), T).await.unwrap();
+    let attached = cdp
+        .call(None, "Target.attachToTarget", json!({"targetId": created["targetId"], "flatten": true}), T)
+        .await
+        .unwrap();
     let session = SessionId(attached["sessionId"].as_str().unwrap().to_owned());
     let mut events = cdp.session_events(&session);
     cdp.call(Some(&session), "Page.enable", json!({}), T).await.unwrap();
@@ -285,11 +319,9 @@ async fn remote_endpoint_checks(remote: &mut RemoteChromium) {
         .unwrap();
     assert_eq!(result["result"]["value"], json!(2));
     cdp.call(Some(&session), "Page.navigate", json!({"url": "data:text/html,<p>remote</p>"}), T).await.unwrap();
-    tokio::time::timeout(T, async {
-        while events.recv().await.unwrap().method != "Page.loadEventFired" {}
-    })
-    .await
-    .expect("events arrive over the WebSocket");
+    tokio::time::timeout(T, async { while events.recv().await.unwrap().method != "Page.loadEventFired" {} })
+        .await
+        .expect("events arrive over the WebSocket");
 
     // Closing the browser closes both connections, naming the socket.
     let _ = cdp.call(None, "Browser.close", json!({}), T).await;
@@ -310,4 +342,94 @@ async fn remote_endpoint_errors_say_what_is_wrong() {
     assert!(matches!(err, CdpError::Transport(TransportError::Connect { .. })), "{err:?}");
     let err = connect_ws(&format!("ws://127.0.0.1:{port}/devtools/browser/x")).await.unwrap_err();
     assert!(matches!(err, CdpError::Transport(TransportError::Connect { .. })), "{err:?}");
+}
+
+/// Serves two pages on 127.0.0.1: `/` embeds `/frame` from `localhost` (another site, so an out-of-process iframe).
+async fn serve_cross_site_pages() -> (u16, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        loop {
+            let Ok((mut stream, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let path = String::from_utf8_lossy(&request).split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let body = if path == "/frame" {
+                    "<!doctype html><title>frame</title><p>inside the frame</p>".to_owned()
+                } else {
+                    format!("<!doctype html><title>top</title><iframe src='http://localhost:{port}/frame'></iframe>")
+                };
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    (port, server)
+}
+
+/// Waits for `Target.attachedToTarget` of a `kind` target on `parent`; returns its params.
+async fn attached(events: &mut broadcast::Receiver<CdpEvent>, parent: Option<SessionId>, kind: &str) -> Value {
+    tokio::time::timeout(T, async {
+        loop {
+            let event = events.recv().await.unwrap();
+            if event.method == "Target.attachedToTarget"
+                && event.session == parent
+                && event.params["targetInfo"]["type"] == kind
+            {
+                return event.params;
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("a {kind} target is auto-attached"))
+}
+
+#[tokio::test]
+async fn recursive_auto_attach_reaches_and_resumes_an_out_of_process_iframe() {
+    let (port, server) = serve_cross_site_pages().await;
+    let browser = launch().await;
+    let cdp = browser.cdp();
+    let mut events = cdp.events();
+    cdp.set_auto_attach(None, AutoAttach::default(), T).await.unwrap();
+    let created = cdp.call(None, "Target.createTarget", json!({"url": "about:blank"}), T).await.unwrap();
+    let page_target = created["targetId"].as_str().unwrap().to_owned();
+    // The browser-level auto-attach also attaches the startup page; skip to ours.
+    let mut page = attached(&mut events, None, "page").await;
+    while page["targetInfo"]["targetId"] != page_target.as_str() {
+        page = attached(&mut events, None, "page").await;
+    }
+    let page_session = SessionId(page["sessionId"].as_str().unwrap().to_owned());
+    let url = format!("http://127.0.0.1:{port}/");
+    cdp.call(Some(&page_session), "Page.navigate", json!({"url": url}), T).await.unwrap();
+    // The iframe is attached under the page's session because the page was configured like the browser.
+    let frame = attached(&mut events, Some(page_session.clone()), "iframe").await;
+    let frame_session = SessionId(frame["sessionId"].as_str().unwrap().to_owned());
+    let href = cdp
+        .call(
+            Some(&frame_session),
+            "Runtime.evaluate",
+            json!({
+                "expression": "new Promise(r => document.readyState === 'complete' ? r(location.href) \
+                               : addEventListener('load', () => r(location.href)))",
+                "awaitPromise": true,
+                "returnByValue": true,
+            }),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(href["result"]["value"], format!("http://localhost:{port}/frame"));
+    browser.shutdown().await.unwrap();
+    server.abort();
 }

@@ -72,7 +72,10 @@ async fn events_are_demultiplexed_by_session() {
     server.emit(ScriptedEvent::new(Some("S1"), "Runtime.consoleAPICalled", json!({"n": 4}))).await;
 
     let first = only_s1.recv().await.unwrap();
-    assert_eq!((first.session.as_ref(), first.method.as_str(), &first.params["n"]), (Some(&s1), "Page.loadEventFired", &json!(2)));
+    assert_eq!(
+        (first.session.as_ref(), first.method.as_str(), &first.params["n"]),
+        (Some(&s1), "Page.loadEventFired", &json!(2))
+    );
     let second = only_s1.recv().await.unwrap();
     assert_eq!((second.method.as_str(), &second.params["n"]), ("Runtime.consoleAPICalled", &json!(4)));
 
@@ -81,10 +84,7 @@ async fn events_are_demultiplexed_by_session() {
         let event = all.recv().await.unwrap();
         seen.push((event.session.map(|s| s.0), event.params["n"].as_i64().unwrap()));
     }
-    assert_eq!(
-        seen,
-        vec![(Some("S2".into()), 1), (Some("S1".into()), 2), (None, 3), (Some("S1".into()), 4)]
-    );
+    assert_eq!(seen, vec![(Some("S2".into()), 1), (Some("S1".into()), 2), (None, 3), (Some("S1".into()), 4)]);
 }
 
 #[tokio::test(start_paused = true)]
@@ -106,10 +106,8 @@ async fn a_call_past_its_deadline_times_out_and_its_late_answer_is_ignored() {
 
 #[tokio::test]
 async fn a_cancelled_call_fails_with_cancelled_and_its_late_answer_is_ignored() {
-    let (cdp, mut server) = ScriptedCdp::new()
-        .rule(Rule::hold("Slow.call"))
-        .rule(Rule::reply("Fast.call", json!({"fast": true})))
-        .spawn();
+    let (cdp, mut server) =
+        ScriptedCdp::new().rule(Rule::hold("Slow.call")).rule(Rule::reply("Fast.call", json!({"fast": true}))).spawn();
     let cancel = CancellationToken::new();
     let call = tokio::spawn({
         let (cdp, cancel) = (cdp.clone(), cancel.clone());
@@ -151,7 +149,11 @@ async fn detaching_a_session_fails_its_pending_calls_and_those_of_its_children()
     let (page, frame) = (SessionId("PAGE".into()), SessionId("FRAME".into()));
     server.emit(ScriptedEvent::new(None, "Target.attachedToTarget", attached("PAGE", "T-PAGE", "page", false))).await;
     server
-        .emit(ScriptedEvent::new(Some("PAGE"), "Target.attachedToTarget", attached("FRAME", "T-FRAME", "iframe", false)))
+        .emit(ScriptedEvent::new(
+            Some("PAGE"),
+            "Target.attachedToTarget",
+            attached("FRAME", "T-FRAME", "iframe", false),
+        ))
         .await;
     let on = |session: SessionId| {
         let cdp = cdp.clone();
@@ -194,13 +196,21 @@ async fn the_detach_reason_and_crashes_are_reported() {
     let (on_a, on_b) = (call_on("A"), call_on("B"));
     server.wait_for_calls_of("Runtime.evaluate", 2).await;
 
-    server.emit(ScriptedEvent::new(None, "Target.targetCrashed", json!({"targetId": "T-A", "status": "crashed", "errorCode": 139}))).await;
+    server
+        .emit(ScriptedEvent::new(
+            None,
+            "Target.targetCrashed",
+            json!({"targetId": "T-A", "status": "crashed", "errorCode": 139}),
+        ))
+        .await;
     let err = on_a.await.unwrap().unwrap_err();
     let CdpError::TargetClosed { reason } = &err else { panic!("expected TargetClosed, got {err:?}") };
     assert!(reason.contains("T-A") && reason.contains("crashed") && reason.contains("139"), "{reason}");
 
     server.emit(ScriptedEvent::new(Some("B"), "Inspector.detached", json!({"reason": "Render process gone."}))).await;
-    server.emit(ScriptedEvent::new(None, "Target.detachedFromTarget", json!({"sessionId": "B", "targetId": "T-B"}))).await;
+    server
+        .emit(ScriptedEvent::new(None, "Target.detachedFromTarget", json!({"sessionId": "B", "targetId": "T-B"})))
+        .await;
     let err = on_b.await.unwrap().unwrap_err();
     let CdpError::TargetClosed { reason } = &err else { panic!("expected TargetClosed, got {err:?}") };
     assert!(reason.contains("Render process gone."), "{reason}");

@@ -1,0 +1,260 @@
+//! One host session's view of its broker session, shared by the Pi and DSH adapters: opens (or re-attaches) the
+//! broker session keyed by the host's session id, activates the tools, serializes every call of the session (tool
+//! calls, turn end, finalize, context reset, close) through one queue, refuses tool calls from an activation that a
+//! context reset or session end already ended, re-attaches after a broker reconnect, and turns tool results into text
+//! plus saved screenshot files. All lifecycle state lives in the broker; this object only mirrors activation.
+
+import crypto from "node:crypto";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { BrokerError } from "./broker-client.mjs";
+
+/** The browser skill shared by both hosts. */
+export const SKILL_PATH = fileURLToPath(new URL("../skill/SKILL.md", import.meta.url));
+
+/** Reads the skill text (its front matter stripped: the host shows the body to the model once). */
+export function readSkill() {
+  const text = fs.readFileSync(SKILL_PATH, "utf8");
+  return text.replace(/^---\n[\s\S]*?\n---\n+/, "").trim();
+}
+
+/** Largest tool-result text handed to a host; longer text is written to a file and summarised (Pi's limit is 50 KB). */
+export const MAX_RESULT_TEXT = 48 * 1024;
+
+/** Where screenshots and spilled results go: `BROWSERD_ARTIFACT_DIR`, else a per-user temp directory. */
+export function artifactDir(env = process.env) {
+  const dir = env.BROWSERD_ARTIFACT_DIR || path.join(os.tmpdir(), `browserd-artifacts-${os.userInfo().uid}`);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
+}
+
+/** Error for a tool call made from an activation that has ended (context reset, session end). */
+export function staleToolError(name) {
+  return new BrokerError(
+    "CAPABILITY_NOT_ACTIVATED",
+    `\`${name}\` belongs to a browser tool set that was reset or closed; the call was refused and nothing was done`,
+    { nextStep: "Load the browser skill again (only if the user still wants browser work)." },
+  );
+}
+
+/**
+ * Finds screenshots in a tool result (objects with `imageId`, `format` and base64 `data`), writes each to a file and
+ * replaces its `data` with the file path. Returns the images for hosts that show them.
+ * @returns {{value: any, images: Array<{data: string, mimeType: string, path: string, imageId: string, meta: object}>}}
+ */
+export function extractScreenshots(value, dir = artifactDir()) {
+  const images = [];
+  const walk = (node) => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== "object") return node;
+    if (typeof node.imageId === "string" && typeof node.data === "string" && typeof node.format === "string") {
+      const { data, ...meta } = node;
+      const ext = node.format === "jpeg" ? "jpg" : node.format;
+      const safeId = node.imageId.replace(/[^A-Za-z0-9_.-]/g, "_");
+      const file = path.join(dir, `${Date.now()}-${safeId}-${crypto.randomBytes(3).toString("hex")}.${ext}`);
+      fs.writeFileSync(file, Buffer.from(data, "base64"), { mode: 0o600 });
+      images.push({ data, mimeType: `image/${node.format}`, path: file, imageId: node.imageId, meta });
+      return { ...meta, path: file };
+    }
+    const out = {};
+    for (const [k, v] of Object.entries(node)) out[k] = walk(v);
+    return out;
+  };
+  return { value: walk(value), images };
+}
+
+/** Compact JSON text for the model, spilled to a file past `MAX_RESULT_TEXT`. */
+export function resultText(value, dir = artifactDir()) {
+  const text = JSON.stringify(value);
+  if (text.length <= MAX_RESULT_TEXT) return text;
+  const file = path.join(dir, `${Date.now()}-result-${crypto.randomBytes(3).toString("hex")}.json`);
+  fs.writeFileSync(file, text, { mode: 0o600 });
+  return `${text.slice(0, MAX_RESULT_TEXT)}\n[truncated: ${text.length} bytes in total; the whole result is in ${file}]`;
+}
+
+/**
+ * Whether a tool result reports a failure that must surface as a tool error (never as success): `ok: false` on
+ * finalize/close/reset/batch, or an action whose outcome is not `succeeded`.
+ */
+export function resultFailure(name, value) {
+  if (value && typeof value === "object") {
+    if (value.ok === false) return `${name} did not complete: ${JSON.stringify(value)}`;
+    if (name === "browser_act" && typeof value.outcome === "string" && value.outcome !== "succeeded") {
+      return `browser_act ${value.outcome}${value.code ? ` (${value.code})` : ""}: ${JSON.stringify(value)}`;
+    }
+  }
+  return null;
+}
+
+/** Maps host close reasons onto the protocol's `CloseReason`. */
+export const CLOSE_REASONS = Object.freeze({
+  quit: "hostExit",
+  reload: "pluginUnload",
+  new: "sessionSwitch",
+  resume: "sessionSwitch",
+  fork: "fork",
+});
+
+/**
+ * The broker session behind one host session.
+ */
+export class BrowserSession {
+  /**
+   * @param {import("./broker-client.mjs").BrokerClient} client
+   * @param {{host: string, hostSessionId: string, label?: string, trace?: (event: string) => void}} options
+   */
+  constructor(client, options) {
+    this.client = client;
+    this.host = options.host;
+    this.hostSessionId = options.hostSessionId;
+    this.label = options.label;
+    this.trace = options.trace ?? (() => {});
+    /** Broker session id once opened. */
+    this.id = null;
+    /** Tools visible (mirrors the broker's active-sticky state). */
+    this.active = false;
+    /** Bumped whenever an activation ends; tool closures compare it at execution. */
+    this.generation = 0;
+    /** The session was closed (final cleanup ran); nothing more is sent. */
+    this.closed = false;
+    /** Tool specs from `tools.list` (JSON Schemas from the protocol types). */
+    this.specs = [];
+    /** Failures of host-internal lifecycle calls (turn end, close), newest last; surfaced by status, never in the transcript. */
+    this.lifecycleFailures = [];
+    this.queue = Promise.resolve();
+    /** Called when an activation ends (context reset, session close, broker-side reset). */
+    this.onDeactivate = options.onDeactivate ?? null;
+    this.offConnect = client.onConnect(async (c, { reconnect }) => {
+      if (reconnect && this.id && !this.closed) await this.#reattach(c);
+    });
+    this.onNote = (method, params) => {
+      if (method === "tools.changed" && params?.session === this.id && params.tools === "inactive" && this.active) {
+        this.#deactivate();
+      }
+    };
+    client.on("notification", this.onNote);
+  }
+
+  async #reattach(c) {
+    const opened = await c.callDirect("session.open", this.#openParams());
+    this.trace(`reattach:${opened.reattached}`);
+    this.id = opened.session;
+    if (opened.tools !== "activeSticky" && this.active) this.#deactivate();
+  }
+
+  #openParams() {
+    const p = { host: this.host, hostSessionId: this.hostSessionId };
+    if (this.label) p.label = this.label;
+    return p;
+  }
+
+  #deactivate() {
+    const was = this.active;
+    this.active = false;
+    this.generation += 1;
+    if (was) this.onDeactivate?.();
+  }
+
+  /** Runs `fn` after every earlier call of this session has settled (sibling calls never overlap finalize). */
+  serial(label, fn) {
+    const run = this.queue.then(async () => {
+      this.trace(`start:${label}`);
+      try {
+        return await fn();
+      } finally {
+        this.trace(`end:${label}`);
+      }
+    });
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  /** Opens or re-attaches the broker session. Returns the `session.open` result. */
+  async open() {
+    if (this.closed) throw new BrokerError("UNKNOWN_SESSION", "this browser session was closed", { nextStep: "Start a new host session." });
+    const opened = await this.client.call("session.open", this.#openParams());
+    this.id = opened.session;
+    if (opened.tools === "activeSticky") {
+      if (!this.active) this.active = true;
+      this.specs = (await this.client.call("tools.list", { session: this.id })).tools;
+    }
+    return opened;
+  }
+
+  /** Activates the tools (active-sticky) and fetches their specs. Returns true when this call activated them. */
+  async activate() {
+    return this.serial("activate", async () => {
+      if (!this.id) await this.open();
+      const wasActive = this.active;
+      const set = await this.client.call("tools.activate", { session: this.id });
+      if (set.tools !== "activeSticky") {
+        throw new BrokerError("CAPABILITY_NOT_ACTIVATED", "the broker did not activate the browser tools", { data: set });
+      }
+      this.specs = (await this.client.call("tools.list", { session: this.id })).tools;
+      this.active = true;
+      return !wasActive;
+    });
+  }
+
+  /**
+   * Calls a browser tool. `generation` is the activation the caller's tool snapshot came from; a call from an
+   * ended activation is refused here, before anything reaches the broker.
+   */
+  async callTool(name, args, { callId, generation } = {}) {
+    return this.serial(name, async () => {
+      if (this.closed || !this.active || (generation !== undefined && generation !== this.generation)) {
+        throw staleToolError(name);
+      }
+      const params = { session: this.id, name, arguments: args ?? {} };
+      if (callId) params.callId = String(callId);
+      const value = await this.client.call("tool.call", params);
+      if (name === "browser_context_reset" && value?.ok === true && value.toolsActive === false) this.#deactivate();
+      return value;
+    });
+  }
+
+  /** Host-internal turn start (no-op before the session is opened). */
+  async turnBegin(hostTurnId) {
+    if (!this.id || this.closed) return null;
+    return this.serial("turn.begin", () =>
+      this.client.call("turn.begin", hostTurnId ? { session: this.id, hostTurnId: String(hostTurnId) } : { session: this.id }),
+    );
+  }
+
+  /** Host-internal turn cleanup; never model-visible. Failures are recorded, and the broker keeps recovery records. */
+  async turnEnd(reason = "agentEnd", hostTurnId) {
+    if (!this.id || this.closed) return null;
+    return this.serial("turn.end", async () => {
+      const params = { session: this.id, reason };
+      if (hostTurnId) params.hostTurnId = String(hostTurnId);
+      const result = await this.client.call("turn.end", params);
+      if (result?.ok === false) this.lifecycleFailures.push({ op: "turn.end", result });
+      return result;
+    });
+  }
+
+  /** Final cleanup and end of the broker session. Returns the cleanup result; `ok: false` keeps recovery records. */
+  async close(reason) {
+    return this.serial("session.close", async () => {
+      if (this.closed) return null;
+      if (!this.id) {
+        this.closed = true;
+        return null;
+      }
+      const result = await this.client.call("session.close", { session: this.id, reason });
+      this.closed = true;
+      this.#deactivate();
+      if (result?.ok === false) this.lifecycleFailures.push({ op: "session.close", result });
+      return result;
+    });
+  }
+
+  /** Stops listening to the client (the broker session itself is untouched). */
+  detach() {
+    this.offConnect();
+    this.client.off("notification", this.onNote);
+  }
+}

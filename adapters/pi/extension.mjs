@@ -1,0 +1,247 @@
+//! The browserd extension for the Pi coding agent (`@mariozechner/pi-coding-agent` 0.73): a `browser_skill` tool
+//! loads the browser skill once per session and activates the browser tools (`setActiveTools`) until a context reset
+//! or the session ends; the core-tier tools are registered with the broker's JSON Schemas (`tools.list`) and
+//! `executionMode: "sequential"`. Pi's `agent_end` is the turn end (its `turn_end` fires per LLM call), and
+//! `session_start` / `session_shutdown` open and close the broker session keyed by Pi's session id. Failures throw,
+//! so Pi sets `isError`; nothing is added to the transcript at turn end.
+
+import fs from "node:fs";
+
+import { BrokerClient, BrokerError, socketPath } from "../common/broker-client.mjs";
+import {
+  BrowserSession,
+  CLOSE_REASONS,
+  extractScreenshots,
+  readSkill,
+  resultFailure,
+  resultText,
+} from "../common/session.mjs";
+
+/** Name of the tool that loads the skill and activates the browser tools. */
+export const SKILL_TOOL = "browser_skill";
+
+const VERSION = "0.1.0";
+
+/** How long session close may hold up Pi's shutdown or session switch. */
+const CLOSE_BUDGET_MS = 15_000;
+
+let sharedClient = null;
+/** Host session id → BrowserSession; module state survives Pi's per-session extension instances. */
+const sessions = new Map();
+
+function defaultClient() {
+  if (!sharedClient || sharedClient.closed) {
+    sharedClient = new BrokerClient({ role: "piAdapter", component: "browserd-pi", version: VERSION });
+  }
+  return sharedClient;
+}
+
+function withBudget(promise, ms, what) {
+  let timer;
+  const budget = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new BrokerError("DEADLINE_EXCEEDED", `${what} took longer than ${ms} ms`)), ms);
+    timer.unref?.();
+  });
+  return Promise.race([promise, budget]).finally(() => clearTimeout(timer));
+}
+
+function label(name) {
+  return `Browser ${name.replace(/^browser_/, "").replace(/_/g, " ")}`;
+}
+
+/**
+ * Builds the extension factory.
+ * @param {object} [options]
+ * @param {BrokerClient} [options.client] broker client (default: one per process, started on demand)
+ * @param {(event: string) => void} [options.trace] test hook: lifecycle and tool-call events in order
+ * @param {(message: string) => void} [options.warn] where lifecycle failures are reported (default: the UI, else stderr)
+ */
+export function createBrowserdExtension(options = {}) {
+  const trace = options.trace ?? (() => {});
+  const getClient = () => options.client ?? defaultClient();
+
+  return function browserdPi(pi) {
+    /** This instance's session (Pi makes a new extension instance per session). */
+    let sess = null;
+    let browserNames = [];
+    /** The skill was loaded in the running agent run; continue the user's request once the run ends. */
+    let continueAfterRun = false;
+
+    const warn = (ctx, message) => {
+      if (options.warn) options.warn(message);
+      else if (ctx?.hasUI) ctx.ui.notify(message, "warning");
+      else process.stderr.write(`browserd: ${message}\n`);
+    };
+
+    const sessionFor = (ctx) => {
+      const hostSessionId = ctx.sessionManager.getSessionId();
+      if (sess && sess.hostSessionId === hostSessionId && !sess.closed) return sess;
+      let existing = sessions.get(hostSessionId);
+      if (!existing || existing.closed) {
+        existing = new BrowserSession(getClient(), { host: "pi", hostSessionId, trace });
+        sessions.set(hostSessionId, existing);
+      }
+      sess = existing;
+      sess.onDeactivate = () => hideTools();
+      return sess;
+    };
+
+    const hideTools = () => {
+      if (browserNames.length === 0) return;
+      const hidden = new Set(browserNames);
+      try {
+        pi.setActiveTools(pi.getActiveTools().filter((name) => !hidden.has(name)));
+        trace("tools:hidden");
+      } catch {
+        // A replaced (stale) instance: its tools went away with it.
+      }
+    };
+
+    const showTools = (s) => {
+      const generation = s.generation;
+      browserNames = s.specs.map((spec) => spec.name);
+      for (const spec of s.specs) {
+        pi.registerTool({
+          name: spec.name,
+          label: label(spec.name),
+          description: spec.description,
+          promptSnippet: spec.description,
+          parameters: spec.inputSchema,
+          executionMode: "sequential",
+          async execute(toolCallId, params) {
+            const value = await s.callTool(spec.name, params, { callId: toolCallId, generation });
+            const failure = resultFailure(spec.name, value);
+            if (failure) throw new Error(failure);
+            const { value: shown, images } = extractScreenshots(value);
+            const content = [{ type: "text", text: resultText(shown) }];
+            for (const image of images) content.push({ type: "image", data: image.data, mimeType: image.mimeType });
+            return { content, details: shown };
+          },
+        });
+      }
+      pi.setActiveTools([...new Set([...pi.getActiveTools(), ...browserNames])]);
+      trace("tools:shown");
+    };
+
+    pi.registerTool({
+      name: SKILL_TOOL,
+      label: "Browser skill",
+      description:
+        "Load the browser skill and enable the browser tools for this session. Call it once, only when the task needs a web browser.",
+      promptSnippet: "Load the browser skill (once per session) when a task needs a web browser",
+      parameters: { type: "object", properties: {}, additionalProperties: false },
+      executionMode: "sequential",
+      async execute(_toolCallId, _params, _signal, _onUpdate, ctx) {
+        const s = sessionFor(ctx);
+        if (s.active) {
+          return {
+            content: [{ type: "text", text: "Browser tools are already active in this session; the skill was loaded earlier." }],
+            details: { alreadyActive: true },
+          };
+        }
+        await s.activate();
+        showTools(s);
+        trace("skill:loaded");
+        // Pi fixes a prompt's tool list when the prompt starts, so tools activated now are callable from the next
+        // agent run: this run stops after the skill result and agent_end starts the continuation run.
+        continueAfterRun = true;
+        const tools = browserNames.join(", ");
+        return {
+          content: [{ type: "text", text: `${readSkill()}\n\nBrowser tools now active: ${tools}.` }],
+          details: { activated: true, tools: browserNames },
+          terminate: true,
+        };
+      },
+    });
+
+    pi.on("session_start", async (event, ctx) => {
+      const s = sessionFor(ctx);
+      trace(`session_start:${event.reason}`);
+      // Re-attach only a broker session that already exists (a resumed or reloaded Pi session); never start the
+      // broker for a session that has not asked for the browser.
+      if (!fs.existsSync(getClient().socket)) return;
+      try {
+        const status = await getClient().call("status", {});
+        const known = status.sessions?.some((x) => x.host === "pi" && x.hostSessionId === s.hostSessionId);
+        if (!known) return;
+        await s.open();
+        if (s.active) showTools(s);
+      } catch (err) {
+        warn(ctx, `could not re-attach the browser session: ${err.message}`);
+      }
+    });
+
+    pi.on("agent_start", async (_event, ctx) => {
+      trace("agent_start");
+      if (!sess?.id) return;
+      try {
+        await sess.turnBegin();
+      } catch (err) {
+        warn(ctx, `turn begin failed: ${err.message}`);
+      }
+    });
+
+    // Pi's `turn_end` is per LLM call; one user prompt ends at `agent_end`.
+    pi.on("agent_end", async (event, ctx) => {
+      trace("agent_end");
+      const last = event.messages?.[event.messages.length - 1];
+      const resume = continueAfterRun && last?.role === "toolResult" && last.toolName === SKILL_TOOL && !last.isError;
+      continueAfterRun = false;
+      try {
+        if (sess?.id) {
+          const result = await sess.turnEnd("agentEnd");
+          if (result && result.ok === false) {
+            warn(ctx, `turn cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
+          }
+        }
+      } catch (err) {
+        warn(ctx, `turn cleanup failed (the broker keeps recovery records): ${err.message}`);
+      } finally {
+        if (resume) {
+          trace("continue:scheduled");
+          continueWhenIdle(ctx);
+        }
+        trace("turn_end_done");
+      }
+    });
+
+    const continueWhenIdle = async (ctx) => {
+      try {
+        for (let i = 0; i < 2000 && !ctx.isIdle(); i++) await new Promise((r) => setTimeout(r, 5));
+        await pi.sendMessage(
+          { customType: "browserd", content: "Browser tools are active; continue the request.", display: false },
+          { triggerTurn: true },
+        );
+      } catch (err) {
+        warn(ctx, `could not continue after loading the browser skill: ${err.message}`);
+      } finally {
+        trace("continue:done");
+      }
+    };
+
+    pi.on("session_shutdown", async (event, ctx) => {
+      const s = sess;
+      trace(`session_shutdown:${event.reason}`);
+      if (!s) return;
+      sessions.delete(s.hostSessionId);
+      try {
+        if (s.id) {
+          const result = await withBudget(s.close(CLOSE_REASONS[event.reason] ?? "hostExit"), CLOSE_BUDGET_MS, "session close");
+          if (result && result.ok === false) {
+            warn(ctx, `final cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
+          }
+        }
+      } catch (err) {
+        warn(ctx, `final cleanup failed (the broker keeps recovery records): ${err.message}`);
+      } finally {
+        s.detach();
+        if (event.reason === "quit" && !options.client && sessions.size === 0) sharedClient?.close();
+      }
+    });
+  };
+}
+
+/** The extension as Pi loads it (`pi -e`, `~/.pi/agent/extensions`). */
+export default createBrowserdExtension();
+
+export { socketPath };

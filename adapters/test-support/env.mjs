@@ -1,0 +1,98 @@
+//! Test environment for the adapter integration tests: an isolated runtime/config/state directory per test file (so
+//! each file gets its own broker and managed Chromium), a loopback fixture web server, and helpers to inspect and
+//! stop the broker. Needs `BROWSERD_BIN` (a `browserd` with `broker run`); `scripts/test-adapters.sh` sets it.
+
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+
+import { BrokerClient, socketPath } from "../common/broker-client.mjs";
+
+/**
+ * Points this process (and every broker it starts) at fresh temp directories. Call once per test file, before any
+ * broker client is created.
+ */
+export function isolatedEnv(name) {
+  const bin = process.env.BROWSERD_BIN;
+  if (!bin || !fs.existsSync(bin)) {
+    throw new Error(
+      `BROWSERD_BIN must name a built browserd binary (got ${JSON.stringify(bin)}); run scripts/test-adapters.sh, which builds it`,
+    );
+  }
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), `browserd-${name}-`));
+  const dirs = {
+    root,
+    runtime: path.join(root, "run"),
+    config: path.join(root, "config"),
+    state: path.join(root, "state"),
+    artifacts: path.join(root, "artifacts"),
+    home: path.join(root, "home"),
+    work: path.join(root, "work"),
+  };
+  for (const dir of Object.values(dirs)) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  Object.assign(process.env, {
+    XDG_RUNTIME_DIR: dirs.runtime,
+    XDG_CONFIG_HOME: dirs.config,
+    XDG_STATE_HOME: dirs.state,
+    BROWSERD_ARTIFACT_DIR: dirs.artifacts,
+    // Never exit idle in the middle of a test file; the file stops its broker itself.
+    BROWSERD_IDLE_EXIT_SECS: "0",
+  });
+  delete process.env.BROWSERD_SOCKET;
+  return { ...dirs, bin, socket: socketPath() };
+}
+
+/** Runs `browserd broker stop` for this environment and waits until the socket is gone. */
+export async function stopBroker(env) {
+  try {
+    execFileSync(env.bin, ["broker", "stop"], { env: process.env, stdio: "pipe", timeout: 30_000 });
+  } catch {
+    // Reported below if the socket stays.
+  }
+  for (let i = 0; i < 200 && fs.existsSync(env.socket); i++) await new Promise((r) => setTimeout(r, 50));
+}
+
+/** The broker's `status` (all sessions), through a separate client that never starts a broker. */
+export async function brokerStatus() {
+  const client = new BrokerClient({ role: "cli", component: "adapter-tests", spawn: false });
+  try {
+    return await client.call("status", {});
+  } finally {
+    client.close();
+  }
+}
+
+/** The tabs of one host session as the broker reports them. */
+export async function tabsOf(hostSessionId) {
+  const status = await brokerStatus();
+  const session = status.sessions.find((s) => s.hostSessionId === hostSessionId);
+  if (!session) return { session: null, tabs: [], recovery: status.recovery };
+  return {
+    session,
+    tabs: status.tabs.filter((t) => t.session === session.session),
+    recovery: status.recovery.filter((r) => r.session === session.session),
+  };
+}
+
+/** A loopback web server with a few small pages: `/page/<name>` shows a title, a button and a text field. */
+export async function fixtureServer() {
+  const server = http.createServer((req, res) => {
+    const name = decodeURIComponent(new URL(req.url, "http://x").pathname.split("/").pop() || "home");
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.end(
+      `<!doctype html><title>${name}</title><h1>${name}</h1>` +
+        `<label>Note <input id="note"></label> <button onclick="document.title='clicked'">Go</button>`,
+    );
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  return { url: (name) => `${base}/page/${encodeURIComponent(name)}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+/** Parses the JSON text of a tool result's first text block. */
+export function resultJson(result) {
+  const text = result?.content?.find((c) => c.type === "text")?.text ?? "";
+  return JSON.parse(text.split("\n[truncated:")[0]);
+}

@@ -1,0 +1,506 @@
+//! The broker over a real Unix socket in a temporary runtime directory, with the fake provider: hello and version
+//! negotiation, sessions and re-attachment, turn end through RPC, ownership refusals naming the holder,
+//! back-pressure codes, disconnect grace and disposal, the stop gate, graceful shutdown, notifications, and the host
+//! hooks against a live broker.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use browserd_broker::cli::{self, Command, Common};
+use browserd_broker::client::{Client, ConnectOptions};
+use browserd_broker::config::BrokerConfig;
+use browserd_broker::hooks::{self, HookEvent, HookOptions};
+use browserd_broker::server::{Broker, BrokerError, RunSummary, SelectTabParams};
+use browserd_core::clock::SystemClock;
+use browserd_core::provider::TabHandle;
+use browserd_ipc::RuntimeDir;
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::{
+    AutoTurnCleanup, HostKind, SessionCloseParams, SessionOpenParams, StatusParams, ToolsActivateParams,
+    TurnBeginParams, TurnEndParams, TurnEndReason,
+};
+use browserd_protocol::methods::TOOLS_CHANGED;
+use browserd_protocol::{ErrorCode, SessionId, TabId};
+use browserd_test_support::fake_provider::{FakeProvider, Op};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+struct Harness {
+    _tmp: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    broker: Arc<Broker>,
+    fake: Arc<FakeProvider>,
+    task: JoinHandle<Result<RunSummary, BrokerError>>,
+}
+
+fn config() -> BrokerConfig {
+    BrokerConfig { idle_exit_secs: 0, disconnect_grace_secs: 30, ..BrokerConfig::default() }
+}
+
+async fn start(config: BrokerConfig) -> Harness {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rt");
+    let rdir = RuntimeDir::ensure(&dir).unwrap();
+    let fake = Arc::new(FakeProvider::new());
+    let broker = Broker::with_provider(fake.clone(), Arc::new(SystemClock::new()), config);
+    let task = tokio::spawn({
+        let broker = broker.clone();
+        async move { broker.run(&rdir).await }
+    });
+    let h = Harness { _tmp: tmp, dir, broker, fake, task };
+    // Wait until the socket answers.
+    for _ in 0..500 {
+        if browserd_ipc::connect(&RuntimeDir::ensure(&h.dir).unwrap()).await.is_ok() {
+            return h;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the broker did not start listening");
+}
+
+impl Harness {
+    async fn client(&self) -> Client {
+        let options = ConnectOptions {
+            role: ComponentRole::Mcp,
+            runtime_dir: Some(self.dir.clone()),
+            spawn: false,
+            timeout: Some(Duration::from_secs(20)),
+        };
+        Client::connect(&options).await.unwrap()
+    }
+
+    /// Opens a session for `host`/`id` with tools active.
+    async fn session(&self, client: &Client, host: HostKind, id: &str) -> SessionId {
+        let opened =
+            client.call(&SessionOpenParams { host, host_session_id: id.into(), label: None }).await.unwrap();
+        client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
+        opened.session
+    }
+}
+
+async fn open_tab(client: &Client, session: &SessionId) -> TabId {
+    let r = client.tool(session, "browser_open", json!({"url": "https://a.test/"})).await.unwrap();
+    TabId(r["tab"].as_u64().unwrap())
+}
+
+fn handle(tab: TabId) -> TabHandle {
+    TabHandle(tab.0)
+}
+
+async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool) {
+    for _ in 0..1000 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_comes_first_and_versions_are_negotiated() {
+    let h = start(config()).await;
+    let mut conn = browserd_ipc::connect(&RuntimeDir::ensure(&h.dir).unwrap()).await.unwrap();
+    let answer = conn.call(&json!({"jsonrpc":"2.0","id":1,"method":"status","params":{}})).await.unwrap().unwrap();
+    assert_eq!(answer["error"]["data"]["code"], "HELLO_REQUIRED", "{answer}");
+
+    let too_new = json!({"jsonrpc":"2.0","id":2,"method":"hello","params":{"role":"cli","protocol":{"min":5,"max":6}}});
+    let answer = conn.call(&too_new).await.unwrap().unwrap();
+    assert_eq!(answer["error"]["data"]["code"], "UNSUPPORTED_BY_VERSION", "{answer}");
+    assert!(answer["error"]["data"]["nextStep"].as_str().unwrap().contains("Upgrade broker"), "{answer}");
+
+    let ok = json!({"jsonrpc":"2.0","id":3,"method":"hello","params":{"role":"cli","protocol":{"min":1,"max":9}}});
+    let answer = conn.call(&ok).await.unwrap().unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+    assert_eq!(answer["result"]["role"], "broker");
+    let answer = conn.call(&json!({"jsonrpc":"2.0","id":4,"method":"status","params":{}})).await.unwrap().unwrap();
+    assert_eq!(answer["result"]["protocolVersion"], 1, "{answer}");
+
+    let unknown = conn.call(&json!({"jsonrpc":"2.0","id":5,"method":"session.teleport"})).await.unwrap().unwrap();
+    assert_eq!(unknown["error"]["data"]["code"], "METHOD_NOT_FOUND", "{unknown}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_broker_on_the_same_directory_is_refused() {
+    let h = start(config()).await;
+    let second = Broker::with_provider(Arc::new(FakeProvider::new()), Arc::new(SystemClock::new()), config());
+    let err = second.run(&RuntimeDir::ensure(&h.dir).unwrap()).await.unwrap_err();
+    assert!(matches!(err, BrokerError::AlreadyRunning(_)), "{err}");
+    assert!(err.to_string().contains("already running"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reopening_a_host_session_reattaches_it() {
+    let h = start(config()).await;
+    let a = h.client().await;
+    let first = a
+        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-1".into(), label: None })
+        .await
+        .unwrap();
+    assert!(!first.reattached);
+    a.call(&ToolsActivateParams { session: first.session.clone(), advanced: false }).await.unwrap();
+    let tab = open_tab(&a, &first.session).await;
+    drop(a);
+
+    let b = h.client().await;
+    let again = b
+        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-1".into(), label: None })
+        .await
+        .unwrap();
+    assert!(again.reattached);
+    assert_eq!(again.session, first.session);
+    assert!(again.tools.is_active(), "a re-attached session keeps its tool activation");
+    let listed = b.tool(&again.session, "browser_list", json!({})).await.unwrap();
+    assert_eq!(listed["tabs"][0]["tab"], tab.0);
+    assert_eq!(listed["tabs"][0]["provenance"], "agentCreated");
+
+    // The same id under another host is another session.
+    let other = b
+        .call(&SessionOpenParams { host: HostKind::ClaudeCode, host_session_id: "thread-1".into(), label: None })
+        .await
+        .unwrap();
+    assert!(!other.reattached);
+    assert_ne!(other.session, first.session);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turn_end_closes_scratch_tabs_and_keeps_marked_ones() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Pi, "pi-1").await;
+    let scratch = open_tab(&c, &s).await;
+    let kept = open_tab(&c, &s).await;
+    let mark = c.tool(&s, "browser_mark_deliverable", json!({"tab": kept.0})).await.unwrap();
+    assert_eq!(mark["mark"], "deliverable");
+
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::AgentEnd, host_turn_id: Some("t1".into()) })
+        .await
+        .unwrap();
+    assert!(end.ok, "{end:?}");
+    assert_eq!(end.auto_turn_cleanup, AutoTurnCleanup::Enabled);
+    assert_eq!(end.closed, vec![scratch]);
+    assert_eq!(end.kept, vec![kept]);
+    assert!(!h.fake.is_open(handle(scratch)));
+    assert!(h.fake.is_open(handle(kept)));
+
+    // The same host turn ended twice is a no-op with the same answer.
+    let again = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: Some("t1".into()) })
+        .await
+        .unwrap();
+    assert_eq!(again, end);
+
+    // The mark lasted one turn: the next turn end closes the tab.
+    let begun = c.call(&TurnBeginParams { session: s.clone(), host_turn_id: Some("t2".into()) }).await.unwrap();
+    assert_eq!(begun.turn, 2);
+    let next = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::AgentEnd, host_turn_id: Some("t2".into()) })
+        .await
+        .unwrap();
+    assert_eq!(next.closed, vec![kept], "{next:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sessions_tab_is_refused_naming_the_holder() {
+    let h = start(config()).await;
+    let a = h.client().await;
+    let b = h.client().await;
+    let sa = h.session(&a, HostKind::Codex, "a").await;
+    let sb = h.session(&b, HostKind::ClaudeCode, "b").await;
+    let tab = open_tab(&a, &sa).await;
+
+    let err = b.tool(&sb, "browser_claim", json!({"tab": tab.0})).await.unwrap_err();
+    let data = err.error_data().unwrap();
+    assert_eq!(data.code, ErrorCode::OtherSessionTab, "{data:?}");
+    assert_eq!(data.holder_session.as_ref(), Some(&sa));
+
+    let err = b.select_tab(&SelectTabParams { session: sb.clone(), tab }).await.unwrap_err();
+    assert_eq!(err.error_data().unwrap().code, ErrorCode::OtherSessionTab);
+    assert_eq!(err.error_data().unwrap().holder_session.as_ref(), Some(&sa));
+
+    let err = b.tool(&sb, "browser_close", json!({"tabs": [tab.0]})).await.unwrap_err();
+    assert_eq!(err.error_data().unwrap().code, ErrorCode::OtherSessionTab);
+    assert_eq!(err.error_data().unwrap().holder_session.as_ref(), Some(&sa));
+    assert!(h.fake.is_open(handle(tab)), "another session's tab is never closed");
+    assert!(h.fake.calls_to(Op::Act, handle(tab)).iter().all(|c| c.session.0 == sa.0));
+
+    // The holder still acts on its own tab.
+    let acted = a.tool(&sa, "browser_act", json!({"action": "click", "target": "e1"})).await.unwrap();
+    assert!(acted.get("traceId").is_some(), "{acted}");
+    assert!(h.fake.violations().is_empty(), "{:?}", h.fake.violations());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limits_answer_with_typed_back_pressure_errors() {
+    let h = start(BrokerConfig {
+        max_concurrent_page_ops: 1,
+        concurrency_wait_ms: 0,
+        max_queued_requests: 1,
+        ..config()
+    })
+    .await;
+    let a = h.client().await;
+    let b = h.client().await;
+    let sa = h.session(&a, HostKind::Pi, "a").await;
+    let sb = h.session(&b, HostKind::Pi, "b").await;
+    let ta = open_tab(&a, &sa).await;
+    let _tb = open_tab(&b, &sb).await;
+
+    // Tabs per task.
+    open_tab(&a, &sa).await;
+    open_tab(&a, &sa).await;
+    let err = a.tool(&sa, "browser_open", json!({"url": "https://d.test/"})).await.unwrap_err();
+    assert_eq!(err.error_data().unwrap().code, ErrorCode::TooManyTabs, "{err}");
+    a.select_tab(&SelectTabParams { session: sa.clone(), tab: ta }).await.unwrap();
+
+    // A slow observation holds the only page-operation slot.
+    h.fake.set_delay_for(Op::Observe, Duration::from_secs(3));
+    let slow = tokio::spawn({
+        let a = a.clone();
+        let sa = sa.clone();
+        async move { a.tool(&sa, "browser_observe", json!({})).await }
+    });
+    let status_client = h.client().await;
+    eventually("the slow observation runs", async || {
+        status_client.call(&StatusParams::default()).await.unwrap().limits.concurrent_page_ops.used == 1
+    })
+    .await;
+
+    let err = b.tool(&sb, "browser_observe", json!({})).await.unwrap_err();
+    let data = err.error_data().unwrap();
+    assert_eq!(data.code, ErrorCode::TooManyConcurrentOps, "{data:?}");
+    assert!(data.retry_after_ms.is_some());
+
+    // The same tab: one waits in the queue, the next finds the queue full.
+    let queued = tokio::spawn({
+        let a = a.clone();
+        let sa = sa.clone();
+        async move { a.tool(&sa, "browser_observe", json!({})).await }
+    });
+    eventually("a request is queued", async || {
+        status_client.call(&StatusParams::default()).await.unwrap().limits.queued_requests.used == 1
+    })
+    .await;
+    let err = a.tool(&sa, "browser_observe", json!({})).await.unwrap_err();
+    let data = err.error_data().unwrap();
+    assert_eq!(data.code, ErrorCode::QueueFull, "{data:?}");
+    assert!(data.retry_after_ms.is_some());
+
+    slow.await.unwrap().unwrap();
+    h.fake.set_delay_for(Op::Observe, Duration::ZERO);
+    queued.await.unwrap().unwrap();
+    let status = status_client.call(&StatusParams::default()).await.unwrap();
+    assert_eq!(status.limits.queued_requests.used, 0);
+    assert_eq!(status.limits.concurrent_page_ops.used, 0);
+    assert_eq!(status.limits.tabs_per_task.used, 3);
+    assert_eq!(status.limits.tabs_per_task.max, 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stop_gate_cancels_running_and_queued_work() {
+    let h = start(config()).await;
+    let a = h.client().await;
+    let sa = h.session(&a, HostKind::Pi, "a").await;
+    open_tab(&a, &sa).await;
+    h.fake.set_delay_for(Op::Act, Duration::from_secs(5));
+    let running = tokio::spawn({
+        let a = a.clone();
+        let sa = sa.clone();
+        async move { a.tool(&sa, "browser_act", json!({"action": "click", "target": "e1"})).await }
+    });
+    let queued = tokio::spawn({
+        let a = a.clone();
+        let sa = sa.clone();
+        async move { a.tool(&sa, "browser_observe", json!({})).await }
+    });
+    let c = h.client().await;
+    eventually("one runs and one waits", async || {
+        let l = c.call(&StatusParams::default()).await.unwrap().limits;
+        l.concurrent_page_ops.used == 1 && l.queued_requests.used == 1
+    })
+    .await;
+    let stop = c.stop_gate().await.unwrap();
+    assert_eq!(stop.code, ErrorCode::UserStopped);
+    assert_eq!((stop.queued_cancelled, stop.running_cancelled), (1, 1));
+    for task in [running, queued] {
+        let err = task.await.unwrap().unwrap_err();
+        assert_eq!(err.error_data().unwrap().code, ErrorCode::UserStopped, "{err}");
+    }
+    h.fake.set_delay_for(Op::Act, Duration::ZERO);
+    // Work after the stop runs again (with a new lease).
+    a.tool(&sa, "browser_observe", json!({})).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnected_client_s_session_is_disposed_after_the_grace_period() {
+    let h = start(BrokerConfig { disconnect_grace_secs: 1, ..config() }).await;
+    let kept_client = h.client().await;
+    let gone = h.client().await;
+    let s_gone = h.session(&gone, HostKind::Mcp, "will-crash").await;
+    let t_gone = open_tab(&gone, &s_gone).await;
+    let back = h.client().await;
+    let s_back = h.session(&back, HostKind::Mcp, "comes-back").await;
+    let t_back = open_tab(&back, &s_back).await;
+    drop(gone);
+    drop(back);
+    // One client comes back within the grace period and re-attaches.
+    let back = h.client().await;
+    let again = back
+        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "comes-back".into(), label: None })
+        .await
+        .unwrap();
+    assert!(again.reattached);
+
+    eventually("the abandoned session is disposed", async || !h.fake.is_open(handle(t_gone))).await;
+    let status = kept_client.call(&StatusParams::default()).await.unwrap();
+    assert!(status.sessions.iter().all(|s| s.session != s_gone), "{:?}", status.sessions);
+    assert!(status.sessions.iter().any(|s| s.session == s_back));
+    assert!(h.fake.is_open(handle(t_back)), "the re-attached session keeps its tab");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_changed_reaches_every_attached_client() {
+    let h = start(config()).await;
+    let a = h.client().await;
+    let b = h.client().await;
+    let mut notes = b.take_notifications().unwrap();
+    let opened = a
+        .call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None })
+        .await
+        .unwrap();
+    b.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None }).await.unwrap();
+    a.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
+    let note = tokio::time::timeout(Duration::from_secs(10), notes.recv()).await.unwrap().unwrap();
+    assert_eq!(note.method, TOOLS_CHANGED);
+    let params = note.params.unwrap();
+    assert_eq!(params["tools"], "activeSticky");
+    assert!(params["names"].as_array().unwrap().iter().any(|n| n == "browser_open"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_disposes_sessions_and_removes_the_socket() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Pi, "p").await;
+    let tab = open_tab(&c, &s).await;
+    c.shutdown_broker().await.unwrap();
+    drop(c);
+    let summary = tokio::time::timeout(Duration::from_secs(30), h.task).await.unwrap().unwrap().unwrap();
+    assert_eq!(summary.disposed_sessions, 1);
+    assert!(!h.fake.is_open(handle(tab)), "disposal closes the scratch tab");
+    assert!(!h.dir.join("broker.sock").exists());
+    assert!(h.broker.shutdown_token().is_cancelled());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reports_sessions_tabs_leases_browsers_and_limits() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Codex, "thread-9").await;
+    let tab = open_tab(&c, &s).await;
+    c.tool(&s, "browser_act", json!({"action": "click", "target": "e1"})).await.unwrap();
+    let status = c.call(&StatusParams::default()).await.unwrap();
+    let session = status.sessions.iter().find(|x| x.session == s).unwrap();
+    assert_eq!(session.host, HostKind::Codex);
+    assert_eq!(session.host_session_id, "thread-9");
+    assert!(session.tools.is_active());
+    let t = status.tabs.iter().find(|t| t.tab == tab).unwrap();
+    assert_eq!(t.session.as_ref(), Some(&s));
+    assert_eq!(status.write_leases.len(), 1, "{status:?}");
+    assert_eq!(status.write_leases[0].holder, s);
+    assert_eq!(status.browsers[0].auto_turn_cleanup, AutoTurnCleanup::Enabled);
+    assert!(status.browsers[0].capabilities.iter().any(|c| c.name == "turnCleanup" && c.unsupported.is_none()));
+    assert_eq!(status.limits.queued_requests.max, 16);
+    assert_eq!(status.limits.concurrent_page_ops.max, 4);
+
+    let filtered = c.call(&StatusParams { session: Some(SessionId::new("nope")) }).await.unwrap_err();
+    assert_eq!(filtered.error_data().unwrap().code, ErrorCode::UnknownSession);
+
+    let tool_status = c.tool(&s, "browser_status", json!({})).await.unwrap();
+    assert_eq!(tool_status["toolsActive"], true);
+    assert_eq!(tool_status["tabs"][0]["tab"], tab.0);
+    assert_eq!(tool_status["limits"]["tabsPerTask"], json!({"used": 1, "max": 3}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_end_the_turn_and_close_the_session_of_the_host() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let codex = h.session(&c, HostKind::Codex, "019a-codex-thread").await;
+    let codex_tab = open_tab(&c, &codex).await;
+    let claude = h.session(&c, HostKind::ClaudeCode, "cc-abc-123").await;
+    let claude_tab = open_tab(&c, &claude).await;
+    let options = HookOptions { timeout: Duration::from_secs(10), host: None, runtime_dir: Some(h.dir.clone()) };
+
+    let stop = r#"{"cwd":"/w","hook_event_name":"Stop","last_assistant_message":null,"model":"m",
+        "permission_mode":"default","session_id":"019a-codex-thread","stop_hook_active":false,
+        "transcript_path":null,"turn_id":"turn-1"}"#;
+    let input = hooks::parse_input(stop, None).unwrap();
+    let summary = hooks::run_hook(HookEvent::TurnEnd, &input, &options).await;
+    assert!(summary.contains("ended: ok=true"), "{summary}");
+    assert!(!h.fake.is_open(handle(codex_tab)), "the Stop hook's turn end closed the scratch tab");
+    assert!(h.fake.is_open(handle(claude_tab)), "another host session is untouched");
+
+    let end = r#"{"session_id":"cc-abc-123","transcript_path":"/tmp/t","cwd":"/w","permission_mode":"default",
+        "hook_event_name":"SessionEnd","reason":"other"}"#;
+    let input = hooks::parse_input(end, None).unwrap();
+    let summary = hooks::run_hook(HookEvent::SessionEnd, &input, &options).await;
+    assert!(summary.contains("closed: ok=true"), "{summary}");
+    assert!(!h.fake.is_open(handle(claude_tab)));
+    let status = c.call(&StatusParams::default()).await.unwrap();
+    assert!(status.sessions.iter().all(|s| s.session != claude));
+
+    let unknown = hooks::parse_input(r#"{"session_id":"never-seen","hook_event_name":"Stop"}"#, None).unwrap();
+    let summary = hooks::run_hook(HookEvent::TurnEnd, &unknown, &options).await;
+    assert!(summary.contains("nothing to do"), "{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_return_quickly_when_no_broker_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let options =
+        HookOptions { timeout: Duration::from_secs(2), host: None, runtime_dir: Some(tmp.path().join("rt")) };
+    let input = hooks::parse_input(r#"{"session_id":"x","hook_event_name":"Stop"}"#, None).unwrap();
+    let summary = hooks::run_hook(HookEvent::TurnEnd, &input, &options).await;
+    assert!(summary.contains("no browserd broker reachable"), "{summary}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cli_commands_print_one_line_per_item_and_json_on_request() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let common = Common { session: Some("cli-test".into()), json: false };
+    let text = cli::execute(&c, Command::Open { url: "https://a.test/".into(), background: false, observe: false, common: common.clone() }, &common)
+        .await
+        .unwrap();
+    assert!(text.starts_with("tab ") && text.contains("https://a.test/"), "{text}");
+    let text = cli::execute(&c, Command::List { common: common.clone() }, &common).await.unwrap();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(text.contains("agentCreated owned https://a.test/"), "{text}");
+
+    let json_common = Common { json: true, ..common.clone() };
+    let out = cli::execute(&c, Command::Observe { tab: None, screenshot: false, within: None, since: None, max_nodes: None, common: json_common.clone() }, &json_common)
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["url"], "https://a.test/");
+
+    let err = cli::execute(&c, Command::Claim { tab: 999, observe: false, common: common.clone() }, &common).await.unwrap_err();
+    assert_eq!(err.code, ErrorCode::TabNotFound, "{err:?}");
+
+    let status = cli::execute(&c, Command::Status { common: common.clone() }, &common).await.unwrap();
+    assert!(status.lines().any(|l| l.starts_with("session ") && l.contains("Cli cli-test")), "{status}");
+    assert!(status.lines().any(|l| l.starts_with("limits: tabs/task 1/3")), "{status}");
+
+    let stopped = cli::execute(&c, Command::Stop { common: common.clone() }, &common).await.unwrap();
+    assert!(stopped.contains("USER_STOPPED"), "{stopped}");
+
+    // A CLI session survives its (short) connection: the next command sees the same tab.
+    drop(c);
+    let c2 = h.client().await;
+    let text = cli::execute(&c2, Command::List { common: common.clone() }, &common).await.unwrap();
+    assert!(text.contains("agentCreated"), "{text}");
+    let closed = c2.call(&SessionCloseParams { session: SessionId::new("s1"), reason: browserd_protocol::lifecycle::CloseReason::User }).await.unwrap();
+    assert!(closed.ok);
+}

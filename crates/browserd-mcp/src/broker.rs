@@ -1,0 +1,174 @@
+//! The production [`ToolBackend`]: the broker, through [`browserd_broker::Client`].
+//!
+//! - The connection is made on first use (so `tools/list` answers at once, before any broker exists) and the
+//!   broker is started on demand ([`ConnectOptions::spawn`]).
+//! - A dropped connection is made again on the next call, and every session this process opened is re-opened
+//!   with the same host session id, which re-attaches it within the broker's disconnect grace period.
+//! - `open_session` is `session.open` then `tools.activate` (with the advanced tier when the server serves it):
+//!   an MCP host lists the tools from the start, so they are active from the start.
+//! - Cancellation: the broker protocol has no per-request cancel (the broker ignores client notifications), so
+//!   a cancelled call stops waiting and reports `CANCELLED`; the broker-side operation still finishes. The error
+//!   says to observe before repeating.
+//! - Progress: the broker sends none; the MCP layer's heartbeat covers long calls.
+
+use async_trait::async_trait;
+use browserd_broker::client::{Client, ConnectOptions};
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::{
+    CleanupResult, CloseReason, HostKind, SessionCloseParams, SessionOpenParams, SessionOpenResult,
+    ToolsActivateParams, TurnBeginParams, TurnBeginResult, TurnEndParams, TurnEndReason, TurnEndResult,
+};
+use browserd_protocol::methods::{MethodParams, ToolsListParams};
+use browserd_protocol::tools::{ToolCallParams, ToolSpec};
+use browserd_protocol::{ErrorCode, ErrorData, SessionId};
+use serde_json::Value;
+use tokio::sync::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{ProgressReporter, ToolBackend, ToolRequest};
+
+/// The label broker sessions opened by the MCP server carry (shown by `browserd status`).
+const SESSION_LABEL: &str = "mcp";
+
+/// [`ToolBackend`] over the broker.
+#[derive(Debug)]
+pub struct BrokerBackend {
+    connect: ConnectOptions,
+    advanced: bool,
+    state: Mutex<Connection>,
+}
+
+#[derive(Debug, Default)]
+struct Connection {
+    client: Option<Client>,
+    /// Sessions this process opened and has not closed: re-opened after a reconnect.
+    sessions: Vec<OwnedSession>,
+}
+
+#[derive(Debug, Clone)]
+struct OwnedSession {
+    session: SessionId,
+    host: HostKind,
+    host_session_id: String,
+}
+
+impl BrokerBackend {
+    /// A backend reaching the broker as `connect` says; `advanced` asks `tools.activate` for the advanced tier.
+    #[must_use]
+    pub fn new(connect: ConnectOptions, advanced: bool) -> Self {
+        Self { connect, advanced, state: Mutex::new(Connection::default()) }
+    }
+
+    /// The default: the user's broker (started on demand), as the MCP component.
+    #[must_use]
+    pub fn from_env(advanced: bool) -> Self {
+        Self::new(ConnectOptions::new(ComponentRole::Mcp), advanced)
+    }
+
+    async fn client(&self) -> Result<Client, ErrorData> {
+        let mut state = self.state.lock().await;
+        if let Some(client) = &state.client
+            && !client.is_closed()
+        {
+            return Ok(client.clone());
+        }
+        let client = Client::connect(&self.connect).await.map_err(browserd_broker::ClientError::into_error_data)?;
+        for owned in &mut state.sessions {
+            let params = SessionOpenParams {
+                host: owned.host,
+                host_session_id: owned.host_session_id.clone(),
+                label: Some(SESSION_LABEL.to_owned()),
+            };
+            match client.call(&params).await {
+                Ok(opened) => {
+                    tracing::info!(session = %opened.session, reattached = opened.reattached, "session re-opened after a reconnect");
+                    // A new id (the broker restarted): calls on the old id fail with UNKNOWN_SESSION and the
+                    // MCP layer opens it again, which lands here on this id.
+                    owned.session = opened.session;
+                }
+                Err(error) => tracing::warn!(%error, "re-opening a session after a reconnect failed"),
+            }
+        }
+        state.client = Some(client.clone());
+        Ok(client)
+    }
+
+    async fn call<P: MethodParams>(&self, params: &P) -> Result<P::Result, ErrorData> {
+        let client = self.client().await?;
+        client.call(params).await.map_err(browserd_broker::ClientError::into_error_data)
+    }
+}
+
+#[async_trait]
+impl ToolBackend for BrokerBackend {
+    async fn open_session(&self, host: HostKind, host_session_id: &str) -> Result<SessionOpenResult, ErrorData> {
+        let params = SessionOpenParams {
+            host,
+            host_session_id: host_session_id.to_owned(),
+            label: Some(SESSION_LABEL.to_owned()),
+        };
+        let mut opened = self.call(&params).await?;
+        {
+            let mut state = self.state.lock().await;
+            state.sessions.retain(|owned| owned.host_session_id != host_session_id || owned.host != host);
+            state.sessions.push(OwnedSession {
+                session: opened.session.clone(),
+                host,
+                host_session_id: host_session_id.to_owned(),
+            });
+        }
+        let set = self.call(&ToolsActivateParams { session: opened.session.clone(), advanced: self.advanced }).await?;
+        if let Some(reason) = set.advanced_refused {
+            tracing::warn!(?reason, "the broker refused the advanced tools; only the core tools will work");
+        }
+        opened.tools = set.tools;
+        Ok(opened)
+    }
+
+    async fn begin_turn(&self, session: &SessionId, host_turn_id: Option<&str>) -> Result<TurnBeginResult, ErrorData> {
+        self.call(&TurnBeginParams { session: session.clone(), host_turn_id: host_turn_id.map(str::to_owned) }).await
+    }
+
+    async fn end_turn(
+        &self,
+        session: &SessionId,
+        reason: TurnEndReason,
+        host_turn_id: Option<&str>,
+    ) -> Result<TurnEndResult, ErrorData> {
+        self.call(&TurnEndParams { session: session.clone(), reason, host_turn_id: host_turn_id.map(str::to_owned) })
+            .await
+    }
+
+    async fn close_session(&self, session: &SessionId, reason: CloseReason) -> Result<CleanupResult, ErrorData> {
+        let result = self.call(&SessionCloseParams { session: session.clone(), reason }).await;
+        // Closed or not, this process no longer owns it: never re-open it after a reconnect.
+        self.state.lock().await.sessions.retain(|owned| &owned.session != session);
+        result
+    }
+
+    async fn call_tool(
+        &self,
+        request: ToolRequest,
+        _progress: ProgressReporter,
+        cancel: CancellationToken,
+    ) -> Result<Value, ErrorData> {
+        let params = ToolCallParams {
+            session: request.session,
+            name: request.name.clone(),
+            arguments: request.arguments,
+            call_id: request.call_id,
+        };
+        tokio::select! {
+            result = self.call(&params) => result,
+            () = cancel.cancelled() => Err(ErrorData::new(
+                ErrorCode::Cancelled,
+                format!("`{}` was cancelled by the MCP client; the broker may still finish it", request.name),
+            )
+            .with_next_step("Observe the tab before repeating the action: it may have taken effect.")),
+        }
+    }
+
+    async fn list_tools(&self, session: &SessionId) -> Result<Vec<ToolSpec>, ErrorData> {
+        Ok(self.call(&ToolsListParams { session: session.clone() }).await?.tools)
+    }
+}

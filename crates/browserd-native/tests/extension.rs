@@ -1,0 +1,299 @@
+//! End-to-end tests of the real-profile path in headless Chromium: the real extension, the real native host (this
+//! crate's binary, installed with `install`), the endpoint, the relay transport and the Chromium provider on top.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use browserd_cdp::{Cdp, ConnectionOptions, SessionId};
+use browserd_chromium::{ChromiumConfig, ChromiumProvider};
+use browserd_core::provider::{
+    CreateTab, HandleAllocator, OpContext, Provider, ProviderErrorKind, ProviderKind, SessionKey,
+};
+use browserd_native::install::DEV_EXTENSION_ID;
+use browserd_native::link::{ExtensionError, ExtensionLink, LinkEvent};
+use browserd_protocol::hello::capability;
+use browserd_protocol::{ActParams, ActionKind, Expectation, ObserveParams, Outcome};
+use serde_json::{Value, json};
+
+const AGENT: &str = "agent-a";
+
+fn ctx() -> OpContext {
+    OpContext::new(SessionKey(AGENT.into()), Duration::from_secs(20), "trace-ext")
+}
+
+fn provider(link: &ExtensionLink) -> (Arc<ChromiumProvider>, Cdp) {
+    let cdp = Cdp::spawn(link.relay_transport(AGENT), ConnectionOptions::default());
+    let p = ChromiumProvider::new(cdp.clone(), ProviderKind::Extension, HandleAllocator::new(), ChromiumConfig::default());
+    (p, cdp)
+}
+
+fn refused_code(e: &ExtensionError) -> &str {
+    match e {
+        ExtensionError::Refused { code, .. } => code,
+        other => panic!("expected a refusal, got {other}"),
+    }
+}
+
+async fn tab_id_of(link: &ExtensionLink, url: &str) -> i64 {
+    for _ in 0..100 {
+        if let Some(t) = link.list_tabs().await.unwrap().into_iter().find(|t| t.url == url) {
+            return t.tab_id;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no tab with url {url}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pairs_with_hello_capabilities_and_answers_probe() {
+    let h = common::start().await;
+    let info = h.link.info();
+    assert_eq!(info.extension_id, DEV_EXTENSION_ID);
+    assert_eq!(info.protocol_version, 1);
+    for c in capability::REQUIRED_FOR_AUTO_TURN_CLEANUP {
+        assert!(info.capabilities.contains(c), "missing {c}: {info:?}");
+    }
+    assert!(info.missing_for_auto_turn_cleanup.is_empty());
+    assert_eq!(info.components.get("extension").map(String::as_str), Some("0.1.0"));
+    assert!(info.user_agent.contains("Chrome/"), "{}", info.user_agent);
+    assert!(info.control_epoch >= 1);
+    let probed = browserd_native::link::probe(&h.socket).await.unwrap().expect("paired");
+    assert_eq!(probed["extensionId"], DEV_EXTENSION_ID);
+    // A restarted (here: fresh) service worker has no lease.
+    let status = h.link.status().await.unwrap();
+    assert_eq!(status["gate"]["leases"], json!([]));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn provider_observes_and_clicks_through_the_relay() {
+    let h = common::start().await;
+    let (p, cdp) = provider(&h.link);
+    let info = p.connect(&ctx()).await.unwrap();
+    assert_eq!(info.kind, ProviderKind::Extension);
+    assert!(info.product.contains("Chrome/"), "{}", info.product);
+
+    let url = h.site.url("/duplicates.html");
+    let tab = p.create_tab(&ctx(), CreateTab { url: url.clone(), ..Default::default() }).await.unwrap();
+    let tab_id = tab_id_of(&h.link, &url).await;
+    let owners = h.link.owners().await.unwrap();
+    assert!(owners.iter().any(|o| o.tab_id == tab_id && o.session == AGENT && o.kind == "created"), "{owners:?}");
+
+    // Raw CDP through the relay, and its round trip.
+    let targets = cdp.call(None, "Target.getTargets", json!({}), Duration::from_secs(10)).await.unwrap();
+    let target = targets["targetInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["url"] == url.as_str())
+        .expect("the tab is listed")["targetId"]
+        .clone();
+    let att = cdp
+        .call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let s = SessionId(att["sessionId"].as_str().unwrap().to_owned());
+    let mut rtts = Vec::new();
+    for i in 0..220 {
+        let t0 = Instant::now();
+        let r = cdp
+            .call(Some(&s), "Runtime.evaluate", json!({"expression": "1+1", "returnByValue": true}), Duration::from_secs(10))
+            .await
+            .unwrap();
+        if i >= 20 {
+            rtts.push(t0.elapsed().as_secs_f64() * 1000.0);
+        }
+        assert_eq!(r["result"]["value"], 2);
+    }
+    rtts.sort_by(f64::total_cmp);
+    let q = |f: f64| rtts[((rtts.len() as f64 - 1.0) * f).round() as usize];
+    eprintln!(
+        "relay CDP round trip (Runtime.evaluate 1+1, n={}, debug build): p50 {:.2} ms, p95 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+        rtts.len(),
+        q(0.5),
+        q(0.95),
+        q(0.99),
+        rtts[rtts.len() - 1]
+    );
+
+    // Observe and click: input needs the lease (fence) granted to the tab.
+    let o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
+    let line = o.content.lines().find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\"")).expect(&o.content);
+    let start = line.find('[').unwrap() + 1;
+    let r#ref = &line[start..start + line[start..].find(']').unwrap()];
+    let click = ActParams::new(ActionKind::Click)
+        .target(r#ref)
+        .expect(Expectation::TextPresent { text: "Deleted: Inbox / Team lunch".into() });
+    let refused = p.act(&ctx(), tab.tab, &click).await;
+    let refused_ok = match &refused {
+        Ok(r) => r.outcome != Outcome::Succeeded,
+        Err(_) => true,
+    };
+    assert!(refused_ok, "a click without a lease must not succeed: {refused:?}");
+    h.link.grant_lease(AGENT, tab_id, 1).await.unwrap();
+    let r = p.act(&ctx(), tab.tab, &click).await.unwrap();
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+
+    p.close_tab(&ctx(), tab.tab).await.unwrap();
+    assert!(h.link.list_tabs().await.unwrap().iter().all(|t| t.tab_id != tab_id));
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ownership_records_gate_close_and_release() {
+    let h = common::start().await;
+    let (p, _cdp) = provider(&h.link);
+    p.connect(&ctx()).await.unwrap();
+    // A user's tab: opened outside the extension (over the harness's own DevTools pipe), so no ownership record.
+    let user_url = h.site.url("/index.html");
+    h.browser.cdp().call(None, "Target.createTarget", json!({"url": user_url}), Duration::from_secs(10)).await.unwrap();
+    let user_tab = tab_id_of(&h.link, &user_url).await;
+    let listed = p.list_tabs(&ctx()).await.unwrap();
+    let handle = listed.iter().find(|t| t.url == user_url).expect("provider lists the user's tab").tab;
+    let err = p.close_tab(&ctx(), handle).await.unwrap_err();
+    assert_eq!(err.kind, ProviderErrorKind::Refused, "{err}");
+    assert!(err.to_string().contains("NOT_OWNER"), "{err}");
+    // Another session's tab is refused too.
+    let other = h.link.create_tab("agent-b", &h.site.url("/form.html"), false).await.unwrap();
+    let e = h.link.close_tab(AGENT, other.tab_id).await.unwrap_err();
+    assert_eq!(refused_code(&e), "NOT_OWNER");
+    let e = h.link.claim_tab(AGENT, other.tab_id).await.unwrap_err();
+    assert_eq!(refused_code(&e), "NOT_OWNER");
+    // Claiming the user's tab lets the agent use it, but never close it: release keeps the page.
+    let rec = h.link.claim_tab(AGENT, user_tab).await.unwrap();
+    assert_eq!((rec.session.as_str(), rec.kind.as_str()), (AGENT, "claimed"));
+    let e = h.link.close_tab(AGENT, user_tab).await.unwrap_err();
+    assert_eq!(refused_code(&e), "NOT_OWNER");
+    h.link.release_tab(AGENT, user_tab).await.unwrap();
+    let tabs = h.link.list_tabs().await.unwrap();
+    let still = tabs.iter().find(|t| t.tab_id == user_tab).expect("the released tab stays open");
+    assert!(still.owner.is_none());
+    // The owner may close its own tab; the group it was in is untouched for others.
+    h.link.close_tab("agent-b", other.tab_id).await.unwrap();
+    h.stop().await;
+}
+
+async fn input(link: &ExtensionLink, tab_id: i64, fence: Value, kind: &str) -> Result<Value, ExtensionError> {
+    link.call(
+        "cdp.send",
+        json!({"target": {"tabId": tab_id}, "method": "Input.dispatchMouseEvent",
+               "params": {"type": kind, "x": 20, "y": 20, "button": "left", "clickCount": 1}, "fence": fence}),
+    )
+    .await
+}
+
+async fn counted_tab(h: &common::Harness) -> i64 {
+    let tab = h.link.create_tab(AGENT, &h.site.url("/index.html"), true).await.unwrap();
+    h.link.call("debugger.attach", json!({"session": AGENT, "tabId": tab.tab_id})).await.unwrap();
+    h.link
+        .call(
+            "cdp.send",
+            json!({"target": {"tabId": tab.tab_id}, "method": "Runtime.evaluate", "params": {"expression":
+                "window.__n = 0; addEventListener('mousedown', () => __n++, true); addEventListener('mouseup', () => __n++, true); 1"}}),
+        )
+        .await
+        .unwrap();
+    tab.tab_id
+}
+
+async fn page_count(link: &ExtensionLink, tab_id: i64) -> i64 {
+    link.call("debugger.attach", json!({"session": AGENT, "tabId": tab_id})).await.unwrap();
+    let r = link
+        .call(
+            "cdp.send",
+            json!({"target": {"tabId": tab_id}, "method": "Runtime.evaluate", "params": {"expression": "window.__n", "returnByValue": true}}),
+        )
+        .await
+        .unwrap();
+    r["result"]["value"].as_i64().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_hop_gate_refuses_stale_fencing_tokens() {
+    let h = common::start().await;
+    let tab = counted_tab(&h).await;
+    let epoch = h.link.control_epoch();
+    let e = input(&h.link, tab, Value::Null, "mousePressed").await.unwrap_err();
+    assert_eq!(refused_code(&e), "LEASE_REVOKED", "no lease, no input: {e}");
+    h.link.grant_lease(AGENT, tab, 5).await.unwrap();
+    let e = input(&h.link, tab, json!({"token": 4, "epoch": epoch}), "mousePressed").await.unwrap_err();
+    assert_eq!(refused_code(&e), "LEASE_REVOKED", "{e}");
+    assert!(e.to_string().contains("stale fencing token"), "{e}");
+    let e = input(&h.link, tab, json!({"token": 5, "epoch": epoch - 1}), "mousePressed").await.unwrap_err();
+    assert_eq!(refused_code(&e), "LEASE_REVOKED", "{e}");
+    input(&h.link, tab, json!({"token": 5, "epoch": epoch}), "mousePressed").await.unwrap();
+    input(&h.link, tab, json!({"token": 5, "epoch": epoch}), "mouseReleased").await.unwrap();
+    // Tokens only go up; another session cannot take a lease on a tab it does not own.
+    let e = h.link.grant_lease(AGENT, tab, 3).await.unwrap_err();
+    assert_eq!(refused_code(&e), "LEASE_REVOKED");
+    let e = h.link.grant_lease("agent-b", tab, 9).await.unwrap_err();
+    assert_eq!(refused_code(&e), "NOT_OWNER");
+    assert_eq!(page_count(&h.link, tab).await, 2, "exactly the two fenced inputs reached the page");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_closes_the_gate_and_no_input_follows() {
+    let h = common::start().await;
+    let mut events = h.link.events();
+    let tab = counted_tab(&h).await;
+    let fence = h.link.grant_lease(AGENT, tab, 1).await.unwrap();
+    let fence = json!({"token": fence.token, "epoch": fence.epoch});
+    // A burst of input in flight, then Stop from the broker.
+    let mut calls = Vec::new();
+    for i in 0..40 {
+        let link = h.link.clone();
+        let fence = fence.clone();
+        let kind = if i % 2 == 0 { "mousePressed" } else { "mouseReleased" };
+        calls.push(tokio::spawn(async move { input(&link, tab, fence, kind).await }));
+    }
+    let report = h.link.stop("test stop").await.unwrap();
+    assert_eq!(report.via, "broker");
+    assert!(report.control_epoch > fence["epoch"].as_u64().unwrap());
+    assert!(report.detached.contains(&tab), "{report:?}");
+    let mut ok = 0;
+    for c in calls {
+        match c.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => assert!(matches!(refused_code(&e), "USER_STOPPED" | "LEASE_REVOKED" | "BROWSER_ERROR"), "{e}"),
+        }
+    }
+    // Everything after Stop is refused, with or without the old fence.
+    let e = input(&h.link, tab, fence.clone(), "mousePressed").await.unwrap_err();
+    assert_eq!(refused_code(&e), "USER_STOPPED", "{e}");
+    // The broker hears about it, the page is kept, and only inputs acknowledged before Stop reached the page.
+    let stopped = loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await.unwrap().unwrap() {
+            LinkEvent::Stopped(r) => break r,
+            _ => continue,
+        }
+    };
+    assert_eq!(stopped.control_epoch, report.control_epoch);
+    assert!(h.link.list_tabs().await.unwrap().iter().any(|t| t.tab_id == tab), "Stop keeps the page");
+    assert_eq!(page_count(&h.link, tab).await, ok, "inputs that reached the page == inputs acknowledged");
+    // Resuming needs a new lease under the new epoch.
+    let fresh = h.link.grant_lease(AGENT, tab, 2).await.unwrap();
+    assert_eq!(fresh.epoch, report.control_epoch);
+    input(&h.link, tab, json!({"token": 2, "epoch": fresh.epoch}), "mousePressed").await.unwrap();
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chrome_pages_are_unsupported_plainly() {
+    let h = common::start().await;
+    h.browser.cdp().call(None, "Target.createTarget", json!({"url": "chrome://version/"}), Duration::from_secs(10)).await.unwrap();
+    let tab = tab_id_of(&h.link, "chrome://version/").await;
+    h.link.claim_tab(AGENT, tab).await.unwrap();
+    let e = h.link.call("debugger.attach", json!({"session": AGENT, "tabId": tab})).await.unwrap_err();
+    assert_eq!(refused_code(&e), "UNSUPPORTED", "{e}");
+    assert!(e.to_string().contains("unsupported"), "{e}");
+    // Target.getTargets itself is not allowed through chrome.debugger; the relay answers it from getTargets.
+    let (_p, cdp) = provider(&h.link);
+    let all = cdp.call(None, "Target.getTargets", json!({}), Duration::from_secs(10)).await.unwrap();
+    assert!(all["targetInfos"].as_array().unwrap().iter().any(|t| t["url"] == "chrome://version/"));
+    let e = cdp.call(None, "Browser.close", json!({}), Duration::from_secs(10)).await.unwrap_err();
+    assert!(e.to_string().contains("unsupported over the extension relay"), "{e}");
+    h.stop().await;
+}

@@ -1,0 +1,101 @@
+// The last-hop gate: write leases with fencing tokens, the control epoch and the Stop gate, checked before any
+// `Input.*` command is dispatched. Everything lives in memory on purpose: a restarted service worker has no lease.
+
+/** An error the broker can act on: `code` is one of browserd's error codes. */
+export class GateError extends Error {
+  constructor(code, message) {
+    super(message);
+    this.code = code;
+  }
+}
+
+export class Gate {
+  constructor() {
+    /** Bumped by every Stop and every service-worker start (persisted by the caller). */
+    this.epoch = 0;
+    /** Closed by Stop; reopened only by a new lease granted for the current epoch. */
+    this.stopped = false;
+    /** tabId -> { session, token } */
+    this.leases = new Map();
+    /** tabId -> highest token ever granted (fencing tokens only go up). */
+    this.highest = new Map();
+    /** tabId -> promise tail of the per-tab input queue. */
+    this.tails = new Map();
+    /** Inputs queued but not yet dispatched: { reject } */
+    this.waiting = new Set();
+    this.dispatched = 0;
+    this.refused = 0;
+  }
+
+  grant(tabId, session, token, epoch) {
+    if (epoch !== this.epoch) {
+      throw new GateError('LEASE_REVOKED', `lease for tab ${tabId} names control epoch ${epoch}, current is ${this.epoch}; read status and request a new lease`);
+    }
+    if (!Number.isSafeInteger(token) || token <= (this.highest.get(tabId) ?? 0)) {
+      throw new GateError('LEASE_REVOKED', `fencing token ${token} for tab ${tabId} is not above ${this.highest.get(tabId) ?? 0}; fencing tokens must increase`);
+    }
+    this.highest.set(tabId, token);
+    this.leases.set(tabId, { session, token });
+    this.stopped = false;
+    return { tabId, session, token, epoch: this.epoch };
+  }
+
+  revoke(tabId) {
+    const had = this.leases.delete(tabId);
+    return { tabId, revoked: had };
+  }
+
+  dropTab(tabId) {
+    this.leases.delete(tabId);
+  }
+
+  /** Throws a GateError unless input may go to `tabId` under `fence` right now. */
+  check(tabId, fence) {
+    if (this.stopped) throw new GateError('USER_STOPPED', 'the user pressed Stop; a new lease and a full observation are needed');
+    if (!fence || typeof fence.token !== 'number') throw new GateError('LEASE_REVOKED', `input to tab ${tabId} carries no fencing token; acquire a write lease first`);
+    if (fence.epoch !== this.epoch) throw new GateError('LEASE_REVOKED', `input names control epoch ${fence.epoch}, current is ${this.epoch}; the lease is void, acquire a new one`);
+    const lease = this.leases.get(tabId);
+    if (!lease) throw new GateError('LEASE_REVOKED', `tab ${tabId} has no write lease; acquire one first`);
+    if (lease.token !== fence.token) throw new GateError('LEASE_REVOKED', `stale fencing token ${fence.token} for tab ${tabId} (current ${lease.token}); the lease moved on`);
+  }
+
+  /** Runs `dispatch` for one input in per-tab order, checking the gate when queued and again right before dispatch. */
+  runInput(tabId, fence, dispatch) {
+    try { this.check(tabId, fence); } catch (e) { this.refused++; return Promise.reject(e); }
+    const prev = this.tails.get(tabId) ?? Promise.resolve();
+    let entry;
+    const run = new Promise((resolve, reject) => {
+      entry = { reject };
+      this.waiting.add(entry);
+      prev.catch(() => {}).then(async () => {
+        if (!this.waiting.delete(entry)) return; // dropped by Stop
+        try { this.check(tabId, fence); } catch (e) { this.refused++; reject(e); return; }
+        this.dispatched++;
+        try { resolve(await dispatch()); } catch (e) { reject(e); }
+      });
+    });
+    this.tails.set(tabId, run.catch(() => {}));
+    return run;
+  }
+
+  /** Stop: close the gate, void every lease, bump the epoch, drop undispatched input. Synchronous. */
+  stop() {
+    this.stopped = true;
+    this.epoch += 1;
+    this.leases.clear();
+    const dropped = this.waiting.size;
+    for (const entry of this.waiting) entry.reject(new GateError('USER_STOPPED', 'the user pressed Stop before this input was dispatched'));
+    this.waiting.clear();
+    return dropped;
+  }
+
+  snapshot() {
+    return {
+      epoch: this.epoch,
+      stopped: this.stopped,
+      leases: [...this.leases].map(([tabId, l]) => ({ tabId, session: l.session, token: l.token })),
+      dispatched: this.dispatched,
+      refused: this.refused,
+    };
+  }
+}

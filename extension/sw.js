@@ -1,0 +1,320 @@
+// browserd's service worker: connects to the native host, relays CDP through chrome.debugger, manages owned tabs and
+// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input.
+
+import { Gate, GateError } from './lib/gate.js';
+import { Owners } from './lib/owners.js';
+import { Reassembler } from './lib/chunks.js';
+
+const HOST_NAME = 'com.browserd.native_host';
+const VERSION = chrome.runtime.getManifest().version;
+const CAPABILITIES = ['turnCleanup', 'turnScopedMarks', 'retainedCleanup', 'debuggerLeaseRecovery'];
+const INSTANCE = crypto.randomUUID();
+const GROUP_COLORS = ['blue', 'green', 'purple', 'cyan', 'orange', 'pink', 'yellow', 'red', 'grey'];
+
+const gate = new Gate();
+const owners = new Owners(chrome.storage.session);
+const reassembler = new Reassembler(64 * 1024 * 1024);
+/** Tabs this worker attached chrome.debugger to. */
+const attached = new Set();
+/** tabId -> CDP target id (from chrome.debugger.getTargets). */
+const targetIds = new Map();
+
+const conn = { state: 'starting', port: null, backoffMs: 250, lastError: null, broker: null, connectedAt: null, timer: null };
+let seq = 0;
+let lastStop = null;
+
+function send(msg) {
+  if (!conn.port) return false;
+  try { conn.port.postMessage(msg); return true; } catch (e) { conn.lastError = String(e?.message || e); return false; }
+}
+
+/** Every event carries the next sequence number; the broker resyncs when it sees a gap. */
+function emit(kind, body) {
+  send({ type: 'event', seq: ++seq, kind, ...body });
+}
+
+function errorOf(e) {
+  if (e instanceof GateError) return { code: e.code, message: e.message };
+  const message = String(e?.message || e);
+  if (/Cannot access a chrome:\/\/ URL|Cannot attach to this target|chrome-extension:\/\//.test(message)) {
+    return { code: 'UNSUPPORTED', message: `unsupported: this page cannot be controlled through the extension (${message})` };
+  }
+  if (/No tab with id/.test(message)) return { code: 'TAB_GONE', message };
+  if (/Another debugger is already attached/.test(message)) return { code: 'DEBUGGER_BUSY', message };
+  return { code: 'BROWSER_ERROR', message };
+}
+
+async function targetIdOf(tabId) {
+  if (targetIds.has(tabId)) return targetIds.get(tabId);
+  for (let i = 0; i < 20; i++) {
+    const all = await chrome.debugger.getTargets();
+    for (const t of all) if (t.type === 'page' && t.tabId !== undefined) targetIds.set(t.tabId, t.id);
+    if (targetIds.has(tabId)) return targetIds.get(tabId);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return null;
+}
+
+async function describe(tab) {
+  return {
+    tabId: tab.id,
+    windowId: tab.windowId,
+    targetId: await targetIdOf(tab.id),
+    url: tab.url || tab.pendingUrl || '',
+    title: tab.title || '',
+    status: tab.status,
+    active: tab.active,
+    groupId: tab.groupId,
+    owner: await owners.get(tab.id),
+  };
+}
+
+// ---- chrome events -> broker -------------------------------------------------------------------------------------
+
+chrome.debugger.onEvent.addListener((source, method, params) => emit('cdp', { source, method, params }));
+chrome.debugger.onDetach.addListener((source, reason) => {
+  if (source.tabId !== undefined) {
+    attached.delete(source.tabId);
+    gate.dropTab(source.tabId);
+  }
+  emit('detach', { source, reason });
+});
+chrome.tabs.onCreated.addListener(async (tab) => emit('tabCreated', { tab: await describe(tab) }));
+chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
+  if ('url' in change || 'title' in change || 'status' in change) emit('tabUpdated', { tab: await describe(tab) });
+});
+chrome.tabs.onRemoved.addListener(async (tabId) => {
+  attached.delete(tabId);
+  gate.dropTab(tabId);
+  const targetId = targetIds.get(tabId) ?? null;
+  targetIds.delete(tabId);
+  emit('tabRemoved', { tabId, targetId, owner: await owners.forget(tabId) });
+});
+
+// ---- tab groups: one named, coloured group per agent session ------------------------------------------------------
+
+async function ensureGroup(session, tabId, title) {
+  const key = `group:${session}`;
+  const saved = (await chrome.storage.session.get(key))[key];
+  if (saved !== undefined) {
+    try {
+      await chrome.tabGroups.get(saved.groupId);
+      await chrome.tabs.group({ groupId: saved.groupId, tabIds: [tabId] });
+      return saved.groupId;
+    } catch (e) { /* the group is gone; make a new one */ }
+  }
+  const groupId = await chrome.tabs.group({ tabIds: [tabId] });
+  let hash = 0;
+  for (const c of session) hash = (hash * 31 + c.charCodeAt(0)) >>> 0;
+  const color = GROUP_COLORS[hash % GROUP_COLORS.length];
+  await chrome.tabGroups.update(groupId, { title: title || `browserd ${session.slice(0, 8)}`, color });
+  await chrome.storage.session.set({ [key]: { groupId, color } });
+  return groupId;
+}
+
+/** Takes a tab out of an agent group without closing anything; groups are never closed whole. */
+async function ungroupQuiet(tabId) {
+  try { await chrome.tabs.ungroup([tabId]); } catch (e) { /* not grouped or gone */ }
+}
+
+async function detachQuiet(tabId) {
+  attached.delete(tabId);
+  gate.dropTab(tabId);
+  try { await chrome.debugger.detach({ tabId }); } catch (e) { /* not attached */ }
+}
+
+// ---- Stop ---------------------------------------------------------------------------------------------------------
+
+/** Closes the gate locally first (no round trip), then detaches and tells the broker. Pages stay open. */
+async function stopNow(via, reason) {
+  const dropped = gate.stop();
+  const epoch = gate.epoch;
+  const at = Date.now();
+  chrome.storage.session.set({ controlEpoch: epoch });
+  const tabs = [...attached];
+  attached.clear();
+  await Promise.allSettled(tabs.map((tabId) => chrome.debugger.detach({ tabId })));
+  lastStop = { via, reason: reason ?? null, at, controlEpoch: epoch, droppedInputs: dropped, detached: tabs };
+  emit('stopped', lastStop);
+  return lastStop;
+}
+
+chrome.commands.onCommand.addListener((command) => {
+  if (command === 'stop-agent') stopNow('keyboard');
+});
+
+chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
+  if (msg?.type === 'popup.stop') { stopNow('popup').then(reply, (e) => reply({ error: errorOf(e) })); return true; }
+  if (msg?.type === 'popup.status') { status().then(reply); return true; }
+  return false;
+});
+
+async function status() {
+  return {
+    instance: INSTANCE,
+    version: VERSION,
+    connection: { state: conn.state, lastError: conn.lastError, broker: conn.broker, connectedAt: conn.connectedAt },
+    gate: gate.snapshot(),
+    attached: [...attached],
+    owners: await owners.all(),
+    seq,
+    lastStop,
+  };
+}
+
+// ---- commands from the broker -------------------------------------------------------------------------------------
+
+async function cdpSend(a) {
+  const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
+  if (typeof a.method === 'string' && a.method.startsWith('Input.')) {
+    return gate.runInput(target.tabId, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}));
+  }
+  return chrome.debugger.sendCommand(target, a.method, a.params || {});
+}
+
+async function handle(cmd, a) {
+  switch (cmd) {
+    case 'ping': return { pong: true, instance: INSTANCE };
+    case 'status': return status();
+    case 'resync': return { ...(await status()), tabs: await Promise.all((await chrome.tabs.query({})).map(describe)) };
+    case 'cdp.send': return cdpSend(a);
+    case 'debugger.getTargets': {
+      const all = await chrome.debugger.getTargets();
+      for (const t of all) if (t.type === 'page' && t.tabId !== undefined) targetIds.set(t.tabId, t.id);
+      return all.filter((t) => t.type === 'page' && t.tabId !== undefined);
+    }
+    case 'debugger.attach': {
+      await owners.require(a.tabId, a.session, 'attach to');
+      if (!attached.has(a.tabId)) {
+        await chrome.debugger.attach({ tabId: a.tabId }, '1.3');
+        attached.add(a.tabId);
+      }
+      return { tabId: a.tabId, targetId: await targetIdOf(a.tabId) };
+    }
+    case 'debugger.detach': {
+      const was = attached.has(a.tabId);
+      await detachQuiet(a.tabId);
+      return { tabId: a.tabId, detached: was };
+    }
+    case 'tabs.create': {
+      if (!a.session) throw new GateError('INVALID_PARAMS', 'tabs.create needs the agent session that will own the tab');
+      const tab = await chrome.tabs.create({ url: a.url || 'about:blank', active: a.active ?? false });
+      await owners.set(tab.id, { session: a.session, kind: 'created' });
+      if (a.group !== false) await ensureGroup(a.session, tab.id, a.groupTitle);
+      return describe(await chrome.tabs.get(tab.id));
+    }
+    case 'tabs.remove': {
+      const rec = await owners.require(a.tabId, a.session, 'close');
+      if (rec.kind !== 'created') throw new GateError('NOT_OWNER', `refused to close tab ${a.tabId}: the session claimed it from the user; release it instead`);
+      await detachQuiet(a.tabId);
+      await chrome.tabs.remove(a.tabId);
+      return { removed: a.tabId };
+    }
+    case 'tabs.get': return describe(await chrome.tabs.get(a.tabId));
+    case 'tabs.query': return Promise.all((await chrome.tabs.query(a.query || {})).map(describe));
+    case 'tabs.update': {
+      await owners.require(a.tabId, a.session, 'update');
+      const props = {};
+      if (a.active !== undefined) props.active = !!a.active;
+      if (a.url !== undefined) props.url = a.url;
+      return describe(await chrome.tabs.update(a.tabId, props));
+    }
+    case 'own.claim': {
+      const rec = await owners.get(a.tabId);
+      if (rec && rec.session !== a.session) throw new GateError('NOT_OWNER', `tab ${a.tabId} is owned by another agent session`);
+      await chrome.tabs.get(a.tabId);
+      if (!rec) await owners.set(a.tabId, { session: a.session, kind: 'claimed' });
+      return owners.get(a.tabId);
+    }
+    case 'own.release': {
+      await owners.require(a.tabId, a.session, 'release');
+      await detachQuiet(a.tabId);
+      await ungroupQuiet(a.tabId);
+      await owners.forget(a.tabId);
+      return { released: a.tabId };
+    }
+    case 'own.list': return owners.all();
+    case 'lease.grant': {
+      await owners.require(a.tabId, a.session, 'lease');
+      return gate.grant(a.tabId, a.session, a.token, a.epoch);
+    }
+    case 'lease.revoke': return gate.revoke(a.tabId);
+    case 'stop': return stopNow('broker', a.reason);
+    default: throw new GateError('METHOD_NOT_FOUND', `unknown extension command ${cmd}; update the extension and browserd together`);
+  }
+}
+
+async function onHostMessage(msg) {
+  if (msg?.type === 'chunk') {
+    let whole;
+    try { whole = reassembler.push(msg); } catch (e) { conn.lastError = String(e.message); return; }
+    if (whole) onHostMessage(whole);
+    return;
+  }
+  if (msg?.type === 'welcome') {
+    conn.state = 'paired';
+    conn.broker = msg.broker ?? null;
+    conn.backoffMs = 250;
+    conn.connectedAt = Date.now();
+    return;
+  }
+  if (msg?.type === 'hostError') { conn.lastError = msg.message; return; }
+  if (msg?.type !== 'call') return;
+  try {
+    send({ type: 'reply', id: msg.id, ok: true, result: (await handle(msg.cmd, msg.args || {})) ?? null });
+  } catch (e) {
+    send({ type: 'reply', id: msg.id, ok: false, error: errorOf(e) });
+  }
+}
+
+// ---- connection with backoff --------------------------------------------------------------------------------------
+
+function connect() {
+  conn.timer = null;
+  conn.state = 'connecting';
+  let port;
+  try {
+    port = chrome.runtime.connectNative(HOST_NAME);
+  } catch (e) {
+    conn.lastError = String(e?.message || e);
+    scheduleReconnect();
+    return;
+  }
+  conn.port = port;
+  port.onMessage.addListener(onHostMessage);
+  port.onDisconnect.addListener(() => {
+    conn.lastError = chrome.runtime.lastError?.message ?? conn.lastError;
+    if (conn.port === port) conn.port = null;
+    conn.state = 'disconnected';
+    conn.broker = null;
+    scheduleReconnect();
+  });
+  send({
+    type: 'hello',
+    instance: INSTANCE,
+    seq,
+    controlEpoch: gate.epoch,
+    userAgent: navigator.userAgent,
+    params: {
+      role: 'extension',
+      protocol: { min: 1, max: 1 },
+      components: { extension: VERSION },
+      capabilities: CAPABILITIES,
+    },
+  });
+}
+
+function scheduleReconnect() {
+  if (conn.timer) return;
+  const wait = conn.backoffMs;
+  conn.backoffMs = Math.min(conn.backoffMs * 2, 30000);
+  conn.timer = setTimeout(connect, wait);
+}
+
+// A new worker instance starts with no lease and a bumped control epoch, so no fence from before the restart passes.
+(async () => {
+  const { controlEpoch = 0 } = await chrome.storage.session.get('controlEpoch');
+  gate.epoch = controlEpoch + 1;
+  await chrome.storage.session.set({ controlEpoch: gate.epoch });
+  connect();
+})();
