@@ -22,6 +22,8 @@ const targetIds = new Map();
 const conn = { state: 'starting', port: null, backoffMs: 250, lastError: null, broker: null, connectedAt: null, timer: null };
 let seq = 0;
 let lastStop = null;
+/** Debugger attachments a previous worker instance left behind and this one detached at start. */
+let recoveredDetaches = 0;
 
 function send(msg) {
   if (!conn.port) return false;
@@ -159,6 +161,7 @@ async function status() {
     owners: await owners.all(),
     seq,
     lastStop,
+    recoveredDetaches,
   };
 }
 
@@ -294,6 +297,7 @@ function connect() {
     instance: INSTANCE,
     seq,
     controlEpoch: gate.epoch,
+    recoveredDetaches,
     userAgent: navigator.userAgent,
     params: {
       role: 'extension',
@@ -312,9 +316,16 @@ function scheduleReconnect() {
 }
 
 // A new worker instance starts with no lease and a bumped control epoch, so no fence from before the restart passes.
+// chrome.debugger attachments belong to the extension, not to a worker instance: detach the ones a previous instance
+// left behind (detach only succeeds for this extension's own attachments), so nothing stays attached without a lease.
 (async () => {
   const { controlEpoch = 0 } = await chrome.storage.session.get('controlEpoch');
   gate.epoch = controlEpoch + 1;
   await chrome.storage.session.set({ controlEpoch: gate.epoch });
+  try {
+    const stale = (await chrome.debugger.getTargets()).filter((t) => t.attached && t.tabId !== undefined);
+    const results = await Promise.allSettled(stale.map((t) => chrome.debugger.detach({ tabId: t.tabId })));
+    recoveredDetaches = results.filter((r) => r.status === 'fulfilled').length;
+  } catch (e) { /* getTargets failed: nothing to recover */ }
   connect();
 })();

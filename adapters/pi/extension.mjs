@@ -241,7 +241,19 @@ export function createBrowserdExtension(options = {}) {
   };
 }
 
+/** Appends lifecycle trace lines to `file` (set `BROWSERD_TRACE_FILE` to debug the adapter or to drive tests). */
+function fileTrace(file) {
+  if (!file) return undefined;
+  return (event) => {
+    try {
+      fs.appendFileSync(file, `${event}\n`);
+    } catch {
+      // Tracing never breaks the adapter.
+    }
+  };
+}
+
 /** The extension as Pi loads it (`pi -e`, `~/.pi/agent/extensions`). */
-export default createBrowserdExtension();
+export default createBrowserdExtension({ trace: fileTrace(process.env.BROWSERD_TRACE_FILE) });
 
 export { socketPath };

@@ -91,6 +91,31 @@ export async function fixtureServer() {
   return { url: (name) => `${base}/page/${encodeURIComponent(name)}`, close: () => new Promise((r) => server.close(r)) };
 }
 
+/**
+ * Signals the main process of this environment's managed Chromium (found by its profile under `env.state`), e.g.
+ * SIGSTOP to freeze the browser so cleanups cannot be confirmed. Returns how many processes were signalled.
+ */
+export function signalBrowser(env, signal) {
+  let count = 0;
+  for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    let cmdline;
+    try {
+      cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    if (cmdline.includes(env.state) && !cmdline.includes("--type") && /chrom/i.test(cmdline.split("\0")[0])) {
+      try {
+        process.kill(Number(pid), signal);
+        count += 1;
+      } catch {
+        // Exited meanwhile.
+      }
+    }
+  }
+  return count;
+}
+
 /** Parses the JSON text of a tool result's first text block. */
 export function resultJson(result) {
   const text = result?.content?.find((c) => c.type === "text")?.text ?? "";

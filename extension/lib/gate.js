@@ -71,7 +71,14 @@ export class Gate {
         if (!this.waiting.delete(entry)) return; // dropped by Stop
         try { this.check(tabId, fence); } catch (e) { this.refused++; reject(e); return; }
         this.dispatched++;
-        try { resolve(await dispatch()); } catch (e) { reject(e); }
+        const epoch = this.epoch;
+        try {
+          resolve(await dispatch());
+        } catch (e) {
+          // Handed to the browser before Stop, failed while Stop detached: it may or may not have reached the page.
+          if (this.epoch !== epoch) reject(new GateError('DISPATCH_UNKNOWN', `Stop arrived while this input was being dispatched; it may have reached the page (${e?.message || e})`));
+          else reject(e);
+        }
       });
     });
     this.tails.set(tabId, run.catch(() => {}));

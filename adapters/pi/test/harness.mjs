@@ -154,6 +154,21 @@ export async function createPi(options) {
       await runtime.newSession();
       await runtime.session.bindExtensions({});
     },
+    /** Resumes another saved session (Pi's /resume). */
+    async switchSession(file) {
+      await runtime.switchSession(file);
+      await runtime.session.bindExtensions({});
+    },
+    /** Forks from the first user message of the current session (Pi's /fork). */
+    async fork() {
+      const entry = runtime.session.sessionManager.getEntries().find((e) => e.type === "message" && e.message?.role === "user");
+      if (!entry) throw new Error("no user message to fork from");
+      await runtime.fork(entry.id);
+      await runtime.session.bindExtensions({});
+    },
+    get sessionFile() {
+      return runtime.session.sessionManager.getSessionFile();
+    },
     async dispose() {
       await runtime.dispose();
       faux.unregister();

@@ -163,3 +163,165 @@ test("a context reset hides the tools and a stale sibling call is refused at exe
     await pi.dispose();
   }
 });
+
+/** Opens a page and marks it for handoff, so it outlives the turn end and only final cleanup touches it. */
+const openAndHandoff = (name) => [
+  callTools(["browser_skill", {}]),
+  callTools(["browser_open", { url: site.url(name) }]),
+  callTools(["browser_mark_handoff", tabOf("browser_open")]),
+  say("over to you"),
+];
+
+async function assertFinalCleanup(hostSessionId, tab) {
+  const status = await brokerStatus();
+  assert.ok(!status.sessions.some((s) => s.hostSessionId === hostSessionId), "the old broker session was closed");
+  const kept = status.tabs.find((t) => t.tab === tab);
+  assert.ok(kept, "the handoff page stays open");
+  assert.equal(kept.session, undefined, "its old ownership metadata was dropped");
+  assert.equal(kept.provenance, "user");
+}
+
+test("a new, resumed or forked session runs final cleanup of the old one; quit does too", async () => {
+  const pi = await createPi({ env });
+  try {
+    await pi.prompt("start", openAndHandoff("switch-new"));
+    const first = { id: pi.sessionId, file: pi.sessionFile, tab: lastResult({ messages: pi.session.messages }, "browser_open").tab };
+    assert.equal((await tabsOf(first.id)).tabs[0].mark, "handoff");
+
+    await pi.newSession();
+    assert.ok(pi.events.includes("session_shutdown:new"));
+    await assertFinalCleanup(first.id, first.tab);
+    assert.equal((await tabsOf(pi.sessionId)).session, null, "the new session has no broker session until it asks");
+
+    await pi.prompt("again", openAndHandoff("switch-resume"));
+    const second = { id: pi.sessionId, tab: lastResult({ messages: pi.session.messages }, "browser_open").tab };
+    await pi.switchSession(first.file);
+    assert.ok(pi.events.includes("session_shutdown:resume"));
+    assert.equal(pi.sessionId, first.id);
+    await assertFinalCleanup(second.id, second.tab);
+
+    await pi.prompt("and again", openAndHandoff("switch-fork"));
+    const third = { id: pi.sessionId, tab: lastResult({ messages: pi.session.messages }, "browser_open").tab };
+    await pi.fork();
+    assert.ok(pi.events.includes("session_shutdown:fork"));
+    assert.notEqual(pi.sessionId, third.id);
+    await assertFinalCleanup(third.id, third.tab);
+
+    await pi.prompt("last", openAndHandoff("quit"));
+    const fourth = { id: pi.sessionId, tab: lastResult({ messages: pi.session.messages }, "browser_open").tab };
+    await pi.dispose();
+    assert.ok(pi.events.includes("session_shutdown:quit"));
+    await assertFinalCleanup(fourth.id, fourth.tab);
+  } finally {
+    await pi.dispose().catch(() => {});
+  }
+});
+
+test("a dropped broker connection re-attaches and keeps ownership of the session's tabs", async () => {
+  const client = new BrokerClient({ role: "piAdapter", component: "browserd-pi-test" });
+  const pi = await createPi({ env, client });
+  try {
+    await pi.prompt("open, lose the connection, continue", [
+      callTools(["browser_skill", {}]),
+      callTools(["browser_open", { url: site.url("reconnect") }]),
+      (context) => {
+        client.disconnect();
+        return callTools(["browser_list", {}])(context);
+      },
+      callTools(["browser_close", (context) => ({ tabs: [lastResult(context, "browser_open").tab] })]),
+      say("closed"),
+    ]);
+    const [, opened, listed, closed] = pi.toolResults();
+    assert.ok([opened, listed, closed].every((r) => !r.isError), JSON.stringify([listed, closed]));
+    const tab = JSON.parse(opened.content[0].text).tab;
+    assert.ok(pi.events.includes("reattach:true"), "the adapter re-attached to the same broker session");
+    const mine = JSON.parse(listed.content[0].text).tabs.find((t) => t.tab === tab);
+    assert.equal(mine.provenance, "agentCreated", "ownership survived the reconnect");
+    assert.deepEqual(JSON.parse(closed.content[0].text).closed, [tab]);
+  } finally {
+    await pi.dispose();
+    client.close();
+  }
+});
+
+test("sibling browser calls never run concurrently with finalize", async () => {
+  const pi = await createPi({ env });
+  try {
+    await pi.prompt("open two pages and finish", [
+      callTools(["browser_skill", {}]),
+      callTools(
+        ["browser_open", { url: site.url("sib-a") }],
+        ["browser_open", { url: site.url("sib-b") }],
+        ["browser_cleanup", {}],
+        ["browser_list", {}],
+        ["browser_status", {}],
+      ),
+      say("done"),
+    ]);
+    const results = pi.toolResults();
+    assert.ok(results.every((r) => !r.isError), JSON.stringify(results.filter((r) => r.isError)));
+    const ops = pi.events.filter((e) => /^(start|end):browser_/.test(e));
+    assert.equal(ops.length, 10);
+    for (let i = 0; i < ops.length; i += 2) {
+      const name = ops[i].slice("start:".length);
+      assert.equal(ops[i], `start:${name}`);
+      assert.equal(ops[i + 1], `end:${name}`, `nothing ran inside ${name}: ${ops.join(" ")}`);
+    }
+    const cleanup = JSON.parse(results[3].content[0].text);
+    const opened = [1, 2].map((i) => JSON.parse(results[i].content[0].text).tab);
+    assert.deepEqual([...cleanup.closed].sort(), [...opened].sort(), "finalize saw both opens complete");
+    const listed = JSON.parse(results[4].content[0].text).tabs;
+    assert.ok(!listed.some((t) => opened.includes(t.tab)), "the list after finalize saw the closes complete");
+  } finally {
+    await pi.dispose();
+  }
+});
+
+test("a screenshot comes back as image content plus a saved file path", async () => {
+  const pi = await createPi({ env });
+  try {
+    await pi.prompt("show me the page", [
+      callTools(["browser_skill", {}]),
+      callTools(["browser_open", { url: site.url("shot") }]),
+      callTools(["browser_observe", { screenshot: true }]),
+      say("looks fine"),
+    ]);
+    const observed = pi.toolResults()[2];
+    assert.equal(observed.isError, false, observed.content[0]?.text);
+    const image = observed.content.find((c) => c.type === "image");
+    assert.ok(image, "an image block");
+    assert.match(image.mimeType, /^image\/(png|jpeg|webp)$/);
+    const value = JSON.parse(observed.content[0].text);
+    assert.equal(value.screenshot.data, undefined, "no base64 in the text");
+    assert.ok(fs.existsSync(value.screenshot.path), value.screenshot.path);
+    assert.deepEqual(fs.readFileSync(value.screenshot.path), Buffer.from(image.data, "base64"));
+    assert.ok(value.screenshot.pixelSize.width > 0 && value.screenshot.scale > 0);
+  } finally {
+    await pi.dispose();
+  }
+});
+
+test("one session can neither close nor clean up another session's tab", async () => {
+  const a = await createPi({ env });
+  const b = await createPi({ env });
+  try {
+    await a.prompt("keep a page", openAndHandoff("mine"));
+    const tab = lastResult({ messages: a.session.messages }, "browser_open").tab;
+    await b.prompt("close everything", [
+      callTools(["browser_skill", {}]),
+      callTools(["browser_close", { tabs: [tab] }]),
+      callTools(["browser_cleanup", {}]),
+      say("tried"),
+    ]);
+    const [, close, cleanup] = b.toolResults();
+    assert.equal(close.isError, true, "closing another session's tab is an error, never a success");
+    assert.match(close.content[0].text, /OTHER_SESSION_TAB|NOT_OWNER/);
+    assert.equal(cleanup.isError, false);
+    assert.ok(!JSON.parse(cleanup.content[0].text).closed.includes(tab));
+    const view = await tabsOf(a.sessionId);
+    assert.deepEqual(view.tabs.map((t) => [t.tab, t.mark]), [[tab, "handoff"]], "still A's, still marked");
+  } finally {
+    await b.dispose();
+    await a.dispose();
+  }
+});

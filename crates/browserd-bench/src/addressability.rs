@@ -1,10 +1,10 @@
-//! The addressability check: for every interactive element of a generated page (its ground-truth manifest), does
-//! the observation give it a ref? Elements are matched to refs by role and accessible name as a multiset, so three
+//! The addressability check: for every operable element of a page (the generated pages' manifests and the
+//! hand-written pages' ground truth in test-support), does the observation give it a ref? Elements are matched to refs by role and accessible name as a multiset, so three
 //! "Edit" buttons need three "Edit" button refs.
 
 use std::collections::BTreeMap;
 
-use browserd_test_support::fixtures::BenchManifest;
+use browserd_test_support::fixtures::BenchElement;
 use serde::Serialize;
 
 use crate::observer::Addressable;
@@ -27,15 +27,15 @@ impl AddressabilityReport {
     }
 }
 
-/// Matches `manifest`'s interactive elements against the `refs` an observation shows.
-pub fn check(manifest: &BenchManifest, refs: &[Addressable]) -> AddressabilityReport {
+/// Matches the page's `expected` operable elements against the `refs` an observation shows.
+pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityReport {
     let mut available: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in refs {
         *available.entry((r.role.as_str(), r.name.as_str())).or_default() += 1;
     }
     let mut addressable = 0;
     let mut missing_sample = Vec::new();
-    for element in &manifest.interactive {
+    for element in expected {
         match available.get_mut(&(element.role, element.name.as_str())) {
             Some(count) if *count > 0 => {
                 *count -= 1;
@@ -48,13 +48,12 @@ pub fn check(manifest: &BenchManifest, refs: &[Addressable]) -> AddressabilityRe
             }
         }
     }
-    AddressabilityReport { interactive: manifest.interactive.len(), addressable, missing_sample }
+    AddressabilityReport { interactive: expected.len(), addressable, missing_sample }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use browserd_test_support::fixtures::BenchElement;
 
     fn el(id: &str, role: &'static str, name: &str) -> BenchElement {
         BenchElement { id: id.into(), role, name: name.into() }
@@ -65,11 +64,7 @@ mod tests {
 
     #[test]
     fn duplicates_need_one_ref_each() {
-        let manifest = BenchManifest {
-            n: 10,
-            element_count: 10,
-            interactive: vec![el("b1", "button", "Edit"), el("b2", "button", "Edit"), el("b3", "link", "Home")],
-        };
+        let manifest = vec![el("b1", "button", "Edit"), el("b2", "button", "Edit"), el("b3", "link", "Home")];
         let report = check(&manifest, &[r("button", "Edit"), r("link", "Home"), r("generic", "")]);
         assert_eq!(report.addressable, 2);
         assert!(!report.complete());
@@ -80,7 +75,7 @@ mod tests {
 
     #[test]
     fn role_must_match_too() {
-        let manifest = BenchManifest { n: 1, element_count: 1, interactive: vec![el("b1", "link", "Settings")] };
+        let manifest = vec![el("b1", "link", "Settings")];
         assert_eq!(check(&manifest, &[r("button", "Settings")]).addressable, 0);
     }
 }

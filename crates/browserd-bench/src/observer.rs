@@ -78,6 +78,9 @@ pub trait Observer: Send {
     }
 
     /// The elements `text` (an observation of this observer) gives a ref to, for the addressability check.
+    /// Roles are ARIA roles; an element shown without one (a heuristic `clickable`/`focusable`, Playwright's
+    /// `generic`) is reported as `generic`, and an element without a name is known by its text, because that is how
+    /// the generated pages' manifests name their operable elements that have no role.
     fn addressable(&self, text: &str) -> Vec<Addressable>;
 
     /// Ends the session and its browser.

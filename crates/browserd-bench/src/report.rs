@@ -25,7 +25,7 @@ pub struct ObserveRow {
     pub bytes: usize,
     /// o200k_base tokens of the observation text.
     pub tokens: usize,
-    /// Addressability against the page's manifest (generated pages only).
+    /// Addressability against the page's ground truth (generated pages and most hand-written ones).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub addressability: Option<AddressabilityReport>,
 }

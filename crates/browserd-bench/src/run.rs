@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use browserd_test_support::fixtures::{BenchManifest, FixtureSite, generate_elements_page};
+use browserd_test_support::fixtures::{BenchElement, FixtureSite, generate_elements_page, operable_elements};
 use clap::Parser;
 
 use crate::addressability;
@@ -73,8 +73,8 @@ pub struct Target {
     pub category: String,
     /// Page size for generated pages.
     pub n: Option<usize>,
-    /// Ground truth of interactive elements (generated pages).
-    pub manifest: Option<BenchManifest>,
+    /// Ground truth of the page's operable elements, when it has one.
+    pub expected: Option<Vec<BenchElement>>,
 }
 
 /// The pages selected by `args`: generated pages of each size, then every hand-written fixture page.
@@ -93,13 +93,18 @@ pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
                 path: format!("/gen/elements?n={n}"),
                 category: "generated".into(),
                 n: Some(n),
-                manifest: Some(manifest),
+                expected: Some(manifest.interactive),
             });
         }
     }
     if fixtures {
         for page in FixtureSite::pages().iter().filter(|p| p.category != "generated") {
-            out.push(Target { path: page.path.into(), category: page.category.into(), n: None, manifest: None });
+            out.push(Target {
+                path: page.path.into(),
+                category: page.category.into(),
+                n: None,
+                expected: operable_elements(page.path),
+            });
         }
     }
     Ok(out)
@@ -191,7 +196,7 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                         dump(dir, name, &target.path, &text);
                     }
                     let addressability =
-                        target.manifest.as_ref().map(|m| addressability::check(m, &observer.addressable(&text)));
+                        target.expected.as_ref().map(|e| addressability::check(e, &observer.addressable(&text)));
                     row_of("observe", name, target, observation, addressability)?
                 }
                 Err(e) => Err(e),
@@ -206,7 +211,7 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                 "browserd-bench: [{step}/{steps}] {name} click {} {:?} on {}",
                 click.role, click.name, click.path
             );
-            let target = Target { path: click.path.into(), category: "click".into(), n: click.n, manifest: None };
+            let target = Target { path: click.path.into(), category: "click".into(), n: click.n, expected: None };
             let outcome = observer.click(&site.url(click.path), click.role, click.name, args.click_runs).await;
             let row = match outcome {
                 Ok(result) => {
@@ -435,7 +440,8 @@ mod tests {
         let generated: Vec<_> = all.iter().filter(|t| t.category == "generated").map(|t| t.n).collect();
         assert_eq!(generated, vec![Some(100), Some(1000), Some(5000)]);
         assert!(all.iter().any(|t| t.path == "/form.html"));
-        assert!(all.iter().filter(|t| t.category == "generated").all(|t| t.manifest.is_some()));
+        assert!(all.iter().filter(|t| t.category == "generated").all(|t| t.expected.is_some()));
+        assert!(all.iter().any(|t| t.path == "/clickables.html" && t.expected.is_some()));
         let only = targets(&args(&["--pages", "generated", "--sizes", "42"])).unwrap();
         assert_eq!(only.len(), 1);
         assert_eq!(only[0].path, "/gen/elements?n=42");

@@ -12,8 +12,8 @@ use browserd_ipc::RuntimeDir;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, StatusResult, ToolsActivateParams};
 use browserd_protocol::tools::{
-    BROWSER_BATCH, BROWSER_CLAIM, BROWSER_CLEANUP, BROWSER_CLOSE, BROWSER_CONTEXT_RESET, BROWSER_HANDOFF,
-    BROWSER_LIST, BROWSER_MARK_DELIVERABLE, BROWSER_MARK_HANDOFF, BROWSER_OBSERVE, BROWSER_OPEN,
+    BROWSER_BATCH, BROWSER_CLAIM, BROWSER_CLEANUP, BROWSER_CLOSE, BROWSER_CONTEXT_RESET, BROWSER_HANDOFF, BROWSER_LIST,
+    BROWSER_MARK_DELIVERABLE, BROWSER_MARK_HANDOFF, BROWSER_OBSERVE, BROWSER_OPEN,
 };
 use browserd_protocol::{ErrorData, SessionId, TabId};
 use clap::{Args, Subcommand, ValueEnum};
@@ -283,7 +283,11 @@ fn report_error(e: &ErrorData) {
 fn init_logging(to_stderr_default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("BROWSERD_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(to_stderr_default));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
 }
 
 async fn run_broker(action: BrokerAction) -> anyhow::Result<i32> {
@@ -310,6 +314,9 @@ async fn run_broker(action: BrokerAction) -> anyhow::Result<i32> {
                 let _ = std::fs::create_dir_all(dir);
             }
             let broker = Broker::from_config(effective.config, state_dir.as_deref());
+            if let Some(dir) = &state_dir {
+                broker.set_journal_path(dir.join(browserd_journal::FILE_NAME));
+            }
             let shutdown = broker.shutdown_token();
             tokio::spawn(async move {
                 let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
@@ -421,16 +428,18 @@ fn print_config(json_out: bool) -> i32 {
         return 0;
     }
     match &effective.file {
-        Some(path) => println!(
-            "config file: {} ({})",
-            path.display(),
-            if effective.file_exists { "present" } else { "absent" }
-        ),
+        Some(path) => {
+            println!("config file: {} ({})", path.display(), if effective.file_exists { "present" } else { "absent" })
+        }
         None => println!("config file: none (no XDG_CONFIG_HOME or HOME)"),
     }
     for key in config::KEYS {
         let source = effective.sources.get(key).map_or_else(|| "default".to_owned(), ToString::to_string);
-        println!("{key} = {}  [{source}; env {}]", config::display_value(&effective.config, key), config::env_name(key));
+        println!(
+            "{key} = {}  [{source}; env {}]",
+            config::display_value(&effective.config, key),
+            config::env_name(key)
+        );
     }
     0
 }
@@ -538,11 +547,11 @@ async fn run_tool_command(cmd: Command) -> i32 {
         }
     };
     match execute(&client, cmd, &common).await {
-        Ok(text) => {
-            if !text.is_empty() {
-                println!("{text}");
+        Ok(out) => {
+            if !out.text.is_empty() {
+                println!("{}", out.text);
             }
-            0
+            i32::from(!out.ok)
         }
         Err(e) => {
             if common.json {
@@ -567,20 +576,40 @@ fn parse_json(text: &str, what: &str) -> Result<Value, ErrorData> {
     serde_json::from_str(&text).map_err(|e| ErrorData::invalid_params(format!("{what} is not valid JSON: {e}")))
 }
 
+/// What a tool subcommand printed and whether it did what was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Text (or JSON) to print.
+    pub text: String,
+    /// False when the result says it did not (an action that failed, a cleanup with failures): exit status 1.
+    pub ok: bool,
+}
+
+impl Output {
+    fn done(text: String) -> Self {
+        Self { text, ok: true }
+    }
+}
+
+fn result_ok(v: &Value) -> bool {
+    let failed_outcome = matches!(v.get("outcome").and_then(Value::as_str), Some("failed" | "cancelled" | "unknown"));
+    !failed_outcome && v.get("ok").and_then(Value::as_bool) != Some(false)
+}
+
 /// Runs one tool subcommand on `client`; returns the text (or JSON) to print.
 ///
 /// # Errors
 /// The broker's error.
-pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<String, ErrorData> {
+pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<Output, ErrorData> {
     let json_out = common.json;
     if let Command::Status { .. } = cmd {
         let params = StatusParams::default();
         let status = client.call(&params).await.map_err(ClientError::into_error_data)?;
-        return Ok(if json_out { to_json(&status) } else { status_text(&status) });
+        return Ok(Output::done(if json_out { to_json(&status) } else { status_text(&status) }));
     }
     if let Command::Stop { .. } = cmd {
         let r = client.stop_gate().await.map_err(ClientError::into_error_data)?;
-        return Ok(if json_out {
+        return Ok(Output::done(if json_out {
             to_json(&r)
         } else {
             format!(
@@ -588,7 +617,7 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<S
                  again before acting",
                 r.code, r.queued_cancelled, r.running_cancelled, r.leases_released
             )
-        });
+        }));
     }
     let name = session_name(common.session.as_deref());
     let session = cli_session(client, &name).await.map_err(ClientError::into_error_data)?;
@@ -659,7 +688,8 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<S
         _ => return Err(ErrorData::invalid_params("not a tool subcommand")),
     };
     let result = client.tool(&session, tool, args).await.map_err(ClientError::into_error_data)?;
-    Ok(if json_out { to_json(&result) } else { tool_text(tool, &result) })
+    let ok = result_ok(&result);
+    Ok(Output { text: if json_out { to_json(&result) } else { tool_text(tool, &result) }, ok })
 }
 
 fn act_args(action: &str, target: Option<String>, value: Option<String>, timeout: Option<u64>, observe: bool) -> Value {
@@ -722,8 +752,7 @@ fn observation_text(obs: &Value) -> String {
 }
 
 fn action_line(r: &Value) -> String {
-    let mut line =
-        format!("{} dispatch={} postcondition={}", s(r, "outcome"), s(r, "dispatch"), s(r, "postcondition"));
+    let mut line = format!("{} dispatch={} postcondition={}", s(r, "outcome"), s(r, "dispatch"), s(r, "postcondition"));
     if let Some(code) = r.get("code").and_then(Value::as_str) {
         line.push_str(&format!(" code={code}"));
     }
@@ -905,7 +934,10 @@ mod tests {
 
     #[test]
     fn act_arguments_put_values_where_the_action_expects_them() {
-        assert_eq!(act_args("press", Some("Enter".into()), None, None, false), json!({"action":"press","value":"Enter"}));
+        assert_eq!(
+            act_args("press", Some("Enter".into()), None, None, false),
+            json!({"action":"press","value":"Enter"})
+        );
         assert_eq!(
             act_args("fill", Some("e3".into()), Some("x".into()), Some(500), true),
             json!({"action":"fill","target":"e3","value":"x","timeoutMs":500,"observe":true})

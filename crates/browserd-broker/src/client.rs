@@ -167,9 +167,14 @@ impl Client {
             None => RuntimeDir::from_env()?,
         };
         let conn = if options.spawn {
-            browserd_ipc::connect_or_spawn(&dir, || spawn_broker(&dir), &SpawnOptions::default(), |progress| {
-                tracing::debug!(?progress, "connecting to the broker");
-            })
+            browserd_ipc::connect_or_spawn(
+                &dir,
+                || spawn_broker(&dir),
+                &SpawnOptions::default(),
+                |progress| {
+                    tracing::debug!(?progress, "connecting to the broker");
+                },
+            )
             .await?
         } else {
             browserd_ipc::connect(&dir).await?
@@ -223,7 +228,8 @@ impl Client {
                         Ok(Some(value)) => match Message::from_value(value) {
                             Ok(Message::Response(response)) => {
                                 let Some(id) = response.id.clone() else { continue };
-                                let waiter = pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+                                let waiter =
+                                    pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
                                 if let Some(waiter) = waiter {
                                     let _ = waiter.send(response);
                                 }

@@ -187,3 +187,102 @@ fn duplicate(call_id: &str, state: &DedupState) -> ErrorData {
         .with_details(json!({"state": "unknown"})),
     }
 }
+
+/// Audit metadata of one call: what was done, to which opaque handles, how it ended, how long it took. Never page
+/// content, URL paths or queries, or typed values (the record type cannot hold them).
+#[derive(Debug, Clone)]
+pub struct AuditNote<'a> {
+    /// Method or tool name.
+    pub name: &'a str,
+    /// The broker session.
+    pub session: Option<&'a str>,
+    /// The tool's arguments (only `action` and `tab` are read).
+    pub arguments: Option<&'a Value>,
+    /// The host's call id.
+    pub call_id: Option<&'a str>,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+fn audit_action(name: &str) -> Option<browserd_journal::audit::AuditAction> {
+    use browserd_journal::audit::AuditAction as A;
+    Some(match name {
+        "session.open" => A::SessionOpen,
+        "session.close" => A::SessionClose,
+        "turn.begin" => A::TurnBegin,
+        "turn.end" => A::TurnEnd,
+        "context.reset" | "browser_context_reset" => A::ContextReset,
+        "broker.stopGate" => A::Stop,
+        "browser_open" => A::TabOpen,
+        "browser_close" => A::TabClose,
+        "browser_observe" => A::Observe,
+        "browser_act" => A::Act,
+        "browser_batch" => A::Batch,
+        "browser_mark_deliverable" | "browser_mark_handoff" => A::Mark,
+        "browser_cleanup" => A::TaskFinalize,
+        "browser_handoff" => A::Handoff,
+        _ => return None,
+    })
+}
+
+fn input_kind(action: &str) -> Option<browserd_journal::audit::InputKind> {
+    use browserd_journal::audit::InputKind as I;
+    Some(match action {
+        "click" => I::Click,
+        "dblclick" => I::DoubleClick,
+        "hover" => I::Hover,
+        "fill" | "type" => I::Type,
+        "press" => I::Press,
+        "select" => I::Select,
+        "check" | "uncheck" => I::Check,
+        "scroll" => I::Scroll,
+        "drag" => I::Drag,
+        "upload" => I::Upload,
+        "navigate" => I::Navigate,
+        "back" | "forward" => I::History,
+        "reload" => I::Reload,
+        "dialog" => I::Dialog,
+        "wait" => I::Wait,
+        _ => return None,
+    })
+}
+
+fn opaque(text: &str) -> OpaqueId {
+    OpaqueId::new(text).unwrap_or_else(|_| OpaqueId::digest_of(text))
+}
+
+impl DedupLog {
+    /// Appends the audit metadata of one call (lifecycle methods and state-changing or page tools).
+    pub fn audit(&self, note: &AuditNote<'_>, result: &Result<Value, ErrorData>) {
+        let Some(action) = audit_action(note.name) else { return };
+        let mut record = browserd_journal::audit::AuditRecord::new(now(), action);
+        record.input = note.arguments.and_then(|a| a.get("action")).and_then(Value::as_str).and_then(input_kind);
+        record.session = note.session.map(opaque);
+        let tab = note
+            .arguments
+            .and_then(|a| a.get("tab"))
+            .or_else(|| result.as_ref().ok().and_then(|v| v.get("tab")))
+            .and_then(Value::as_u64);
+        record.tab = tab.map(|t| opaque(&format!("t{t}")));
+        record.request = note.call_id.map(OpaqueId::digest_of);
+        let compact = compact(result);
+        record.trace = compact.trace.clone();
+        if matches!(action, browserd_journal::audit::AuditAction::Act | browserd_journal::audit::AuditAction::Batch)
+            || result.is_err()
+        {
+            record.outcome = Some(compact.outcome);
+            record.dispatch = Some(compact.dispatch);
+        }
+        record.code = compact.code;
+        record.origin = result
+            .as_ref()
+            .ok()
+            .and_then(|v| v.get("url"))
+            .and_then(Value::as_str)
+            .and_then(browserd_journal::types::Origin::from_url);
+        record.timings.total_ms = Some(u32::try_from(note.elapsed.as_millis()).unwrap_or(u32::MAX));
+        if let Err(e) = self.lock().audit(&record) {
+            tracing::warn!(%e, "could not append an audit record");
+        }
+    }
+}

@@ -8,11 +8,11 @@
 
 use std::time::Duration;
 
+use browserd_protocol::SessionId;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
     CloseReason, HostKind, SessionCloseParams, StatusParams, TurnEndParams, TurnEndReason,
 };
-use browserd_protocol::SessionId;
 use serde_json::Value;
 
 use crate::client::{Client, ConnectOptions};
@@ -156,7 +156,8 @@ async fn run_inner(event: HookEvent, input: &HookInput, options: &HookOptions) -
                 }
             }
             HookEvent::SessionEnd => {
-                let params = SessionCloseParams { session: session.clone(), reason: close_reason(input.reason.as_deref()) };
+                let params =
+                    SessionCloseParams { session: session.clone(), reason: close_reason(input.reason.as_deref()) };
                 match client.call(&params).await {
                     Ok(r) => lines.push(format!(
                         "session {session} ({host:?}) closed: ok={} closed={:?} released={:?} kept={:?}",

@@ -34,10 +34,10 @@ use browserd_protocol::lifecycle::{
 };
 use browserd_protocol::methods::{MethodCall, ToolsListParams, ToolsListResult};
 use browserd_protocol::tools::{
-    BatchResult, BatchStop, BatchStopReason, BrowserStatusResult, HandoffResult, HandoffStatus, ListResult,
-    MarkResult, Tool, ToolCall, ToolCallParams, ToolTier,
+    BatchResult, BatchStop, BatchStopReason, BrowserStatusResult, HandoffResult, HandoffStatus, ListResult, MarkResult,
+    Tool, ToolCall, ToolCallParams, ToolTier,
 };
-use browserd_protocol::{ErrorCode, ErrorData, FencingToken, Outcome, SessionId};
+use browserd_protocol::{ActParams, ActionKind, ErrorCode, ErrorData, FencingToken, Outcome, SessionId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -424,7 +424,9 @@ impl Broker {
             if request.method == "client.disconnect" {
                 let result = self.client_disconnect(conn_id, &request, &active, &cancel_active);
                 let response = match result {
-                    Ok(value) => Response { jsonrpc: Default::default(), id: Some(request.id.clone()), payload: ok(value) },
+                    Ok(value) => {
+                        Response { jsonrpc: Default::default(), id: Some(request.id.clone()), payload: ok(value) }
+                    }
                     Err(e) => Response::failure(Some(request.id.clone()), e),
                 };
                 let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
@@ -438,7 +440,7 @@ impl Broker {
             tokio::spawn(async move {
                 let id = request.id.clone();
                 let outcome = tokio::select! {
-                    outcome = me.dispatch(conn_id, version, request) => outcome,
+                    outcome = me.dispatch_audited(conn_id, version, request) => outcome,
                     () = cancel.cancelled() => Err(ErrorData::new(ErrorCode::Cancelled, "the client cancelled its requests (client.disconnect)")),
                 };
                 active.fetch_sub(1, Ordering::SeqCst);
@@ -458,8 +460,7 @@ impl Broker {
 
     fn hello(&self, request: &Request) -> Result<(u32, HelloResult), ErrorData> {
         let params: HelloParams = request.params()?;
-        let version =
-            negotiate_named("broker", VersionRange::CURRENT, params.role.as_str(), params.protocol)?;
+        let version = negotiate_named("broker", VersionRange::CURRENT, params.role.as_str(), params.protocol)?;
         let result = HelloResult {
             protocol_version: version,
             role: ComponentRole::Broker,
@@ -568,6 +569,42 @@ impl Broker {
     }
 
     // ----- dispatch -----
+
+    /// [`Self::dispatch`], then the call's metadata into the journal's audit ring (when a journal is open).
+    async fn dispatch_audited(
+        self: &Arc<Self>,
+        conn_id: u64,
+        version: u32,
+        request: Request,
+    ) -> Result<Value, ErrorData> {
+        let Some(log) = self.dedup() else { return self.dispatch(conn_id, version, request).await };
+        let started = std::time::Instant::now();
+        let params = request.params.clone().unwrap_or(Value::Null);
+        let method = request.method.clone();
+        let result = self.dispatch(conn_id, version, request).await;
+        let (name, arguments, call_id) = if method == browserd_protocol::methods::TOOL_CALL {
+            (
+                params.get("name").and_then(Value::as_str).unwrap_or_default().to_owned(),
+                params.get("arguments"),
+                params.get("callId").and_then(Value::as_str),
+            )
+        } else {
+            (method.clone(), None, None)
+        };
+        let session =
+            params.get("session").and_then(Value::as_str).map(str::to_owned).or_else(|| {
+                result.as_ref().ok().and_then(|v| v.get("session")).and_then(Value::as_str).map(str::to_owned)
+            });
+        let note = crate::dedup::AuditNote {
+            name: &name,
+            session: session.as_deref(),
+            arguments,
+            call_id,
+            elapsed: started.elapsed(),
+        };
+        log.audit(&note, &result);
+        result
+    }
 
     async fn dispatch(self: &Arc<Self>, conn_id: u64, version: u32, request: Request) -> Result<Value, ErrorData> {
         match request.method.as_str() {
@@ -839,21 +876,27 @@ impl Broker {
         let key = self.key_of(&p.session)?;
         let tab = to_proto::tab_handle(p.tab);
         let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
-        let view = status.tabs.iter().find(|v| v.tab == tab).ok_or_else(|| {
-            ErrorData::new(ErrorCode::TabNotFound, format!("tab {} is not open", p.tab))
-        })?;
+        let view = status
+            .tabs
+            .iter()
+            .find(|v| v.tab == tab)
+            .ok_or_else(|| ErrorData::new(ErrorCode::TabNotFound, format!("tab {} is not open", p.tab)))?;
         let listed = to_proto::listed_tab(view);
         match listed.provenance {
             browserd_protocol::lifecycle::Provenance::OtherSession => {
                 let holder = self.runtime.inspect(|e| e.tabs().get(tab).and_then(|r| r.owner().cloned()));
-                let mut e = ErrorData::new(ErrorCode::OtherSessionTab, format!("tab {} belongs to another session", p.tab));
+                let mut e =
+                    ErrorData::new(ErrorCode::OtherSessionTab, format!("tab {} belongs to another session", p.tab));
                 if let Some(holder) = holder {
                     e = e.with_holder_session(to_proto::session_id(&holder));
                 }
                 return Err(e);
             }
             browserd_protocol::lifecycle::Provenance::User => {
-                return Err(ErrorData::new(ErrorCode::NotOwner, format!("tab {} is the user's; claim it first", p.tab)));
+                return Err(ErrorData::new(
+                    ErrorCode::NotOwner,
+                    format!("tab {} is the user's; claim it first", p.tab),
+                ));
             }
             _ => {}
         }
@@ -888,8 +931,7 @@ impl Broker {
 
     fn browser_status(&self) -> BrowserStatus {
         let caps = self.provider.capabilities();
-        let (bridge, auto) = self.runtime.inspect(|engine| (engine.bridge().state(), engine.auto_cleanup()));
-        let (_, _) = (&caps, &auto);
+        let bridge = self.runtime.inspect(|engine| engine.bridge().state());
         let missing: Vec<Capability> = caps.missing_for_turn_cleanup();
         let kind = match self.provider.kind() {
             ProviderKind::Managed => BrowserKind::Managed,
@@ -1043,7 +1085,11 @@ impl Broker {
         let dedup = self.dedup();
         let writes = !matches!(
             call,
-            ToolCall::Status(_) | ToolCall::List(_) | ToolCall::Observe(_) | ToolCall::Console(_) | ToolCall::Network(_)
+            ToolCall::Status(_)
+                | ToolCall::List(_)
+                | ToolCall::Observe(_)
+                | ToolCall::Console(_)
+                | ToolCall::Network(_)
         );
         let mut ticket = None;
         if let (Some(call_id), Some(log), true) = (&p.call_id, &dedup, writes) {
@@ -1122,9 +1168,35 @@ impl Broker {
             ToolCall::Open(params) => {
                 let admission = self.admit(None, ticket).await?;
                 let work = async {
-                    let view = rt.open_tab(&key, &params.url).await.map_err(|e| err(&e))?;
+                    // Open blank, then navigate as an action: the answer comes once the page has loaded (or with
+                    // the navigation's own error), so an observation right after sees the page.
+                    let view = rt.open_tab(&key, "about:blank").await.map_err(|e| err(&e))?;
                     self.set_current_tab(&id, Some(view.tab));
+                    let navigate = ActParams::new(ActionKind::Navigate).value(params.url.clone());
+                    let loaded = rt.act(&key, view.tab, &navigate, None).await.map_err(|e| {
+                        err(&e).with_details(json!({"tab": to_proto::tab_id(view.tab), "opened": true}))
+                    })?;
+                    if loaded.outcome == Outcome::Failed {
+                        let code = match loaded.code.as_deref().and_then(ErrorCode::from_name) {
+                            None | Some(ErrorCode::ActionFailed) => ErrorCode::NavigationFailed,
+                            Some(code) => code,
+                        };
+                        let message = loaded.message.clone().unwrap_or_else(|| "the page did not load".to_owned());
+                        return Err(ErrorData::new(
+                            code,
+                            format!("tab {} was opened but loading {} failed: {message}", view.tab.0, params.url),
+                        )
+                        .with_details(json!({"tab": to_proto::tab_id(view.tab), "opened": true})));
+                    }
                     let mut result = to_proto::tab_result(&view);
+                    result.url = loaded.effects.navigated.clone().unwrap_or_else(|| params.url.clone());
+                    result.title = String::new();
+                    if let Ok(now) = rt.status(&key).await
+                        && let Some(seen) = now.tabs.iter().find(|v| v.tab == view.tab && v.url != "about:blank")
+                    {
+                        result.url.clone_from(&seen.url);
+                        result.title.clone_from(&seen.title);
+                    }
                     if params.observe {
                         let obs = rt
                             .observe(&key, view.tab, &browserd_protocol::ObserveParams::default())

@@ -20,6 +20,7 @@ use browserd_protocol::lifecycle::{
     TurnBeginParams, TurnEndParams, TurnEndReason,
 };
 use browserd_protocol::methods::TOOLS_CHANGED;
+use browserd_protocol::tools::ToolCallParams;
 use browserd_protocol::{ErrorCode, SessionId, TabId};
 use browserd_test_support::fake_provider::{FakeProvider, Op};
 use serde_json::{Value, json};
@@ -38,11 +39,18 @@ fn config() -> BrokerConfig {
 }
 
 async fn start(config: BrokerConfig) -> Harness {
+    start_with(config, None).await
+}
+
+async fn start_with(config: BrokerConfig, journal: Option<std::path::PathBuf>) -> Harness {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("rt");
     let rdir = RuntimeDir::ensure(&dir).unwrap();
     let fake = Arc::new(FakeProvider::new());
     let broker = Broker::with_provider(fake.clone(), Arc::new(SystemClock::new()), config);
+    if let Some(path) = journal {
+        broker.set_journal_path(path);
+    }
     let task = tokio::spawn({
         let broker = broker.clone();
         async move { broker.run(&rdir).await }
@@ -71,8 +79,7 @@ impl Harness {
 
     /// Opens a session for `host`/`id` with tools active.
     async fn session(&self, client: &Client, host: HostKind, id: &str) -> SessionId {
-        let opened =
-            client.call(&SessionOpenParams { host, host_session_id: id.into(), label: None }).await.unwrap();
+        let opened = client.call(&SessionOpenParams { host, host_session_id: id.into(), label: None }).await.unwrap();
         client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
         opened.session
     }
@@ -233,13 +240,9 @@ async fn another_sessions_tab_is_refused_naming_the_holder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limits_answer_with_typed_back_pressure_errors() {
-    let h = start(BrokerConfig {
-        max_concurrent_page_ops: 1,
-        concurrency_wait_ms: 0,
-        max_queued_requests: 1,
-        ..config()
-    })
-    .await;
+    let h =
+        start(BrokerConfig { max_concurrent_page_ops: 1, concurrency_wait_ms: 0, max_queued_requests: 1, ..config() })
+            .await;
     let a = h.client().await;
     let b = h.client().await;
     let sa = h.session(&a, HostKind::Pi, "a").await;
@@ -303,7 +306,8 @@ async fn the_stop_gate_cancels_running_and_queued_work() {
     let a = h.client().await;
     let sa = h.session(&a, HostKind::Pi, "a").await;
     open_tab(&a, &sa).await;
-    h.fake.set_delay_for(Op::Act, Duration::from_secs(5));
+    // Whichever of the two requests gets the tab first runs for a long time; the other waits behind it.
+    h.fake.set_delay(Duration::from_secs(5));
     let running = tokio::spawn({
         let a = a.clone();
         let sa = sa.clone();
@@ -327,7 +331,7 @@ async fn the_stop_gate_cancels_running_and_queued_work() {
         let err = task.await.unwrap().unwrap_err();
         assert_eq!(err.error_data().unwrap().code, ErrorCode::UserStopped, "{err}");
     }
-    h.fake.set_delay_for(Op::Act, Duration::ZERO);
+    h.fake.set_delay(Duration::ZERO);
     // Work after the stop runs again (with a new lease).
     a.tool(&sa, "browser_observe", json!({})).await.unwrap();
 }
@@ -365,10 +369,8 @@ async fn tools_changed_reaches_every_attached_client() {
     let a = h.client().await;
     let b = h.client().await;
     let mut notes = b.take_notifications().unwrap();
-    let opened = a
-        .call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None })
-        .await
-        .unwrap();
+    let opened =
+        a.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None }).await.unwrap();
     b.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None }).await.unwrap();
     a.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
     let note = tokio::time::timeout(Duration::from_secs(10), notes.recv()).await.unwrap().unwrap();
@@ -459,8 +461,7 @@ async fn hooks_end_the_turn_and_close_the_session_of_the_host() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_return_quickly_when_no_broker_runs() {
     let tmp = tempfile::tempdir().unwrap();
-    let options =
-        HookOptions { timeout: Duration::from_secs(2), host: None, runtime_dir: Some(tmp.path().join("rt")) };
+    let options = HookOptions { timeout: Duration::from_secs(2), host: None, runtime_dir: Some(tmp.path().join("rt")) };
     let input = hooks::parse_input(r#"{"session_id":"x","hook_event_name":"Stop"}"#, None).unwrap();
     let summary = hooks::run_hook(HookEvent::TurnEnd, &input, &options).await;
     assert!(summary.contains("no browserd broker reachable"), "{summary}");
@@ -471,36 +472,150 @@ async fn cli_commands_print_one_line_per_item_and_json_on_request() {
     let h = start(config()).await;
     let c = h.client().await;
     let common = Common { session: Some("cli-test".into()), json: false };
-    let text = cli::execute(&c, Command::Open { url: "https://a.test/".into(), background: false, observe: false, common: common.clone() }, &common)
-        .await
-        .unwrap();
+    let out = cli::execute(
+        &c,
+        Command::Open { url: "https://a.test/".into(), background: false, observe: false, common: common.clone() },
+        &common,
+    )
+    .await
+    .unwrap();
+    assert!(out.ok);
+    let text = out.text;
     assert!(text.starts_with("tab ") && text.contains("https://a.test/"), "{text}");
-    let text = cli::execute(&c, Command::List { common: common.clone() }, &common).await.unwrap();
+    let text = cli::execute(&c, Command::List { common: common.clone() }, &common).await.unwrap().text;
     assert_eq!(text.lines().count(), 1, "{text}");
-    assert!(text.contains("agentCreated owned https://a.test/"), "{text}");
+    assert!(text.starts_with("tab ") && text.contains(" agentCreated owned "), "{text}");
 
     let json_common = Common { json: true, ..common.clone() };
-    let out = cli::execute(&c, Command::Observe { tab: None, screenshot: false, within: None, since: None, max_nodes: None, common: json_common.clone() }, &json_common)
-        .await
-        .unwrap();
-    let v: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["url"], "https://a.test/");
+    let out = cli::execute(
+        &c,
+        Command::Observe {
+            tab: None,
+            screenshot: false,
+            within: None,
+            since: None,
+            max_nodes: None,
+            common: json_common.clone(),
+        },
+        &json_common,
+    )
+    .await
+    .unwrap();
+    let v: Value = serde_json::from_str(&out.text).unwrap();
+    assert!(v["content"].as_str().unwrap().starts_with("fake page"), "{v}");
 
-    let err = cli::execute(&c, Command::Claim { tab: 999, observe: false, common: common.clone() }, &common).await.unwrap_err();
+    let err = cli::execute(&c, Command::Claim { tab: 999, observe: false, common: common.clone() }, &common)
+        .await
+        .unwrap_err();
     assert_eq!(err.code, ErrorCode::TabNotFound, "{err:?}");
 
-    let status = cli::execute(&c, Command::Status { common: common.clone() }, &common).await.unwrap();
+    let status = cli::execute(&c, Command::Status { common: common.clone() }, &common).await.unwrap().text;
     assert!(status.lines().any(|l| l.starts_with("session ") && l.contains("Cli cli-test")), "{status}");
     assert!(status.lines().any(|l| l.starts_with("limits: tabs/task 1/3")), "{status}");
 
-    let stopped = cli::execute(&c, Command::Stop { common: common.clone() }, &common).await.unwrap();
+    let stopped = cli::execute(&c, Command::Stop { common: common.clone() }, &common).await.unwrap().text;
     assert!(stopped.contains("USER_STOPPED"), "{stopped}");
 
     // A CLI session survives its (short) connection: the next command sees the same tab.
     drop(c);
     let c2 = h.client().await;
-    let text = cli::execute(&c2, Command::List { common: common.clone() }, &common).await.unwrap();
+    let text = cli::execute(&c2, Command::List { common: common.clone() }, &common).await.unwrap().text;
     assert!(text.contains("agentCreated"), "{text}");
-    let closed = c2.call(&SessionCloseParams { session: SessionId::new("s1"), reason: browserd_protocol::lifecycle::CloseReason::User }).await.unwrap();
+    let closed = c2
+        .call(&SessionCloseParams {
+            session: SessionId::new("s1"),
+            reason: browserd_protocol::lifecycle::CloseReason::User,
+        })
+        .await
+        .unwrap();
     assert!(closed.ok);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_id_runs_once_and_another_payload_is_refused() {
+    let journal = tempfile::tempdir().unwrap();
+    let h = start_with(config(), Some(journal.path().join("journal.sqlite3"))).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Pi, "p").await;
+    let tab = open_tab(&c, &s).await;
+    let call = |args: Value| ToolCallParams {
+        session: s.clone(),
+        name: "browser_act".into(),
+        arguments: args,
+        call_id: Some("call-1".into()),
+    };
+    let click = json!({"action": "click", "target": "e1"});
+    let acts = || h.fake.calls_to(Op::Act, handle(tab)).len();
+    let before = acts();
+    let first = c.call(&call(click.clone())).await.unwrap();
+    assert!(first.get("traceId").is_some(), "{first}");
+    let again = c.call(&call(click)).await.unwrap_err();
+    let data = again.error_data().unwrap();
+    assert_eq!(data.code, ErrorCode::DuplicateRequest, "{data:?}");
+    assert_eq!(data.details.as_deref().unwrap()["state"], "completed");
+    assert_eq!(acts(), before + 1, "the duplicate did not act again");
+
+    let other = c.call(&call(json!({"action": "click", "target": "e2"}))).await.unwrap_err();
+    assert_eq!(other.error_data().unwrap().code, ErrorCode::PayloadMismatch);
+    assert_eq!(acts(), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dispatched_by_a_crashed_broker_is_unknown_and_never_replayed() {
+    let journal_dir = tempfile::tempdir().unwrap();
+    let path = journal_dir.path().join("journal.sqlite3");
+    let args = json!({"action": "click", "target": "e1"});
+    {
+        // What a broker killed with -9 between dispatch and completion leaves behind.
+        let mut j = browserd_journal::Journal::open(&path, browserd_journal::JournalConfig::default()).unwrap();
+        let hash = browserd_broker::dedup::payload_hash("Pi", "p", "browser_act", &args);
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+        let now = browserd_journal::types::UnixMillis(now);
+        let browserd_journal::dedup::Begin::New(pending) =
+            j.begin("call-9", hash, now, Duration::from_secs(3600)).unwrap()
+        else {
+            panic!("a new request id")
+        };
+        let _dispatched = j.mark_dispatched(pending, now).unwrap();
+    }
+    let h = start_with(config(), Some(path)).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Pi, "p").await;
+    let tab = open_tab(&c, &s).await;
+    let acts = || h.fake.calls_to(Op::Act, handle(tab)).len();
+    let before = acts();
+    let params = ToolCallParams {
+        session: s.clone(),
+        name: "browser_act".into(),
+        arguments: args,
+        call_id: Some("call-9".into()),
+    };
+    let err = c.call(&params).await.unwrap_err();
+    assert_eq!(err.error_data().unwrap().code, ErrorCode::OutcomeUnknown, "{err}");
+    assert_eq!(acts(), before, "an unknown outcome is never replayed");
+
+    // A new id acts normally.
+    let fresh = ToolCallParams {
+        call_id: Some("call-10".into()),
+        arguments: json!({"action": "click", "target": "e1"}),
+        ..params
+    };
+    c.call(&fresh).await.unwrap();
+    assert_eq!(acts(), before + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_broker_exits_and_client_disconnect_leaves_sessions_for_reattachment() {
+    let h = start(BrokerConfig { idle_exit_secs: 1, ..config() }).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Mcp, "m").await;
+    let left: browserd_protocol::lifecycle::ClientDisconnectResult =
+        c.call(&browserd_protocol::lifecycle::ClientDisconnectParams::default()).await.unwrap();
+    assert_eq!(left.sessions, vec![s]);
+    assert_eq!(left.cancelled, 0);
+    drop(c);
+    // No client and nothing owned (the session has no tabs): the broker exits by itself.
+    let summary = tokio::time::timeout(Duration::from_secs(30), h.task).await.unwrap().unwrap().unwrap();
+    assert_eq!(summary.disposed_sessions, 1);
+    assert!(!h.dir.join("broker.sock").exists());
 }

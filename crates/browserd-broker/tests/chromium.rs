@@ -10,12 +10,12 @@ use browserd_broker::lazy::BrowserTarget;
 use browserd_broker::server::Broker;
 use browserd_cdp::LaunchOptions;
 use browserd_ipc::RuntimeDir;
+use browserd_protocol::TabId;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
-    AutoTurnCleanup, BrowserKind, BridgeState, HostKind, SessionOpenParams, StatusParams, ToolsActivateParams,
+    AutoTurnCleanup, BridgeState, BrowserKind, HostKind, SessionOpenParams, StatusParams, ToolsActivateParams,
     TurnEndParams, TurnEndReason,
 };
-use browserd_protocol::TabId;
 use browserd_test_support::fixtures::FixtureSite;
 use serde_json::json;
 

@@ -147,6 +147,7 @@ impl Cdp {
             sweep_at: SWEEP_MIN,
             sessions: HashMap::new(),
             detached: HashMap::new(),
+            crashed: HashMap::new(),
             detached_order: VecDeque::new(),
             root_policy: None,
             policies: HashMap::new(),
@@ -365,6 +366,9 @@ struct ConnectionTask<T> {
     sweep_at: usize,
     sessions: HashMap<SessionId, SessionState>,
     detached: HashMap<SessionId, String>,
+    /// Sessions whose renderer crashed, until `Inspector.targetReloadedAfterCrash`: calls that need the renderer fail
+    /// at once instead of waiting for their deadline.
+    crashed: HashMap<SessionId, String>,
     detached_order: VecDeque<SessionId>,
     /// The auto-attach policy of the browser-level session.
     root_policy: Option<AutoAttach>,
@@ -421,6 +425,14 @@ impl<T: Transport> ConnectionTask<T> {
                     && let Some(reason) = self.detached.get(session)
                 {
                     let _ = reply.send(Err(CdpError::TargetClosed { reason: reason.clone() }));
+                    return Flow::Continue;
+                }
+                if let Some(session) = &session
+                    && let Some(reason) = self.crashed.get(session)
+                    && needs_renderer(&method)
+                {
+                    let reason = format!("{reason}; reload or navigate it (Page.reload, Page.navigate) to recover");
+                    let _ = reply.send(Err(CdpError::TargetClosed { reason }));
                     return Flow::Continue;
                 }
                 if reply.is_closed() {
@@ -609,6 +621,7 @@ impl<T: Transport> ConnectionTask<T> {
                     .collect();
                 for session in crashed {
                     self.fail_pending_of(&session, &reason);
+                    self.crashed.insert(session, reason.clone());
                 }
             }
             "Inspector.targetCrashed" => {
@@ -618,6 +631,12 @@ impl<T: Transport> ConnectionTask<T> {
                         None => format!("the target of session {session} crashed"),
                     };
                     self.fail_pending_of(&session.clone(), &reason);
+                    self.crashed.insert(session.clone(), reason);
+                }
+            }
+            "Inspector.targetReloadedAfterCrash" => {
+                if let Some(session) = session {
+                    self.crashed.remove(session);
                 }
             }
             "Inspector.detached" => {
@@ -652,6 +671,7 @@ impl<T: Transport> ConnectionTask<T> {
         for id in doomed {
             self.sessions.remove(&id);
             self.policies.remove(&id);
+            self.crashed.remove(&id);
             self.fail_pending_of(&id, reason);
             if self.detached.insert(id.clone(), reason.to_owned()).is_none() {
                 self.detached_order.push_back(id);
@@ -677,6 +697,28 @@ impl<T: Transport> ConnectionTask<T> {
             }
         }
     }
+}
+
+/// Whether `method` is carried out by the target's renderer, so it cannot be answered while the renderer is crashed.
+/// Browser-side domains (Page navigation, Emulation, Target, Browser, …) still answer after a crash.
+fn needs_renderer(method: &str) -> bool {
+    const RENDERER_DOMAINS: &[&str] = &[
+        "Accessibility",
+        "Animation",
+        "CSS",
+        "DOM",
+        "DOMDebugger",
+        "DOMSnapshot",
+        "Debugger",
+        "HeapProfiler",
+        "Input",
+        "LayerTree",
+        "Overlay",
+        "Profiler",
+        "Runtime",
+    ];
+    let domain = method.split_once('.').map_or(method, |(domain, _)| domain);
+    RENDERER_DOMAINS.contains(&domain) && method != "Runtime.runIfWaitingForDebugger"
 }
 
 /// Whether a CDP error answer means the session no longer exists.

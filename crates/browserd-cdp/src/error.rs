@@ -67,6 +67,12 @@ pub enum LaunchError {
         tried.join(", ")
     )]
     ExecutableNotFound { tried: Vec<String> },
+    /// A headed browser was asked for, but there is no display.
+    #[error(
+        "a headed browser needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set; run under a display \
+         (for example `xvfb-run`) or launch headless"
+    )]
+    NoDisplay,
     /// The executable exists but could not be started.
     #[error("could not start {}: {message}; check that it is an executable Chromium binary", path.display())]
     Spawn { path: PathBuf, message: String },

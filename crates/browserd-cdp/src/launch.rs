@@ -206,6 +206,9 @@ impl ManagedBrowser {
     /// Starts a browser and waits until it answers `Browser.getVersion`.
     pub async fn launch(options: LaunchOptions) -> Result<ManagedBrowser, LaunchError> {
         let executable = find_executable(options.executable.as_deref())?;
+        if !options.headless && !display_available(&options.env, |name| std::env::var_os(name)) {
+            return Err(LaunchError::NoDisplay);
+        }
         let profile = match &options.user_data_dir {
             Some(dir) => {
                 std::fs::create_dir_all(dir)
@@ -398,6 +401,14 @@ pub enum ShutdownError {
     /// The browser stopped, but its temporary profile could not be removed.
     #[error("the browser stopped ({}) but its profile {} could not be removed: {message}; delete it by hand", exit.description, path.display())]
     RemoveProfile { path: PathBuf, message: String, exit: BrowserExit },
+}
+
+/// Whether a headed browser has a display: `DISPLAY` or `WAYLAND_DISPLAY`, from the launch options or the process.
+fn display_available(env: &[(String, String)], process_env: impl Fn(&str) -> Option<OsString>) -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"].iter().any(|name| match env.iter().rev().find(|(key, _)| key == name) {
+        Some((_, value)) => !value.is_empty(),
+        None => process_env(name).is_some_and(|value| !value.is_empty()),
+    })
 }
 
 fn browser_args(options: &LaunchOptions, profile: &Path) -> Vec<OsString> {

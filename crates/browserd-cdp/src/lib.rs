@@ -12,8 +12,9 @@
 //!   child the same way and optionally resumes it (`Runtime.runIfWaitingForDebugger`).
 //! - Transports, all behind the minimal [`Transport`] trait (send one JSON message, receive one):
 //!   [`PipeTransport`] (`--remote-debugging-pipe`, NUL-terminated messages on fds 3 and 4), [`WsTransport`]
-//!   (`ws://` endpoints, with `http://host:port` resolved through `/json/version`), and [`MemoryTransport`] for tests.
-//!   The extension relay implements the same trait.
+//!   (`ws://` and `wss://` endpoints such as a browser grid, TLS by rustls with the Mozilla roots plus any extra CA;
+//!   `http://host:port` is resolved through `/json/version`), and [`MemoryTransport`] for tests. The extension relay
+//!   implements the same trait.
 //! - [`ManagedBrowser`]: a Chromium process browserd starts, owns and stops.
 //!
 //! # How a managed browser is started
@@ -21,7 +22,9 @@
 //! [`ManagedBrowser::launch`] finds the executable ([`find_executable`]: the explicit option, `$BROWSERD_CHROMIUM`,
 //! `/usr/lib/chromium/chromium`, then `chromium`, `chromium-browser`, `google-chrome`, `google-chrome-stable`,
 //! `microsoft-edge` on `PATH`), makes a profile directory (a temporary one unless given, removed on shutdown) and
-//! starts the browser in its own process group with `--remote-debugging-pipe`, `--headless=new` unless headed,
+//! starts the browser in its own process group with `--remote-debugging-pipe` (the pipes are mapped onto fds 3 and 4
+//! by the `command-fds` crate, so browserd itself has no `unsafe`), `--headless=new` unless headed (which needs
+//! `DISPLAY` or `WAYLAND_DISPLAY`),
 //! `--no-sandbox` when running as root, flags that keep it off the network (no background networking, component
 //! updates, sync, QUIC or first-run UI), `XDG_CONFIG_HOME`/`XDG_CACHE_HOME` inside the profile, and `about:blank`.
 //! It is ready once it answers `Browser.getVersion`. A watcher task reaps the process and reports its exit status,

@@ -14,7 +14,7 @@ use crate::transport::Transport;
 pub const MAX_PIPE_MESSAGE: usize = 512 * 1024 * 1024;
 
 /// How long to wait, after the pipe closed, for the process watcher to say why.
-const EXIT_REASON_GRACE: Duration = Duration::from_secs(3);
+const EXIT_REASON_GRACE: Duration = Duration::from_secs(5);
 
 /// CDP over a pair of pipes: the browser reads commands from one (its fd 3) and writes answers and events to the other
 /// (its fd 4).

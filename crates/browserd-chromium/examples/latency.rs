@@ -26,7 +26,8 @@ async fn main() -> anyhow::Result<()> {
         env: vec![("XDG_CONFIG_HOME".into(), dir.path().join("xdg").display().to_string())],
         ..LaunchOptions::default()
     };
-    let (p, browser) = ChromiumProvider::launch_managed(opts, HandleAllocator::new(), ChromiumConfig::default()).await?;
+    let (p, browser) =
+        ChromiumProvider::launch_managed(opts, HandleAllocator::new(), ChromiumConfig::default()).await?;
     let ctx = OpContext::new(SessionKey("bench".into()), Duration::from_secs(20), "bench");
     let tab = p.create_tab(&ctx, CreateTab { url: "about:blank".into(), ..Default::default() }).await?.tab;
     p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url("/form.html"))).await?;
@@ -44,7 +45,8 @@ async fn main() -> anyhow::Result<()> {
         pct(&mut obs, 0.95)
     );
     for n_el in [1000, 5000] {
-        p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url(&format!("/gen/elements?n={n_el}")))).await?;
+        p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url(&format!("/gen/elements?n={n_el}"))))
+            .await?;
         let mut v = Vec::new();
         let mut size = 0;
         for _ in 0..(n / 4).max(5) {

@@ -609,7 +609,9 @@ impl Run<'_> {
                 .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
             let b = if pr["animating"] == json!(true) {
                 tokio::time::sleep(Duration::from_millis(16)).await;
-                quad_center(self.p, self.tab, res, self.deadline).await.map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?
+                quad_center(self.p, self.tab, res, self.deadline)
+                    .await
+                    .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?
             } else {
                 a
             };
@@ -631,7 +633,8 @@ impl Run<'_> {
                 height: b.get(3)?.as_f64()?,
             })
         };
-        let a = boxed(&pr).ok_or_else(|| Fail::new(codes::NOT_ACTIONABLE, "the node has no visible box (zero size)"))?;
+        let a =
+            boxed(&pr).ok_or_else(|| Fail::new(codes::NOT_ACTIONABLE, "the node has no visible box (zero size)"))?;
         let mut last = pr;
         if last["animating"] == json!(true) {
             // Stable box: with animations running, two samples one frame apart must agree.
@@ -1309,7 +1312,7 @@ impl Run<'_> {
         };
         self.res.timings.actionability = ms(a0.elapsed());
         let d0 = Instant::now();
-        const POS: &str = "function(){ const e = this && this.nodeType === 1 ? this : document.scrollingElement; return [e.scrollLeft, e.scrollTop, e.clientWidth, e.clientHeight]; }";
+        const POS: &str = "function(){ const e = this && this.nodeType === 1 ? this : document.scrollingElement; return [e.scrollLeft, e.scrollTop, e.clientWidth, e.clientHeight, e.scrollWidth, e.scrollHeight]; }";
         const FIND: &str = r"function(t) {
           const root = this && this.nodeType === 1 ? this : document.body;
           const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
@@ -1371,6 +1374,17 @@ impl Run<'_> {
                     self.res.dispatch = Dispatch::Observed;
                     break;
                 }
+                // Not moved: at the end, or the wheel event was slow to land (a busy page); only the geometry says.
+                let f = |i: usize| before[i].as_f64().unwrap_or(0.0);
+                let at_end = match dir {
+                    ScrollDirection::Down => f(1) + f(3) >= f(5) - 1.0,
+                    ScrollDirection::Up => f(1) <= 0.0,
+                    ScrollDirection::Right => f(0) + f(2) >= f(4) - 1.0,
+                    ScrollDirection::Left => f(0) <= 0.0,
+                };
+                if !at_end && Instant::now() < self.deadline {
+                    continue;
+                }
                 return Err(Fail::new(
                     codes::TARGET_NOT_FOUND,
                     format!("scrolled to the end without finding {:?}", params.until_text.clone().unwrap_or_default()),
@@ -1385,7 +1399,7 @@ impl Run<'_> {
         match obj {
             Some(o) => self.call_on(session, o, f, json!([])).await,
             None => self
-                .eval(session, "[scrollX, scrollY, innerWidth, innerHeight]")
+                .eval(session, "(() => { const e = document.scrollingElement; return [scrollX, scrollY, innerWidth, innerHeight, e.scrollWidth, e.scrollHeight]; })()")
                 .await
                 .map_err(|e| cdp_fail(&e, "reading the scroll position", false)),
         }

@@ -73,6 +73,9 @@ const STRUCTURAL: &[&str] = &[
 const NAME_FROM_CONTENT: &[&str] =
     &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
 
+/// The attributes the renderer reads; the others are not copied out of the snapshot.
+const KEPT_ATTRS: &[&str] = &["href", "type", "tabindex", "contenteditable", "maxlength", "placeholder"];
+
 /// A DOM node's facts from the snapshot.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct DomNode {
@@ -185,7 +188,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                     .and_then(Value::as_array)
                     .map(|a| {
                         a.chunks(2)
-                            .filter(|c| c.len() == 2)
+                            .filter(|c| c.len() == 2 && KEPT_ATTRS.contains(&s(&c[0])))
                             .map(|c| (s(&c[0]).to_owned(), s(&c[1]).to_owned()))
                             .collect()
                     })
@@ -919,7 +922,15 @@ pub(crate) async fn build(
     let owners_f =
         join_all(oop.iter().map(|(id, _, ps)| p.call(Some(ps), "DOM.getFrameOwner", json!({"frameId": id}), deadline)));
     let t_calls = Instant::now();
-    let (snaps, axs, owner_res) = tokio::join!(snaps, axs, owners_f);
+    let snaps = async {
+        let r = snaps.await;
+        (r, t_calls.elapsed().as_secs_f64() * 1000.0)
+    };
+    let axs = async {
+        let r = axs.await;
+        (r, t_calls.elapsed().as_secs_f64() * 1000.0)
+    };
+    let ((snaps, snap_ms), (axs, ax_ms), owner_res) = tokio::join!(snaps, axs, owners_f);
     let calls_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
     let t_render = Instant::now();
     let mut docs = HashMap::new();
@@ -1056,9 +1067,19 @@ pub(crate) async fn build(
     }
     out.frames = summaries;
     out.url = url;
-    tracing::debug!(calls_ms, render_ms = t_render.elapsed().as_secs_f64() * 1000.0, nodes = out.node_count, "observation built");
+    tracing::debug!(
+        calls_ms,
+        snap_ms,
+        ax_ms,
+        render_ms = t_render.elapsed().as_secs_f64() * 1000.0,
+        nodes = out.node_count,
+        "observation built"
+    );
     if std::env::var_os("BROWSERD_PROFILE_OBSERVE").is_some() {
-        eprintln!("observe: calls {calls_ms:.1} ms, parse+render {:.1} ms", t_render.elapsed().as_secs_f64() * 1000.0);
+        eprintln!(
+            "observe: calls {calls_ms:.1} ms (snapshot {snap_ms:.1}, ax {ax_ms:.1}), parse+render {:.1} ms",
+            t_render.elapsed().as_secs_f64() * 1000.0
+        );
     }
     Ok(out)
 }
@@ -1244,8 +1265,10 @@ mod tests {
 
     #[test]
     fn diff_reports_new_or_changed_lines_and_gone_refs() {
-        let old = vec![line(Some("e1"), "[e1] button \"A\""), line(Some("e2"), "[e2] textbox \"B\""), line(None, "Count: 1")];
-        let new = vec![line(Some("e1"), "[e1] button \"A\""), line(None, "Count: 2"), line(Some("e3"), "[e3] link \"C\"")];
+        let old =
+            vec![line(Some("e1"), "[e1] button \"A\""), line(Some("e2"), "[e2] textbox \"B\""), line(None, "Count: 1")];
+        let new =
+            vec![line(Some("e1"), "[e1] button \"A\""), line(None, "Count: 2"), line(Some("e3"), "[e3] link \"C\"")];
         let (added, removed) = diff(&old, &new);
         assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "[e3] link \"C\""]);
         assert_eq!(removed, vec!["e2".to_owned()]);

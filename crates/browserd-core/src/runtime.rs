@@ -314,8 +314,18 @@ impl Runtime {
     }
 
     async fn ensure_connected(&self, session: &SessionKey) -> Result<(), CoreError> {
-        if !self.engine().bridge().needs_connect() {
+        let (needs_connect, stop_cause) = {
+            let engine = self.engine();
+            (engine.bridge().needs_connect(), engine.bridge().stop_cause())
+        };
+        if !needs_connect {
             return Ok(());
+        }
+        if stop_cause == Some(StopCause::PluginDisposal) {
+            return Err(CoreError::new(
+                ErrorKind::ShuttingDown,
+                "the bridge was stopped by plugin disposal; load the plugin again to use the browser",
+            ));
         }
         let ctx = self.ctx(session, self.inner.config.op_timeout);
         match self.inner.provider.connect(&ctx).await {
@@ -734,8 +744,10 @@ impl Runtime {
             }
         }
         let now = self.now();
-        if let Some(key) = self.engine().orphaned_recovery_due(now).first().cloned()
-            && self.ensure_connected(&key).await.is_ok()
+        // Bound first: a guard in an `if let` scrutinee would live across the await below.
+        let due = self.engine().orphaned_recovery_due(now);
+        if let Some(key) = due.first()
+            && self.ensure_connected(key).await.is_ok()
         {
             self.retry_orphans().await;
         }

@@ -424,6 +424,10 @@ async fn lc13_plugin_disposal_waits_for_active_requests_and_stops_bridge() {
     assert!(observe_done < close_start, "final cleanup started only after the active request ended");
     assert_eq!(kind(h.rt.open_tab(&s, "http://x").await), ErrorKind::ShuttingDown);
     assert!(!h.rt.status(&s).await.unwrap().tools_active);
+    // A late host close is idempotent and does not restart the stopped bridge.
+    assert!(h.rt.close_session(&s, CloseReason::HostExit).await.unwrap().ok);
+    assert_eq!(h.rt.status(&s).await.unwrap().bridge, BridgeState::Stopped);
+    assert_eq!(h.fake.calls().iter().filter(|c| c.op == Op::Connect).count(), 1);
 }
 
 #[tokio::test(start_paused = true)]

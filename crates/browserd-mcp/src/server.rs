@@ -169,20 +169,11 @@ impl McpServer {
             return Err(ErrorData::new(ErrorCode::SessionClosed, "this MCP server is shutting down")
                 .with_next_step("Restart the MCP server (the host does this when it reconnects)."));
         }
-        let (host, host_session_id) = match codex.and_then(|meta| meta.session_id.clone()) {
-            Some(id) => (HostKind::Codex, id),
-            None => {
-                let identity = &state.identity;
-                let host = match (identity.host, client) {
-                    (HostKind::Mcp, Some(known)) => known,
-                    (host, _) => host,
-                };
-                (host, identity.host_session_id.clone())
-            }
-        };
-
-        if let Some(open) = &state.open
-            && open.host_session_id != host_session_id
+        // Only Codex's metadata names a session per call; without it the open session (or the process identity) holds,
+        // so a host that sends the metadata on some calls only never flips between two sessions.
+        let named = codex.and_then(|meta| meta.session_id.clone());
+        if let (Some(open), Some(named)) = (&state.open, &named)
+            && &open.host_session_id != named
         {
             // Codex switched sessions under the same MCP process.
             let old = open.session.clone();
@@ -193,6 +184,17 @@ impl McpServer {
         }
 
         if state.open.is_none() {
+            let (host, host_session_id) = match named {
+                Some(id) => (HostKind::Codex, id),
+                None => {
+                    let identity = &state.identity;
+                    let host = match (identity.host, client) {
+                        (HostKind::Mcp, Some(known)) => known,
+                        (host, _) => host,
+                    };
+                    (host, identity.host_session_id.clone())
+                }
+            };
             let opened = backend.open_session(host, &host_session_id).await?;
             tracing::info!(session = %opened.session, ?host, %host_session_id, reattached = opened.reattached, "browser session open");
             state.open = Some(OpenSession { session: opened.session, host_session_id, turn: None, ended: Vec::new() });

@@ -428,10 +428,16 @@ async fn a_new_codex_session_closes_the_old_one() {
     let h = start().await;
     h.client.call_tool(with_meta(call("browser_status", json!({})), codex_meta("a", "t1"))).await.unwrap();
     h.client.call_tool(with_meta(call("browser_status", json!({})), codex_meta("b", "t1"))).await.unwrap();
+    // A call without the metadata stays in the current session.
+    h.client.call_tool(call("browser_status", json!({}))).await.unwrap();
     let events = h.backend.events();
     assert_eq!(events[3], Event::Close("s1".into(), CloseReason::SessionSwitch));
     assert_eq!(events[4], Event::Open(HostKind::Codex, "b".into()));
     assert_eq!(events[5], Event::Begin("s2".into(), Some("t1".into())));
+    assert_eq!(
+        events[6..],
+        [Event::Call("s2".into(), "browser_status".into()), Event::Call("s2".into(), "browser_status".into())]
+    );
 }
 
 #[tokio::test]

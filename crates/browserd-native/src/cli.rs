@@ -87,7 +87,10 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         Command::Install { browser, user_data_dir, extension_ids, json } => {
             let loc = Locations::from_env()?;
             let exe = std::env::current_exe()?;
-            let report = install::install(&loc, &InstallOptions { brands: browser.brands(), user_data_dir, extension_ids, exe })?;
+            let report = install::install(
+                &loc,
+                &InstallOptions { brands: browser.brands(), user_data_dir, extension_ids, exe },
+            )?;
             if json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
@@ -96,13 +99,19 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
                     println!("wrote {}", m.display());
                 }
                 println!("allowed extensions: {}", report.extension_ids.join(", "));
-                println!("next: load the extension (chrome://extensions → Developer mode → Load unpacked → the `extension` folder), then run `browserd doctor`");
+                println!(
+                    "next: load the extension (chrome://extensions → Developer mode → Load unpacked → the `extension` folder), then run `browserd doctor`"
+                );
             }
             Ok(0)
         }
         Command::Doctor { browser, user_data_dir, extension_ids, json } => {
             let loc = Locations::from_env()?;
-            let checks = install::doctor(&loc, &DoctorOptions { brands: browser.brands(), user_data_dir, extension_ids, socket: None }).await;
+            let checks = install::doctor(
+                &loc,
+                &DoctorOptions { brands: browser.brands(), user_data_dir, extension_ids, socket: None },
+            )
+            .await;
             let failed = checks.iter().any(|c| c.status == CheckStatus::Fail);
             if json {
                 println!("{}", serde_json::to_string_pretty(&checks)?);

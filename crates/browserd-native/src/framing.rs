@@ -25,7 +25,9 @@ pub const MAX_FROM_EXTENSION: usize = 64 * 1024 * 1024;
 pub enum FramingError {
     #[error("a Native Messaging frame announced {size} bytes, above the limit of {limit}; the peer is not a browser")]
     TooLarge { size: usize, limit: usize },
-    #[error("a message of {size} bytes cannot go to the extension (limit {limit} bytes even when chunked); request less data")]
+    #[error(
+        "a message of {size} bytes cannot go to the extension (limit {limit} bytes even when chunked); request less data"
+    )]
     MessageTooLarge { size: usize, limit: usize },
     #[error("the input ended in the middle of a frame")]
     Truncated,
@@ -78,7 +80,8 @@ pub fn plan_frames(message: &[u8], chunk_id: u64) -> Result<Vec<Vec<u8>>, Framin
         .chunks(CHUNK_RAW)
         .enumerate()
         .map(|(index, raw)| {
-            let chunk = json!({"type": "chunk", "id": chunk_id, "index": index, "count": count, "data": b64.encode(raw)});
+            let chunk =
+                json!({"type": "chunk", "id": chunk_id, "index": index, "count": count, "data": b64.encode(raw)});
             encode_frame(chunk.to_string().as_bytes())
         })
         .collect::<Vec<_>>();
@@ -86,10 +89,13 @@ pub fn plan_frames(message: &[u8], chunk_id: u64) -> Result<Vec<Vec<u8>>, Framin
     Ok(frames)
 }
 
+/// Chunks received so far for one message: how many, and each by index.
+type Partial = (usize, Vec<Option<Vec<u8>>>);
+
 /// Reassembles chunk frames (the extension does this in JS; this twin is for tests and tools).
 #[derive(Debug, Default)]
 pub struct Reassembler {
-    parts: std::collections::HashMap<u64, (usize, Vec<Option<Vec<u8>>>)>,
+    parts: std::collections::HashMap<u64, Partial>,
 }
 
 impl Reassembler {

@@ -27,7 +27,9 @@ pub enum HostError {
         "`{0}` is not an extension origin; the browser starts the host with `chrome-extension://<id>/` — run it through the browser, not by hand"
     )]
     BadOrigin(String),
-    #[error("no browserd endpoint at {path}: {message}; start browserd (the broker mounts the extension endpoint) and reload the extension")]
+    #[error(
+        "no browserd endpoint at {path}: {message}; start browserd (the broker mounts the extension endpoint) and reload the extension"
+    )]
     NoEndpoint { path: PathBuf, message: String },
     #[error("the browserd runtime directory is unusable: {0}")]
     RuntimeDir(String),
@@ -65,8 +67,10 @@ async fn connect_endpoint(path: &PathBuf) -> Result<FramedConnection, HostError>
     for _ in 0..8 {
         match UnixStream::connect(path).await {
             Ok(stream) => {
-                let peer = PeerCred::of(&stream).map_err(|e| HostError::NoEndpoint { path: path.clone(), message: e.to_string() })?;
-                check_peer(nix::unistd::getuid().as_raw(), &peer).map_err(|_| HostError::ForeignEndpoint(path.clone()))?;
+                let peer = PeerCred::of(&stream)
+                    .map_err(|e| HostError::NoEndpoint { path: path.clone(), message: e.to_string() })?;
+                check_peer(nix::unistd::getuid().as_raw(), &peer)
+                    .map_err(|_| HostError::ForeignEndpoint(path.clone()))?;
                 return Ok(FramedConnection::new(stream, peer, LINK_MAX_LINE));
             }
             Err(e) => last = e.to_string(),

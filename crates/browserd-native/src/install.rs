@@ -124,12 +124,13 @@ impl Locations {
             .map(PathBuf::from)
             .ok_or_else(|| anyhow::anyhow!("HOME is not set; set it to your home directory and retry"))?;
         let xdg = |var: &str, fallback: &str| {
-            std::env::var_os(var)
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute())
-                .unwrap_or_else(|| home.join(fallback))
+            std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute()).unwrap_or_else(|| home.join(fallback))
         };
-        Ok(Locations { config_home: xdg("XDG_CONFIG_HOME", ".config"), data_dir: xdg("XDG_DATA_HOME", ".local/share").join("browserd"), home })
+        Ok(Locations {
+            config_home: xdg("XDG_CONFIG_HOME", ".config"),
+            data_dir: xdg("XDG_DATA_HOME", ".local/share").join("browserd"),
+            home,
+        })
     }
 
     /// The manifest path for `brand` (or inside a custom `--user-data-dir`, where Chromium looks first).
@@ -183,7 +184,10 @@ impl Receipt {
     fn load(path: &Path) -> anyhow::Result<Receipt> {
         match std::fs::read(path) {
             Ok(b) => Ok(serde_json::from_slice(&b).map_err(|e| {
-                anyhow::anyhow!("the install receipt {} is unreadable ({e}); remove it and run `browserd install` again", path.display())
+                anyhow::anyhow!(
+                    "the install receipt {} is unreadable ({e}); remove it and run `browserd install` again",
+                    path.display()
+                )
             })?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Receipt { version: 1, files: Vec::new() }),
             Err(e) => Err(e.into()),
@@ -202,9 +206,11 @@ fn sha256_hex(bytes: &[u8]) -> String {
 
 fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     let dir = path.parent().ok_or_else(|| anyhow::anyhow!("{} has no parent directory", path.display()))?;
-    std::fs::create_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}; check permissions", dir.display()))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}; check permissions", dir.display()))?;
     let tmp = dir.join(format!(".{}.tmp", path.file_name().and_then(|n| n.to_str()).unwrap_or("browserd")));
-    std::fs::write(&tmp, bytes).map_err(|e| anyhow::anyhow!("cannot write {}: {e}; check permissions", tmp.display()))?;
+    std::fs::write(&tmp, bytes)
+        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}; check permissions", tmp.display()))?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
     std::fs::rename(&tmp, path)?;
     Ok(())
@@ -213,7 +219,9 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
 /// The wrapper script: Chromium runs it with the origin as `$1`.
 pub fn wrapper_script(exe: &Path) -> String {
     let quoted = exe.display().to_string().replace('\'', r"'\''");
-    format!("#!/bin/sh\n# Written by `browserd install`: the browser starts this Native Messaging host.\nexec '{quoted}' native-host \"$@\"\n")
+    format!(
+        "#!/bin/sh\n# Written by `browserd install`: the browser starts this Native Messaging host.\nexec '{quoted}' native-host \"$@\"\n"
+    )
 }
 
 /// The native-host manifest for `ids`.
@@ -249,7 +257,10 @@ pub fn install(loc: &Locations, opts: &InstallOptions) -> anyhow::Result<Install
         }
     }
     if !opts.exe.is_file() {
-        anyhow::bail!("the browserd executable {} does not exist; reinstall browserd or pass its path", opts.exe.display());
+        anyhow::bail!(
+            "the browserd executable {} does not exist; reinstall browserd or pass its path",
+            opts.exe.display()
+        );
     }
     let exe = std::fs::canonicalize(&opts.exe)?;
     let mut receipt = Receipt::load(&loc.receipt_path())?;
@@ -257,14 +268,25 @@ pub fn install(loc: &Locations, opts: &InstallOptions) -> anyhow::Result<Install
     let wrapper = loc.wrapper_path();
     let script = wrapper_script(&exe);
     write_file(&wrapper, script.as_bytes(), 0o755)?;
-    receipt.record(ReceiptEntry { path: wrapper.clone(), kind: "wrapper".into(), sha256: sha256_hex(script.as_bytes()), brand: None });
+    receipt.record(ReceiptEntry {
+        path: wrapper.clone(),
+        kind: "wrapper".into(),
+        sha256: sha256_hex(script.as_bytes()),
+        brand: None,
+    });
     let mut manifests = Vec::new();
-    let brands: Vec<Brand> = if opts.user_data_dir.is_some() { opts.brands.iter().take(1).copied().collect() } else { opts.brands.clone() };
+    let brands: Vec<Brand> =
+        if opts.user_data_dir.is_some() { opts.brands.iter().take(1).copied().collect() } else { opts.brands.clone() };
     for brand in brands {
         let path = loc.manifest_path(brand, opts.user_data_dir.as_deref());
         let body = serde_json::to_vec_pretty(&manifest_json(&wrapper, &ids))?;
         write_file(&path, &body, 0o644)?;
-        receipt.record(ReceiptEntry { path: path.clone(), kind: "manifest".into(), sha256: sha256_hex(&body), brand: Some(brand) });
+        receipt.record(ReceiptEntry {
+            path: path.clone(),
+            kind: "manifest".into(),
+            sha256: sha256_hex(&body),
+            brand: Some(brand),
+        });
         manifests.push(path);
     }
     write_file(&loc.receipt_path(), &serde_json::to_vec_pretty(&receipt)?, 0o600)?;
@@ -345,25 +367,41 @@ pub fn check_manifest(path: &Path, required_ids: &[String]) -> Check {
         return fail(name, "not valid JSON", "run `browserd install` to rewrite it");
     };
     if m["name"] != HOST_NAME || path.file_stem().and_then(|s| s.to_str()) != Some(HOST_NAME) {
-        return fail(name, format!("its name is {} but must be {HOST_NAME} (and match the file name)", m["name"]), "run `browserd install`");
+        return fail(
+            name,
+            format!("its name is {} but must be {HOST_NAME} (and match the file name)", m["name"]),
+            "run `browserd install`",
+        );
     }
     if m["type"] != "stdio" {
         return fail(name, "its type is not \"stdio\"", "run `browserd install`");
     }
     let target = PathBuf::from(m["path"].as_str().unwrap_or_default());
     if !target.is_absolute() || !is_executable(&target) {
-        return fail(name, format!("its path {} is not an executable absolute path", target.display()), "run `browserd install` again (the browserd binary may have moved)");
+        return fail(
+            name,
+            format!("its path {} is not an executable absolute path", target.display()),
+            "run `browserd install` again (the browserd binary may have moved)",
+        );
     }
     let origins: Vec<&str> = m["allowed_origins"].as_array().into_iter().flatten().filter_map(|o| o.as_str()).collect();
     for o in &origins {
         let ok = o.strip_prefix("chrome-extension://").and_then(|r| r.strip_suffix('/')).is_some_and(is_extension_id);
         if !ok {
-            return fail(name, format!("allowed origin `{o}` is not an exact `chrome-extension://<id>/`"), "run `browserd install` (wildcards are not allowed)");
+            return fail(
+                name,
+                format!("allowed origin `{o}` is not an exact `chrome-extension://<id>/`"),
+                "run `browserd install` (wildcards are not allowed)",
+            );
         }
     }
     for id in required_ids {
         if !origins.contains(&format!("chrome-extension://{id}/").as_str()) {
-            return fail(name, format!("extension {id} is not in allowed_origins"), format!("run `browserd install --extension-id {id}`"));
+            return fail(
+                name,
+                format!("extension {id} is not in allowed_origins"),
+                format!("run `browserd install --extension-id {id}`"),
+            );
         }
     }
     pass(name, format!("host {} allowed for {}", target.display(), origins.join(", ")))
@@ -388,17 +426,36 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
     let wrapper = loc.wrapper_path();
     match std::fs::read_to_string(&wrapper) {
         Ok(s) => {
-            let exe = s.lines().find_map(|l| l.strip_prefix("exec '")).and_then(|l| l.split('\'').next()).map(PathBuf::from);
+            let exe =
+                s.lines().find_map(|l| l.strip_prefix("exec '")).and_then(|l| l.split('\'').next()).map(PathBuf::from);
             match exe {
-                Some(e) if is_executable(&e) => checks.push(pass("browserd binary", format!("{} (run by {})", e.display(), wrapper.display()))),
-                Some(e) => checks.push(fail("browserd binary", format!("the wrapper runs {}, which is missing or not executable", e.display()), "run `browserd install` from the browserd you want to use")),
-                None => checks.push(fail("browserd binary", format!("{} was not written by browserd install", wrapper.display()), "run `browserd install`")),
+                Some(e) if is_executable(&e) => {
+                    checks.push(pass("browserd binary", format!("{} (run by {})", e.display(), wrapper.display())))
+                }
+                Some(e) => checks.push(fail(
+                    "browserd binary",
+                    format!("the wrapper runs {}, which is missing or not executable", e.display()),
+                    "run `browserd install` from the browserd you want to use",
+                )),
+                None => checks.push(fail(
+                    "browserd binary",
+                    format!("{} was not written by browserd install", wrapper.display()),
+                    "run `browserd install`",
+                )),
             }
             if !is_executable(&wrapper) {
-                checks.push(fail("native-host wrapper", format!("{} is not executable", wrapper.display()), format!("chmod 755 {}", wrapper.display())));
+                checks.push(fail(
+                    "native-host wrapper",
+                    format!("{} is not executable", wrapper.display()),
+                    format!("chmod 755 {}", wrapper.display()),
+                ));
             }
         }
-        Err(_) => checks.push(fail("browserd binary", format!("no native-host wrapper at {}", wrapper.display()), "run `browserd install --browser chrome` (or chromium, edge, all)")),
+        Err(_) => checks.push(fail(
+            "browserd binary",
+            format!("no native-host wrapper at {}", wrapper.display()),
+            "run `browserd install --browser chrome` (or chromium, edge, all)",
+        )),
     }
     // manifests
     let mut any_manifest = false;
@@ -408,11 +465,19 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
             any_manifest = true;
             checks.push(check_manifest(&path, &ids));
         } else if opts.user_data_dir.is_some() || opts.brands.len() == 1 {
-            checks.push(fail(format!("{} manifest", brand.display()), format!("missing: {}", path.display()), format!("run `browserd install --browser {}`", format!("{brand:?}").to_lowercase())));
+            checks.push(fail(
+                format!("{} manifest", brand.display()),
+                format!("missing: {}", path.display()),
+                format!("run `browserd install --browser {}`", format!("{brand:?}").to_lowercase()),
+            ));
         }
     }
     if !any_manifest && opts.brands.len() > 1 && opts.user_data_dir.is_none() {
-        checks.push(fail("manifests", "no native-host manifest for any browser", "run `browserd install --browser all`"));
+        checks.push(fail(
+            "manifests",
+            "no native-host manifest for any browser",
+            "run `browserd install --browser all`",
+        ));
     }
     // socket
     let socket = opts.socket.clone().or_else(|| crate::host::endpoint_path().ok());
@@ -422,34 +487,80 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
                 use std::os::unix::fs::FileTypeExt;
                 let mode = m.permissions().mode() & 0o777;
                 if !m.file_type().is_socket() {
-                    checks.push(fail("endpoint socket", format!("{} is not a socket", sock.display()), format!("remove {} and restart browserd", sock.display())));
+                    checks.push(fail(
+                        "endpoint socket",
+                        format!("{} is not a socket", sock.display()),
+                        format!("remove {} and restart browserd", sock.display()),
+                    ));
                 } else if mode & 0o077 != 0 {
-                    checks.push(fail("endpoint socket", format!("{} has mode {mode:o}, open to other users", sock.display()), "restart browserd (it creates the socket 0600)"));
+                    checks.push(fail(
+                        "endpoint socket",
+                        format!("{} has mode {mode:o}, open to other users", sock.display()),
+                        "restart browserd (it creates the socket 0600)",
+                    ));
                 } else {
                     checks.push(pass("endpoint socket", format!("{} (mode {mode:o})", sock.display())));
                     match crate::link::probe(&sock).await {
-                        Ok(Some(ext)) => checks.push(pass("extension connection", format!("paired: extension {} {}", ext["extensionId"].as_str().unwrap_or("?"), ext["components"]["extension"].as_str().unwrap_or("")))),
-                        Ok(None) => checks.push(warn("extension connection", "browserd is listening but no extension is paired", "open the browser with the browserd extension installed; check its popup for an error")),
-                        Err(e) => checks.push(fail("extension connection", format!("the socket does not answer: {e}"), "restart browserd")),
+                        Ok(Some(ext)) => checks.push(pass(
+                            "extension connection",
+                            format!(
+                                "paired: extension {} {}",
+                                ext["extensionId"].as_str().unwrap_or("?"),
+                                ext["components"]["extension"].as_str().unwrap_or("")
+                            ),
+                        )),
+                        Ok(None) => checks.push(warn(
+                            "extension connection",
+                            "browserd is listening but no extension is paired",
+                            "open the browser with the browserd extension installed; check its popup for an error",
+                        )),
+                        Err(e) => checks.push(fail(
+                            "extension connection",
+                            format!("the socket does not answer: {e}"),
+                            "restart browserd",
+                        )),
                     }
                 }
             }
-            Err(_) => checks.push(warn("endpoint socket", format!("nothing at {}: browserd is not running", sock.display()), "start browserd; the extension connects when it is up")),
+            Err(_) => checks.push(warn(
+                "endpoint socket",
+                format!("nothing at {}: browserd is not running", sock.display()),
+                "start browserd; the extension connects when it is up",
+            )),
         },
-        None => checks.push(fail("endpoint socket", "the runtime directory is unusable", "check $XDG_RUNTIME_DIR (must be yours, mode 0700)")),
+        None => checks.push(fail(
+            "endpoint socket",
+            "the runtime directory is unusable",
+            "check $XDG_RUNTIME_DIR (must be yours, mode 0700)",
+        )),
     }
     // browser versions
     for brand in &opts.brands {
         let found = brand.executables().iter().find_map(|e| which(e));
         match found {
             Some(exe) => {
-                let v = tokio::time::timeout(std::time::Duration::from_secs(5), tokio::process::Command::new(&exe).arg("--version").output()).await;
+                let v = tokio::time::timeout(
+                    std::time::Duration::from_secs(5),
+                    tokio::process::Command::new(&exe).arg("--version").output(),
+                )
+                .await;
                 match v {
-                    Ok(Ok(o)) if o.status.success() => checks.push(pass(format!("{} version", brand.display()), String::from_utf8_lossy(&o.stdout).trim().to_owned())),
-                    _ => checks.push(warn(format!("{} version", brand.display()), format!("{} did not report a version", exe.display()), "check that the browser starts")),
+                    Ok(Ok(o)) if o.status.success() => checks.push(pass(
+                        format!("{} version", brand.display()),
+                        String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+                    )),
+                    _ => checks.push(warn(
+                        format!("{} version", brand.display()),
+                        format!("{} did not report a version", exe.display()),
+                        "check that the browser starts",
+                    )),
                 }
             }
-            None => checks.push(warn(format!("{} version", brand.display()), "not found on this machine", format!("install {} or skip it with --browser", brand.display()))),
+            None => checks.push(warn(
+                format!("{} version", brand.display()),
+                "not found on this machine",
+                format!("install {} or skip it with --browser", brand.display()),
+            )),
         }
     }
     checks
@@ -460,5 +571,6 @@ fn which(name: &str) -> Option<PathBuf> {
     if p.is_absolute() {
         return is_executable(p).then(|| p.to_path_buf());
     }
-    std::env::var_os("PATH").and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|c| is_executable(c)))
+    std::env::var_os("PATH")
+        .and_then(|paths| std::env::split_paths(&paths).map(|d| d.join(name)).find(|c| is_executable(c)))
 }

@@ -14,8 +14,8 @@ use browserd_ipc::{FramedConnection, FramedWriter, PeerCred, check_peer};
 use browserd_protocol::hello::{VersionRange, missing_for_auto_turn_cleanup, negotiate};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::net::{UnixListener, UnixStream};
 use tokio::net::unix::OwnedWriteHalf;
+use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::host::LINK_MAX_LINE;
@@ -244,7 +244,9 @@ impl ExtensionLink {
         }
         if self.inner.out.send(msg).await.is_err() {
             lock(&self.inner.pending).remove(&id);
-            return Err(ExtensionError::Closed { reason: self.closed_reason().unwrap_or_else(|| "writer gone".into()) });
+            return Err(ExtensionError::Closed {
+                reason: self.closed_reason().unwrap_or_else(|| "writer gone".into()),
+            });
         }
         Ok(())
     }
@@ -476,10 +478,12 @@ async fn handshake(
         return Err(refuse(&mut w, "the first message must introduce the native host".into()).await);
     }
     let ext_id = first["extensionId"].as_str().unwrap_or_default().to_owned();
-    if !options.allowed_extension_ids.iter().any(|a| *a == ext_id) {
+    if !options.allowed_extension_ids.contains(&ext_id) {
         return Err(refuse(
             &mut w,
-            format!("extension {ext_id} is not allowed to pair; add its id with `browserd install --extension-id {ext_id}`"),
+            format!(
+                "extension {ext_id} is not allowed to pair; add its id with `browserd install --extension-id {ext_id}`"
+            ),
         )
         .await);
     }
@@ -558,7 +562,10 @@ async fn handshake(
         let reason = loop {
             let msg = match r.recv().await {
                 Ok(Some(m)) => m,
-                Ok(None) => break "the native host disconnected (browser closed, extension reloaded or host killed)".to_owned(),
+                Ok(None) => {
+                    break "the native host disconnected (browser closed, extension reloaded or host killed)"
+                        .to_owned();
+                }
                 Err(e) => break format!("reading from the native host failed: {e}"),
             };
             let Some(inner) = weak.upgrade() else { return };

@@ -95,7 +95,8 @@ impl RelayState {
         let target = self.target_by_tab.get(&tab_id).cloned().unwrap_or_default();
         vec![
             json!({"method": "Inspector.detached", "params": {"reason": reason}, "sessionId": session}).to_string(),
-            json!({"method": "Target.detachedFromTarget", "params": {"sessionId": session, "targetId": target}}).to_string(),
+            json!({"method": "Target.detachedFromTarget", "params": {"sessionId": session, "targetId": target}})
+                .to_string(),
         ]
     }
 
@@ -145,7 +146,8 @@ impl RelayState {
                     return Vec::new();
                 }
                 let info = target_info(tab, target, self.attached_tabs.contains(&tab_id));
-                let method = if kind == "tabCreated" || !known { "Target.targetCreated" } else { "Target.targetInfoChanged" };
+                let method =
+                    if kind == "tabCreated" || !known { "Target.targetCreated" } else { "Target.targetInfoChanged" };
                 vec![json!({"method": method, "params": {"targetInfo": info}}).to_string()]
             }
             "tabRemoved" => {
@@ -178,8 +180,11 @@ pub(crate) fn cdp_error_reply(cdp_id: u64, err: &Value) -> String {
 
 fn ext_error_reply(cdp_id: u64, e: &ExtensionError) -> String {
     match e {
-        ExtensionError::Refused { code, message, .. } => cdp_error_reply(cdp_id, &json!({"code": code, "message": message})),
-        other => json!({"id": cdp_id, "error": {"code": -32000, "message": other.to_string(), "data": other.code()}}).to_string(),
+        ExtensionError::Refused { code, message, .. } => {
+            cdp_error_reply(cdp_id, &json!({"code": code, "message": message}))
+        }
+        other => json!({"id": cdp_id, "error": {"code": -32000, "message": other.to_string(), "data": other.code()}})
+            .to_string(),
     }
 }
 
@@ -205,7 +210,8 @@ pub struct RelayTransport {
 impl RelayTransport {
     pub(crate) fn new(link: ExtensionLink, session: String) -> RelayTransport {
         let (tx, rx) = mpsc::channel(1024);
-        let previous = link.inner.relay.lock().unwrap_or_else(std::sync::PoisonError::into_inner).sink.replace(tx.clone());
+        let previous =
+            link.inner.relay.lock().unwrap_or_else(std::sync::PoisonError::into_inner).sink.replace(tx.clone());
         if let Some(p) = previous {
             let _ = p.try_send(Inbound::Closed("replaced by a newer relay transport on the same link".into()));
         }
@@ -291,14 +297,17 @@ impl RelayTransport {
             "Target.closeTarget" | "Target.activateTarget" | "Target.attachToTarget" => {
                 let Some(tab_id) = self.tab_of_target(&params) else {
                     self.ready.push_back(
-                        json!({"id": cdp_id, "error": {"code": -32602, "message": "No target with given id found"}}).to_string(),
+                        json!({"id": cdp_id, "error": {"code": -32602, "message": "No target with given id found"}})
+                            .to_string(),
                     );
                     return;
                 };
                 let method = method.to_owned();
                 self.spawn_call(cdp_id, async move {
                     let r = match method.as_str() {
-                        "Target.closeTarget" => link.close_tab(&session, tab_id).await.map(|()| json!({"success": true})),
+                        "Target.closeTarget" => {
+                            link.close_tab(&session, tab_id).await.map(|()| json!({"success": true}))
+                        }
                         "Target.activateTarget" => link
                             .call("tabs.update", json!({"session": session, "tabId": tab_id, "active": true}))
                             .await
@@ -346,7 +355,8 @@ impl RelayTransport {
                         self.pass_through(cdp_id, args);
                     }
                     None => self.ready.push_back(
-                        json!({"id": cdp_id, "error": {"code": -32602, "message": "No session with given id"}}).to_string(),
+                        json!({"id": cdp_id, "error": {"code": -32602, "message": "No session with given id"}})
+                            .to_string(),
                     ),
                 }
             }
@@ -432,5 +442,86 @@ impl Transport for RelayTransport {
                 Err(TransportError::Closed { reason })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(msgs: Vec<String>) -> Vec<Value> {
+        msgs.iter().map(|m| serde_json::from_str(m).unwrap()).collect()
+    }
+
+    #[test]
+    fn tab_events_become_target_events_only_after_discovery() {
+        let mut st = RelayState::default();
+        let created =
+            json!({"kind": "tabCreated", "tab": {"tabId": 7, "targetId": "T7", "url": "http://a/", "title": "A"}});
+        assert!(st.translate_event(&created).is_empty(), "no discovery yet");
+        assert_eq!(st.tab_by_target.get("T7"), Some(&7), "but the mapping is kept");
+        st.discover = true;
+        let out = parse(st.translate_event(
+            &json!({"kind": "tabUpdated", "tab": {"tabId": 7, "targetId": "T7", "url": "http://b/", "title": "B"}}),
+        ));
+        assert_eq!(out[0]["method"], "Target.targetInfoChanged");
+        assert_eq!(out[0]["params"]["targetInfo"]["url"], "http://b/");
+        let out = parse(st.translate_event(&json!({"kind": "tabRemoved", "tabId": 7})));
+        assert_eq!(out, vec![json!({"method": "Target.targetDestroyed", "params": {"targetId": "T7"}})]);
+        assert!(st.tab_by_target.is_empty());
+    }
+
+    #[test]
+    fn cdp_events_get_the_tab_or_child_session() {
+        let mut st = RelayState::default();
+        st.attached_tabs.insert(3);
+        let ev = json!({"kind": "cdp", "source": {"tabId": 3}, "method": "Target.attachedToTarget",
+                        "params": {"sessionId": "CHILD", "targetInfo": {"type": "iframe"}}});
+        let out = parse(st.translate_event(&ev));
+        assert_eq!(out[0]["sessionId"], "tab-3");
+        assert_eq!(st.resolve_session("CHILD"), Some((3, Some("CHILD".to_owned()))));
+        assert_eq!(st.resolve_session("tab-3"), Some((3, None)));
+        assert_eq!(st.resolve_session("nope"), None);
+        let ev = json!({"kind": "cdp", "source": {"tabId": 3, "sessionId": "CHILD"}, "method": "Runtime.consoleAPICalled", "params": {}});
+        assert_eq!(parse(st.translate_event(&ev))[0]["sessionId"], "CHILD");
+    }
+
+    #[test]
+    fn debugger_detach_becomes_inspector_detached_then_detached_from_target() {
+        let mut st = RelayState::default();
+        st.remember(4, "T4");
+        st.attached_tabs.insert(4);
+        st.child_sessions.insert("C".into(), 4);
+        st.fences.insert(4, Fence { token: 1, epoch: 1 });
+        let out =
+            parse(st.translate_event(&json!({"kind": "detach", "source": {"tabId": 4}, "reason": "canceled_by_user"})));
+        assert_eq!(
+            out[0],
+            json!({"method": "Inspector.detached", "params": {"reason": "canceled_by_user"}, "sessionId": "tab-4"})
+        );
+        assert_eq!(
+            out[1],
+            json!({"method": "Target.detachedFromTarget", "params": {"sessionId": "tab-4", "targetId": "T4"}})
+        );
+        assert!(st.fences.is_empty() && st.child_sessions.is_empty());
+        // A second notice (tab removed after detach) does not repeat it.
+        assert!(
+            st.translate_event(&json!({"kind": "detach", "source": {"tabId": 4}, "reason": "target_closed"}))
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn extension_errors_map_to_cdp_errors() {
+        let v: Value = serde_json::from_str(&cdp_error_reply(
+            9,
+            &json!({"code": "BROWSER_ERROR", "message": "{\"code\":-32000,\"message\":\"Not allowed\"}"}),
+        ))
+        .unwrap();
+        assert_eq!(v, json!({"id": 9, "error": {"code": -32000, "message": "Not allowed"}}));
+        let v: Value =
+            serde_json::from_str(&cdp_error_reply(9, &json!({"code": "USER_STOPPED", "message": "stopped"}))).unwrap();
+        assert_eq!(v["error"]["message"], "USER_STOPPED: stopped");
+        assert_eq!(v["error"]["data"], "USER_STOPPED");
     }
 }

@@ -25,7 +25,8 @@ fn ctx() -> OpContext {
 
 fn provider(link: &ExtensionLink) -> (Arc<ChromiumProvider>, Cdp) {
     let cdp = Cdp::spawn(link.relay_transport(AGENT), ConnectionOptions::default());
-    let p = ChromiumProvider::new(cdp.clone(), ProviderKind::Extension, HandleAllocator::new(), ChromiumConfig::default());
+    let p =
+        ChromiumProvider::new(cdp.clone(), ProviderKind::Extension, HandleAllocator::new(), ChromiumConfig::default());
     (p, cdp)
 }
 
@@ -99,7 +100,12 @@ async fn provider_observes_and_clicks_through_the_relay() {
     for i in 0..220 {
         let t0 = Instant::now();
         let r = cdp
-            .call(Some(&s), "Runtime.evaluate", json!({"expression": "1+1", "returnByValue": true}), Duration::from_secs(10))
+            .call(
+                Some(&s),
+                "Runtime.evaluate",
+                json!({"expression": "1+1", "returnByValue": true}),
+                Duration::from_secs(10),
+            )
             .await
             .unwrap();
         if i >= 20 {
@@ -120,7 +126,8 @@ async fn provider_observes_and_clicks_through_the_relay() {
 
     // Observe and click: input needs the lease (fence) granted to the tab.
     let o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
-    let line = o.content.lines().find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\"")).expect(&o.content);
+    let line =
+        o.content.lines().find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\"")).expect(&o.content);
     let start = line.find('[').unwrap() + 1;
     let r#ref = &line[start..start + line[start..].find(']').unwrap()];
     let click = ActParams::new(ActionKind::Click)
@@ -241,25 +248,58 @@ async fn stop_closes_the_gate_and_no_input_follows() {
     let tab = counted_tab(&h).await;
     let fence = h.link.grant_lease(AGENT, tab, 1).await.unwrap();
     let fence = json!({"token": fence.token, "epoch": fence.epoch});
-    // A burst of input in flight, then Stop from the broker.
+    // Streams of input in flight (8 concurrent senders), then Stop from the broker once some have landed.
+    let acked = Arc::new(std::sync::atomic::AtomicI64::new(0));
     let mut calls = Vec::new();
-    for i in 0..40 {
+    for w in 0..8 {
         let link = h.link.clone();
         let fence = fence.clone();
-        let kind = if i % 2 == 0 { "mousePressed" } else { "mouseReleased" };
-        calls.push(tokio::spawn(async move { input(&link, tab, fence, kind).await }));
+        let acked = acked.clone();
+        calls.push(tokio::spawn(async move {
+            let mut ok = 0i64;
+            let mut refusals = Vec::new();
+            for i in 0..40 {
+                let kind = if (w + i) % 2 == 0 { "mousePressed" } else { "mouseReleased" };
+                match input(&link, tab, fence.clone(), kind).await {
+                    Ok(_) if refusals.is_empty() => {
+                        ok += 1;
+                        acked.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    }
+                    Ok(_) => panic!("input acknowledged after a refusal"),
+                    Err(e) => refusals.push(refused_code(&e).to_owned()),
+                }
+            }
+            (ok, refusals)
+        }));
+    }
+    while acked.load(std::sync::atomic::Ordering::SeqCst) < 12 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
     }
     let report = h.link.stop("test stop").await.unwrap();
     assert_eq!(report.via, "broker");
     assert!(report.control_epoch > fence["epoch"].as_u64().unwrap());
     assert!(report.detached.contains(&tab), "{report:?}");
     let mut ok = 0;
+    let mut refused = 0;
+    let mut unknown = 0;
     for c in calls {
-        match c.await.unwrap() {
-            Ok(_) => ok += 1,
-            Err(e) => assert!(matches!(refused_code(&e), "USER_STOPPED" | "LEASE_REVOKED" | "BROWSER_ERROR"), "{e}"),
+        let (n, refusals) = c.await.unwrap();
+        ok += n;
+        refused += refusals.len();
+        for code in refusals {
+            match code.as_str() {
+                "USER_STOPPED" | "LEASE_REVOKED" => {}
+                // handed to the browser just before Stop, failed as Stop detached: outcome unknown, never replayed
+                "DISPATCH_UNKNOWN" => unknown += 1,
+                other => panic!("unexpected refusal {other}"),
+            }
         }
     }
+    assert!(ok >= 12 && refused > 0, "ok {ok}, refused {refused}");
+    eprintln!(
+        "stop drill: {ok} of 320 inputs acknowledged before Stop, {refused} refused ({unknown} in flight at Stop), {} dropped from the queue",
+        report.dropped_inputs
+    );
     // Everything after Stop is refused, with or without the old fence.
     let e = input(&h.link, tab, fence.clone(), "mousePressed").await.unwrap_err();
     assert_eq!(refused_code(&e), "USER_STOPPED", "{e}");
@@ -272,7 +312,11 @@ async fn stop_closes_the_gate_and_no_input_follows() {
     };
     assert_eq!(stopped.control_epoch, report.control_epoch);
     assert!(h.link.list_tabs().await.unwrap().iter().any(|t| t.tab_id == tab), "Stop keeps the page");
-    assert_eq!(page_count(&h.link, tab).await, ok, "inputs that reached the page == inputs acknowledged");
+    let landed = page_count(&h.link, tab).await;
+    assert!(
+        landed >= ok && landed <= ok + unknown,
+        "{landed} inputs reached the page; {ok} acknowledged, {unknown} unknown"
+    );
     // Resuming needs a new lease under the new epoch.
     let fresh = h.link.grant_lease(AGENT, tab, 2).await.unwrap();
     assert_eq!(fresh.epoch, report.control_epoch);
@@ -283,7 +327,11 @@ async fn stop_closes_the_gate_and_no_input_follows() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chrome_pages_are_unsupported_plainly() {
     let h = common::start().await;
-    h.browser.cdp().call(None, "Target.createTarget", json!({"url": "chrome://version/"}), Duration::from_secs(10)).await.unwrap();
+    h.browser
+        .cdp()
+        .call(None, "Target.createTarget", json!({"url": "chrome://version/"}), Duration::from_secs(10))
+        .await
+        .unwrap();
     let tab = tab_id_of(&h.link, "chrome://version/").await;
     h.link.claim_tab(AGENT, tab).await.unwrap();
     let e = h.link.call("debugger.attach", json!({"session": AGENT, "tabId": tab})).await.unwrap_err();
@@ -295,5 +343,133 @@ async fn chrome_pages_are_unsupported_plainly() {
     assert!(all["targetInfos"].as_array().unwrap().iter().any(|t| t["url"] == "chrome://version/"));
     let e = cdp.call(None, "Browser.close", json!({}), Duration::from_secs(10)).await.unwrap_err();
     assert!(e.to_string().contains("unsupported over the extension relay"), "{e}");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_over_one_mib_reach_the_extension_in_chunks() {
+    let h = common::start().await;
+    let tab = counted_tab(&h).await;
+    // 2.5 MB of expression text: one frame that size would kill the port; chunked, it arrives whole.
+    let n = 2_500_000;
+    let expression = format!("'{}'.length", "x".repeat(n));
+    let r = h
+        .link
+        .call("cdp.send", json!({"target": {"tabId": tab}, "method": "Runtime.evaluate", "params": {"expression": expression, "returnByValue": true}}))
+        .await
+        .unwrap();
+    assert_eq!(r["result"]["value"], n);
+    // The port survived: the next small call works and the service worker is the same instance.
+    let status = h.link.status().await.unwrap();
+    assert_eq!(status["instance"], h.link.info().instance.as_str());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_native_host_reconnects_with_ownership_intact() {
+    let mut h = common::start().await;
+    let tab = h.link.create_tab(AGENT, &h.site.url("/index.html"), false).await.unwrap();
+    let old = h.link.info().clone();
+    let t0 = Instant::now();
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(old.host_pid as i32), nix::sys::signal::Signal::SIGKILL).unwrap();
+    let reason = h.link.wait_closed().await;
+    assert!(reason.contains("native host"), "{reason}");
+    let e = h.link.list_tabs().await.unwrap_err();
+    assert!(matches!(e, ExtensionError::Closed { .. }), "{e}");
+    let link = tokio::time::timeout(Duration::from_secs(30), h.links.recv()).await.unwrap().unwrap();
+    eprintln!("native host killed → extension paired again in {:.0} ms", t0.elapsed().as_secs_f64() * 1000.0);
+    assert_ne!(link.info().host_pid, old.host_pid, "a new host process");
+    assert_eq!(link.info().instance, old.instance, "the same service worker");
+    let owners = link.owners().await.unwrap();
+    assert!(owners.iter().any(|o| o.tab_id == tab.tab_id && o.session == AGENT), "{owners:?}");
+    h.link = link;
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_service_worker_has_no_valid_lease() {
+    let mut h = common::start().await;
+    let tab = counted_tab(&h).await;
+    let fence = h.link.grant_lease(AGENT, tab, 1).await.unwrap();
+    let old = h.link.info().clone();
+    // Stop the service worker through the harness's own DevTools pipe, then wake it with a tab event.
+    let targets = h.browser.cdp().call(None, "Target.getTargets", json!({}), Duration::from_secs(10)).await.unwrap();
+    let sw = targets["targetInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["type"] == "service_worker" && t["url"].as_str().unwrap_or_default().contains(DEV_EXTENSION_ID))
+        .expect("the extension's service worker")["targetId"]
+        .clone();
+    h.browser.cdp().call(None, "Target.closeTarget", json!({"targetId": sw}), Duration::from_secs(10)).await.unwrap();
+    h.link.wait_closed().await;
+    h.browser
+        .cdp()
+        .call(None, "Target.createTarget", json!({"url": "about:blank"}), Duration::from_secs(10))
+        .await
+        .unwrap();
+    let link = tokio::time::timeout(Duration::from_secs(30), h.links.recv()).await.unwrap().unwrap();
+    assert_ne!(link.info().instance, old.instance, "a new service-worker instance");
+    assert!(link.info().control_epoch > fence.epoch, "the control epoch moved on");
+    let status = link.status().await.unwrap();
+    assert_eq!(status["gate"]["leases"], json!([]), "no lease survives a restart");
+    assert_eq!(status["recoveredDetaches"], 1, "the old instance's debugger attachment was detached: {status}");
+    let owners = link.owners().await.unwrap();
+    assert!(owners.iter().any(|o| o.tab_id == tab && o.session == AGENT), "ownership records survive: {owners:?}");
+    link.call("debugger.attach", json!({"session": AGENT, "tabId": tab})).await.unwrap();
+    let e = input(&link, tab, json!({"token": fence.token, "epoch": fence.epoch}), "mousePressed").await.unwrap_err();
+    assert_eq!(refused_code(&e), "LEASE_REVOKED", "{e}");
+    h.link = link;
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn popup_shows_the_connection_and_its_stop_button_stops() {
+    let h = common::start().await;
+    let mut events = h.link.events();
+    let tab = counted_tab(&h).await;
+    let fence = h.link.grant_lease(AGENT, tab, 1).await.unwrap();
+    // Open the popup page as a tab over the harness's own DevTools pipe and press its button.
+    let cdp = h.browser.cdp();
+    let t = Duration::from_secs(10);
+    let url = format!("chrome-extension://{DEV_EXTENSION_ID}/popup.html");
+    let target = cdp.call(None, "Target.createTarget", json!({"url": url}), t).await.unwrap();
+    let att = cdp
+        .call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), t)
+        .await
+        .unwrap();
+    let s = SessionId(att["sessionId"].as_str().unwrap().to_owned());
+    let mut conn_text = String::new();
+    for _ in 0..100 {
+        let r = cdp
+            .call(
+                Some(&s),
+                "Runtime.evaluate",
+                json!({"expression": "document.getElementById('conn')?.textContent ?? ''", "returnByValue": true}),
+                t,
+            )
+            .await
+            .unwrap();
+        conn_text = r["result"]["value"].as_str().unwrap_or_default().to_owned();
+        if conn_text.contains("paired") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(conn_text.contains("paired with browserd"), "{conn_text}");
+    cdp.call(Some(&s), "Runtime.evaluate", json!({"expression": "document.getElementById('stop').click()"}), t)
+        .await
+        .unwrap();
+    let stopped = loop {
+        match tokio::time::timeout(Duration::from_secs(10), events.recv()).await.unwrap().unwrap() {
+            LinkEvent::Stopped(r) => break r,
+            _ => continue,
+        }
+    };
+    assert_eq!(stopped.via, "popup");
+    assert!(stopped.control_epoch > fence.epoch);
+    assert_eq!(h.link.control_epoch(), stopped.control_epoch, "the link learned the new epoch");
+    let e = input(&h.link, tab, json!({"token": fence.token, "epoch": fence.epoch}), "mousePressed").await.unwrap_err();
+    assert_eq!(refused_code(&e), "USER_STOPPED", "{e}");
     h.stop().await;
 }

@@ -3,6 +3,7 @@
 //! The pages are embedded in the binary; nothing is read from disk at run time.
 
 mod generated;
+mod operable;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -21,6 +22,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use generated::{BenchElement, BenchManifest, MAX_ELEMENTS, generate as generate_elements_page};
+pub use operable::operable_elements;
 
 /// A page of the fixture site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -445,32 +447,32 @@ async fn long_list() -> Response {
     html(body)
 }
 
-/// The `n` query parameter: 100 when absent, clamped to [`MAX_ELEMENTS`]; a response saying how to fix it when it
-/// is not a number.
-fn requested_n(query: &HashMap<String, String>) -> Result<usize, Response> {
+/// The `n` query parameter: 100 when absent (the generator clamps it to [`MAX_ELEMENTS`]); an error message that
+/// says how to fix it when it is not a number.
+fn requested_n(query: &HashMap<String, String>) -> Result<usize, String> {
     match query.get("n") {
         None => Ok(100),
-        Some(n) => n.parse::<usize>().map_err(|_| {
-            typed(
-                StatusCode::BAD_REQUEST,
-                "text/plain; charset=utf-8",
-                format!("n={n:?} is not a number of elements; use e.g. ?n=1000 (at most {MAX_ELEMENTS})\n"),
-            )
-        }),
+        Some(n) => n
+            .parse::<usize>()
+            .map_err(|_| format!("n={n:?} is not a number of elements; use e.g. ?n=1000 (at most {MAX_ELEMENTS})\n")),
     }
+}
+
+fn bad_request(message: String) -> Response {
+    typed(StatusCode::BAD_REQUEST, "text/plain; charset=utf-8", message)
 }
 
 async fn gen_elements(Query(query): Query<HashMap<String, String>>) -> Response {
     match requested_n(&query) {
         Ok(n) => html(generated::generate(n).0),
-        Err(response) => response,
+        Err(message) => bad_request(message),
     }
 }
 
 async fn gen_manifest(Query(query): Query<HashMap<String, String>>) -> Response {
     let n = match requested_n(&query) {
         Ok(n) => n,
-        Err(response) => return response,
+        Err(message) => return bad_request(message),
     };
     let (_, manifest) = generated::generate(n);
     match serde_json::to_string(&manifest) {

@@ -1,7 +1,7 @@
 //! Tests of the loopback fixture site over real HTTP: every page answers with its marker, uploads are recorded,
 //! downloads are attachments, the slow page is delayed and the second site is a different host.
 
-use browserd_test_support::fixtures::{FixtureSite, generate_elements_page};
+use browserd_test_support::fixtures::{FixtureSite, generate_elements_page, operable_elements};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Request, StatusCode};
@@ -245,4 +245,24 @@ async fn generated_page_and_manifest_agree() {
     let (html, local) = generate_elements_page(1000);
     assert_eq!(html, page);
     assert_eq!(local.interactive.len(), items.len());
+}
+
+#[tokio::test]
+async fn operable_ground_truth_names_elements_that_exist() {
+    let site = FixtureSite::start().await.expect("start fixture site");
+    let mut pages_with_truth = 0;
+    for page in FixtureSite::pages().iter().filter(|p| p.category != "generated") {
+        let Some(expected) = operable_elements(page.path) else { continue };
+        pages_with_truth += 1;
+        assert!(!expected.is_empty(), "{}", page.path);
+        let mut body = get(&site.url(page.path)).await.body;
+        if page.path == "/iframes.html" {
+            body.push_str(&get(&site.url("/frame-inner.html")).await.body); // the frames' controls
+        }
+        for element in expected {
+            assert!(body.contains(&element.name), "{} has no {} {:?}", page.path, element.role, element.name);
+        }
+    }
+    assert!(pages_with_truth >= 15, "only {pages_with_truth} pages have a ground truth");
+    assert!(operable_elements("/gen/elements?n=100").is_none());
 }

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use super::{LaunchOptions, browser_args, find_executable_among};
+use super::{LaunchOptions, browser_args, display_available, find_executable_among};
 use crate::LaunchError;
 
 fn make_file(dir: &Path, name: &str, mode: u32) -> PathBuf {
@@ -121,4 +121,15 @@ fn headed_extensions_window_size_and_extra_args_are_passed() {
     assert!(args.contains(&"--window-size=1280,720".to_owned()));
     let extra = args.iter().position(|a| a == "--lang=zh-CN").unwrap();
     assert_eq!(extra, args.len() - 2, "extra args come last, before the start URL: {args:?}");
+}
+
+#[test]
+fn a_headed_browser_needs_a_display_from_the_options_or_the_environment() {
+    let none = |_: &str| None;
+    let x11 = |name: &str| (name == "DISPLAY").then(|| OsString::from(":99"));
+    assert!(!display_available(&[], none));
+    assert!(display_available(&[], x11));
+    assert!(display_available(&[("WAYLAND_DISPLAY".into(), "wayland-0".into())], none));
+    // An empty value in the options hides the process's display.
+    assert!(!display_available(&[("DISPLAY".into(), String::new())], x11));
 }

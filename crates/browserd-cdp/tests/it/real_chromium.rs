@@ -123,6 +123,21 @@ async fn a_renderer_crash_fails_pending_calls_with_target_closed_naming_the_cras
         assert!(reason.contains(&target) && reason.contains("crashed"), "{reason}");
     }
     assert!(!cdp.is_closed(), "a renderer crash does not end the browser connection");
+    // Renderer calls fail at once while crashed; a reload brings the page back.
+    let err = cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": "1"}), T).await.unwrap_err();
+    assert!(matches!(&err, CdpError::TargetClosed { reason } if reason.contains("Page.reload")), "{err:?}");
+    let mut events = cdp.session_events(&session);
+    cdp.call(Some(&session), "Page.reload", json!({}), T).await.unwrap();
+    tokio::time::timeout(T, async {
+        while events.recv().await.unwrap().method != "Inspector.targetReloadedAfterCrash" {}
+    })
+    .await
+    .expect("the reload is reported");
+    let result = cdp
+        .call(Some(&session), "Runtime.evaluate", json!({"expression": "1+1", "returnByValue": true}), T)
+        .await
+        .unwrap();
+    assert_eq!(result["result"]["value"], json!(2));
     browser.shutdown().await.unwrap();
 }
 
@@ -432,4 +447,16 @@ async fn recursive_auto_attach_reaches_and_resumes_an_out_of_process_iframe() {
     assert_eq!(href["result"]["value"], format!("http://localhost:{port}/frame"));
     browser.shutdown().await.unwrap();
     server.abort();
+}
+
+#[tokio::test]
+async fn a_headed_browser_without_a_display_is_refused_before_starting() {
+    let options = LaunchOptions {
+        headless: false,
+        env: vec![("DISPLAY".into(), String::new()), ("WAYLAND_DISPLAY".into(), String::new())],
+        ..LaunchOptions::default()
+    };
+    let err = ManagedBrowser::launch(options).await.unwrap_err();
+    assert!(matches!(err, LaunchError::NoDisplay), "{err:?}");
+    assert!(err.to_string().contains("xvfb-run"), "{err}");
 }

@@ -343,3 +343,28 @@ async fn a_failed_set_auto_attach_reports_the_error() {
     let err = cdp.set_auto_attach(None, AutoAttach::default(), T).await.unwrap_err();
     assert!(matches!(err, CdpError::Protocol { code: -32000, .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn after_a_crash_renderer_calls_fail_at_once_until_the_target_is_reloaded() {
+    let (cdp, mut server) = ScriptedCdp::new().answer_unmatched_with_empty_result().spawn();
+    let page = SessionId("PAGE".into());
+    server.emit(ScriptedEvent::new(None, "Target.attachedToTarget", attached("PAGE", "T-PAGE", "page", false))).await;
+    server.emit(ScriptedEvent::new(Some("PAGE"), "Inspector.targetCrashed", json!({}))).await;
+    cdp.call(None, "Sync.point", json!({}), T).await.unwrap();
+
+    let err = cdp.call(Some(&page), "Runtime.evaluate", json!({}), T).await.unwrap_err();
+    let CdpError::TargetClosed { reason } = &err else { panic!("expected TargetClosed, got {err:?}") };
+    assert!(reason.contains("T-PAGE") && reason.contains("crashed") && reason.contains("Page.reload"), "{reason}");
+    // Browser-side calls still go through: they answer after a crash, and Page.reload is how to recover.
+    cdp.call(Some(&page), "Emulation.setDeviceMetricsOverride", json!({}), T).await.unwrap();
+    cdp.call(Some(&page), "Page.reload", json!({}), T).await.unwrap();
+    server.emit(ScriptedEvent::new(Some("PAGE"), "Inspector.targetReloadedAfterCrash", json!({}))).await;
+    cdp.call(None, "Sync.point", json!({}), T).await.unwrap();
+    cdp.call(Some(&page), "Runtime.evaluate", json!({}), T).await.unwrap();
+
+    let seen: Vec<String> = server.calls().into_iter().map(|call| call.method).collect();
+    assert_eq!(
+        seen,
+        ["Sync.point", "Emulation.setDeviceMetricsOverride", "Page.reload", "Sync.point", "Runtime.evaluate"]
+    );
+}

@@ -1,0 +1,240 @@
+//! The browserd plugin for DeepSeek Harness (DSH), a Cordis plugin written against DSH's documented plugin API
+//! (`ctx.tools.register` returning disposers, agent-scoped registration through `agent.ctx`, the `session/event`,
+//! `agent/disposed` and `session/disposed` events, `ctx.attachments.saveImage`, and `tools/pre-execute` approvals).
+//! A global `browser_skill` tool loads the browser skill and registers the browser tools in the calling agent's
+//! scope; their disposers run only after a successful context reset (or with the agent's scope on disposal).
+//! DSH `turn/end` is the turn end; agent or session disposal closes the broker session (final cleanup).
+//!
+//! Verified only by contract tests (real `cordis`, a minimal host shaped after DSH's documented services, the real
+//! broker and Chromium); the DSH runtime itself was not available. See adapters/README.md.
+
+import { BrokerClient, BrokerError } from "../common/broker-client.mjs";
+import { BrowserSession, readSkill, resultFailure, resultText } from "../common/session.mjs";
+
+export const name = "browserd";
+
+/** `tools` is required; `attachments` (screenshots as attachments) and `approval` are used when present. */
+export const inject = { tools: { required: true }, attachments: { required: false } };
+
+/** Name of the global tool that loads the skill and registers the browser tools for the calling agent. */
+export const SKILL_TOOL = "browser_skill";
+
+const VERSION = "0.1.0";
+
+/** Tools that ask the user's approval (inside a turn, through `tools/pre-execute`) unless configured otherwise. */
+export const DEFAULT_ASK_BEFORE = ["browser_claim", "browser_handoff"];
+
+const CLOSE_BUDGET_MS = 15_000;
+
+/**
+ * Converts a protocol JSON Schema into DSH's parameter form: `$ref`s into `$defs` are inlined, and every object
+ * node states `additionalProperties` explicitly (DSH requires it), keeping the protocol's own value where given.
+ */
+export function toDshSchema(schema) {
+  const defs = schema?.$defs ?? schema?.definitions ?? {};
+  const seen = new Set();
+  const walk = (node) => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== "object") return node;
+    if (typeof node.$ref === "string") {
+      const key = node.$ref.replace(/^#\/(\$defs|definitions)\//, "");
+      if (seen.has(key)) return { type: "json", description: node.description ?? key };
+      seen.add(key);
+      const { $ref: _ref, ...rest } = node;
+      const resolved = walk({ ...defs[key], ...rest });
+      seen.delete(key);
+      return resolved;
+    }
+    const out = {};
+    for (const [k, v] of Object.entries(node)) {
+      if (k === "$defs" || k === "definitions" || k === "$schema" || k === "title") continue;
+      out[k] = k === "properties" ? Object.fromEntries(Object.entries(v).map(([p, s]) => [p, walk(s)])) : walk(v);
+    }
+    const isObject = out.type === "object" || (Array.isArray(out.type) && out.type.includes("object"));
+    if (isObject && out.additionalProperties === undefined) out.additionalProperties = true;
+    return out;
+  };
+  return walk(schema);
+}
+
+function sessionIdOf(arg) {
+  return arg?.agent?.id ?? arg?.session?.id ?? arg?.id;
+}
+
+/** Replaces screenshots (base64 `data`) in a value by DSH image attachments; returns the value and the refs. */
+async function toAttachments(value, attachments) {
+  const refs = [];
+  const walk = async (node) => {
+    if (Array.isArray(node)) return Promise.all(node.map(walk));
+    if (!node || typeof node !== "object") return node;
+    if (typeof node.imageId === "string" && typeof node.data === "string" && typeof node.format === "string") {
+      const { data, ...meta } = node;
+      const attachment = await attachments.saveImage({
+        data: new Uint8Array(Buffer.from(data, "base64")),
+        mediaType: `image/${node.format}`,
+        name: `${node.imageId}.${node.format === "jpeg" ? "jpg" : node.format}`,
+      });
+      refs.push(attachment);
+      return { ...meta, attachment };
+    }
+    const out = {};
+    for (const [k, v] of Object.entries(node)) out[k] = await walk(v);
+    return out;
+  };
+  return { value: await walk(value), refs };
+}
+
+function findAttachments(value, out = []) {
+  if (Array.isArray(value)) value.forEach((v) => findAttachments(v, out));
+  else if (value && typeof value === "object") {
+    if (value.attachment && typeof value.attachment.attachmentId === "string") out.push(value.attachment);
+    for (const v of Object.values(value)) findAttachments(v, out);
+  }
+  return out;
+}
+
+/** Model-facing content: the compact JSON (no image bytes) plus each attached image by reference. */
+function render(_args, value) {
+  const blocks = [{ type: "text", text: resultText(value) }];
+  for (const attachment of findAttachments(value)) blocks.push({ type: "image", attachment });
+  return blocks;
+}
+
+/**
+ * @param {import("cordis").Context} ctx
+ * @param {{client?: BrokerClient, askBefore?: string[], trace?: (e: string) => void}} [config]
+ */
+export function apply(ctx, config = {}) {
+  const trace = config.trace ?? (() => {});
+  const askBefore = new Set(config.askBefore ?? DEFAULT_ASK_BEFORE);
+  const ownClient = !config.client;
+  const client = config.client ?? new BrokerClient({ role: "dshAdapter", component: "browserd-dsh", version: VERSION });
+  /** DSH session (agent) id → { sess, disposers, agent } */
+  const entries = new Map();
+
+  const entryFor = (agent) => {
+    let entry = entries.get(agent.id);
+    if (!entry || entry.sess.closed) {
+      entry = { agent, disposers: [], sess: new BrowserSession(client, { host: "dsh", hostSessionId: String(agent.id), trace }) };
+      entries.set(agent.id, entry);
+    }
+    return entry;
+  };
+
+  /** Unregisters an agent's browser tools (only after a successful reset, or on disposal). */
+  const unregister = async (entry) => {
+    const disposers = entry.disposers.splice(0);
+    for (const dispose of disposers) await dispose();
+    if (disposers.length) trace(`tools:unregistered:${entry.agent.id}`);
+  };
+
+  const registerTools = (entry) => {
+    const { sess, agent } = entry;
+    const generation = sess.generation;
+    for (const spec of sess.specs) {
+      const dispose = agent.ctx.tools.register({
+        name: spec.name,
+        description: spec.description,
+        parameters: toDshSchema(spec.inputSchema),
+        output: { schema: toDshSchema(spec.outputSchema), render },
+        // Browser work of one agent is exclusive: never run two browser calls at once.
+        isConcurrencySafe: () => false,
+        async execute(args, exec) {
+          const raw = await sess.callTool(spec.name, args, { callId: exec?.callId, generation });
+          const failure = resultFailure(spec.name, raw);
+          if (failure) throw new Error(failure);
+          if (spec.name === "browser_context_reset") await unregister(entry);
+          if (!ctx.get("attachments")) return raw;
+          return (await toAttachments(raw, ctx.get("attachments"))).value;
+        },
+      });
+      entry.disposers.push(dispose);
+    }
+    trace(`tools:registered:${agent.id}`);
+  };
+
+  // Tied to this plugin's scope explicitly, so it goes away on unload (HMR) whatever registry it lands in.
+  ctx.effect(() => ctx.tools.register({
+    name: SKILL_TOOL,
+    description:
+      "Load the browser skill and enable the browser tools for this agent. Call it once, only when the task needs a web browser.",
+    parameters: { type: "object", properties: {}, additionalProperties: false },
+    output: {
+      schema: { type: "object", additionalProperties: true },
+      render: (_args, value) => [{ type: "text", text: value.skill ?? value.message }],
+    },
+    isConcurrencySafe: () => false,
+    async execute(_args, exec) {
+      const agent = exec?.agent;
+      if (!agent) {
+        throw new BrokerError("UNSUPPORTED_BY_IMPLEMENTATION", "browser_skill needs an agent (it registers tools in the agent's scope)");
+      }
+      const entry = entryFor(agent);
+      if (entry.sess.active && entry.disposers.length) {
+        return { activated: false, message: "Browser tools are already active for this agent; the skill was loaded earlier." };
+      }
+      await entry.sess.activate();
+      registerTools(entry);
+      trace("skill:loaded");
+      return { activated: true, tools: entry.sess.specs.map((s) => s.name), skill: readSkill() };
+    },
+  }), "browser_skill tool");
+
+  // Approvals are requested inside a turn, before execution, and only for the configured tools. Turn-end and
+  // disposal cleanup never ask: they are not tool calls.
+  ctx.on("tools/pre-execute", (execution) => {
+    if (!execution || !askBefore.has(execution.name)) return undefined;
+    return { kind: "ask", reason: `${execution.name} takes over or hands over a browser tab` };
+  });
+
+  ctx.on("session/event", (session, event) => {
+    const entry = entries.get(sessionIdOf(session));
+    if (!entry?.sess.id || !event) return;
+    if (event.type === "turn/start") {
+      entry.sess.turnBegin(event.turn).catch((err) => trace(`turn.begin failed: ${err.message}`));
+    } else if (event.type === "turn/end") {
+      // Fire-and-forget in DSH (turn/end is not awaited); the session queue still orders it before later calls.
+      entry.sess
+        .turnEnd("agentEnd", event.turn)
+        .then((result) => {
+          if (result?.ok === false) trace(`turn cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
+        })
+        .catch((err) => trace(`turn cleanup failed: ${err.message}`))
+        .finally(() => trace(`turn_end_done:${entry.agent.id}`));
+    }
+  });
+
+  const closeEntry = async (id, reason) => {
+    const entry = entries.get(id);
+    if (!entry) return null;
+    entries.delete(id);
+    try {
+      const budget = new Promise((_, reject) => setTimeout(() => reject(new Error("session close timed out")), CLOSE_BUDGET_MS).unref());
+      const result = await Promise.race([entry.sess.close(reason), budget]);
+      if (result?.ok === false) trace(`final cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
+      return result;
+    } catch (err) {
+      trace(`final cleanup failed: ${err.message}`);
+      return null;
+    } finally {
+      await unregister(entry).catch(() => {});
+      entry.sess.detach();
+      trace(`closed:${id}`);
+    }
+  };
+
+  ctx.on("agent/disposed", (payload) => {
+    void closeEntry(sessionIdOf(payload), "agentDisposed");
+  });
+  ctx.on("session/disposed", (session) => {
+    void closeEntry(sessionIdOf(session), "agentDisposed");
+  });
+
+  // Plugin unload (including HMR): final cleanup for every agent, without blocking the host for long.
+  ctx.effect(() => async () => {
+    await Promise.all([...entries.keys()].map((id) => closeEntry(id, "pluginUnload")));
+    if (ownClient) client.close();
+  }, "browserd sessions");
+
+  return { entries, client };
+}

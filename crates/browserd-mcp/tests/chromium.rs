@@ -1,0 +1,127 @@
+//! The MCP server against a real managed Chromium: rmcp's client → `browserd_mcp::serve` → `BrokerBackend` →
+//! an in-process broker on its Unix socket → Debian's Chromium, on the loopback fixture site.
+//!
+//! Covers what only a real browser shows: a screenshot comes back as image content and as a file on disk, a new
+//! Codex turn closes the turn's scratch tab in the browser, and stdin EOF closes the session.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browserd_broker::Broker;
+use browserd_broker::client::{Client, ConnectOptions};
+use browserd_broker::config::BrokerConfig;
+use browserd_ipc::RuntimeDir;
+use browserd_mcp::{BrokerBackend, HostIdentity, ServerOptions, ShutdownOutcome};
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::HostKind;
+use browserd_test_support::fixtures::FixtureSite;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
+use serde_json::{Value, json};
+
+const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+fn call(name: &str, arguments: Value, turn: &str) -> CallToolRequestParams {
+    let mut params = CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new));
+    let mut meta = RequestMetaObject::new();
+    meta.insert("x-codex-turn-metadata".into(), json!({"session_id": "codex-chromium", "turn_id": turn}));
+    params.meta = Some(meta);
+    params
+}
+
+fn ok(result: &CallToolResult) -> Value {
+    let value: Value = serde_json::from_str(&result.content[0].as_text().expect("text first").text).unwrap();
+    assert_eq!(result.is_error, Some(false), "expected success: {value}");
+    value
+}
+
+fn own_tabs(list: &Value) -> Vec<u64> {
+    list["tabs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|tab| tab["provenance"] == "created" || tab["provenance"] == "claimed")
+        .filter_map(|tab| tab["tab"].as_u64())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
+    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
+    let site = FixtureSite::start().await.unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
+    let config = BrokerConfig {
+        chromium_path: Some(CHROMIUM.into()),
+        profile_dir: Some(temp.path().join("profile")),
+        idle_exit_secs: 0,
+        ..BrokerConfig::default()
+    };
+    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
+    let running = tokio::spawn({
+        let broker = broker.clone();
+        let dir = dir.clone();
+        async move { broker.run(&dir).await }
+    });
+    let connect = ConnectOptions {
+        role: ComponentRole::Mcp,
+        runtime_dir: Some(dir.path().to_path_buf()),
+        spawn: false,
+        timeout: Some(Duration::from_secs(60)),
+    };
+    let mut ready = false;
+    for _ in 0..500 {
+        if Client::connect(&connect).await.is_ok() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(ready, "the broker started");
+
+    let shots = temp.path().join("shots");
+    let mut options =
+        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "unused".into(), from_host: false });
+    options.screenshot_dir = Some(shots.clone());
+    let (server_io, client_io) = tokio::io::duplex(1 << 22);
+    let backend = Arc::new(BrokerBackend::new(connect, false));
+    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
+    let client = ().serve(client_io).await.unwrap();
+
+    // Turn 1: open the fixture index and observe it with a screenshot.
+    let opened =
+        ok(&client.call_tool(call("browser_open", json!({"url": site.url("/index.html")}), "t1")).await.unwrap());
+    let tab = opened["tab"].as_u64().expect("a tab id");
+    // The page may still be loading: observe until it shows (readiness, not a timing assertion).
+    let mut observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
+    for _ in 0..50 {
+        if ok(&observed)["content"].as_str().unwrap_or_default().contains("browserd fixture site") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
+    }
+    let observation = ok(&observed);
+    assert!(observation["content"].as_str().unwrap().contains("browserd fixture site"), "{observation}");
+    let image = observed.content.iter().find_map(|block| block.as_image()).expect("an image block");
+    assert!(image.mime_type.starts_with("image/") && !image.data.is_empty());
+    let path = observation["screenshot"]["path"].as_str().expect("a screenshot file path");
+    assert!(Path::new(path).starts_with(&shots));
+    assert!(std::fs::metadata(path).unwrap().len() > 100, "the file holds the image");
+    assert_eq!(observation["screenshot"]["data"], "", "no base64 in the text");
+
+    // Turn 2: the new Codex turn id ends turn 1 first, closing its scratch tab in the browser.
+    let listed = ok(&client.call_tool(call("browser_list", json!({}), "t2")).await.unwrap());
+    assert!(!own_tabs(&listed).contains(&tab), "turn end closed the scratch tab: {listed}");
+
+    // stdin EOF: the session closes through the broker's disposal path.
+    client.cancel().await.unwrap();
+    let outcome = server.await.unwrap().unwrap();
+    assert!(matches!(outcome, ShutdownOutcome::Closed(ref result) if result.ok), "{outcome:?}");
+
+    broker.shutdown_token().cancel();
+    running.await.unwrap().unwrap();
+    site.shutdown().await;
+}
