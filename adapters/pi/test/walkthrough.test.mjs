@@ -264,3 +264,39 @@ test("walkthrough 9: with two sessions at once, one cannot clean up the other's 
     await a.quit();
   }
 });
+
+test("a Pi process that dies and is resumed within the grace period re-attaches: tools active, tab still owned", async () => {
+  const first = await startPi({
+    env,
+    name: "crash-1",
+    script: [
+      { call: [["browser_skill", {}]] },
+      { call: [["browser_open", { url: site.url("crash") }]] },
+      { call: [["browser_mark_handoff", { tab: "$tab:browser_open" }]] },
+      { say: "kept" },
+    ],
+  });
+  const state = await first.send({ type: "get_state" });
+  await first.prompt("keep a page");
+  const tab = json(toolResults(await first.messages())[1]).tab;
+  await first.kill("SIGKILL");
+  assert.ok(!first.trace().includes("start:session.close"), "no shutdown ran: the process was killed");
+
+  await withPi(
+    {
+      name: "crash-2",
+      script: [{ call: [["browser_list", {}]] }, { say: "still mine" }],
+      args: ["--session", state.sessionFile],
+    },
+    async (second) => {
+      assert.equal(await second.sessionId(), state.sessionId);
+      await second.prompt("is my page still there?");
+      const [call] = second.llmCalls();
+      assert.ok(browserTools(call).includes("browser_list"), "the tools are active without loading the skill again");
+      const results = toolResults(await second.messages());
+      const listed = json(results.at(-1)).tabs.find((t) => t.tab === tab);
+      assert.equal(listed?.provenance, "handoff", "the re-attached session still owns its marked tab");
+      assert.ok(second.trace().includes("session_start:startup"));
+    },
+  );
+});

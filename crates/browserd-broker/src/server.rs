@@ -331,6 +331,8 @@ impl Broker {
         if let Some(lazy) = &self.lazy {
             lazy.shutdown().await;
         }
+        // Close the journal before the lock: the next broker opens it.
+        self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
         drop(lock);
         tracing::info!(
             sessions = report.sessions.len(),

@@ -558,6 +558,24 @@ async fn a_call_id_runs_once_and_another_payload_is_refused() {
     let other = c.call(&call(json!({"action": "click", "target": "e2"}))).await.unwrap_err();
     assert_eq!(other.error_data().unwrap().code, ErrorCode::PayloadMismatch);
     assert_eq!(acts(), before + 1);
+
+    // The audit ring holds metadata of every call: actions, opaque handles, codes; no URL path.
+    c.shutdown_broker().await.unwrap();
+    drop(c);
+    tokio::time::timeout(Duration::from_secs(30), h.task).await.unwrap().unwrap().unwrap();
+    let j = browserd_journal::Journal::open(journal.path().join("journal.sqlite3"), Default::default()).unwrap();
+    let recent = j.audit_recent(100).unwrap();
+    let actions: Vec<&str> = recent.iter().map(|e| e.record.action.as_str()).collect();
+    for wanted in ["session.open", "tab.open", "act"] {
+        assert!(actions.contains(&wanted), "{wanted} missing from {actions:?}");
+    }
+    let click = recent.iter().find(|e| e.record.action.as_str() == "act").unwrap();
+    assert_eq!(click.record.input.map(|i| i.as_str()), Some("click"));
+    assert_eq!(click.record.session.as_ref().map(|s| s.as_str()), Some(s.as_str()));
+    let refused = recent.iter().find(|e| e.record.code.as_ref().is_some_and(|c| c.as_str() == "PAYLOAD_MISMATCH"));
+    assert!(refused.is_some(), "the refused duplicate is audited too");
+    let opened = recent.iter().find(|e| e.record.action.as_str() == "tab.open").unwrap();
+    assert_eq!(opened.record.origin.as_ref().map(|o| o.as_str()), Some("https://a.test"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

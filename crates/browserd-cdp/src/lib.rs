@@ -5,7 +5,8 @@
 //! - [`Cdp`]: a cheap, cloneable handle to **one connection task per browser**. The task owns the [`Transport`],
 //!   correlates calls with answers by id, and demultiplexes events by flat CDP `sessionId`. Every call has a deadline
 //!   and may be cancelled; when a session is detached or its target crashes, its pending calls fail with
-//!   [`CdpError::TargetClosed`] naming the reason; when the transport closes, every pending call fails with
+//!   [`CdpError::TargetClosed`] naming the reason (and, until a crashed page is reloaded, calls that need its
+//!   renderer fail the same way at once instead of waiting out their deadline); when the transport closes, every pending call fails with
 //!   [`CdpError::ConnectionClosed`] naming why (for a managed browser: its exit status). Queues are bounded: calls wait
 //!   for room (within their deadline) and a slow event subscriber is told how many events it lost.
 //! - [`Cdp::set_auto_attach`]: recursive `Target.setAutoAttach {flatten: true}`; the task configures every attached

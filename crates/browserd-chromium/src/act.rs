@@ -343,6 +343,17 @@ async fn act_inner(
         last_built: None,
     };
     run.res.timings.queue = ms(queue);
+    if !matches!(
+        params.action,
+        ActionKind::Wait
+            | ActionKind::Dialog
+            | ActionKind::Navigate
+            | ActionKind::Back
+            | ActionKind::Forward
+            | ActionKind::Reload
+    ) {
+        run.ensure_visible().await;
+    }
     let result = run.perform(params).await;
     let dispatched = run.res.dispatch != Dispatch::NotDispatched;
     match result {
@@ -391,7 +402,8 @@ async fn act_inner(
             }));
         }
     }
-    for s in &run.sessions_used {
+    let blocked = p.st().tabs.get(&tab).is_some_and(|t| t.dialog.is_some());
+    for s in run.sessions_used.iter().filter(|_| !blocked) {
         let _ = p
             .cdp
             .call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_millis(200))
@@ -953,6 +965,25 @@ impl Run<'_> {
             .call_on(&res.session, &obj, "function(){ if (this.type === 'checkbox' || this.type === 'radio') return this.checked; const a = this.getAttribute && this.getAttribute('aria-checked'); return a === null ? null : a === 'true'; }", json!([]))
             .await?;
         Ok(v.as_bool())
+    }
+
+    /// A hidden (background) tab gets no frames, so the browser holds input to it for seconds: bring it to the
+    /// front first. Only done when the page reports itself hidden.
+    async fn ensure_visible(&mut self) {
+        if self.dialog_open().is_some() {
+            return;
+        }
+        let s = self.session.clone();
+        if self.eval(&s, "document.visibilityState").await.ok() != Some(json!("hidden")) {
+            return;
+        }
+        let _ = self.p.call(Some(&s), "Page.bringToFront", json!({}), self.deadline).await;
+        for _ in 0..20 {
+            if self.eval(&s, "document.visibilityState").await.ok() != Some(json!("hidden")) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     async fn perform(&mut self, params: &ActParams) -> Result<(), Fail> {
@@ -1549,6 +1580,8 @@ impl Run<'_> {
                 }
             };
             let limit = if pending_load { self.deadline } else { max };
+            // Quiet counts from the dispatch at the latest, so late effects (timers, toasts) still land.
+            let quiet = quiet.map(|q| q.min(start.elapsed().as_secs_f64() * 1000.0));
             if let Some(q) = quiet
                 && q >= quiet_ms
             {

@@ -506,3 +506,18 @@ async fn console_errors_are_effects() {
     assert!(r.effects.console_errors.iter().any(|e| e.contains("bad thing")), "{r:#?}");
     page.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_into_a_background_tab_brings_it_forward_and_works() {
+    let a = Page::open("/dialogs.html").await;
+    let o = a.observe().await;
+    let b = Page::open("/form.html").await;
+    b.observe().await;
+    let alert = ref_of(&o, "button \"Show alert\"");
+    let r = a.act(ActParams::new(ActionKind::Click).target(&alert).expect(Expectation::Dialog)).await;
+    assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
+    let r = a.act(ActParams::new(ActionKind::Dialog).expect(text("alert closed"))).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    a.close().await;
+    b.close().await;
+}

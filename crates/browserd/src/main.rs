@@ -1,5 +1,5 @@
-//! The `browserd` binary: every subcommand of the product (demo now; broker, CLI tools, MCP server and native host
-//! as they land).
+//! The `browserd` binary: every subcommand of the product — the demo, the broker and its CLI tools and host hooks,
+//! the MCP server, and the native-messaging host with install/doctor/uninstall.
 
 mod demo;
 
@@ -17,6 +17,10 @@ struct Cli {
 enum Command {
     /// Run an agent session on a managed Chromium through three turns and print what happens to each tab.
     Demo(demo::DemoArgs),
+    /// Serve browserd's tools to an MCP host (Codex, Claude Code, …) over stdio.
+    Mcp(browserd_mcp::McpArgs),
+    #[command(flatten)]
+    Broker(browserd_broker::cli::Command),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -25,6 +29,8 @@ fn main() -> anyhow::Result<()> {
     let code = rt.block_on(async {
         match cli.command {
             Command::Demo(args) => demo::run(args).await,
+            Command::Mcp(args) => browserd_mcp::run(&args).await.map(|()| 0),
+            Command::Broker(cmd) => browserd_broker::cli::run(cmd).await,
         }
     })?;
     std::process::exit(code);
