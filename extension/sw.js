@@ -243,6 +243,7 @@ async function handle(cmd, a) {
     }
     case 'lease.revoke': return gate.revoke(a.tabId);
     case 'stop': return stopNow('broker', a.reason);
+    case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
     default: throw new GateError('METHOD_NOT_FOUND', `unknown extension command ${cmd}; update the extension and browserd together`);
   }
 }

@@ -210,7 +210,18 @@ export class BrowserSession {
       }
       const params = { session: this.id, name, arguments: args ?? {} };
       if (callId) params.callId = String(callId);
-      const value = await this.client.call("tool.call", params);
+      let value;
+      try {
+        value = await this.client.call("tool.call", params);
+      } catch (err) {
+        // The broker no longer knows the session (e.g. it restarted, or the disconnect grace ran out): this
+        // activation is over; the host hides the tools and the model must load the skill again.
+        if (err?.code === "UNKNOWN_SESSION") {
+          this.id = null;
+          this.#deactivate();
+        }
+        throw err;
+      }
       if (name === "browser_context_reset" && value?.ok === true && value.toolsActive === false) this.#deactivate();
       return value;
     });

@@ -57,6 +57,44 @@ export function toDshSchema(schema) {
   return walk(schema);
 }
 
+/** The JSON Schema of a DSH image attachment reference (`ImageAttachmentRef`). */
+const ATTACHMENT_REF_SCHEMA = {
+  type: "object",
+  description: "The screenshot, saved as an image attachment of this conversation.",
+  properties: {
+    attachmentId: { type: "string" },
+    mediaType: { type: "string" },
+    bytes: { type: "integer" },
+    width: { type: "integer" },
+    height: { type: "integer" },
+  },
+  required: ["attachmentId", "mediaType"],
+  additionalProperties: true,
+};
+
+/**
+ * The output schema of a tool whose screenshots become attachments: every screenshot object (`imageId`, `format`,
+ * `data`) loses its base64 `data` and gains `attachment`, so the canonical value still matches its schema.
+ */
+export function withAttachments(schema) {
+  const walk = (node) => {
+    if (Array.isArray(node)) return node.map(walk);
+    if (!node || typeof node !== "object") return node;
+    const out = {};
+    for (const [k, v] of Object.entries(node)) {
+      out[k] = k === "properties" ? Object.fromEntries(Object.entries(v).map(([p, s]) => [p, walk(s)])) : walk(v);
+    }
+    const props = out.properties;
+    if (props && props.imageId && props.format && props.data) {
+      const { data: _data, ...rest } = props;
+      out.properties = { ...rest, attachment: ATTACHMENT_REF_SCHEMA };
+      out.required = [...(out.required ?? []).filter((r) => r !== "data"), "attachment"];
+    }
+    return out;
+  };
+  return walk(schema);
+}
+
 function sessionIdOf(arg) {
   return arg?.agent?.id ?? arg?.session?.id ?? arg?.id;
 }
@@ -116,6 +154,9 @@ export function apply(ctx, config = {}) {
     let entry = entries.get(agent.id);
     if (!entry || entry.sess.closed) {
       entry = { agent, disposers: [], sess: new BrowserSession(client, { host: "dsh", hostSessionId: String(agent.id), trace }) };
+      const current = entry;
+      // Any end of the activation (reset from elsewhere, lost session, close) unregisters the agent's tools.
+      entry.sess.onDeactivate = () => void unregister(current).catch(() => {});
       entries.set(agent.id, entry);
     }
     return entry;
@@ -136,7 +177,10 @@ export function apply(ctx, config = {}) {
         name: spec.name,
         description: spec.description,
         parameters: toDshSchema(spec.inputSchema),
-        output: { schema: toDshSchema(spec.outputSchema), render },
+        output: {
+          schema: ctx.get("attachments") ? withAttachments(toDshSchema(spec.outputSchema)) : toDshSchema(spec.outputSchema),
+          render,
+        },
         // Browser work of one agent is exclusive: never run two browser calls at once.
         isConcurrencySafe: () => false,
         async execute(args, exec) {

@@ -105,7 +105,7 @@ export function createBrowserdExtension(options = {}) {
           name: spec.name,
           label: label(spec.name),
           description: spec.description,
-          promptSnippet: spec.description,
+          // No promptSnippet: the skill already explains the tools; the system prompt stays short.
           parameters: spec.inputSchema,
           executionMode: "sequential",
           async execute(toolCallId, params) {
@@ -134,6 +134,7 @@ export function createBrowserdExtension(options = {}) {
       async execute(_toolCallId, _params, _signal, _onUpdate, ctx) {
         const s = sessionFor(ctx);
         if (s.active) {
+          if (browserNames.length === 0) showTools(s);
           return {
             content: [{ type: "text", text: "Browser tools are already active in this session; the skill was loaded earlier." }],
             details: { alreadyActive: true },

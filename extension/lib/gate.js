@@ -65,7 +65,7 @@ export class Gate {
     const prev = this.tails.get(tabId) ?? Promise.resolve();
     let entry;
     const run = new Promise((resolve, reject) => {
-      entry = { reject };
+      entry = { reject, tabId };
       this.waiting.add(entry);
       prev.catch(() => {}).then(async () => {
         if (!this.waiting.delete(entry)) return; // dropped by Stop
@@ -93,6 +93,19 @@ export class Gate {
     const dropped = this.waiting.size;
     for (const entry of this.waiting) entry.reject(new GateError('USER_STOPPED', 'the user pressed Stop before this input was dispatched'));
     this.waiting.clear();
+    return dropped;
+  }
+
+  /** Cancel: drop the undispatched input of one tab (or all tabs); the gate stays open and leases stay. */
+  cancel(tabId) {
+    let dropped = 0;
+    for (const entry of [...this.waiting]) {
+      if (tabId === undefined || tabId === null || entry.tabId === tabId) {
+        this.waiting.delete(entry);
+        entry.reject(new GateError('CANCELLED', 'cancelled by browserd before this input was dispatched'));
+        dropped++;
+      }
+    }
     return dropped;
   }
 

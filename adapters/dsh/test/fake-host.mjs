@@ -7,6 +7,7 @@
 import crypto from "node:crypto";
 
 import { Context } from "cordis";
+import { Compile } from "typebox/compile";
 
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/webp", "image/gif"]);
 
@@ -156,6 +157,12 @@ export async function createHost({ approvalPolicy = () => "allowed-once" } = {})
       }
       try {
         const value = await def.execute(args, execution);
+        // DSH: "returning an invalid value means isError" — the canonical value must match output.schema.
+        const validator = Compile(def.output.schema);
+        if (!validator.Check(value)) {
+          const why = [...validator.Errors(value)].slice(0, 3).map((e) => `${e.instancePath ?? e.path}: ${e.message}`);
+          return { isError: true, code: "INVALID_OUTPUT", error: `${name} returned a value outside its output schema: ${why.join("; ")}` };
+        }
         return { isError: false, value, content: def.output.render(args, value) };
       } catch (err) {
         return { isError: true, error: err.message };

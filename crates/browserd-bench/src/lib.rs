@@ -1,8 +1,9 @@
-//! browserd's benchmark harness: observes the fixture site's pages with each observer (Playwright MCP now,
-//! browserd's own observation next) and reports latency percentiles, size in bytes and o200k tokens, and whether
+//! browserd's benchmark harness: observes the fixture site's pages with each observer (Playwright MCP and
+//! browserd's own observation and action loop) and reports latency percentiles, size in bytes and o200k tokens, and whether
 //! every interactive element of the generated pages is addressable, one JSON object per line.
 
 pub mod addressability;
+pub mod browserd;
 pub mod observer;
 pub mod playwright;
 pub mod report;

@@ -3,13 +3,20 @@
 
 use async_trait::async_trait;
 
+use crate::report::TimingRow;
+
 /// What one observer produced for one page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observation {
     /// The observation text exactly as a model receives it (from the last of the timed calls).
     pub text: String,
-    /// Wall time of each timed observation call, in milliseconds (navigation excluded).
+    /// The observation's page rendering without its envelope (browserd: the `content` field of the `Observation`
+    /// JSON), when the tool wraps it in one; `None` when `text` is all there is.
+    pub content: Option<String>,
+    /// Wall time of each timed call, in milliseconds (navigation excluded), failed calls included.
     pub ms_runs: Vec<f64>,
+    /// How many of the timed calls failed (an action that did not succeed or whose expectation did not hold).
+    pub failures: usize,
 }
 
 /// An element an observation makes addressable: it has a ref the model can act on.
@@ -82,6 +89,13 @@ pub trait Observer: Send {
     /// `generic`) is reported as `generic`, and an element without a name is known by its text, because that is how
     /// the generated pages' manifests name their operable elements that have no role.
     fn addressable(&self, text: &str) -> Vec<Addressable>;
+
+    /// Timing-only measurements of this observer beyond observe and click (browserd: the raw CDP round trip), each
+    /// `runs` samples. The default has none.
+    async fn timings(&mut self, runs: usize) -> Vec<Result<TimingRow, ObserverError>> {
+        let _ = runs;
+        Vec::new()
+    }
 
     /// Ends the session and its browser.
     async fn close(self: Box<Self>);

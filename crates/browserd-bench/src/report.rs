@@ -25,6 +25,15 @@ pub struct ObserveRow {
     pub bytes: usize,
     /// o200k_base tokens of the observation text.
     pub tokens: usize,
+    /// UTF-8 bytes of the page rendering inside the tool's envelope (browserd: `Observation.content`), when the
+    /// text has an envelope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_bytes: Option<usize>,
+    /// o200k_base tokens of that page rendering.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_tokens: Option<usize>,
+    /// Timed calls that failed (they are included in the timings).
+    pub failures: usize,
     /// Addressability against the page's ground truth (generated pages and most hand-written ones).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub addressability: Option<AddressabilityReport>,
@@ -133,8 +142,11 @@ impl ObserveRow {
 /// A timing-only measurement (action loop, RPC round trip, …): `{"name", "n", "p50_ms", "p95_ms", ...}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct TimingRow {
-    /// What was measured, e.g. `act.click`.
+    /// What was measured, e.g. `cdp.roundtrip`.
     pub name: String,
+    /// Which tool, when it is a per-observer measurement.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observer: Option<String>,
     /// The size parameter of the measurement, when it has one.
     pub n: Option<usize>,
     /// The samples' summary.
@@ -142,6 +154,24 @@ pub struct TimingRow {
     pub timing: Summary,
     /// How many of the runs failed (failures are included in the timings).
     pub failures: usize,
+}
+
+impl TimingRow {
+    /// One aligned table line.
+    pub fn human(&self) -> String {
+        let n = self.n.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+        format!(
+            "{:<16} {:<34} {:>6} {:>9.3} {:>9.3} {:>9} {:>8} {:>12}",
+            self.observer.as_deref().unwrap_or("-"),
+            self.name,
+            n,
+            self.timing.p50_ms,
+            self.timing.p95_ms,
+            "-",
+            "-",
+            format!("{} failed", self.failures)
+        )
+    }
 }
 
 /// Runs `f` `runs` times and times each call (failures included in the timings and counted).
@@ -160,7 +190,7 @@ where
             failures += 1;
         }
     }
-    Some(TimingRow { name: name.to_owned(), n, timing: Summary::of(&samples)?, failures })
+    Some(TimingRow { name: name.to_owned(), observer: None, n, timing: Summary::of(&samples)?, failures })
 }
 
 #[cfg(test)]

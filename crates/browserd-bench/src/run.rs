@@ -8,6 +8,7 @@ use browserd_test_support::fixtures::{BenchElement, FixtureSite, generate_elemen
 use clap::Parser;
 
 use crate::addressability;
+use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget};
 use crate::observer::{Observer, ObserverError};
 use crate::playwright::{PlaywrightMcp, PlaywrightOptions};
 use crate::report::{self, CompareRow, ErrorRow, MachineRow, ObserveRow};
@@ -15,7 +16,7 @@ use crate::stats::{Summary, round3};
 use crate::tokens::count_tokens;
 
 /// Every observer this binary knows, in run order; the first is the baseline of the `compare` rows.
-pub const OBSERVERS: &[&str] = &["playwright-mcp"];
+pub const OBSERVERS: &[&str] = &["playwright-mcp", "browserd", "browserd-unbounded"];
 
 /// Command-line options.
 #[derive(Debug, Clone, Parser)]
@@ -110,7 +111,7 @@ pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
     Ok(out)
 }
 
-/// Starts the observer called `name`. Add the browserd observer here.
+/// Starts the observer called `name`.
 pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>, ObserverError> {
     match name {
         "playwright-mcp" => {
@@ -122,6 +123,12 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
                 options.chromium = chromium.clone();
             }
             Ok(Box::new(PlaywrightMcp::start(&options).await?))
+        }
+        "browserd" | "browserd-unbounded" => {
+            let budget = if name == "browserd" { Budget::Default } else { Budget::Unbounded };
+            let chromium = args.chromium.clone().unwrap_or_else(|| PlaywrightOptions::from_env().chromium);
+            let options = BrowserdOptions { chromium, budget, call_timeout: std::time::Duration::from_secs(60) };
+            Ok(Box::new(BrowserdObserver::start(&options).await?))
         }
         other => Err(ObserverError::Start {
             observer: other.into(),
@@ -226,6 +233,24 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                 break;
             }
         }
+        for timing in observer.timings(args.runs.max(100)).await {
+            match timing {
+                Ok(mut row) => {
+                    row.observer = Some(name.clone());
+                    if args.json {
+                        report::print_json(&row);
+                    } else {
+                        println!("{}", row.human());
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    let row =
+                        ErrorRow { name: "timing", n: None, observer: name.clone(), page: None, error: e.to_string() };
+                    emit_error(&args, row);
+                }
+            }
+        }
         observer.close().await;
     }
     if let Some(baseline) = observers.first() {
@@ -287,6 +312,7 @@ fn row_of(
     observation: crate::observer::Observation,
     addressability: Option<addressability::AddressabilityReport>,
 ) -> Result<Result<ObserveRow, ObserverError>, RunError> {
+    let content_tokens = observation.content.as_deref().map(count_tokens).transpose()?;
     let Some(timing) = Summary::of(&observation.ms_runs) else {
         return Ok(Err(ObserverError::Page {
             observer: observer.into(),
@@ -303,6 +329,9 @@ fn row_of(
         timing,
         bytes: observation.text.len(),
         tokens: count_tokens(&observation.text)?,
+        content_bytes: observation.content.as_ref().map(String::len),
+        content_tokens,
+        failures: observation.failures,
         addressability,
     }))
 }
@@ -451,6 +480,6 @@ mod tests {
     #[tokio::test]
     async fn unknown_observer_is_refused_by_name() {
         let Err(e) = start_observer("nope", &args(&[])).await else { panic!("an unknown observer started") };
-        assert!(e.to_string().contains("unknown observer; known: playwright-mcp"), "{e}");
+        assert!(e.to_string().contains("unknown observer; known: playwright-mcp, browserd, browserd-unbounded"), "{e}");
     }
 }

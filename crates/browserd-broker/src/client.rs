@@ -21,7 +21,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::{BROKER_SELECT_TAB, BROKER_SHUTDOWN, BROKER_STOP_GATE, SelectTabParams, StopGateResult};
+use crate::server::{
+    BROKER_CANCEL, BROKER_SELECT_TAB, BROKER_SHUTDOWN, BROKER_STOP_GATE, SelectTabParams, StopGateResult,
+};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -303,6 +305,38 @@ impl Client {
     /// # Errors
     /// The broker's error, a timeout, or a closed connection.
     pub async fn call_value<P: Serialize + ?Sized>(&self, method: &str, params: &P) -> Result<Value, ClientError> {
+        self.call_value_cancellable(method, params, &CancellationToken::new()).await
+    }
+
+    /// A typed call that `cancel` can cancel: the broker is told to cancel it, and the answer (`CANCELLED`, or the
+    /// result if it finished first) is returned.
+    ///
+    /// # Errors
+    /// The broker's error (`CANCELLED` after a cancellation), a timeout, or a closed connection.
+    pub async fn call_cancellable<P: MethodParams>(
+        &self,
+        params: &P,
+        cancel: &CancellationToken,
+    ) -> Result<P::Result, ClientError> {
+        let value = self.call_value_cancellable(P::METHOD.name(), params, cancel).await?;
+        serde_json::from_value(value).map_err(|e| {
+            ClientError::Rpc(Box::new(ErrorData::new(
+                ErrorCode::InternalError,
+                format!("the broker's answer to `{}` does not match its schema: {e}", P::METHOD.name()),
+            )))
+        })
+    }
+
+    /// [`Client::call_value`] that `cancel` can cancel (see [`Client::call_cancellable`]).
+    ///
+    /// # Errors
+    /// As [`Client::call_cancellable`].
+    pub async fn call_value_cancellable<P: Serialize + ?Sized>(
+        &self,
+        method: &str,
+        params: &P,
+        cancel: &CancellationToken,
+    ) -> Result<Value, ClientError> {
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let request = Request::new(id.clone(), method, &params)?;
         let (tx, rx) = oneshot::channel();
@@ -314,15 +348,30 @@ impl Client {
             forget();
             return Err(ClientError::Closed);
         }
+        let mut rx = rx;
+        let wait = async {
+            tokio::select! {
+                r = &mut rx => return r,
+                () = cancel.cancelled() => {}
+            }
+            // Ask the broker to cancel it, then take whatever it answers (CANCELLED, or the result if it was done).
+            let cancel_id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+            if let Ok(request) = Request::new(cancel_id, BROKER_CANCEL, &serde_json::json!({"requestId": id})) {
+                if let Ok(value) = serde_json::to_value(&request) {
+                    let _ = self.inner.tx.send(value).await;
+                }
+            }
+            rx.await
+        };
         let response = match self.inner.timeout {
-            Some(limit) => match tokio::time::timeout(limit, rx).await {
+            Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(r) => r,
                 Err(_) => {
                     forget();
                     return Err(ClientError::Timeout(limit));
                 }
             },
-            None => rx.await,
+            None => wait.await,
         };
         let response = response.map_err(|_| ClientError::Closed)?;
         Ok(response.into_result::<Value>()?)

@@ -5,7 +5,8 @@
 //! answer goes back through the connection's writer task. No lock is held across an `.await` except the runtime's
 //! own per-session locks.
 //!
-//! Broker-local methods (not in the protocol registry, used by the CLI): `broker.shutdown` (graceful stop),
+//! Broker-local methods (not in the protocol registry): `broker.cancel` (cancel one in-flight request of the
+//! connection, for MCP cancellation), `broker.shutdown` (graceful stop),
 //! `broker.stopGate` (cancel queued and running page work, report `USER_STOPPED`), `broker.selectTab` (choose which
 //! owned tab `browser_observe` / `browser_act` / `browser_batch` work on, since their params carry no tab id).
 
@@ -55,6 +56,9 @@ pub const BROKER_SHUTDOWN: &str = "broker.shutdown";
 pub const BROKER_STOP_GATE: &str = "broker.stopGate";
 /// Broker-local method: choose the session's current tab.
 pub const BROKER_SELECT_TAB: &str = "broker.selectTab";
+/// Broker-local method: cancel one in-flight request of this connection (`{"requestId": …}`); it answers
+/// `CANCELLED`. Answers `{"cancelled": false}` when the request already finished.
+pub const BROKER_CANCEL: &str = "broker.cancel";
 
 /// Result of `broker.stopGate`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -346,13 +350,11 @@ impl Broker {
         })
     }
 
-    /// Drives the runtime's timers (idle debugger detach, background recovery retries).
-    ///
-    /// SEAM: `Runtime::run_timers` is not `Send` today (core's `tick` holds the engine guard across an `.await` in
-    /// an `if let … && …await` chain, which would also re-lock the engine), so it cannot be spawned here. Until core
-    /// fixes that, idle detach happens at the next operation and at turn end, and recovery retries run before each
-    /// operation of any session.
-    fn spawn_timers(&self, _cancel: CancellationToken) {}
+    /// Drives the runtime's timers (idle debugger detach, background retries of closed sessions' recovery records).
+    fn spawn_timers(&self, cancel: CancellationToken) {
+        let runtime = self.runtime.clone();
+        tokio::spawn(async move { runtime.run_timers(cancel).await });
+    }
 
     // ----- connections -----
 
@@ -371,6 +373,7 @@ impl Broker {
         self.tables().connections.insert(conn_id, tx.clone());
         let active = Arc::new(AtomicU32::new(0));
         let cancel_active = CancellationToken::new();
+        let inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>> = Arc::new(Mutex::new(HashMap::new()));
         let mut protocol: Option<u32> = None;
         loop {
             let frame = tokio::select! {
@@ -434,17 +437,49 @@ impl Broker {
                 let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
                 continue;
             }
+            if request.method == BROKER_CANCEL {
+                let target: Option<RequestId> = request
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .cloned()
+                    .and_then(|v| serde_json::from_value(v).ok());
+                let cancelled = match target {
+                    Some(target) => inflight
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .get(&target)
+                        .map(|token| token.cancel())
+                        .is_some(),
+                    None => false,
+                };
+                let response = Response::success(request.id.clone(), &json!({"cancelled": cancelled}))
+                    .unwrap_or_else(|e| internal(request.id.clone(), &e));
+                let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                continue;
+            }
             let me = self.clone();
             let tx = tx.clone();
             let active = active.clone();
             let cancel = cancel_active.clone();
+            let own_cancel = CancellationToken::new();
+            inflight
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(request.id.clone(), own_cancel.clone());
+            let inflight = inflight.clone();
             active.fetch_add(1, Ordering::SeqCst);
             tokio::spawn(async move {
                 let id = request.id.clone();
                 let outcome = tokio::select! {
                     outcome = me.dispatch_audited(conn_id, version, request) => outcome,
                     () = cancel.cancelled() => Err(ErrorData::new(ErrorCode::Cancelled, "the client cancelled its requests (client.disconnect)")),
+                    () = own_cancel.cancelled() => Err(ErrorData::new(
+                        ErrorCode::Cancelled,
+                        "the client cancelled this request; an action already sent may or may not have taken effect",
+                    ).with_next_step("Observe before deciding whether to repeat it.")),
                 };
+                inflight.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
                 active.fetch_sub(1, Ordering::SeqCst);
                 let response = match outcome {
                     Ok(value) => Response { jsonrpc: Default::default(), id: Some(id), payload: ok(value) },

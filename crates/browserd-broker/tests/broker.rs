@@ -637,3 +637,47 @@ async fn an_idle_broker_exits_and_client_disconnect_leaves_sessions_for_reattach
     assert_eq!(summary.disposed_sessions, 1);
     assert!(!h.dir.join("broker.sock").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_runs_the_runtime_timers_idle_debuggers_detach() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Pi, "p").await;
+    let tab = open_tab(&c, &s).await;
+    c.tool(&s, "browser_observe", json!({})).await.unwrap();
+    assert!(h.fake.debugger_attached(handle(tab)), "observing attached the debugger");
+    // No further operation: only the timer loop can detach it after the idle window.
+    eventually("the idle debugger is detached", async || !h.fake.debugger_attached(handle(tab))).await;
+    assert!(h.fake.is_open(handle(tab)), "idle detach keeps the tab");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_answers_cancelled_and_frees_its_slot() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Mcp, "m").await;
+    open_tab(&c, &s).await;
+    h.fake.set_delay_for(Op::Observe, Duration::from_secs(30));
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let call = tokio::spawn({
+        let c = c.clone();
+        let cancel = cancel.clone();
+        let params =
+            ToolCallParams { session: s.clone(), name: "browser_observe".into(), arguments: json!({}), call_id: None };
+        async move { c.call_cancellable(&params, &cancel).await }
+    });
+    let watcher = h.client().await;
+    eventually("the observation runs", async || {
+        watcher.call(&StatusParams::default()).await.unwrap().limits.concurrent_page_ops.used == 1
+    })
+    .await;
+    cancel.cancel();
+    let err = call.await.unwrap().unwrap_err();
+    assert_eq!(err.error_data().unwrap().code, ErrorCode::Cancelled, "{err}");
+    eventually("the slot is free", async || {
+        watcher.call(&StatusParams::default()).await.unwrap().limits.concurrent_page_ops.used == 0
+    })
+    .await;
+    h.fake.set_delay_for(Op::Observe, Duration::ZERO);
+    c.tool(&s, "browser_observe", json!({})).await.unwrap();
+}

@@ -5,10 +5,10 @@
 //! - [`Cdp`]: a cheap, cloneable handle to **one connection task per browser**. The task owns the [`Transport`],
 //!   correlates calls with answers by id, and demultiplexes events by flat CDP `sessionId`. Every call has a deadline
 //!   and may be cancelled; when a session is detached or its target crashes, its pending calls fail with
-//!   [`CdpError::TargetClosed`] naming the reason (and, until a crashed page is reloaded, calls that need its
-//!   renderer fail the same way at once instead of waiting out their deadline); when the transport closes, every pending call fails with
-//!   [`CdpError::ConnectionClosed`] naming why (for a managed browser: its exit status). Queues are bounded: calls wait
-//!   for room (within their deadline) and a slow event subscriber is told how many events it lost.
+//!   [`CdpError::TargetClosed`] naming the reason (and until a crashed page is reloaded, calls that need its renderer
+//!   fail the same way at once instead of waiting out their deadline); when the transport closes, every pending call
+//!   fails with [`CdpError::ConnectionClosed`] naming why (for a managed browser: its exit status). Queues are
+//!   bounded: calls wait for room (within their deadline) and a slow event subscriber is told how many events it lost.
 //! - [`Cdp::set_auto_attach`]: recursive `Target.setAutoAttach {flatten: true}`; the task configures every attached
 //!   child the same way and optionally resumes it (`Runtime.runIfWaitingForDebugger`).
 //! - Transports, all behind the minimal [`Transport`] trait (send one JSON message, receive one):
@@ -25,9 +25,9 @@
 //! `microsoft-edge` on `PATH`), makes a profile directory (a temporary one unless given, removed on shutdown) and
 //! starts the browser in its own process group with `--remote-debugging-pipe` (the pipes are mapped onto fds 3 and 4
 //! by the `command-fds` crate, so browserd itself has no `unsafe`), `--headless=new` unless headed (which needs
-//! `DISPLAY` or `WAYLAND_DISPLAY`),
-//! `--no-sandbox` when running as root, flags that keep it off the network (no background networking, component
-//! updates, sync, QUIC or first-run UI), `XDG_CONFIG_HOME`/`XDG_CACHE_HOME` inside the profile, and `about:blank`.
+//! `DISPLAY` or `WAYLAND_DISPLAY`), `--no-sandbox` when running as root, flags that keep it off the network (no
+//! background networking, component updates, sync, QUIC or first-run UI), `XDG_CONFIG_HOME`/`XDG_CACHE_HOME` inside
+//! the profile, and `about:blank`.
 //! It is ready once it answers `Browser.getVersion`. A watcher task reaps the process and reports its exit status,
 //! which becomes the connection's close reason. [`ManagedBrowser::shutdown`] sends `Browser.close`, waits briefly,
 //! kills the process group if needed, reaps it and removes the temporary profile; dropping a `ManagedBrowser` kills

@@ -815,8 +815,16 @@ impl Provider for ChromiumProvider {
     async fn create_tab(&self, ctx: &OpContext, req: CreateTab) -> Result<TabInfo, ProviderError> {
         let deadline = Instant::now() + ctx.timeout;
         let url = if req.url.is_empty() { "about:blank".to_owned() } else { req.url.clone() };
+        // On a managed browser each tab gets its own window, so every tab stays visible: a hidden tab gets no
+        // frames and the browser holds input to it for seconds. A remote (user's) browser keeps its tab strip.
+        let new_window = self.kind == ProviderKind::Managed && !req.background;
         let r = self
-            .call(None, "Target.createTarget", json!({"url": url, "background": req.background}), deadline)
+            .call(
+                None,
+                "Target.createTarget",
+                json!({"url": url, "background": req.background, "newWindow": new_window}),
+                deadline,
+            )
             .await
             .map_err(|e| cdp_err(&e, "creating a tab"))?;
         let target = r["targetId"].as_str().unwrap_or_default().to_owned();

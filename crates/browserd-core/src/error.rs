@@ -117,7 +117,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// The stable wire code of this kind: the SCREAMING_SNAKE string of `browserd-protocol`'s
-    /// `ErrorCode` (so the conversion is a lookup). `CLEANUP_PENDING` has no protocol code yet.
+    /// `ErrorCode` (so the conversion is a lookup).
     #[must_use]
     pub fn code(&self) -> &'static str {
         match self {

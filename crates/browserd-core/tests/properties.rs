@@ -20,9 +20,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use browserd_core::error::ErrorKind;
 use browserd_core::lifecycle::{CleanupReport, CloseReason, FinalizeInputs, StepAction};
-use browserd_core::provider::{ProviderErrorKind, SessionKey, TabHandle};
+use browserd_core::provider::{
+    Capability, CapabilityMatrix, CapabilityState, ProviderErrorKind, SessionKey, TabHandle,
+};
 use browserd_core::tabs::{MarkKind, ResourceState};
-use browserd_test_support::fake_provider::{FaultKind, Op, Times, sample_act_params};
+use browserd_test_support::fake_provider::{ALL_CAPABILITIES, FaultKind, Op, Times, sample_act_params};
 use proptest::prelude::*;
 use support::{Harness, harness, key};
 
@@ -48,6 +50,8 @@ enum Action {
     DropConnection,
     RestoreConnection,
     Tick(u64),
+    /// An older extension without a turn-cleanup capability (automatic cleanup refused), or back.
+    OldExtension(bool),
 }
 
 fn action() -> impl Strategy<Value = Action> {
@@ -74,6 +78,7 @@ fn action() -> impl Strategy<Value = Action> {
         1 => Just(Action::DropConnection),
         1 => Just(Action::RestoreConnection),
         1 => (0..3000u64).prop_map(Action::Tick),
+        1 => any::<bool>().prop_map(Action::OldExtension),
     ]
 }
 
@@ -208,6 +213,9 @@ impl Model {
                 if let Ok(r) = res {
                     self.last_ended.insert(s.clone(), turn);
                     self.check_report(&s, &r)?;
+                    if r.auto_cleanup_refused.is_some() {
+                        prop_assert!(r.closed.is_empty() && r.released.is_empty(), "refused cleanup did work: {r:?}");
+                    }
                 }
             }
             Action::Finalize(i, named) => {
@@ -295,6 +303,15 @@ impl Model {
             Action::Tick(ms) => {
                 h.clock.advance(*ms);
                 h.rt.tick().await;
+            }
+            Action::OldExtension(old) => {
+                if *old {
+                    h.fake.remove_capability(Capability::TurnScopedMarks);
+                } else {
+                    h.fake.set_capabilities(CapabilityMatrix(
+                        ALL_CAPABILITIES.iter().map(|c| (*c, CapabilityState::Supported)).collect(),
+                    ));
+                }
             }
         }
         self.check_invariants()

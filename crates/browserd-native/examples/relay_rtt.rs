@@ -77,9 +77,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let cdp = Cdp::spawn(link.relay_transport("bench"), ConnectionOptions::default());
     let t = Duration::from_secs(10);
-    let att = cdp
-        .call(None, "Target.attachToTarget", json!({"targetId": tab.target_id, "flatten": true}), t)
-        .await?;
+    let att = cdp.call(None, "Target.attachToTarget", json!({"targetId": tab.target_id, "flatten": true}), t).await?;
     let s = SessionId(att["sessionId"].as_str().unwrap().to_owned());
     let mut eval = Vec::new();
     for i in 0..n + 50 {

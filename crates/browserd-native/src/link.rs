@@ -347,6 +347,13 @@ impl ExtensionLink {
         Ok(report)
     }
 
+    /// Drops the undispatched input of `tab_id` (or of every tab); leases and the gate stay. Sent on the priority
+    /// lane. Returns how many inputs were dropped.
+    pub async fn cancel_inputs(&self, tab_id: Option<i64>) -> Result<u64, ExtensionError> {
+        let v = self.call_lane("cancel", json!({"tabId": tab_id}), true).await?;
+        Ok(v["droppedInputs"].as_u64().unwrap_or(0))
+    }
+
     fn note_stop(&self, epoch: u64) {
         self.inner.epoch.fetch_max(epoch, Ordering::SeqCst);
         lock(&self.inner.relay).fences.clear();

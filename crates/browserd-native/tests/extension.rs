@@ -177,6 +177,15 @@ async fn ownership_records_gate_close_and_release() {
     let tabs = h.link.list_tabs().await.unwrap();
     let still = tabs.iter().find(|t| t.tab_id == user_tab).expect("the released tab stays open");
     assert!(still.owner.is_none());
+    // One named, coloured group per agent session.
+    let mine = h.link.create_tab(AGENT, &h.site.url("/form.html"), false).await.unwrap();
+    let mine2 = h.link.create_tab(AGENT, &h.site.url("/toast.html"), false).await.unwrap();
+    assert!(mine.group_id >= 0 && mine.group_id == mine2.group_id, "{mine:?} {mine2:?}");
+    assert!(other.group_id >= 0 && other.group_id != mine.group_id);
+    // Closing one owned tab never closes its group's other tabs.
+    h.link.close_tab(AGENT, mine.tab_id).await.unwrap();
+    let tabs = h.link.list_tabs().await.unwrap();
+    assert!(tabs.iter().any(|t| t.tab_id == mine2.tab_id && t.group_id == mine2.group_id));
     // The owner may close its own tab; the group it was in is untouched for others.
     h.link.close_tab("agent-b", other.tab_id).await.unwrap();
     h.stop().await;
@@ -472,4 +481,80 @@ async fn popup_shows_the_connection_and_its_stop_button_stops() {
     let e = input(&h.link, tab, json!({"token": fence.token, "epoch": fence.epoch}), "mousePressed").await.unwrap_err();
     assert_eq!(refused_code(&e), "USER_STOPPED", "{e}");
     h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oopif_content_and_clicks_go_through_flat_child_sessions() {
+    let h = common::start().await;
+    let (p, _cdp) = provider(&h.link);
+    p.connect(&ctx()).await.unwrap();
+    let url = h.site.url("/iframes.html");
+    let tab = p.create_tab(&ctx(), CreateTab { url: url.clone(), ..Default::default() }).await.unwrap();
+    let tab_id = tab_id_of(&h.link, &url).await;
+    h.link.grant_lease(AGENT, tab_id, 1).await.unwrap();
+    let mut o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
+    for _ in 0..50 {
+        if o.content.contains("Inner frame: cross-origin") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
+    }
+    assert!(o.content.contains("Inner frame: cross-origin"), "the OOPIF's content is observed: {}", o.content);
+    let cross = o.content.split("Inner frame: cross-origin").nth(1).unwrap();
+    let line = cross.lines().find(|l| l.contains("button \"Inner button\"")).expect(&o.content);
+    let start = line.find('[').unwrap() + 1;
+    let r#ref = &line[start..start + line[start..].find(']').unwrap()];
+    let r = p.act(&ctx(), tab.tab, &ActParams::new(ActionKind::Click).target(r#ref)).await.unwrap();
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
+    let cross = o.content.split("Inner frame: cross-origin").nth(1).unwrap();
+    assert!(cross.contains("Inner clicks: 1"), "the click landed in the cross-origin frame: {}", o.content);
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancel_drops_queued_input_but_keeps_the_lease() {
+    let h = common::start().await;
+    let tab = counted_tab(&h).await;
+    let f = h.link.grant_lease(AGENT, tab, 1).await.unwrap();
+    let fence = json!({"token": f.token, "epoch": f.epoch});
+    let mut calls = Vec::new();
+    for i in 0..60 {
+        let link = h.link.clone();
+        let fence = fence.clone();
+        let kind = if i % 2 == 0 { "mousePressed" } else { "mouseReleased" };
+        calls.push(tokio::spawn(async move { input(&link, tab, fence, kind).await }));
+    }
+    // Wait until the first input has landed, so the rest are queued behind it in the extension.
+    while page_count_quiet(&h.link, tab).await == 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let dropped = h.link.cancel_inputs(Some(tab)).await.unwrap();
+    let (mut ok, mut cancelled) = (0i64, 0u64);
+    for c in calls {
+        match c.await.unwrap() {
+            Ok(_) => ok += 1,
+            Err(e) => {
+                assert_eq!(refused_code(&e), "CANCELLED", "{e}");
+                cancelled += 1;
+            }
+        }
+    }
+    assert_eq!(cancelled, dropped, "every dropped input was answered CANCELLED");
+    assert_eq!(page_count_quiet(&h.link, tab).await, ok, "cancelled inputs never reached the page");
+    // The lease and the gate are intact.
+    input(&h.link, tab, fence, "mousePressed").await.unwrap();
+    h.stop().await;
+}
+
+async fn page_count_quiet(link: &ExtensionLink, tab_id: i64) -> i64 {
+    let r = link
+        .call(
+            "cdp.send",
+            json!({"target": {"tabId": tab_id}, "method": "Runtime.evaluate", "params": {"expression": "window.__n", "returnByValue": true}}),
+        )
+        .await
+        .unwrap();
+    r["result"]["value"].as_i64().unwrap()
 }

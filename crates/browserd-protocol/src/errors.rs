@@ -222,6 +222,8 @@ error_codes! {
         "Another lifecycle operation of this session is running; retry after retryAfterMs.";
     UnknownSession = "UNKNOWN_SESSION", 1707, Lifecycle,
         "Open the session with session.open first.";
+    CleanupPending = "CLEANUP_PENDING", 1708, Lifecycle,
+        "This tab's cleanup failed earlier and is waiting for a retry; call browser_cleanup or browser_status, then retry.";
 
     // Broker: connections and peers.
     BrokerUnavailable = "BROKER_UNAVAILABLE", 1801, Broker,

@@ -346,7 +346,7 @@ async fn a_failed_set_auto_attach_reports_the_error() {
 
 #[tokio::test]
 async fn after_a_crash_renderer_calls_fail_at_once_until_the_target_is_reloaded() {
-    let (cdp, mut server) = ScriptedCdp::new().answer_unmatched_with_empty_result().spawn();
+    let (cdp, server) = ScriptedCdp::new().answer_unmatched_with_empty_result().spawn();
     let page = SessionId("PAGE".into());
     server.emit(ScriptedEvent::new(None, "Target.attachedToTarget", attached("PAGE", "T-PAGE", "page", false))).await;
     server.emit(ScriptedEvent::new(Some("PAGE"), "Inspector.targetCrashed", json!({}))).await;
