@@ -9,7 +9,7 @@
 //! broker and Chromium); the DSH runtime itself was not available. See adapters/README.md.
 
 import { BrokerClient, BrokerError } from "../common/broker-client.mjs";
-import { BrowserSession, readSkill, resultFailure, resultText } from "../common/session.mjs";
+import { BrowserSession, extractScreenshots, readSkill, resultFailure, resultText } from "../common/session.mjs";
 
 export const name = "browserd";
 
@@ -72,11 +72,14 @@ const ATTACHMENT_REF_SCHEMA = {
   additionalProperties: true,
 };
 
+/** The JSON Schema of a screenshot saved to a file (when the host has no attachments service). */
+const FILE_PATH_SCHEMA = { type: "string", description: "Path of the saved screenshot file." };
+
 /**
- * The output schema of a tool whose screenshots become attachments: every screenshot object (`imageId`, `format`,
- * `data`) loses its base64 `data` and gains `attachment`, so the canonical value still matches its schema.
+ * The output schema of a tool whose screenshots leave the value: every screenshot object (`imageId`, `format`,
+ * `data`) loses its base64 `data` and gains `attachment` (or `path`), so the canonical value still matches.
  */
-export function withAttachments(schema) {
+export function withAttachments(schema, field = "attachment", fieldSchema = ATTACHMENT_REF_SCHEMA) {
   const walk = (node) => {
     if (Array.isArray(node)) return node.map(walk);
     if (!node || typeof node !== "object") return node;
@@ -87,8 +90,8 @@ export function withAttachments(schema) {
     const props = out.properties;
     if (props && props.imageId && props.format && props.data) {
       const { data: _data, ...rest } = props;
-      out.properties = { ...rest, attachment: ATTACHMENT_REF_SCHEMA };
-      out.required = [...(out.required ?? []).filter((r) => r !== "data"), "attachment"];
+      out.properties = { ...rest, [field]: fieldSchema };
+      out.required = [...(out.required ?? []).filter((r) => r !== "data"), field];
     }
     return out;
   };
@@ -178,7 +181,9 @@ export function apply(ctx, config = {}) {
         description: spec.description,
         parameters: toDshSchema(spec.inputSchema),
         output: {
-          schema: ctx.get("attachments") ? withAttachments(toDshSchema(spec.outputSchema)) : toDshSchema(spec.outputSchema),
+          schema: ctx.get("attachments")
+            ? withAttachments(toDshSchema(spec.outputSchema))
+            : withAttachments(toDshSchema(spec.outputSchema), "path", FILE_PATH_SCHEMA),
           render,
         },
         // Browser work of one agent is exclusive: never run two browser calls at once.
@@ -188,7 +193,8 @@ export function apply(ctx, config = {}) {
           const failure = resultFailure(spec.name, raw);
           if (failure) throw new Error(failure);
           if (spec.name === "browser_context_reset") await unregister(entry);
-          if (!ctx.get("attachments")) return raw;
+          // Screenshots never travel as base64 in the value: attachments when the host has them, else files.
+          if (!ctx.get("attachments")) return extractScreenshots(raw).value;
           return (await toAttachments(raw, ctx.get("attachments"))).value;
         },
       });

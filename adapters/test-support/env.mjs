@@ -37,8 +37,8 @@ export function isolatedEnv(name) {
     XDG_CONFIG_HOME: dirs.config,
     XDG_STATE_HOME: dirs.state,
     BROWSERD_ARTIFACT_DIR: dirs.artifacts,
-    // Never exit idle in the middle of a test file; the file stops its broker itself.
-    BROWSERD_IDLE_EXIT_SECS: "0",
+    // The file stops its broker itself; the idle exit only cleans up after a file that crashed.
+    BROWSERD_IDLE_EXIT_SECS: "120",
   });
   delete process.env.BROWSERD_SOCKET;
   return { ...dirs, bin, socket: socketPath() };

@@ -191,3 +191,28 @@ test("the socket path follows browserd-ipc's rules", () => {
   assert.equal(runtimeDir({ XDG_RUNTIME_DIR: "relative" }), `/tmp/browserd-${os.userInfo().uid}`);
   assert.equal(socketPath({ BROWSERD_SOCKET: "/x/y.sock" }), "/x/y.sock");
 });
+
+test("a session the broker no longer knows ends the activation, so the host hides the tools", async () => {
+  const p = await peer((method) => {
+    if (method === "hello") return hello;
+    if (method === "session.open") return { session: "s9", reattached: false, tools: "activeSticky", turn: 0 };
+    if (method === "tools.list") return { tools: [] };
+    throw { rpc: { code: -32001, message: "x", data: { code: "UNKNOWN_SESSION", message: "no open session `s9`", nextStep: "Open a session." } } };
+  });
+  const c = new BrokerClient({ socket: p.file, spawn: false });
+  let hidden = 0;
+  const sess = new BrowserSession(c, { host: "pi", hostSessionId: "gone", onDeactivate: () => (hidden += 1) });
+  try {
+    await sess.open();
+    const generation = sess.generation;
+    assert.equal((await sess.callTool("browser_list", {}, { generation }).catch((e) => e)).code, "UNKNOWN_SESSION");
+    assert.equal(sess.active, false);
+    assert.equal(sess.id, null, "the next activation opens a new broker session");
+    assert.equal(hidden, 1);
+    assert.equal((await sess.callTool("browser_list", {}, { generation }).catch((e) => e)).code, "CAPABILITY_NOT_ACTIVATED");
+  } finally {
+    sess.detach();
+    c.close();
+    await p.close();
+  }
+});

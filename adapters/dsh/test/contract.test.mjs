@@ -3,6 +3,7 @@
 //! documented API; they do not run DSH itself, which cannot be installed here.
 
 import assert from "node:assert/strict";
+import fs from "node:fs";
 import { after, before, test } from "node:test";
 
 import { brokerStatus, fixtureServer, isolatedEnv, signalBrowser, stopBroker, tabsOf } from "../../test-support/env.mjs";
@@ -186,6 +187,24 @@ test("contract: screenshots are saved as attachments and referenced by id", asyn
     const image = observed.content.find((b) => b.type === "image");
     assert.deepEqual(image.attachment, shot.attachment);
     assert.doesNotMatch(observed.content[0].text, /"data"/);
+    host.endTurn(agent, 1);
+  } finally {
+    await fiber.dispose();
+  }
+});
+
+test("contract: without an attachments service, screenshots are saved as files and referenced by path", async () => {
+  const { host, fiber } = await setup({ withAttachments: false });
+  try {
+    const agent = await host.createAgent("dsh-shot-file");
+    host.beginTurn(agent, 1);
+    await host.execute(agent, "browser_skill");
+    await host.execute(agent, "browser_open", { url: site.url("dsh-shot-file") });
+    const observed = await host.execute(agent, "browser_observe", { screenshot: true });
+    assert.equal(observed.isError, false, observed.error);
+    assert.equal(observed.value.screenshot.data, undefined);
+    assert.ok(fs.statSync(observed.value.screenshot.path).size > 0);
+    assert.equal(observed.content.filter((b) => b.type === "image").length, 0);
     host.endTurn(agent, 1);
   } finally {
     await fiber.dispose();

@@ -53,7 +53,7 @@ function checkDefinition(def) {
 }
 
 /** Creates the host. */
-export async function createHost({ approvalPolicy = () => "allowed-once" } = {}) {
+export async function createHost({ approvalPolicy = () => "allowed-once", withAttachments = true } = {}) {
   const root = new Context();
   /** scope ('global' or agent id) → name → definition */
   const registry = new Map([["global", new Map()]]);
@@ -80,8 +80,8 @@ export async function createHost({ approvalPolicy = () => "allowed-once" } = {})
 
   root.provide("tools");
   root.set("tools", { register: (def) => add("global", def) });
-  root.provide("attachments");
-  root.set("attachments", {
+  if (withAttachments) root.provide("attachments");
+  if (withAttachments) root.set("attachments", {
     async saveImage({ data, mediaType, name }) {
       if (!(data instanceof Uint8Array)) throw new Error("saveImage: data must be a Uint8Array");
       if (!IMAGE_TYPES.has(mediaType)) throw new Error(`saveImage: unsupported media type ${mediaType}`);
