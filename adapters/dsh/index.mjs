@@ -13,8 +13,11 @@ import { BrowserSession, extractScreenshots, readSkill, resultFailure, resultTex
 
 export const name = "browserd";
 
-/** `tools` is required; `attachments` (screenshots as attachments) and `approval` are used when present. */
-export const inject = { tools: { required: true }, attachments: { required: false } };
+/**
+ * `tools` is required. The attachments service is optional (Cordis 4 treats every `inject` entry as required), so it
+ * is looked up with `ctx.get("attachments")` when a screenshot arrives: attachments when present, else files.
+ */
+export const inject = ["tools"];
 
 /** Name of the global tool that loads the skill and registers the browser tools for the calling agent. */
 export const SKILL_TOOL = "browser_skill";
@@ -147,6 +150,15 @@ function render(_args, value) {
  */
 export function apply(ctx, config = {}) {
   const trace = config.trace ?? (() => {});
+  /** Lifecycle failures go to the host's log (and the trace), never into the transcript. */
+  const warn = (message) => {
+    trace(message);
+    try {
+      ctx.logger.warn(`browserd: ${message}`);
+    } catch {
+      // No logger: the trace is all there is.
+    }
+  };
   const askBefore = new Set(config.askBefore ?? DEFAULT_ASK_BEFORE);
   const ownClient = !config.client;
   const client = config.client ?? new BrokerClient({ role: "dshAdapter", component: "browserd-dsh", version: VERSION });
@@ -241,15 +253,15 @@ export function apply(ctx, config = {}) {
     const entry = entries.get(sessionIdOf(session));
     if (!entry?.sess.id || !event) return;
     if (event.type === "turn/start") {
-      entry.sess.turnBegin(event.turn).catch((err) => trace(`turn.begin failed: ${err.message}`));
+      entry.sess.turnBegin(event.turn).catch((err) => warn(`turn.begin failed: ${err.message}`));
     } else if (event.type === "turn/end") {
       // Fire-and-forget in DSH (turn/end is not awaited); the session queue still orders it before later calls.
       entry.sess
         .turnEnd("agentEnd", event.turn)
         .then((result) => {
-          if (result?.ok === false) trace(`turn cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
+          if (result?.ok === false) warn(`turn cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
         })
-        .catch((err) => trace(`turn cleanup failed: ${err.message}`))
+        .catch((err) => warn(`turn cleanup failed: ${err.message}`))
         .finally(() => trace(`turn_end_done:${entry.agent.id}`));
     }
   });
@@ -261,10 +273,10 @@ export function apply(ctx, config = {}) {
     try {
       const budget = new Promise((_, reject) => setTimeout(() => reject(new Error("session close timed out")), CLOSE_BUDGET_MS).unref());
       const result = await Promise.race([entry.sess.close(reason), budget]);
-      if (result?.ok === false) trace(`final cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
+      if (result?.ok === false) warn(`final cleanup left work for recovery: ${JSON.stringify(result.failed ?? [])}`);
       return result;
     } catch (err) {
-      trace(`final cleanup failed: ${err.message}`);
+      warn(`final cleanup failed: ${err.message}`);
       return null;
     } finally {
       await unregister(entry).catch(() => {});

@@ -28,26 +28,42 @@ impl AddressabilityReport {
 }
 
 /// Matches the page's `expected` operable elements against the `refs` an observation shows.
+///
+/// Exact (role, name) matches are taken first. Then an expected `generic` element (no ARIA role in the markup: a
+/// clickable `div`, a contenteditable region) that is still unmatched takes any remaining ref with the same name,
+/// whatever role the tool gave it (Chromium exposes a contenteditable region as `textbox`): it has a ref either way.
 pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityReport {
     let mut available: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in refs {
         *available.entry((r.role.as_str(), r.name.as_str())).or_default() += 1;
     }
-    let mut addressable = 0;
-    let mut missing_sample = Vec::new();
-    for element in expected {
-        match available.get_mut(&(element.role, element.name.as_str())) {
-            Some(count) if *count > 0 => {
-                *count -= 1;
-                addressable += 1;
-            }
-            _ => {
-                if missing_sample.len() < 5 {
-                    missing_sample.push(format!("{} {} {:?}", element.id, element.role, element.name));
-                }
-            }
+    let mut matched = vec![false; expected.len()];
+    for (element, matched) in expected.iter().zip(matched.iter_mut()) {
+        if let Some(count) = available.get_mut(&(element.role, element.name.as_str()))
+            && *count > 0
+        {
+            *count -= 1;
+            *matched = true;
         }
     }
+    for (element, matched) in expected.iter().zip(matched.iter_mut()) {
+        if *matched || element.role != "generic" {
+            continue;
+        }
+        let other = available.iter_mut().find(|((_, name), count)| *name == element.name.as_str() && **count > 0);
+        if let Some((_, count)) = other {
+            *count -= 1;
+            *matched = true;
+        }
+    }
+    let missing_sample = expected
+        .iter()
+        .zip(&matched)
+        .filter(|(_, matched)| !**matched)
+        .take(5)
+        .map(|(element, _)| format!("{} {} {:?}", element.id, element.role, element.name))
+        .collect();
+    let addressable = matched.iter().filter(|m| **m).count();
     AddressabilityReport { interactive: expected.len(), addressable, missing_sample }
 }
 
@@ -77,5 +93,19 @@ mod tests {
     fn role_must_match_too() {
         let manifest = vec![el("b1", "link", "Settings")];
         assert_eq!(check(&manifest, &[r("button", "Settings")]).addressable, 0);
+    }
+
+    #[test]
+    fn a_generic_element_may_be_shown_with_a_more_specific_role() {
+        let manifest = vec![el("c1", "generic", "Editor"), el("c2", "generic", "Card"), el("c3", "button", "Card")];
+        // The contenteditable region is shown as a textbox; the exact `generic "Card"` is kept for c2, and the one
+        // `button "Card"` ref serves c3 only: a ref is never counted twice.
+        let report = check(&manifest, &[r("textbox", "Editor"), r("button", "Card")]);
+        assert_eq!(report.addressable, 2);
+        assert_eq!(report.missing_sample, vec!["c2 generic \"Card\"".to_owned()]);
+        let report = check(&manifest, &[r("textbox", "Editor"), r("generic", "Card"), r("button", "Card")]);
+        assert!(report.complete());
+        // The name must still match.
+        assert_eq!(check(&manifest[..1], &[r("textbox", "Editor 2")]).addressable, 0);
     }
 }

@@ -169,7 +169,11 @@ impl BrowserdObserver {
     }
 
     /// One timed observation: `Provider::observe` and the serialisation into the tool result's text.
-    async fn observe_once(&self, url: &str, tab: TabHandle) -> Result<(String, String, f64), ObserverError> {
+    async fn observe_once(
+        &self,
+        url: &str,
+        tab: TabHandle,
+    ) -> Result<(String, browserd_protocol::Observation, f64), ObserverError> {
         let started = Instant::now();
         let observation = self
             .provider
@@ -179,19 +183,20 @@ impl BrowserdObserver {
         let text = serde_json::to_string(&observation)
             .map_err(|e| self.page_error(url, format!("serialising the observation: {e}")))?;
         let ms = started.elapsed().as_secs_f64() * 1000.0;
-        Ok((text, observation.content, ms))
+        Ok((text, observation, ms))
     }
 
     async fn observe_open(&self, url: &str, tab: TabHandle, runs: usize) -> Result<Observation, ObserverError> {
         let mut ms_runs = Vec::with_capacity(runs);
         let mut last = None;
         for _ in 0..runs.max(1) {
-            let (text, content, ms) = self.observe_once(url, tab).await?;
+            let (text, observation, ms) = self.observe_once(url, tab).await?;
             ms_runs.push(ms);
-            last = Some((text, content));
+            last = Some((text, observation));
         }
-        let (text, content) = last.unwrap_or_default();
-        Ok(Observation { text, content: Some(content), ms_runs, failures: 0 })
+        let (text, observation) = last.unwrap_or_default();
+        let omitted_nodes = observation.truncated.map(|t| t.omitted_nodes);
+        Ok(Observation { text, content: Some(observation.content), ms_runs, omitted_nodes, failures: 0 })
     }
 
     async fn click_open(
@@ -202,8 +207,8 @@ impl BrowserdObserver {
         name: &str,
         runs: usize,
     ) -> Result<Observation, ObserverError> {
-        let (_, content, _) = self.observe_once(url, tab).await?;
-        let target = find_ref(&content, role, name).ok_or_else(|| {
+        let (_, observation, _) = self.observe_once(url, tab).await?;
+        let target = find_ref(&observation.content, role, name).ok_or_else(|| {
             self.page_error(url, format!("no {role} {name:?} with a ref in the observation (or several of them)"))
         })?;
         let mut ms_runs = Vec::with_capacity(runs);
@@ -249,7 +254,7 @@ impl BrowserdObserver {
                 self.page_error(url, format!("every click failed; first: {}", first_failure.unwrap_or_default()))
             );
         }
-        Ok(Observation { text, content: None, ms_runs, failures })
+        Ok(Observation { text, content: None, ms_runs, omitted_nodes: None, failures })
     }
 
     /// `runs` raw CDP round trips: `Runtime.evaluate 1+1` on a page session of its own, over the pipe, through

@@ -15,6 +15,9 @@ pub struct Observation {
     pub content: Option<String>,
     /// Wall time of each timed call, in milliseconds (navigation excluded), failed calls included.
     pub ms_runs: Vec<f64>,
+    /// Operable nodes the tool says it left out of the observation (browserd's `truncated.omittedNodes`); `None`
+    /// when the tool reports no truncation.
+    pub omitted_nodes: Option<u32>,
     /// How many of the timed calls failed (an action that did not succeed or whose expectation did not hold).
     pub failures: usize,
 }

@@ -32,6 +32,9 @@ pub struct ObserveRow {
     /// o200k_base tokens of that page rendering.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_tokens: Option<usize>,
+    /// Operable nodes the observer left out (browserd's budget of 120 nodes / 80 KiB), when it truncated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub omitted_nodes: Option<u32>,
     /// Timed calls that failed (they are included in the timings).
     pub failures: usize,
     /// Addressability against the page's ground truth (generated pages and most hand-written ones).
@@ -73,6 +76,9 @@ pub struct CompareRow {
     pub tokens_ratio: f64,
     /// baseline bytes / observer bytes.
     pub bytes_ratio: f64,
+    /// baseline tokens / observer's content tokens (its page rendering without the envelope), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_tokens_ratio: Option<f64>,
     /// baseline p50 / observer p50.
     pub p50_ratio: f64,
     /// baseline p95 / observer p95.

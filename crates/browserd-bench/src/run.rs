@@ -268,6 +268,7 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                 baseline: baseline.clone(),
                 tokens_ratio: ratio(base.tokens as f64, row.tokens as f64),
                 bytes_ratio: ratio(base.bytes as f64, row.bytes as f64),
+                content_tokens_ratio: row.content_tokens.map(|c| ratio(base.tokens as f64, c as f64)),
                 p50_ratio: ratio(base.timing.p50_ms, row.timing.p50_ms),
                 p95_ratio: ratio(base.timing.p95_ms, row.timing.p95_ms),
             };
@@ -331,6 +332,7 @@ fn row_of(
         tokens: count_tokens(&observation.text)?,
         content_bytes: observation.content.as_ref().map(String::len),
         content_tokens,
+        omitted_nodes: observation.omitted_nodes,
         failures: observation.failures,
         addressability,
     }))

@@ -1,7 +1,8 @@
 //! Measures the warm broker round trip: `status` through a real broker (fake provider, one session with one tab)
 //! over its Unix socket, p50/p95 over many calls, plus `hello` on a fresh connection.
 //!
-//! Run: `cargo run --release -p browserd-broker --example rtt -- [calls]` (default 5000).
+//! Run: `cargo run --release -p browserd-broker --example rtt -- [calls] [journal]` (default 5000 calls; with
+//! `journal`, the broker keeps its de-duplication journal and audit ring in a temporary SQLite file).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,6 +35,7 @@ fn report(name: &str, mut samples: Vec<Duration>) {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let calls: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(5000);
+    let journal = std::env::args().nth(2).is_some_and(|a| a == "journal");
     let tmp = tempfile::tempdir()?;
     let dir = tmp.path().join("rt");
     let rdir = RuntimeDir::ensure(&dir)?;
@@ -42,12 +44,21 @@ async fn main() -> anyhow::Result<()> {
         Arc::new(SystemClock::new()),
         BrokerConfig { idle_exit_secs: 0, ..BrokerConfig::default() },
     );
+    if journal {
+        broker.set_journal_path(tmp.path().join("journal.sqlite3"));
+    }
+    println!("journal: {}", if journal { "on (audit ring written per call)" } else { "off" });
     let task = tokio::spawn({
         let broker = broker.clone();
         async move { broker.run(&rdir).await }
     });
-    let options =
-        ConnectOptions { role: ComponentRole::Cli, runtime_dir: Some(dir.clone()), spawn: false, timeout: None };
+    let options = ConnectOptions {
+        role: ComponentRole::Cli,
+        runtime_dir: Some(dir.clone()),
+        spawn: false,
+        timeout: None,
+        broker_exe: None,
+    };
     let client = loop {
         if let Ok(c) = Client::connect(&options).await {
             break c;
@@ -77,6 +88,20 @@ async fn main() -> anyhow::Result<()> {
         list.push(start.elapsed());
     }
     report("warm tool.call browser_list round trip", list);
+
+    let mut act = Vec::with_capacity(calls / 10);
+    for i in 0..(calls / 10).max(100) {
+        let params = browserd_protocol::tools::ToolCallParams {
+            session: opened.session.clone(),
+            name: "browser_act".into(),
+            arguments: serde_json::json!({"action": "click", "target": "e1"}),
+            call_id: Some(format!("rtt-{i}")),
+        };
+        let start = Instant::now();
+        client.call(&params).await?;
+        act.push(start.elapsed());
+    }
+    report("tool.call browser_act with a callId (fake browser)", act);
 
     let mut fresh = Vec::new();
     for _ in 0..(calls / 10).max(50) {

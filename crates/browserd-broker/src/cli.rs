@@ -965,6 +965,71 @@ mod tests {
     }
 
     #[test]
+    fn status_text_is_one_line_per_item() {
+        use browserd_protocol::lifecycle::{
+            AutoTurnCleanup, BridgeState, BrowserKind, BrowserStatus, Limits, Provenance, ResourceState, SessionStatus,
+            TabStatus, ToolActivation, Usage, WriteLeaseStatus,
+        };
+        let s1 = SessionId::new("s1");
+        let status = StatusResult {
+            protocol_version: 1,
+            components: [("browserd".to_owned(), "0.0.0".to_owned())].into_iter().collect(),
+            sessions: vec![SessionStatus {
+                session: s1.clone(),
+                host: HostKind::Codex,
+                host_session_id: "thread-1".into(),
+                label: None,
+                tools: ToolActivation::ActiveSticky,
+                advanced: false,
+                turn: 2,
+                busy: false,
+            }],
+            tabs: vec![TabStatus {
+                tab: TabId(4),
+                session: Some(s1.clone()),
+                provenance: Provenance::AgentCreated,
+                state: ResourceState::Owned,
+                mark: None,
+                group: None,
+                url: Some("https://a.test/".into()),
+                title: Some("A".into()),
+            }],
+            browsers: vec![BrowserStatus {
+                browser: "b1".into(),
+                kind: BrowserKind::Managed,
+                product: None,
+                bridge: BridgeState::Connected,
+                capabilities: Vec::new(),
+                auto_turn_cleanup: AutoTurnCleanup::Enabled,
+                missing_capabilities: Vec::new(),
+            }],
+            write_leases: vec![WriteLeaseStatus {
+                tab: TabId(4),
+                holder: s1,
+                fencing_token: browserd_protocol::FencingToken(3),
+                expires_in_ms: None,
+            }],
+            debugger_leases: Vec::new(),
+            recovery: Vec::new(),
+            limits: Limits {
+                tabs_per_task: Usage { used: 1, max: 3 },
+                running_actions_per_tab: Usage { used: 0, max: 1 },
+                queued_requests: Usage { used: 0, max: 16 },
+                concurrent_page_ops: Usage { used: 0, max: 4 },
+            },
+        };
+        assert_eq!(
+            status_text(&status),
+            "broker: running, protocol v1, browserd 0.0.0\n\
+             browser b1: Managed bridge=Connected autoTurnCleanup=Enabled\n\
+             session s1: Codex thread-1 turn=2 tools=ActiveSticky\n\
+             tab 4: AgentCreated Owned session=s1 https://a.test/\n\
+             write lease: tab 4 held by s1 (token 3)\n\
+             limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4"
+        );
+    }
+
+    #[test]
     fn config_keys_become_camel_case() {
         assert_eq!(to_camel("max_queued_requests"), "maxQueuedRequests");
         assert_eq!(to_camel("remote_cdp"), "remoteCdp");

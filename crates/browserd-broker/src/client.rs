@@ -123,24 +123,30 @@ pub struct ConnectOptions {
     pub spawn: bool,
     /// Per-call timeout (`None`: wait as long as the broker takes).
     pub timeout: Option<Duration>,
+    /// The `browserd` executable started on demand (default: this process's own executable, which must then be
+    /// `browserd`; tests and other binaries name it).
+    pub broker_exe: Option<std::path::PathBuf>,
 }
 
 impl ConnectOptions {
     /// Options for `role`: default runtime directory, start the broker on demand, no timeout.
     #[must_use]
     pub fn new(role: ComponentRole) -> Self {
-        Self { role, runtime_dir: None, spawn: true, timeout: None }
+        Self { role, runtime_dir: None, spawn: true, timeout: None, broker_exe: None }
     }
 }
 
-/// Starts `browserd broker run --daemon` (this executable) detached, its output appended to `broker.log` in the
+/// Starts `browserd broker run --daemon` (`exe`, default this executable) detached, its output appended to `broker.log` in the
 /// runtime directory.
 ///
 /// # Errors
 /// The executable cannot be found or started, or the log file cannot be opened.
-pub fn spawn_broker(dir: &RuntimeDir) -> std::io::Result<()> {
+pub fn spawn_broker(dir: &RuntimeDir, exe: Option<&std::path::Path>) -> std::io::Result<()> {
     use std::os::unix::process::CommandExt;
-    let exe = std::env::current_exe()?;
+    let exe = match exe {
+        Some(exe) => exe.to_path_buf(),
+        None => std::env::current_exe()?,
+    };
     let log_path = dir.path().join("broker.log");
     let log = std::fs::OpenOptions::new().create(true).append(true).open(&log_path)?;
     let mut command = std::process::Command::new(exe);
@@ -171,7 +177,7 @@ impl Client {
         let conn = if options.spawn {
             browserd_ipc::connect_or_spawn(
                 &dir,
-                || spawn_broker(&dir),
+                || spawn_broker(&dir, options.broker_exe.as_deref()),
                 &SpawnOptions::default(),
                 |progress| {
                     tracing::debug!(?progress, "connecting to the broker");
@@ -356,10 +362,10 @@ impl Client {
             }
             // Ask the broker to cancel it, then take whatever it answers (CANCELLED, or the result if it was done).
             let cancel_id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-            if let Ok(request) = Request::new(cancel_id, BROKER_CANCEL, &serde_json::json!({"requestId": id})) {
-                if let Ok(value) = serde_json::to_value(&request) {
-                    let _ = self.inner.tx.send(value).await;
-                }
+            if let Ok(request) = Request::new(cancel_id, BROKER_CANCEL, &serde_json::json!({"requestId": id}))
+                && let Ok(value) = serde_json::to_value(&request)
+            {
+                let _ = self.inner.tx.send(value).await;
             }
             rx.await
         };

@@ -119,6 +119,7 @@ async fn run_inner(event: HookEvent, input: &HookInput, options: &HookOptions) -
         runtime_dir: options.runtime_dir.clone(),
         spawn: false,
         timeout: Some(options.timeout),
+        broker_exe: None,
     };
     let client = Client::connect(&connect)
         .await

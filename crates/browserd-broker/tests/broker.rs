@@ -73,6 +73,7 @@ impl Harness {
             runtime_dir: Some(self.dir.clone()),
             spawn: false,
             timeout: Some(Duration::from_secs(20)),
+            broker_exe: None,
         };
         Client::connect(&options).await.unwrap()
     }

@@ -48,6 +48,7 @@ async fn managed_chromium_open_observe_act_and_turn_end() {
         runtime_dir: Some(dir.clone()),
         spawn: false,
         timeout: Some(Duration::from_secs(60)),
+        broker_exe: None,
     };
     let mut client = None;
     for _ in 0..500 {

@@ -552,13 +552,19 @@ impl Run<'_> {
         hit: bool,
         enabled: bool,
     ) -> Result<(f64, f64), Fail> {
-        let give_up = (Instant::now() + PATIENCE).min(self.deadline);
+        // Retry while the deadline leaves room for one more attempt, so the last precise reason is reported.
+        let margin = remaining(self.deadline).mul_f64(0.2).min(Duration::from_millis(200));
+        let give_up = (Instant::now() + PATIENCE).min(self.deadline - margin);
+        let mut last: Option<Fail> = None;
         loop {
-            let attempt = self.actionable_once(res, editable, hit, enabled).await;
-            match attempt {
+            match self.actionable_once(res, editable, hit, enabled).await {
                 Ok(pt) => return Ok(pt),
                 Err(f) if f.code == codes::NOT_ACTIONABLE && Instant::now() < give_up => {
+                    last = Some(f);
                     tokio::time::sleep(Duration::from_millis(40)).await;
+                }
+                Err(f) if f.code == codes::DEADLINE_EXCEEDED && last.is_some() => {
+                    return Err(last.take().unwrap_or(f));
                 }
                 Err(f) => return Err(f),
             }

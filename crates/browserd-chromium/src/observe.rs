@@ -1075,12 +1075,6 @@ pub(crate) async fn build(
         nodes = out.node_count,
         "observation built"
     );
-    if std::env::var_os("BROWSERD_PROFILE_OBSERVE").is_some() {
-        eprintln!(
-            "observe: calls {calls_ms:.1} ms (snapshot {snap_ms:.1}, ax {ax_ms:.1}), parse+render {:.1} ms",
-            t_render.elapsed().as_secs_f64() * 1000.0
-        );
-    }
     Ok(out)
 }
 

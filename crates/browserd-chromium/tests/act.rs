@@ -521,3 +521,22 @@ async fn input_into_a_background_tab_brings_it_forward_and_works() {
     a.close().await;
     b.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellation_ends_a_running_action() {
+    use browserd_core::provider::Provider;
+    let page = Page::open("/toast.html").await;
+    let c = common::ctx();
+    let cancel = c.cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        cancel.cancel();
+    });
+    let r = env()
+        .provider
+        .act(&c, page.tab, &ActParams::new(ActionKind::Wait).expect(text("never there")).timeout_ms(10_000))
+        .await
+        .unwrap();
+    assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Cancelled, Some("CANCELLED")), "{r:#?}");
+    page.close().await;
+}

@@ -20,6 +20,21 @@
 //! - [`install`]: manifests per brand and OS (Linux live; macOS/Windows as data), wrapper script, receipt, doctor.
 //! - [`cli`]: the clap subcommands and [`cli::run`].
 //!
+//! # Wire protocol (extension ⇄ broker; the host only relays)
+//!
+//! - extension → broker: `{"type":"hello","instance","seq","controlEpoch","recoveredDetaches","userAgent","params":
+//!   {role, protocol:{min,max}, components, capabilities}}` first; then `{"type":"reply","id","ok","result"|"error":
+//!   {code,message}}` and `{"type":"event","seq","kind",…}` with `kind` one of `cdp` (`source`,`method`,`params`),
+//!   `detach` (`source`,`reason`), `tabCreated`/`tabUpdated` (`tab`), `tabRemoved` (`tabId`,`targetId`,`owner`),
+//!   `stopped` (`via`,`controlEpoch`,`droppedInputs`,`detached`,`reason`). `seq` increases by one per event.
+//! - broker → extension: `{"type":"welcome","protocolVersion","broker"}` or `{"type":"refused","message"}`, then
+//!   `{"type":"call","id","cmd","args"[, "lane":"priority"]}`. Commands: `ping`, `status`, `resync`, `cdp.send`
+//!   (`target:{tabId[,sessionId]}`, `method`, `params`, `fence:{token,epoch}` for `Input.*`), `debugger.attach|detach|
+//!   getTargets`, `tabs.create|remove|get|query|update`, `own.claim|release|list`, `lease.grant|revoke`, `stop`, `cancel`.
+//! - host → endpoint only: `{"type":"host","origin","extensionId","hostVersion","pid"}` first; `{"type":"probe"}` from
+//!   `doctor` instead gets `{"type":"probeResult","paired","extension"}`. Host → extension only: `{"type":"chunk","id",
+//!   "index","count","data"}` (base64 of ≤ 256 KiB) and `{"type":"hostError","message"}`.
+//!
 //! The broker mounts the endpoint: bind it at `<runtime dir>/extension.sock`, take links from the receiver, build
 //! `Cdp::spawn(link.relay_transport(session), ..)` and a `ChromiumProvider` of kind `Extension`, forward
 //! `LinkEvent::Stopped` to cancel queued work with `USER_STOPPED`.

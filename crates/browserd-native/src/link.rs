@@ -552,12 +552,14 @@ async fn handshake(
     });
     let link = ExtensionLink { inner };
 
-    // writer
-    let wlink = link.clone();
+    // writer: ends when every handle is gone (the sender lives in `LinkInner`) or a write fails
+    let wweak = Arc::downgrade(&link.inner);
     tokio::spawn(async move {
         while let Some(m) = out_rx.recv().await {
             if let Err(e) = w.send(&m).await {
-                wlink.close(format!("writing to the native host failed: {e}"));
+                if let Some(inner) = wweak.upgrade() {
+                    ExtensionLink { inner }.close(format!("writing to the native host failed: {e}"));
+                }
                 break;
             }
         }

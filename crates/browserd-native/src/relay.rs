@@ -222,7 +222,8 @@ impl RelayTransport {
         self.link.inner.relay.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn spawn_call(&self, cdp_id: u64, fut: impl std::future::Future<Output = Vec<String>> + Send + 'static) {
+    /// Runs an emulated command; its messages (events first, then the reply) go to the transport in order.
+    fn spawn_call(&self, fut: impl std::future::Future<Output = Vec<String>> + Send + 'static) {
         let tx = self.tx.clone();
         tokio::spawn(async move {
             for m in fut.await {
@@ -230,7 +231,6 @@ impl RelayTransport {
                     break;
                 }
             }
-            let _ = cdp_id;
         });
     }
 
@@ -261,7 +261,7 @@ impl RelayTransport {
             "Browser.setDownloadBehavior" if params["behavior"] == "deny" => {
                 self.ready.push_back(reply(cdp_id, json!({})));
             }
-            "Target.getTargets" => self.spawn_call(cdp_id, async move {
+            "Target.getTargets" => self.spawn_call(async move {
                 match link.call("debugger.getTargets", json!({})).await {
                     Ok(list) => {
                         let mut st = link.inner.relay.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -284,7 +284,7 @@ impl RelayTransport {
             "Target.createTarget" => {
                 let url = params["url"].as_str().unwrap_or("about:blank").to_owned();
                 let active = !params["background"].as_bool().unwrap_or(false);
-                self.spawn_call(cdp_id, async move {
+                self.spawn_call(async move {
                     match link.create_tab(&session, &url, active).await {
                         Ok(tab) => match tab.target_id {
                             Some(t) => vec![reply(cdp_id, json!({"targetId": t}))],
@@ -303,7 +303,7 @@ impl RelayTransport {
                     return;
                 };
                 let method = method.to_owned();
-                self.spawn_call(cdp_id, async move {
+                self.spawn_call(async move {
                     let r = match method.as_str() {
                         "Target.closeTarget" => {
                             link.close_tab(&session, tab_id).await.map(|()| json!({"success": true}))
@@ -335,7 +335,7 @@ impl RelayTransport {
                 let sid = params["sessionId"].as_str().unwrap_or_default().to_owned();
                 let resolved = self.state().resolve_session(&sid);
                 match resolved {
-                    Some((tab_id, None)) => self.spawn_call(cdp_id, async move {
+                    Some((tab_id, None)) => self.spawn_call(async move {
                         match link.call("debugger.detach", json!({"tabId": tab_id})).await {
                             Ok(_) => {
                                 let mut out = link

@@ -182,6 +182,16 @@ async fn ownership_records_gate_close_and_release() {
     let mine2 = h.link.create_tab(AGENT, &h.site.url("/toast.html"), false).await.unwrap();
     assert!(mine.group_id >= 0 && mine.group_id == mine2.group_id, "{mine:?} {mine2:?}");
     assert!(other.group_id >= 0 && other.group_id != mine.group_id);
+    // Updating (activating, navigating) needs ownership too.
+    h.link.call("tabs.update", json!({"session": AGENT, "tabId": mine.tab_id, "active": true})).await.unwrap();
+    let e =
+        h.link.call("tabs.update", json!({"session": AGENT, "tabId": other.tab_id, "active": true})).await.unwrap_err();
+    assert_eq!(refused_code(&e), "NOT_OWNER");
+    // A resync snapshot lists every tab with its owner and the current event number.
+    let snap = h.link.call("resync", json!({})).await.unwrap();
+    assert!(snap["seq"].as_u64().unwrap() > 0);
+    let listed = snap["tabs"].as_array().unwrap();
+    assert!(listed.iter().any(|t| t["tabId"] == mine.tab_id && t["owner"]["session"] == AGENT), "{snap}");
     // Closing one owned tab never closes its group's other tabs.
     h.link.close_tab(AGENT, mine.tab_id).await.unwrap();
     let tabs = h.link.list_tabs().await.unwrap();
@@ -201,17 +211,29 @@ async fn input(link: &ExtensionLink, tab_id: i64, fence: Value, kind: &str) -> R
 }
 
 async fn counted_tab(h: &common::Harness) -> i64 {
-    let tab = h.link.create_tab(AGENT, &h.site.url("/index.html"), true).await.unwrap();
+    let url = h.site.url("/index.html");
+    let tab = h.link.create_tab(AGENT, &url, true).await.unwrap();
     h.link.call("debugger.attach", json!({"session": AGENT, "tabId": tab.tab_id})).await.unwrap();
-    h.link
-        .call(
-            "cdp.send",
-            json!({"target": {"tabId": tab.tab_id}, "method": "Runtime.evaluate", "params": {"expression":
-                "window.__n = 0; addEventListener('mousedown', () => __n++, true); addEventListener('mouseup', () => __n++, true); 1"}}),
-        )
-        .await
-        .unwrap();
-    tab.tab_id
+    // Install the counters in the loaded document, not in the initial about:blank one.
+    let expression = format!(
+        "(location.href === {url:?} && document.readyState === 'complete') ? (window.__n = 0, \
+         addEventListener('mousedown', () => __n++, true), addEventListener('mouseup', () => __n++, true), true) : false"
+    );
+    for _ in 0..200 {
+        let r = h
+            .link
+            .call(
+                "cdp.send",
+                json!({"target": {"tabId": tab.tab_id}, "method": "Runtime.evaluate", "params": {"expression": expression, "returnByValue": true}}),
+            )
+            .await
+            .unwrap();
+        if r["result"]["value"] == true {
+            return tab.tab_id;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{url} did not load");
 }
 
 async fn page_count(link: &ExtensionLink, tab_id: i64) -> i64 {
@@ -541,6 +563,7 @@ async fn cancel_drops_queued_input_but_keeps_the_lease() {
             }
         }
     }
+    eprintln!("cancel drill: {ok} inputs dispatched, {cancelled} cancelled while queued");
     assert_eq!(cancelled, dropped, "every dropped input was answered CANCELLED");
     assert_eq!(page_count_quiet(&h.link, tab).await, ok, "cancelled inputs never reached the page");
     // The lease and the gate are intact.

@@ -21,6 +21,8 @@ enum Command {
     Mcp(browserd_mcp::McpArgs),
     #[command(flatten)]
     Broker(browserd_broker::cli::Command),
+    #[command(flatten)]
+    Native(browserd_native::cli::Command),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -31,6 +33,7 @@ fn main() -> anyhow::Result<()> {
             Command::Demo(args) => demo::run(args).await,
             Command::Mcp(args) => browserd_mcp::run(&args).await.map(|()| 0),
             Command::Broker(cmd) => browserd_broker::cli::run(cmd).await,
+            Command::Native(cmd) => browserd_native::cli::run(cmd).await,
         }
     })?;
     std::process::exit(code);

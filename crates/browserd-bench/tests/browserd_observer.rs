@@ -1,0 +1,71 @@
+//! Real run of the browserd observer (managed Debian Chromium, browserd's Chromium provider) against the fixture site:
+//! the text is the serialised tool result, the refs parsed from it cover the page's ground truth, clicks carry a
+//! verified expectation, and the raw CDP round trip is measured. Only the shape of the results is asserted, never
+//! timing.
+
+use browserd_bench::addressability;
+use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget};
+use browserd_bench::observer::Observer;
+use browserd_bench::playwright::PlaywrightOptions;
+use browserd_protocol::{ActionResult, Observation, Outcome, Postcondition};
+use browserd_test_support::fixtures::{FixtureSite, generate_elements_page, operable_elements};
+
+fn options(budget: Budget) -> BrowserdOptions {
+    BrowserdOptions {
+        chromium: PlaywrightOptions::from_env().chromium,
+        budget,
+        call_timeout: std::time::Duration::from_secs(60),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
+    let site = FixtureSite::start().await.expect("start fixture site");
+    let mut observer = BrowserdObserver::start(&options(Budget::Default)).await.expect("launch Chromium");
+    assert_eq!(observer.name(), "browserd");
+
+    let page = observer.observe(&site.url("/duplicates.html"), 2).await.expect("observe duplicates.html");
+    assert_eq!(page.ms_runs.len(), 2);
+    assert_eq!(page.failures, 0);
+    let parsed: Observation = serde_json::from_str(&page.text).expect("the text is a serialised Observation");
+    assert_eq!(page.content.as_deref(), Some(parsed.content.as_str()));
+    assert!(parsed.content.starts_with("<untrusted-page-content>"), "{}", parsed.content);
+    let refs = observer.addressable(&page.text);
+    assert_eq!(refs.iter().filter(|r| r.role == "button" && r.name == "Delete").count(), 5, "{refs:?}");
+    let truth = operable_elements("/duplicates.html").expect("ground truth");
+    let report = addressability::check(&truth, &refs);
+    assert!(report.complete(), "{report:?}");
+
+    // Operable elements without a role are addressable too (`clickable`/`focusable` count as `generic`).
+    let clickables = observer.observe(&site.url("/clickables.html"), 1).await.expect("observe clickables.html");
+    let report =
+        addressability::check(&operable_elements("/clickables.html").unwrap(), &observer.addressable(&clickables.text));
+    assert!(report.complete(), "{report:?}\n{}", clickables.content.unwrap_or_default());
+
+    let click = observer.click(&site.url("/toast.html"), "button", "Save", 2).await.expect("click Save");
+    assert_eq!((click.ms_runs.len(), click.failures), (2, 0));
+    let result: ActionResult = serde_json::from_str(&click.text).expect("the text is a serialised ActionResult");
+    assert_eq!((result.outcome, result.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{result:?}");
+    assert!(result.effects.announced.iter().any(|a| a.contains("Saved successfully")), "{result:?}");
+    let missing = observer.click(&site.url("/toast.html"), "button", "No such button", 1).await;
+    assert!(missing.is_err(), "clicking a button that does not exist succeeded");
+
+    let timings = observer.timings(3).await;
+    assert_eq!(timings.len(), 1);
+    let row = timings.into_iter().next().unwrap().expect("CDP round trips");
+    assert_eq!((row.name.as_str(), row.timing.runs, row.failures), ("cdp.roundtrip", 3, 0));
+
+    Box::new(observer).close().await;
+
+    // Without a budget every operable element of a generated page is listed in one observation.
+    let mut unbounded = BrowserdObserver::start(&options(Budget::Unbounded)).await.expect("launch Chromium");
+    assert_eq!(unbounded.name(), "browserd-unbounded");
+    let (_, manifest) = generate_elements_page(1000);
+    let page = unbounded.observe(&site.url("/gen/elements?n=1000"), 1).await.expect("observe generated page");
+    let report = addressability::check(&manifest.interactive, &unbounded.addressable(&page.text));
+    assert!(report.interactive > 120, "{report:?}");
+    assert!(report.complete(), "{report:?}");
+    assert!(unbounded.timings(3).await.is_empty(), "the round trip is measured once, by `browserd`");
+    Box::new(unbounded).close().await;
+    site.shutdown().await;
+}
