@@ -50,6 +50,14 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     let missing = observer.click(&site.url("/toast.html"), "button", "No such button", 1).await;
     assert!(missing.is_err(), "clicking a button that does not exist succeeded");
 
+    // The default budget (120 operable nodes) truncates a large page and says how much it left out.
+    let (_, manifest) = generate_elements_page(1000);
+    let big = observer.observe(&site.url("/gen/elements?n=1000"), 1).await.expect("observe generated page");
+    assert!(big.omitted_nodes.is_some_and(|n| n > 0), "{:?}", big.omitted_nodes);
+    let report = addressability::check(&manifest.interactive, &observer.addressable(&big.text));
+    assert!(report.addressable <= 120 && !report.complete(), "{report:?}");
+    assert_eq!(page.omitted_nodes, None, "a small page is not truncated");
+
     let timings = observer.timings(3).await;
     assert_eq!(timings.len(), 1);
     let row = timings.into_iter().next().unwrap().expect("CDP round trips");
@@ -60,10 +68,10 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     // Without a budget every operable element of a generated page is listed in one observation.
     let mut unbounded = BrowserdObserver::start(&options(Budget::Unbounded)).await.expect("launch Chromium");
     assert_eq!(unbounded.name(), "browserd-unbounded");
-    let (_, manifest) = generate_elements_page(1000);
     let page = unbounded.observe(&site.url("/gen/elements?n=1000"), 1).await.expect("observe generated page");
     let report = addressability::check(&manifest.interactive, &unbounded.addressable(&page.text));
     assert!(report.interactive > 120, "{report:?}");
+    assert_eq!(page.omitted_nodes, None);
     assert!(report.complete(), "{report:?}");
     assert!(unbounded.timings(3).await.is_empty(), "the round trip is measured once, by `browserd`");
     Box::new(unbounded).close().await;

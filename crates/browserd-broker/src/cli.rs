@@ -463,8 +463,18 @@ fn to_camel(key: &str) -> String {
 async fn run_hook(event: HookArg, notify: Option<String>, host: Option<HostArg>, timeout_ms: u64) -> i32 {
     let mut stdin = String::new();
     if notify.is_none() && !std::io::stdin().is_terminal() {
-        // Bounded read: a host sends one small JSON object.
-        let _ = std::io::stdin().take(1 << 20).read_to_string(&mut stdin);
+        // Bounded in size (a host sends one small JSON object) and in time (a host that never closes stdin must
+        // not hold the hook): the read runs on its own thread, abandoned at the deadline.
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::stdin().take(1 << 20).read_to_string(&mut text);
+            let _ = tx.send(text);
+        });
+        match tokio::time::timeout(Duration::from_millis(timeout_ms), rx).await {
+            Ok(Ok(text)) => stdin = text,
+            _ => eprintln!("browserd hook: no complete input on stdin within {timeout_ms} ms"),
+        }
     }
     let event = match event {
         HookArg::TurnEnd => HookEvent::TurnEnd,

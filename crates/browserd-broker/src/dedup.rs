@@ -1,7 +1,7 @@
-//! De-duplication of `tool.call`s that carry a `callId`, on the durable journal (BRIEF §6): the same id with the
-//! same payload is answered from the log and never acts twice; the same id with another payload is refused
-//! (`PAYLOAD_MISMATCH`); a call a previous broker dispatched but never finished is `OUTCOME_UNKNOWN` and is never
-//! replayed.
+//! The broker's use of the durable journal: de-duplication of `tool.call`s that carry a `callId` (BRIEF §6: the same
+//! id with the same payload is answered from the log and never acts twice; the same id with another payload is
+//! refused, `PAYLOAD_MISMATCH`; a call a previous broker dispatched but never finished is `OUTCOME_UNKNOWN` and is
+//! never replayed), the mirror of the runtime's recovery records, and the audit metadata ring.
 //!
 //! The journal is synchronous SQLite; each step is one short transaction (an fsync of about 2 ms for the
 //! `dispatched` mark), done inline.
@@ -284,5 +284,181 @@ impl DedupLog {
         if let Err(e) = self.lock().audit(&record) {
             tracing::warn!(%e, "could not append an audit record");
         }
+    }
+}
+
+/// One recovery record of the runtime, as the journal mirrors it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveryMirror {
+    /// Broker session id.
+    pub session: String,
+    /// Tab handle number.
+    pub tab: u64,
+    /// What is retried.
+    pub op: browserd_journal::recovery::CleanupOp,
+    /// Failed attempts so far.
+    pub attempts: u32,
+    /// Whether the last failure left the outcome unknown.
+    pub outcome_unknown: bool,
+    /// Wire code of the last failure.
+    pub code: String,
+    /// Its message.
+    pub message: String,
+}
+
+/// What the journal held from a previous broker when this one started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreviousRecovery {
+    /// Records resolved as already gone (the managed browser exited with its broker).
+    pub resolved_gone: usize,
+    /// Records left pending (a remote browser: its tabs cannot be matched to this broker's handles).
+    pub left_pending: usize,
+}
+
+type MirrorKey = (String, u64, browserd_journal::recovery::CleanupOp);
+
+/// The journal's recovery-record mirror of this broker incarnation.
+#[derive(Debug, Default)]
+pub struct RecoveryJournal {
+    written: Mutex<std::collections::HashMap<MirrorKey, (browserd_journal::recovery::RecoveryId, u32)>>,
+}
+
+impl DedupLog {
+    /// This opening's browser key: recovery records name the browser of one broker incarnation, since tab handles
+    /// are numbers of one broker process.
+    #[must_use]
+    pub fn browser_key(&self) -> String {
+        format!("b{}", self.lock().open_report().incarnation)
+    }
+
+    /// Settles records a previous broker left pending. A managed Chromium exits when its broker dies (its pipe
+    /// closes), so its tabs are gone: resolved `alreadyGone`. A remote browser's tabs cannot be matched to this
+    /// process's handles: left pending and reported.
+    pub fn settle_previous(&self, managed: bool) -> PreviousRecovery {
+        use browserd_journal::recovery::Resolution;
+        let mine = self.browser_key();
+        let mut journal = self.lock();
+        let pending = match journal.pending_recoveries() {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!(%e, "could not read the journal's recovery records");
+                return PreviousRecovery::default();
+            }
+        };
+        let mut out = PreviousRecovery::default();
+        for record in pending.into_iter().filter(|r| r.browser != mine) {
+            if managed {
+                match journal.resolve_recovery(record.id, Resolution::AlreadyGone, now()) {
+                    Ok(_) => out.resolved_gone += 1,
+                    Err(e) => tracing::warn!(%e, id = %record.id, "could not resolve a previous recovery record"),
+                }
+            } else {
+                out.left_pending += 1;
+            }
+        }
+        out
+    }
+
+    /// Brings the journal in line with the runtime's current recovery records: new ones are written (fsynced),
+    /// further failed attempts recorded, and ones the runtime no longer holds resolved as confirmed.
+    pub fn sync_recovery(&self, mirror: &RecoveryJournal, current: &[RecoveryMirror]) {
+        use browserd_journal::recovery::{AttemptOutcome, CleanupFailure, NewRecovery, Resolution};
+        let browser = self.browser_key();
+        let mut written = mirror.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut journal = self.lock();
+        let failure = |r: &RecoveryMirror| CleanupFailure {
+            outcome: if r.outcome_unknown { AttemptOutcome::Unknown } else { AttemptOutcome::Failed },
+            code: Code::new(r.code.as_str()).unwrap_or_else(|_| Code::new("CLEANUP_FAILED").expect("a valid code")),
+            message: r.message.clone(),
+        };
+        let mut seen = std::collections::HashSet::new();
+        for r in current {
+            let key = (r.session.clone(), r.tab, r.op);
+            seen.insert(key.clone());
+            match written.get(&key).copied() {
+                None => {
+                    let new = NewRecovery {
+                        session: r.session.clone(),
+                        browser: browser.clone(),
+                        tab: format!("t{}", r.tab),
+                        op: r.op,
+                        failure: failure(r),
+                    };
+                    match journal.record_recovery(&new, now()) {
+                        Ok(rec) => {
+                            written.insert(key, (rec.id, r.attempts));
+                        }
+                        Err(e) => tracing::warn!(%e, "could not journal a recovery record"),
+                    }
+                }
+                Some((id, attempts)) if r.attempts > attempts => {
+                    if journal.mark_recovery_attempt(id, &failure(r), now()).is_ok() {
+                        written.insert(key, (id, r.attempts));
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        let gone: Vec<MirrorKey> = written.keys().filter(|k| !seen.contains(*k)).cloned().collect();
+        for key in gone {
+            if let Some((id, _)) = written.remove(&key)
+                && let Err(e) = journal.resolve_recovery(id, Resolution::Confirmed, now())
+            {
+                tracing::warn!(%e, "could not resolve a journaled recovery record");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use browserd_journal::recovery::CleanupOp;
+
+    use super::*;
+
+    fn mirror(tab: u64) -> RecoveryMirror {
+        RecoveryMirror {
+            session: "s1".into(),
+            tab,
+            op: CleanupOp::Close,
+            attempts: 1,
+            outcome_unknown: true,
+            code: "OUTCOME_UNKNOWN".into(),
+            message: "no answer".into(),
+        }
+    }
+
+    #[test]
+    fn a_previous_brokers_records_are_settled_by_browser_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite3");
+        {
+            let log = DedupLog::open(&path).unwrap();
+            log.sync_recovery(&RecoveryJournal::default(), &[mirror(4), mirror(5)]);
+        }
+        // A remote browser: its tabs cannot be matched, so the records stay pending.
+        {
+            let log = DedupLog::open(&path).unwrap();
+            assert_eq!(log.settle_previous(false), PreviousRecovery { resolved_gone: 0, left_pending: 2 });
+        }
+        // A managed browser exits with its broker: its tabs are gone.
+        let log = DedupLog::open(&path).unwrap();
+        assert_eq!(log.settle_previous(true), PreviousRecovery { resolved_gone: 2, left_pending: 0 });
+        assert!(log.lock().pending_recoveries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn records_the_runtime_drops_are_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = DedupLog::open(&dir.path().join("j.sqlite3")).unwrap();
+        let mirror_state = RecoveryJournal::default();
+        log.sync_recovery(&mirror_state, &[mirror(1), mirror(2)]);
+        let mut again = mirror(2);
+        again.attempts = 3;
+        log.sync_recovery(&mirror_state, &[again]);
+        let pending = log.lock().pending_recoveries().unwrap();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].tab, "t2");
+        assert_eq!(pending[0].attempts, 2, "one more failed attempt was recorded");
     }
 }

@@ -10,11 +10,8 @@
 //! - [`cli`]: the clap subcommands ([`cli::Command`]) and [`cli::run`].
 //! - [`hooks`]: Codex / Claude Code hook input parsing and the hook runner.
 //! - [`config`]: defaults, TOML file, environment overrides, with sources.
-//! - [`dedup`]: `tool.call` de-duplication by `callId` and the audit metadata ring, on the durable journal
-//!   (`browserd-journal`).
-//!
-//! Recovery records are not written to the journal yet: they live in the runtime's memory, so a broker restarted
-//! after `kill -9` starts with none.
+//! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
+//!   mirror (settled at the next start), and the audit metadata ring.
 
 pub mod cli;
 pub mod client;

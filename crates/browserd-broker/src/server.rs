@@ -154,6 +154,7 @@ pub struct Broker {
     started: std::time::Instant,
     journal_path: Mutex<Option<std::path::PathBuf>>,
     dedup: Mutex<Option<Arc<DedupLog>>>,
+    recovery_journal: crate::dedup::RecoveryJournal,
 }
 
 impl std::fmt::Debug for Broker {
@@ -247,6 +248,7 @@ impl Broker {
             started: std::time::Instant::now(),
             journal_path: Mutex::new(None),
             dedup: Mutex::new(None),
+            recovery_journal: crate::dedup::RecoveryJournal::default(),
         })
     }
 
@@ -291,7 +293,22 @@ impl Broker {
         if let Some(path) = journal_path {
             match DedupLog::open(&path) {
                 Ok(log) => {
-                    tracing::info!(journal = %path.display(), "de-duplication journal open");
+                    tracing::info!(journal = %path.display(), "journal open");
+                    let previous =
+                        log.settle_previous(self.lazy.is_some() && self.provider.kind() == ProviderKind::Managed);
+                    if previous.resolved_gone > 0 {
+                        tracing::info!(
+                            count = previous.resolved_gone,
+                            "recovery records of a previous broker resolved: its managed browser exited with it"
+                        );
+                    }
+                    if previous.left_pending > 0 {
+                        tracing::warn!(
+                            count = previous.left_pending,
+                            "recovery records of a previous broker on a remote browser stay pending: its tab handles \
+                             cannot be matched to this broker's; check that browser by hand"
+                        );
+                    }
                     *self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(log));
                 }
                 Err(e) => tracing::warn!(
@@ -336,7 +353,9 @@ impl Broker {
             lazy.shutdown().await;
         }
         // Close the journal before the lock: the next broker opens it.
-        self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
+        if let Some(log) = self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            self.sync_recovery(&log);
+        }
         drop(lock);
         tracing::info!(
             sessions = report.sessions.len(),
@@ -615,6 +634,44 @@ impl Broker {
         request: Request,
     ) -> Result<Value, ErrorData> {
         let Some(log) = self.dedup() else { return self.dispatch(conn_id, version, request).await };
+        let result = self.dispatch_journaled(&log, conn_id, version, request).await;
+        self.sync_recovery(&log);
+        result
+    }
+
+    /// Mirrors the runtime's recovery records into the journal.
+    fn sync_recovery(&self, log: &DedupLog) {
+        use browserd_core::recovery::RecoveryAction as A;
+        use browserd_journal::recovery::CleanupOp;
+        let current: Vec<crate::dedup::RecoveryMirror> = self.runtime.inspect(|engine| {
+            engine
+                .recovery()
+                .iter()
+                .map(|r| crate::dedup::RecoveryMirror {
+                    session: r.session.0.clone(),
+                    tab: r.tab.0,
+                    op: match r.action {
+                        A::Close => CleanupOp::Close,
+                        A::Release => CleanupOp::Release,
+                        A::Detach => CleanupOp::DetachDebugger,
+                    },
+                    attempts: r.attempts,
+                    outcome_unknown: r.outcome_unknown,
+                    code: r.last_kind.code().to_owned(),
+                    message: r.last_error.clone(),
+                })
+                .collect()
+        });
+        log.sync_recovery(&self.recovery_journal, &current);
+    }
+
+    async fn dispatch_journaled(
+        self: &Arc<Self>,
+        log: &DedupLog,
+        conn_id: u64,
+        version: u32,
+        request: Request,
+    ) -> Result<Value, ErrorData> {
         let started = std::time::Instant::now();
         let params = request.params.clone().unwrap_or(Value::Null);
         let method = request.method.clone();

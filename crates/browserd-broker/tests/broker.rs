@@ -682,3 +682,41 @@ async fn a_cancelled_call_answers_cancelled_and_frees_its_slot() {
     h.fake.set_delay_for(Op::Observe, Duration::ZERO);
     c.tool(&s, "browser_observe", json!({})).await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_records_are_mirrored_in_the_journal() {
+    use browserd_core::provider::ProviderErrorKind;
+    use browserd_test_support::fake_provider::{FaultKind, Times};
+    let journal = tempfile::tempdir().unwrap();
+    let path = journal.path().join("journal.sqlite3");
+    let h = start_with(config(), Some(path.clone())).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Pi, "p").await;
+    let stuck = open_tab(&c, &s).await;
+    let flaky = open_tab(&c, &s).await;
+    h.fake.inject(Op::CloseTab, Some(handle(stuck)), FaultKind::Fail(ProviderErrorKind::Refused), Times::Always);
+    h.fake.inject(Op::CloseTab, Some(handle(flaky)), FaultKind::Fail(ProviderErrorKind::Refused), Times::Once);
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::AgentEnd, host_turn_id: None })
+        .await
+        .unwrap();
+    assert!(!end.ok, "{end:?}");
+    assert_eq!(end.failed.len(), 2, "{end:?}");
+    // The next operation retries: the flaky close now succeeds, the stuck one fails again.
+    c.tool(&s, "browser_list", json!({})).await.unwrap();
+    let status = c.call(&StatusParams::default()).await.unwrap();
+    assert_eq!(status.recovery.len(), 1, "{:?}", status.recovery);
+    assert_eq!(status.recovery[0].tab, stuck);
+
+    c.shutdown_broker().await.unwrap();
+    drop(c);
+    tokio::time::timeout(Duration::from_secs(30), h.task).await.unwrap().unwrap().unwrap();
+    let j = browserd_journal::Journal::open(&path, Default::default()).unwrap();
+    let pending = j.pending_recoveries().unwrap();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].tab, format!("t{}", stuck.0));
+    assert_eq!(pending[0].op.as_str(), "close");
+    assert!(pending[0].attempts >= 2, "{pending:?}");
+    let stats = j.stats().unwrap();
+    assert_eq!(stats.resolved_recoveries, 1, "the flaky close was journaled, then resolved: {stats:?}");
+}

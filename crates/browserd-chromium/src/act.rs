@@ -244,7 +244,7 @@ pub(crate) async fn act(
             Some(Dedup::Done(..)) => {
                 return Ok(refused(
                     ctx,
-                    codes::DUPLICATE_REQUEST,
+                    codes::PAYLOAD_MISMATCH,
                     format!("requestId {id} was already used with another payload; use a new requestId"),
                 ));
             }
@@ -1468,7 +1468,7 @@ impl Run<'_> {
                     .await
                     .map_err(|e| cdp_fail(&e, "navigating", true))?;
                 if let Some(err) = r["errorText"].as_str().filter(|e| !e.is_empty()) {
-                    return Err(Fail::new(codes::ACTION_FAILED, format!("navigation to {url} failed: {err}")));
+                    return Err(Fail::new(codes::NAVIGATION_FAILED, format!("navigation to {url} failed: {err}")));
                 }
                 r
             }

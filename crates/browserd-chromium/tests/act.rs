@@ -406,7 +406,7 @@ async fn navigation_history_and_deadline() {
         "{r:#?}"
     );
     let r = page.act(ActParams::new(ActionKind::Navigate).value("http://127.0.0.1:1/").timeout_ms(5000)).await;
-    assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Failed, Some("ACTION_FAILED")), "{r:#?}");
+    assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Failed, Some("NAVIGATION_FAILED")), "{r:#?}");
     page.close().await;
 }
 
@@ -491,7 +491,7 @@ async fn request_ids_deduplicate_and_never_replay() {
     let mut other = p.clone();
     other.action = ActionKind::Dblclick;
     let r = page.act(other).await;
-    assert_eq!(r.code.as_deref(), Some("DUPLICATE_REQUEST"));
+    assert_eq!(r.code.as_deref(), Some("PAYLOAD_MISMATCH"));
     page.close().await;
 }
 

@@ -671,8 +671,12 @@ pub mod codes {
     pub const INVALID_PARAMS: &str = "INVALID_PARAMS";
     /// Policy forbids it (e.g. a file outside the authorised uploads).
     pub const POLICY_DENIED: &str = "POLICY_DENIED";
-    /// The request id was used before with another payload, or is still running.
+    /// The request id is still running.
     pub const DUPLICATE_REQUEST: &str = "DUPLICATE_REQUEST";
+    /// The request id was used before with other parameters.
+    pub const PAYLOAD_MISMATCH: &str = "PAYLOAD_MISMATCH";
+    /// A navigation failed (network error, bad URL).
+    pub const NAVIGATION_FAILED: &str = "NAVIGATION_FAILED";
     /// The browser refused or failed the command.
     pub const ACTION_FAILED: &str = "ACTION_FAILED";
     /// The connection to the browser was lost.
