@@ -66,11 +66,7 @@ fn tabs(list: &[TabHandle]) -> Vec<TabId> {
 /// A core error as the wire's structured error, with the holder session, retry hint and details it implies.
 #[must_use]
 pub fn error_data(err: &CoreError) -> ErrorData {
-    let code = match &err.kind {
-        // The protocol has no code of its own for a cleanup that waits for a retry; it is a cleanup failure.
-        ErrorKind::CleanupPending { .. } => ErrorCode::CleanupFailed,
-        kind => ErrorCode::from_name(kind.code()).unwrap_or(ErrorCode::InternalError),
-    };
+    let code = ErrorCode::from_name(err.kind.code()).unwrap_or(ErrorCode::InternalError);
     let mut data = ErrorData::new(code, err.message.clone());
     match &err.kind {
         ErrorKind::OtherSessionTab { tab, holder } => {
@@ -99,9 +95,7 @@ pub fn error_data(err: &CoreError) -> ErrorData {
             data = data.with_details(json!({"presented": presented, "current": current}));
         }
         ErrorKind::CleanupPending { tab } => {
-            data = data
-                .with_next_step("Run browser_cleanup (or check browser_status); the pending cleanup is retried first.")
-                .with_details(json!({"tab": tab_id(*tab), "pending": true}));
+            data = data.with_details(json!({"tab": tab_id(*tab)}));
         }
         ErrorKind::UnknownTab { tab } | ErrorKind::UserTabProtected { tab } | ErrorKind::NotClaimed { tab } => {
             data = data.with_details(json!({"tab": tab_id(*tab)}));
@@ -422,11 +416,7 @@ mod tests {
         for kind in kinds {
             let expected = kind.code();
             let data = error_data(&CoreError::new(kind.clone(), "m"));
-            if expected == "CLEANUP_PENDING" {
-                assert_eq!(data.code, ErrorCode::CleanupFailed);
-            } else {
-                assert_eq!(data.code.as_str(), expected, "{kind:?}");
-            }
+            assert_eq!(data.code.as_str(), expected, "{kind:?}");
         }
     }
 

@@ -194,3 +194,17 @@ async fn remote_endpoint_provider_observes_and_acts() {
     p.close_tab(&ctx(), tab).await.unwrap();
     child.kill().await.unwrap();
 }
+
+/// Regression: observing a tab the moment it was created used to see the initial empty document (0 nodes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observing_right_after_create_sees_the_loaded_page() {
+    let p = &env().provider;
+    for _ in 0..3 {
+        let info =
+            p.create_tab(&ctx(), CreateTab { url: env().site.url("/form.html"), ..Default::default() }).await.unwrap();
+        let o = p.observe(&ctx(), info.tab, &ObserveParams::default()).await.unwrap();
+        assert!(o.url.ends_with("/form.html"), "observed {} instead of the page", o.url);
+        assert!(o.content.contains("textbox \"Full name\""), "{}", o.content);
+        p.close_tab(&ctx(), info.tab).await.unwrap();
+    }
+}

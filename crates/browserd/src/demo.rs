@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use browserd_broker::to_proto;
 use browserd_cdp::LaunchOptions;
 use browserd_chromium::{ChromiumConfig, ChromiumProvider};
 use browserd_core::clock::SystemClock;
@@ -73,9 +74,10 @@ pub(crate) async fn run(args: DemoArgs) -> Result<i32> {
     let t = Instant::now();
     let site = FixtureSite::start().await.context("starting the loopback fixture site")?;
     let opts = LaunchOptions { headless: !args.headed, ..LaunchOptions::default() };
-    let (provider, browser) = ChromiumProvider::launch_managed(opts, HandleAllocator::new(), ChromiumConfig::default())
-        .await
-        .context("launching the managed Chromium (install it with `apt-get install chromium` or set BROWSERD_CHROMIUM)")?;
+    let (provider, browser) =
+        ChromiumProvider::launch_managed(opts, HandleAllocator::new(), ChromiumConfig::default()).await.context(
+            "launching the managed Chromium (install it with `apt-get install chromium` or set BROWSERD_CHROMIUM)",
+        )?;
     let runtime = Runtime::new(provider.clone(), Arc::new(SystemClock::new()), RuntimeConfig::default());
     p.step(0, "start", ms_since(t), &format!("fixture site {} + managed Chromium", site.url("/")), json!({}));
 
@@ -147,7 +149,8 @@ async fn session(p: &Printer, rt: &Runtime, site: &FixtureSite) -> Result<()> {
     p.step(turn, "mark", ms_since(t), &format!("{} handoff", toast.tab), json!({"tab": toast.tab.0}));
     let t = Instant::now();
     let report = rt.finalize(&s, &FinalizeInputs::default()).await?;
-    p.step(turn, "cleanup", ms_since(t), &describe(&report), report_json(&report));
+    let wire = serde_json::to_value(to_proto::cleanup_result(&report))?;
+    p.step(turn, "cleanup", ms_since(t), &compact(&wire), json!({ "result": wire }));
     if !report.closed.contains(&scratch.tab) || !report.tools_active {
         bail!("finalize should close the scratch tab and keep tools active: {report:?}");
     }
@@ -167,7 +170,7 @@ async fn open(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64, url: &str) -
     let t = Instant::now();
     let tab = rt.open_tab(s, url).await?;
     let path = url.split_once("//").map_or(url, |(_, rest)| rest.split_once('/').map_or(rest, |(_, p)| p));
-    p.step(turn, "open", ms_since(t), &format!("/{path} → {} ({:?})", tab.tab, tab.provenance), json!({"tab": tab.tab.0, "url": url}));
+    p.step(turn, "open", ms_since(t), &format!("/{path} → {}", tab.tab), json!({"tab": tab.tab.0, "url": url}));
     Ok(tab)
 }
 
@@ -183,7 +186,7 @@ async fn observe(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64, tab: TabH
         json!({"tab": tab.0, "nodes": obs.node_count, "bytes": obs.content.len(), "content": obs.content}),
     );
     if !p.json {
-        for line in obs.content.lines().filter(|l| l.contains('[')) .take(12) {
+        for line in obs.content.lines().filter(|l| l.contains('[')).take(12) {
             println!("             │ {line}");
         }
     }
@@ -203,7 +206,8 @@ async fn act(
     let res = rt.act(s, tab, &params, None).await?;
     let ms = ms_since(t);
     let target = params.target.as_ref().map_or(String::new(), |r| r.0.clone());
-    let mut text = format!("{what} {target}: {:?}/{:?}, postcondition {:?}", res.outcome, res.dispatch, res.postcondition);
+    let mut text =
+        format!("{what} {target}: {:?}/{:?}, postcondition {:?}", res.outcome, res.dispatch, res.postcondition);
     if let Some(code) = &res.code {
         text.push_str(&format!(", {code}"));
     }
@@ -217,47 +221,33 @@ async fn act(
 async fn turn_end(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64) -> Result<CleanupReport> {
     let t = Instant::now();
     let report = rt.end_turn(s).await?;
-    p.step(turn, "turn end", ms_since(t), &describe(&report), report_json(&report));
+    let wire = serde_json::to_value(to_proto::turn_end_result(&report, turn))?;
+    p.step(turn, "turn end", ms_since(t), &compact(&wire), json!({ "result": wire }));
     Ok(report)
 }
 
 async fn list(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64) -> Result<()> {
     let t = Instant::now();
-    let tabs = rt.list_tabs(s).await?;
+    let tabs: Vec<_> = rt.list_tabs(s).await?.iter().map(to_proto::listed_tab).collect();
+    let wire = serde_json::to_value(&tabs)?;
     let text = tabs
         .iter()
-        .map(|v| format!("{} {:?}/{:?}{}", v.tab, v.provenance, v.state, v.mark.as_ref().map_or(String::new(), |m| format!(" {:?}", m.kind))))
+        .map(|v| {
+            let v = serde_json::to_value(v).unwrap_or_default();
+            let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+            let mark = field("mark");
+            let mark = if mark.is_empty() { String::new() } else { format!(" marked {mark}") };
+            format!("t{} {} {}{mark}", v.get("tab").unwrap_or(&Value::Null), field("provenance"), field("state"))
+        })
         .collect::<Vec<_>>()
         .join(", ");
-    p.step(turn, "status", ms_since(t), &format!("tabs: {text}"), json!({"tabs": tabs.iter().map(|v| v.tab.0).collect::<Vec<_>>()}));
+    p.step(turn, "list", ms_since(t), &format!("tabs: {text}"), json!({ "tabs": wire }));
     Ok(())
 }
 
-fn handles(v: &[TabHandle]) -> String {
-    if v.is_empty() { "-".into() } else { v.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ") }
-}
-
-fn describe(r: &CleanupReport) -> String {
-    format!(
-        "ok={} closed [{}] released [{}] kept [{}] retained [{}] detached [{}] tools {} bridge {:?}",
-        r.ok,
-        handles(&r.closed),
-        handles(&r.released),
-        handles(&r.kept),
-        handles(&r.retained),
-        handles(&r.detached),
-        if r.tools_active { "active" } else { "inactive" },
-        r.bridge
-    )
-}
-
-fn report_json(r: &CleanupReport) -> Value {
-    let ids = |v: &[TabHandle]| v.iter().map(|t| t.0).collect::<Vec<_>>();
-    json!({
-        "ok": r.ok, "closed": ids(&r.closed), "released": ids(&r.released), "kept": ids(&r.kept),
-        "retained": ids(&r.retained), "detached": ids(&r.detached), "toolsActive": r.tools_active,
-        "bridge": format!("{:?}", r.bridge), "failures": r.failures.len(),
-    })
+/// One-line JSON of a wire result.
+fn compact(v: &Value) -> String {
+    serde_json::to_string(v).unwrap_or_default()
 }
 
 /// Finds the ref of the first line `[ref] role "name…"` in an observation.
