@@ -12,6 +12,7 @@
 mod act;
 mod input;
 mod observe;
+mod point;
 mod provider;
 mod screenshot;
 mod state;

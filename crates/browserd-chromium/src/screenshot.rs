@@ -8,6 +8,7 @@ use browserd_protocol::{ImageFormat, Point, Screenshot, ScreenshotOptions, Size}
 use serde_json::json;
 
 use crate::observe::{RefError, resolve_ref};
+use crate::point::{ImageGeom, Viewport};
 use crate::provider::{ChromiumProvider, cdp_err, gone};
 
 static IMAGES: AtomicU64 = AtomicU64::new(0);
@@ -49,6 +50,7 @@ pub(crate) async fn capture(
         .await
         .map_err(|e| cdp_err(&e, "reading the device pixel ratio"))?;
     let dpr = dpr_v["result"]["value"].as_f64().unwrap_or(1.0) * zoom;
+    let (mut cur_x, mut cur_y) = (sx, sy);
     let (x, y, w, h, beyond) = if let Some(target) = &opts.target {
         let res = match resolve_ref(p, tab, target.as_str()) {
             Ok(r) => r,
@@ -78,6 +80,7 @@ pub(crate) async fn capture(
             .map_err(|e| cdp_err(&e, "reading the layout metrics"))?;
         let px = m2["cssVisualViewport"]["pageX"].as_f64().unwrap_or(0.0);
         let py = m2["cssVisualViewport"]["pageY"].as_f64().unwrap_or(0.0);
+        (cur_x, cur_y) = (px, py);
         (q.left + px, q.top + py, q.width.max(1.0), q.height.max(1.0), true)
     } else if opts.full_page {
         let cs = &m["cssContentSize"];
@@ -102,17 +105,29 @@ pub(crate) async fn capture(
         .call(Some(&session), "Page.captureScreenshot", params, deadline)
         .await
         .map_err(|e| cdp_err(&e, "capturing the screenshot"))?;
+    let image_id = format!("img{}", IMAGES.fetch_add(1, Ordering::Relaxed) + 1);
+    let pixel_size = Size { width: (w * scale).round(), height: (h * scale).round() };
+    if let Some(t) = p.st().tabs.get_mut(&tab) {
+        t.images.push(ImageGeom {
+            image_id: image_id.clone(),
+            doc_epoch: epoch,
+            scale,
+            clip: (x, y),
+            pixels: (pixel_size.width, pixel_size.height),
+            view: Viewport { width: vw, height: vh, scroll_x: cur_x, scroll_y: cur_y, zoom, dpr },
+        });
+    }
     let captured_at =
         SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
     Ok(Screenshot {
-        image_id: format!("img{}", IMAGES.fetch_add(1, Ordering::Relaxed) + 1),
+        image_id,
         format,
         data: r["data"].as_str().unwrap_or_default().to_owned(),
         viewport_css_size: Size { width: vw, height: vh },
-        pixel_size: Size { width: (w * scale).round(), height: (h * scale).round() },
+        pixel_size,
         dpr,
         scale,
-        scroll: Point { x: sx, y: sy },
+        scroll: Point { x: cur_x, y: cur_y },
         clip_origin: Point { x, y },
         document_epoch: epoch,
         captured_at,

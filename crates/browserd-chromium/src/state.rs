@@ -144,6 +144,8 @@ pub(crate) struct Tab {
     /// Why the browser said it detaches us (from `Inspector.detached`).
     pub(crate) detach_reason: Option<String>,
     pub(crate) load_state: LoadState,
+    /// Geometry of recent screenshots, for coordinate actions.
+    pub(crate) images: crate::point::ImageLog,
 }
 
 impl Tab {
@@ -174,6 +176,7 @@ impl Tab {
             detaching: false,
             detach_reason: None,
             load_state: LoadState::Complete,
+            images: crate::point::ImageLog::default(),
         }
     }
 

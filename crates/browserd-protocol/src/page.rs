@@ -271,6 +271,18 @@ pub struct Screenshot {
     pub captured_at: u64,
 }
 
+/// A point in a screenshot this tab returned, in image pixels (origin top-left).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImagePoint {
+    /// The screenshot's `imageId`.
+    pub image_id: String,
+    /// X in image pixels.
+    pub x: f64,
+    /// Y in image pixels.
+    pub y: f64,
+}
+
 /// What `browser_act` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -399,6 +411,13 @@ pub struct ActParams {
     /// Drop target of `drag`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<NodeRef>,
+    /// Instead of `target` (click, dblclick, hover, drag start): a point in a screenshot; checked against the
+    /// current page before input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<ImagePoint>,
+    /// Instead of `to`: the drop point of `drag` in a screenshot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_at: Option<ImagePoint>,
     /// Scroll direction (default down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direction: Option<ScrollDirection>,
@@ -431,6 +450,8 @@ impl ActParams {
             target: None,
             value: None,
             to: None,
+            at: None,
+            drop_at: None,
             direction: None,
             until_text: None,
             accept: None,
@@ -445,6 +466,13 @@ impl ActParams {
     #[must_use]
     pub fn target(mut self, r: impl Into<String>) -> Self {
         self.target = Some(NodeRef(r.into()));
+        self
+    }
+
+    /// Targets a point of screenshot `image_id` (image pixels) instead of a ref.
+    #[must_use]
+    pub fn at(mut self, image_id: impl Into<String>, x: f64, y: f64) -> Self {
+        self.at = Some(ImagePoint { image_id: image_id.into(), x, y });
         self
     }
 
@@ -595,7 +623,7 @@ pub struct Effects {
     pub value: Option<String>,
 }
 
-/// The element that would receive the input instead of the target.
+/// An element at a point: what covers a target (`NOT_ACTIONABLE`) or what a coordinate action hits.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CoveringElement {
@@ -632,6 +660,9 @@ pub struct ActionResult {
     /// What covers the target (`NOT_ACTIONABLE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covering: Option<CoveringElement>,
+    /// For `at`: the element at the point, which receives the input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hit: Option<CoveringElement>,
     /// Candidates (`AMBIGUOUS_TARGET`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
@@ -667,6 +698,8 @@ pub mod codes {
     pub const EXPECTATION_FAILED: &str = "EXPECTATION_FAILED";
     /// The input was sent but the field does not hold the text.
     pub const INPUT_NOT_APPLIED: &str = "INPUT_NOT_APPLIED";
+    /// The screenshot point is outside the current viewport (scrolled away or never on screen).
+    pub const OUT_OF_VIEWPORT: &str = "OUT_OF_VIEWPORT";
     /// The parameters are invalid for this action.
     pub const INVALID_PARAMS: &str = "INVALID_PARAMS";
     /// Policy forbids it (e.g. a file outside the authorised uploads).
@@ -710,6 +743,17 @@ mod tests {
         let err = serde_json::from_str::<ActParams>(r#"{"action":"click","tagret":"e1"}"#).unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
         assert!(serde_json::from_str::<ObserveParams>(r#"{"screenshots":true}"#).is_err());
+    }
+
+    #[test]
+    fn image_points_are_camel_case_and_strict() {
+        let p = ActParams::new(ActionKind::Click).at("img3", 10.5, 20.0);
+        let v = serde_json::to_value(&p).unwrap();
+        assert_eq!(v["at"]["imageId"], "img3");
+        assert_eq!(serde_json::from_value::<ActParams>(v).unwrap(), p);
+        let err = serde_json::from_str::<ActParams>(r#"{"action":"click","at":{"imageId":"i","x":1,"y":2,"z":0}}"#)
+            .unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
     }
 
     #[test]
