@@ -755,6 +755,20 @@ impl Run<'_> {
 
     /// Describes the element covering the target, giving it a ref.
     async fn covered(&mut self, session: &SessionId, frame: &str, backend: i64) -> Fail {
+        let el = self.describe_element(session, frame, backend).await;
+        let mut f = Fail::new(
+            codes::NOT_ACTIONABLE,
+            format!(
+                "the target is covered by {} {:?} [{}] which would receive the click; act on it first (e.g. dismiss it)",
+                el.role, el.name, el.node
+            ),
+        );
+        f.covering = Some(el);
+        f
+    }
+
+    /// Names the element at a point (its nearest meaningful accessible ancestor), giving it a frame-qualified ref.
+    async fn describe_element(&mut self, session: &SessionId, frame: &str, backend: i64) -> CoveringElement {
         let mut role = "generic".to_owned();
         let mut name = String::new();
         let mut chosen = backend;
@@ -820,15 +834,7 @@ impl Run<'_> {
                 None => String::new(),
             }
         };
-        let mut f = Fail::new(
-            codes::NOT_ACTIONABLE,
-            format!(
-                "the target is covered by {role} {:?} [{node_ref}] which would receive the click; act on it first (e.g. dismiss it)",
-                truncate(&name, 60)
-            ),
-        );
-        f.covering = Some(CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) });
-        f
+        CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) }
     }
 
     /// Sends one input command to the page session; a dialog opening while it is pending counts as delivered.

@@ -217,7 +217,10 @@ mod tests {
 
     #[test]
     fn other_documents_sizes_and_zooms_are_stale() {
-        assert_eq!(map_point(&geom(1.0, 0.0), &pt(1.0, 1.0), 4, &view(0.0, 0.0)).unwrap_err().code, codes::STALE_TARGET);
+        assert_eq!(
+            map_point(&geom(1.0, 0.0), &pt(1.0, 1.0), 4, &view(0.0, 0.0)).unwrap_err().code,
+            codes::STALE_TARGET
+        );
         let mut v = view(0.0, 0.0);
         v.width = 900.0;
         assert!(map_point(&geom(1.0, 0.0), &pt(1.0, 1.0), 3, &v).unwrap_err().message.contains("resized"));

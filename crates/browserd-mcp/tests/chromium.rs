@@ -70,6 +70,7 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
         runtime_dir: Some(dir.path().to_path_buf()),
         spawn: false,
         timeout: Some(Duration::from_secs(60)),
+        broker_exe: None,
     };
     let mut ready = false;
     for _ in 0..500 {
@@ -94,15 +95,8 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
     let opened =
         ok(&client.call_tool(call("browser_open", json!({"url": site.url("/index.html")}), "t1")).await.unwrap());
     let tab = opened["tab"].as_u64().expect("a tab id");
-    // The page may still be loading: observe until it shows (readiness, not a timing assertion).
-    let mut observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
-    for _ in 0..50 {
-        if ok(&observed)["content"].as_str().unwrap_or_default().contains("browserd fixture site") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
-    }
+    // `browser_open` returns once the page has loaded: the first observation must show it.
+    let observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
     let observation = ok(&observed);
     assert!(observation["content"].as_str().unwrap().contains("browserd fixture site"), "{observation}");
     let image = observed.content.iter().find_map(|block| block.as_image()).expect("an image block");
