@@ -3,7 +3,9 @@
 #
 # - Debian's `chromium` (apt) — the managed browser for the demo and the real-browser tests;
 # - nothing else system-wide: Rust (with cargo) must already be there (https://rustup.rs);
-# - npm packages for the adapters and the benchmark side-by-side are installed by the scripts that use them.
+# - Node.js (20 or newer) with npm, for the Pi/DSH adapter tests: Debian's `nodejs npm` when missing;
+# - npm packages for the adapters and the benchmark side-by-side are installed (npm ci, pinned lockfiles) by the
+#   scripts that use them.
 set -euo pipefail
 
 say() { printf '[setup] %s\n' "$*" >&2; }
@@ -27,4 +29,16 @@ else
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq chromium >/dev/null
   say "chromium: installed ($(/usr/lib/chromium/chromium --version 2>/dev/null))"
+fi
+
+if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then
+  say "node: found ($(node --version)), npm $(npm --version)"
+else
+  say "node/npm: missing — installing Debian's 'nodejs' and 'npm' packages with apt-get (the adapters need Node 20+)"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq nodejs npm >/dev/null
+  say "node: installed ($(node --version))"
 fi

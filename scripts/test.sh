@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 #! README command two (and CI): set up what is missing, then check formatting, lint, and run every test
-#! (pure core, scripted CDP peer, real Chromium, adapters).
+#! (pure core, scripted CDP peer, real Chromium, the extension with its native host, the Pi/DSH adapters with
+#! the real Pi package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -20,3 +21,6 @@ if cargo nextest --version >/dev/null 2>&1; then
 else
   cargo test --workspace --no-fail-fast
 fi
+
+step "host adapters (npm ci + node --test against the real broker, Pi and Chromium)"
+bash scripts/test-adapters.sh

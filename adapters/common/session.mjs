@@ -209,7 +209,10 @@ export class BrowserSession {
         throw staleToolError(name);
       }
       const params = { session: this.id, name, arguments: args ?? {} };
-      if (callId) params.callId = String(callId);
+      // The broker de-duplicates by callId across all its clients; a host's call ids are only unique within its own
+      // session (a scripted or restarted provider may reuse them), so they are scoped by host and session. A retry of
+      // the same host call keeps the same id.
+      if (callId) params.callId = `${this.host}:${this.hostSessionId}:${callId}`;
       let value;
       try {
         value = await this.client.call("tool.call", params);

@@ -61,6 +61,34 @@ pub enum ConfigError {
     },
 }
 
+/// Which browser the broker uses (one per broker, chosen at the first browser use).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum BrowserChoice {
+    /// A paired extension if there is one, else the remote endpoint if configured, else the managed Chromium.
+    #[default]
+    Auto,
+    /// Always the managed Chromium.
+    Managed,
+    /// Always the remote endpoint (`remote_cdp` must be set).
+    Remote,
+    /// Always the user's browser through the extension (waits briefly for a pairing at first use).
+    Extension,
+}
+
+impl BrowserChoice {
+    /// The config spelling.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrowserChoice::Auto => "auto",
+            BrowserChoice::Managed => "managed",
+            BrowserChoice::Remote => "remote",
+            BrowserChoice::Extension => "extension",
+        }
+    }
+}
+
 /// The broker's effective configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -69,6 +97,10 @@ pub struct BrokerConfig {
     pub idle_exit_secs: u64,
     /// After a client disconnects, how long its sessions wait for a re-attach before disposal.
     pub disconnect_grace_secs: u64,
+    /// Which browser to use: `auto`, `managed`, `remote` or `extension`.
+    pub browser: BrowserChoice,
+    /// Listen for the browserd extension's native host at `<runtime dir>/extension.sock`.
+    pub extension_endpoint: bool,
     /// A remote DevTools endpoint (`ws://…` or `http://host:port`) instead of a managed Chromium.
     pub remote_cdp: Option<String>,
     /// The browser executable of the managed Chromium (default: auto-detected).
@@ -98,6 +130,8 @@ impl Default for BrokerConfig {
         Self {
             idle_exit_secs: 600,
             disconnect_grace_secs: 30,
+            browser: BrowserChoice::Auto,
+            extension_endpoint: true,
             remote_cdp: None,
             chromium_path: None,
             headless: true,
@@ -131,6 +165,8 @@ impl BrokerConfig {
 pub const KEYS: &[&str] = &[
     "idle_exit_secs",
     "disconnect_grace_secs",
+    "browser",
+    "extension_endpoint",
     "remote_cdp",
     "chromium_path",
     "headless",
@@ -283,6 +319,16 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(),
     match key {
         "idle_exit_secs" => config.idle_exit_secs = parse_u64(value)?,
         "disconnect_grace_secs" => config.disconnect_grace_secs = parse_u64(value)?,
+        "browser" => {
+            config.browser = match value.trim().to_ascii_lowercase().as_str() {
+                "auto" => BrowserChoice::Auto,
+                "managed" => BrowserChoice::Managed,
+                "remote" => BrowserChoice::Remote,
+                "extension" => BrowserChoice::Extension,
+                other => return Err(format!("expected auto, managed, remote or extension, got {other:?}")),
+            }
+        }
+        "extension_endpoint" => config.extension_endpoint = parse_bool(value)?,
         "remote_cdp" => config.remote_cdp = opt_string(value),
         "chromium_path" => config.chromium_path = opt_string(value).map(PathBuf::from),
         "headless" => config.headless = parse_bool(value)?,
@@ -313,6 +359,8 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
     match key {
         "idle_exit_secs" => config.idle_exit_secs.to_string(),
         "disconnect_grace_secs" => config.disconnect_grace_secs.to_string(),
+        "browser" => config.browser.as_str().to_owned(),
+        "extension_endpoint" => config.extension_endpoint.to_string(),
         "remote_cdp" => opt(&config.remote_cdp),
         "chromium_path" => path(&config.chromium_path),
         "headless" => config.headless.to_string(),

@@ -1,5 +1,6 @@
-//! The broker's browser: a provider that launches the managed Chromium (or connects the remote endpoint) on the
-//! first browser use, forwards its events, and shuts the managed browser down with the broker.
+//! The broker's browser: a provider that picks the browser on the first browser use — a paired extension (the user's
+//! browser), the remote endpoint or a managed Chromium, per the `browser` setting — forwards its events, and shuts the
+//! managed browser down with the broker. One browser per broker: the choice holds until the broker exits.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -14,7 +15,13 @@ use browserd_core::provider::{
 use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
 use tokio::sync::{OnceCell, broadcast};
 
-use crate::config::BrokerConfig;
+use browserd_native::link::ExtensionLink;
+
+use crate::config::{BrokerConfig, BrowserChoice};
+use crate::extension::ExtensionProvider;
+
+/// How long `browser = "extension"` waits at the first browser use for an extension to pair.
+const EXTENSION_WAIT: Duration = Duration::from_secs(10);
 
 /// How the browser is reached.
 #[derive(Debug, Clone)]
@@ -29,7 +36,9 @@ impl BrowserTarget {
     /// The target the configuration asks for; the managed profile lives under `state_dir` unless configured.
     #[must_use]
     pub fn from_config(config: &BrokerConfig, state_dir: Option<&std::path::Path>) -> Self {
-        if let Some(url) = &config.remote_cdp {
+        if let Some(url) = &config.remote_cdp
+            && config.browser != BrowserChoice::Managed
+        {
             return BrowserTarget::Remote(url.clone());
         }
         let user_data_dir = config.profile_dir.clone().or_else(|| state_dir.map(|d| d.join("profile")));
@@ -53,7 +62,9 @@ impl BrowserTarget {
 }
 
 struct Launched {
-    provider: Arc<ChromiumProvider>,
+    provider: Arc<dyn Provider>,
+    /// Set when the extension browser was chosen.
+    extension: Option<Arc<ExtensionProvider>>,
     browser: Mutex<Option<ManagedBrowser>>,
     forward: tokio::task::JoinHandle<()>,
 }
@@ -65,6 +76,9 @@ pub struct LazyChromium {
     config: ChromiumConfig,
     launched: OnceCell<Launched>,
     events: broadcast::Sender<ProviderEvent>,
+    choice: BrowserChoice,
+    /// The latest paired extension (replaced on every pairing, cleared when its link closes).
+    paired: tokio::sync::watch::Sender<Option<ExtensionLink>>,
 }
 
 impl std::fmt::Debug for LazyChromium {
@@ -80,8 +94,69 @@ impl LazyChromium {
     /// A provider that launches or connects on the first `connect`.
     #[must_use]
     pub fn new(target: BrowserTarget, config: ChromiumConfig) -> Self {
+        Self::with_choice(target, config, BrowserChoice::Auto)
+    }
+
+    /// A provider that picks per `choice` at the first `connect`.
+    #[must_use]
+    pub fn with_choice(target: BrowserTarget, config: ChromiumConfig, choice: BrowserChoice) -> Self {
         let (events, _) = broadcast::channel(1024);
-        Self { target, alloc: HandleAllocator::new(), config, launched: OnceCell::new(), events }
+        let (paired, _) = tokio::sync::watch::channel(None);
+        Self { target, alloc: HandleAllocator::new(), config, launched: OnceCell::new(), events, choice, paired }
+    }
+
+    /// Records a newly paired extension (the broker's endpoint calls this for every pairing).
+    pub fn extension_paired(&self, link: ExtensionLink) {
+        self.paired.send_replace(Some(link));
+    }
+
+    /// The paired extension whose link is still open, if any.
+    #[must_use]
+    pub fn paired_extension(&self) -> Option<ExtensionLink> {
+        self.paired.borrow().clone().filter(|l| l.closed_reason().is_none())
+    }
+
+    /// The extension browser, when it is the one in use.
+    #[must_use]
+    pub fn extension_in_use(&self) -> Option<Arc<ExtensionProvider>> {
+        self.launched.get().and_then(|l| l.extension.clone())
+    }
+
+    /// The configured choice.
+    #[must_use]
+    pub fn choice(&self) -> BrowserChoice {
+        self.choice
+    }
+
+    /// What the browser selection is, in words, for `status`.
+    #[must_use]
+    pub fn selection(&self) -> String {
+        let which = match self.launched.get() {
+            Some(l) => match l.extension.as_ref() {
+                Some(e) => format!("extension {} (the user's browser)", e.link().info().extension_id),
+                None => kind_name(l.provider.kind()).to_owned(),
+            },
+            None => "none yet (chosen at the first browser use)".to_owned(),
+        };
+        let paired = match self.paired_extension() {
+            Some(l) => format!("extension {} paired", l.info().extension_id),
+            None => "no extension paired".to_owned(),
+        };
+        format!("browser = {}; in use: {which}; {paired}; one browser per broker", self.choice.as_str())
+    }
+
+    async fn wait_for_extension(&self) -> Option<ExtensionLink> {
+        let mut rx = self.paired.subscribe();
+        let wait = rx.wait_for(|l| l.as_ref().is_some_and(|l| l.closed_reason().is_none()));
+        match tokio::time::timeout(EXTENSION_WAIT, wait).await {
+            Ok(Ok(l)) => l.clone(),
+            _ => None,
+        }
+    }
+
+    fn use_extension(&self, link: ExtensionLink) -> (Arc<dyn Provider>, Option<Arc<ExtensionProvider>>) {
+        let ext = ExtensionProvider::new(link, self.alloc.clone(), self.config.clone());
+        (ext.clone(), Some(ext))
     }
 
     /// Whether the browser has been started.
@@ -90,13 +165,44 @@ impl LazyChromium {
         self.launched.initialized()
     }
 
-    async fn inner(&self) -> Result<&Arc<ChromiumProvider>, ProviderError> {
+    async fn inner(&self) -> Result<&Arc<dyn Provider>, ProviderError> {
         let launched = self
             .launched
             .get_or_try_init(|| async {
-                let (provider, browser) = match &self.target {
-                    BrowserTarget::Managed(opts) => {
-                        let (provider, browser) = ChromiumProvider::launch_managed(
+                let extension = match self.choice {
+                    BrowserChoice::Auto => self.paired_extension(),
+                    BrowserChoice::Extension => Some(self.wait_for_extension().await.ok_or_else(|| {
+                        ProviderError::new(
+                            ProviderErrorKind::Unsupported(UnsupportedReason::Offline),
+                            "browser = \"extension\" but no browserd extension paired; open the browser with the \
+                             extension, run `browserd install` and `browserd doctor`",
+                        )
+                    })?),
+                    BrowserChoice::Managed => None,
+                    BrowserChoice::Remote => {
+                        if !matches!(self.target, BrowserTarget::Remote(_)) {
+                            return Err(ProviderError::new(
+                                ProviderErrorKind::InvalidRequest,
+                                "browser = \"remote\" but remote_cdp is not set; set remote_cdp in the browserd config",
+                            ));
+                        }
+                        None
+                    }
+                };
+                let (provider, extension, browser): (Arc<dyn Provider>, _, _) = if let Some(link) = extension {
+                    tracing::info!(extension = %link.info().extension_id, "browser: the paired extension");
+                    let (p, e) = self.use_extension(link);
+                    let ctx = OpContext::new(
+                        browserd_core::provider::SessionKey("connect".into()),
+                        Duration::from_secs(10),
+                        "connect",
+                    );
+                    p.connect(&ctx).await?;
+                    (p, e, None)
+                } else {
+                    let (provider, browser) = match &self.target {
+                        BrowserTarget::Managed(opts) => {
+                            let (provider, browser) = ChromiumProvider::launch_managed(
                             (**opts).clone(),
                             self.alloc.clone(),
                             self.config.clone(),
@@ -111,15 +217,18 @@ impl LazyChromium {
                                 ),
                             )
                         })?;
-                        (provider, Some(browser))
-                    }
-                    BrowserTarget::Remote(url) => {
-                        let provider =
-                            ChromiumProvider::connect_remote(url, self.alloc.clone(), self.config.clone()).await?;
-                        (provider, None)
-                    }
+                            (provider, Some(browser))
+                        }
+                        BrowserTarget::Remote(url) => {
+                            let provider =
+                                ChromiumProvider::connect_remote(url, self.alloc.clone(), self.config.clone()).await?;
+                            (provider, None)
+                        }
+                    };
+                    let provider: Arc<dyn Provider> = provider;
+                    (provider, None, browser)
                 };
-                let mut rx = provider.subscribe();
+                let mut rx = provider.events();
                 let tx = self.events.clone();
                 let forward = tokio::spawn(async move {
                     loop {
@@ -134,13 +243,13 @@ impl LazyChromium {
                         }
                     }
                 });
-                Ok::<_, ProviderError>(Launched { provider, browser: Mutex::new(browser), forward })
+                Ok::<_, ProviderError>(Launched { provider, extension, browser: Mutex::new(browser), forward })
             })
             .await?;
         Ok(&launched.provider)
     }
 
-    fn started(&self) -> Result<&Arc<ChromiumProvider>, ProviderError> {
+    fn started(&self) -> Result<&Arc<dyn Provider>, ProviderError> {
         self.launched.get().map(|l| &l.provider).ok_or_else(|| {
             ProviderError::new(ProviderErrorKind::ConnectionLost, "the browser is not started yet; connect first")
         })
@@ -164,7 +273,14 @@ impl LazyChromium {
 #[async_trait]
 impl Provider for LazyChromium {
     fn kind(&self) -> ProviderKind {
-        self.target.kind()
+        if let Some(l) = self.launched.get() {
+            return l.provider.kind();
+        }
+        match self.choice {
+            BrowserChoice::Extension => ProviderKind::Extension,
+            BrowserChoice::Auto if self.paired_extension().is_some() => ProviderKind::Extension,
+            _ => self.target.kind(),
+        }
     }
 
     fn capabilities(&self) -> CapabilityMatrix {
@@ -248,5 +364,14 @@ impl Provider for LazyChromium {
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
         self.started()?.act(ctx, tab, params).await
+    }
+}
+
+fn kind_name(kind: ProviderKind) -> &'static str {
+    match kind {
+        ProviderKind::Managed => "managed Chromium",
+        ProviderKind::Remote => "remote endpoint",
+        ProviderKind::Extension => "extension",
+        ProviderKind::Fake => "fake",
     }
 }

@@ -5,7 +5,8 @@
 //!   dispatch of every JSON-RPC method to the core runtime, status, graceful and idle shutdown.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
-//! - [`lazy`]: the managed Chromium launched on first use, or the remote endpoint.
+//! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
+//! - [`extension`]: the extension browser ([`extension::ExtensionProvider`]) over a paired `ExtensionLink`.
 //! - [`client`]: [`client::Client`], used by the CLI, the MCP server and the hooks.
 //! - [`cli`]: the clap subcommands ([`cli::Command`]) and [`cli::run`].
 //! - [`hooks`]: Codex / Claude Code hook input parsing and the hook runner.
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod dedup;
+pub mod extension;
 pub mod hooks;
 pub mod lazy;
 pub mod limits;

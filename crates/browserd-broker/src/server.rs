@@ -155,6 +155,9 @@ pub struct Broker {
     journal_path: Mutex<Option<std::path::PathBuf>>,
     dedup: Mutex<Option<Arc<DedupLog>>>,
     recovery_journal: crate::dedup::RecoveryJournal,
+    /// What the latest Stop reported (via, control epoch, dropped inputs, detached tabs); `USER_STOPPED` answers
+    /// carry it in `details.stop`.
+    last_stop: Mutex<Option<Value>>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -218,7 +221,9 @@ impl Broker {
     #[must_use]
     pub fn from_config(config: BrokerConfig, state_dir: Option<&std::path::Path>) -> Arc<Self> {
         let target = BrowserTarget::from_config(&config, state_dir);
-        Self::with_target(target, config)
+        let lazy =
+            Arc::new(LazyChromium::with_choice(target, browserd_chromium::ChromiumConfig::default(), config.browser));
+        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
     }
 
     /// A broker over a managed Chromium (launched on first browser use) or a remote endpoint.
@@ -249,6 +254,7 @@ impl Broker {
             journal_path: Mutex::new(None),
             dedup: Mutex::new(None),
             recovery_journal: crate::dedup::RecoveryJournal::default(),
+            last_stop: Mutex::new(None),
         })
     }
 
@@ -318,6 +324,7 @@ impl Broker {
             }
         }
         tracing::info!(socket = %listener.socket_path().display(), "browserd broker listening");
+        let _endpoint = self.clone().mount_extension_endpoint(dir).await;
         let idle = self.config.idle_exit().map(IdleTracker::start);
         if let Some(idle) = &idle {
             let token = idle.idle();
@@ -367,6 +374,62 @@ impl Broker {
             disposed_sessions: report.sessions.len(),
             pending_recovery: report.pending_recovery,
         })
+    }
+
+    /// Binds the extension endpoint at `<runtime dir>/extension.sock` (when configured and the browser is chosen by the
+    /// broker) and hands every pairing to the browser selection; a Stop from the extension in use stops the broker's
+    /// page work. The endpoint lives as long as the returned value.
+    async fn mount_extension_endpoint(
+        self: Arc<Self>,
+        dir: &RuntimeDir,
+    ) -> Option<browserd_native::link::ExtensionEndpoint> {
+        let lazy = self.lazy.clone()?;
+        if !self.config.extension_endpoint {
+            return None;
+        }
+        let path = dir.path().join(browserd_native::host::SOCKET_NAME);
+        let options = browserd_native::link::EndpointOptions::default();
+        let (endpoint, mut links) = match browserd_native::link::ExtensionEndpoint::bind(&path, options).await {
+            Ok(x) => x,
+            Err(e) => {
+                tracing::warn!(%e, "the extension endpoint is not available; the user's browser cannot pair");
+                return None;
+            }
+        };
+        tracing::info!(socket = %path.display(), "extension endpoint listening");
+        let weak = Arc::downgrade(&self);
+        let shutdown = self.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                let link = tokio::select! {
+                    l = links.recv() => match l { Some(l) => l, None => break },
+                    () = shutdown.cancelled() => break,
+                };
+                tracing::info!(extension = %link.info().extension_id, instance = %link.info().instance, "extension paired");
+                lazy.extension_paired(link.clone());
+                let weak = weak.clone();
+                let mut events = link.events();
+                tokio::spawn(async move {
+                    while let Ok(ev) = events.recv().await {
+                        match ev {
+                            browserd_native::LinkEvent::Stopped(report) => {
+                                let Some(me) = weak.upgrade() else { break };
+                                let in_use = me.lazy.as_ref().and_then(|l| l.extension_in_use());
+                                if in_use.is_some_and(|e| e.link().info().instance == link.info().instance) {
+                                    tracing::info!(via = %report.via, "Stop from the extension");
+                                    if report.via != "broker" {
+                                        me.stop_page_work(serde_json::to_value(&report).ok()).await;
+                                    }
+                                }
+                            }
+                            browserd_native::LinkEvent::Closed { .. } => break,
+                            _ => {}
+                        }
+                    }
+                });
+            }
+        });
+        Some(endpoint)
     }
 
     /// Drives the runtime's timers (idle debugger detach, background retries of closed sessions' recovery records).
@@ -942,6 +1005,26 @@ impl Broker {
     }
 
     async fn stop_gate(&self) -> StopGateResult {
+        let result = self.stop_page_work(Some(json!({"via": "broker", "reason": "browserd stop"}))).await;
+        // The extension closes its own gate too (no input passes it after this), detaches and keeps the pages.
+        if let Some(ext) = self.lazy.as_ref().and_then(|l| l.extension_in_use()) {
+            match tokio::time::timeout(crate::extension::STOP_TIMEOUT, ext.link().stop("browserd stop")).await {
+                Ok(Ok(report)) => {
+                    tracing::info!(dropped = report.dropped_inputs, "the extension stopped");
+                    *self.last_stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        serde_json::to_value(&report).ok();
+                }
+                Ok(Err(e)) => tracing::warn!(%e, "the extension did not confirm Stop"),
+                Err(_) => tracing::warn!("the extension did not confirm Stop in time"),
+            }
+        }
+        result
+    }
+
+    /// Cancels queued and running page work (they report `USER_STOPPED`) and releases every write lease: resuming
+    /// needs a new lease.
+    async fn stop_page_work(&self, evidence: Option<Value>) -> StopGateResult {
+        *self.last_stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = evidence;
         let (queued, running) = self.gate.stop_all();
         let leases: Vec<(SessionKey, TabHandle)> = self.runtime.inspect(|engine| {
             engine
@@ -1041,7 +1124,7 @@ impl Broker {
         BrowserStatus {
             browser: "b1".to_owned(),
             kind,
-            product: None,
+            product: self.lazy.as_ref().map(|l| l.selection()),
             bridge: to_proto::bridge(bridge),
             capabilities: to_proto::capabilities(&caps),
             auto_turn_cleanup,
@@ -1167,6 +1250,18 @@ impl Broker {
         })
     }
 
+    /// The tab a page tool names, which becomes the current tab; else the current tab.
+    fn tab_for(&self, id: &SessionId, named: Option<browserd_protocol::TabId>) -> Result<TabHandle, ErrorData> {
+        match named {
+            Some(tab) => {
+                let tab = to_proto::tab_handle(tab);
+                self.set_current_tab(id, Some(tab));
+                Ok(tab)
+            }
+            None => self.current_tab(id),
+        }
+    }
+
     fn set_current_tab(&self, id: &SessionId, tab: Option<TabHandle>) {
         if let Some(info) = self.tables().sessions.get_mut(id) {
             info.current_tab = tab;
@@ -1196,12 +1291,26 @@ impl Broker {
                 )
             };
             let hash = crate::dedup::payload_hash(&host, &host_session_id, &p.name, &p.arguments);
-            match log.begin(call_id, hash) {
+            // Call ids are chosen by each host; they only identify a call within one host session.
+            let scoped = format!("{host}/{host_session_id}/{call_id}");
+            match log.begin(&scoped, hash) {
                 Admit::New(t) => ticket = Some(t),
                 Admit::Answer(answer) => return answer,
             }
         }
-        let result = self.run_tool(&p, call, key, &mut ticket).await;
+        let mut result = self.run_tool(&p, call, key, &mut ticket).await;
+        if let Err(e) = &mut result
+            && e.code == ErrorCode::UserStopped
+            && let Some(stop) = self.last_stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        {
+            match e.details.as_deref_mut() {
+                Some(Value::Object(map)) => {
+                    map.entry("stop").or_insert(stop);
+                }
+                Some(_) => {}
+                None => *e = e.clone().with_details(json!({"stop": stop})),
+            }
+        }
         if let (Some(t), Some(log)) = (ticket, &dedup) {
             match (&t, &result) {
                 // Refused before anything was sent (back-pressure, busy): the same id may be sent again.
@@ -1329,7 +1438,7 @@ impl Broker {
                 }
             }
             ToolCall::Observe(params) => {
-                let tab = self.current_tab(&id)?;
+                let tab = self.tab_for(&id, params.tab)?;
                 let admission = self.admit(Some(tab), ticket).await?;
                 tokio::select! {
                     r = rt.observe(&key, tab, &params) => to_value(&r.map_err(|e| err(&e))?),
@@ -1337,7 +1446,7 @@ impl Broker {
                 }
             }
             ToolCall::Act(params) => {
-                let tab = self.current_tab(&id)?;
+                let tab = self.tab_for(&id, params.tab)?;
                 let admission = self.admit(Some(tab), ticket).await?;
                 tokio::select! {
                     r = rt.act(&key, tab, &params, None) => to_value(&r.map_err(|e| err(&e))?),
@@ -1346,7 +1455,7 @@ impl Broker {
                 }
             }
             ToolCall::Batch(params) => {
-                let tab = self.current_tab(&id)?;
+                let tab = self.tab_for(&id, params.tab)?;
                 let admission = self.admit(Some(tab), ticket).await?;
                 let work = async {
                     let mut steps = Vec::new();

@@ -13,12 +13,13 @@ use browserd_cdp::{CdpError, SessionId};
 use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{
     ActParams, ActionKind, ActionResult, CoveringElement, Dispatch, DownloadInfo, Expectation, ExpectationResult,
-    NodeRef, Observation, Outcome, Postcondition, ScrollDirection, codes,
+    ImagePoint, NodeRef, Observation, Outcome, Postcondition, ScrollDirection, codes,
 };
 use serde_json::{Value, json};
 
 use crate::input::{KeyDef, char_def, parse_chord};
 use crate::observe::{Built, RefError, Resolved, build, diff, render, resolve_ref};
+use crate::point::{IMAGE_WINDOW, current_viewport, map_point};
 use crate::provider::{ChromiumProvider, Dedup, gone, remaining, truncate};
 use crate::state::{Line, LogEvent};
 
@@ -742,6 +743,154 @@ impl Run<'_> {
         Err(self.covered(&res.session, &hit_frame, hb).await)
     }
 
+    /// Re-validates a screenshot point against the current page (document, viewport size, zoom, scroll) and hit-tests
+    /// it. Returns the point in top-level viewport coordinates; the receiving element goes to `res.hit`.
+    async fn at_point(&mut self, pt: &ImagePoint, report_hit: bool) -> Result<(f64, f64), Fail> {
+        let (geom, epoch, elsewhere) = {
+            let st = self.p.st();
+            let t = st.tabs.get(&self.tab).ok_or_else(|| Fail::new(codes::STALE_TARGET, "the tab is gone"))?;
+            let g = t.images.get(&pt.image_id).cloned();
+            let elsewhere = g.is_none() && st.tabs.values().any(|o| o.images.get(&pt.image_id).is_some());
+            (g, t.main_epoch(), elsewhere)
+        };
+        let Some(geom) = geom else {
+            let why = if elsewhere {
+                "belongs to another tab".to_owned()
+            } else {
+                format!("is unknown for this tab (only its last {IMAGE_WINDOW} screenshots are kept)")
+            };
+            return Err(Fail::new(
+                codes::TARGET_NOT_FOUND,
+                format!("image {} {why}; take a screenshot of this tab and use its imageId", pt.image_id),
+            ));
+        };
+        let session = self.session.clone();
+        let now = current_viewport(self.p, &session, self.deadline)
+            .await
+            .map_err(|e| cdp_fail(&e, "reading the viewport", false))?;
+        let m = map_point(&geom, pt, epoch, &now).map_err(|r| Fail::new(r.code, r.message))?;
+        if let Some((dx, dy)) = m.scrolled {
+            self.res.message = Some(format!(
+                "the page scrolled by ({dx:.0}, {dy:.0}) CSS px since screenshot {}; the point was moved with the page",
+                geom.image_id
+            ));
+        }
+        let needs_hit = report_hit || m.scrolled.is_some();
+        let hit = if needs_hit { Some(self.node_at(m.x, m.y).await?) } else { None };
+        if let (Some((dx, dy)), Some((hs, frame, backend))) = (m.scrolled, &hit) {
+            // Moving the point with the page is wrong for content that does not scroll with it.
+            let (ox, oy) = (m.x + dx, m.y + dy);
+            let mut pinned = None;
+            if self.pinned(hs, *backend).await? {
+                pinned = Some(("now lands on", hs.clone(), frame.clone(), *backend));
+            } else if ox >= 0.0 && oy >= 0.0 && ox < now.width && oy < now.height {
+                let (os, of, ob) = self.node_at(ox, oy).await?;
+                if self.pinned(&os, ob).await? {
+                    pinned = Some(("was on", os, of, ob));
+                }
+            }
+            if let Some((verb, ps, pf, pb)) = pinned {
+                let el = self.describe_element(&ps, &pf, pb).await;
+                return Err(Fail::new(
+                    codes::STALE_TARGET,
+                    format!(
+                        "the page scrolled by ({dx:.0}, {dy:.0}) CSS px since screenshot {} and the point {verb} \
+                         fixed-position {} {:?} [{}], which does not move with the page; take a new screenshot",
+                        geom.image_id, el.role, el.name, el.node
+                    ),
+                ));
+            }
+        }
+        if let Some((hs, frame, backend)) = hit {
+            if hs != self.session {
+                // The browser routes input to out-of-process frames by the last composited frame's hit-test data:
+                // let both renderers present a frame so a recent scroll is reflected before the input is sent.
+                let main = self.session.clone();
+                for s in [&main, &hs] {
+                    let _ = self
+                        .p
+                        .cdp
+                        .call(
+                            Some(s),
+                            "Runtime.evaluate",
+                            json!({"expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))", "awaitPromise": true}),
+                            remaining(self.deadline).min(Duration::from_millis(500)),
+                        )
+                        .await;
+                }
+            }
+            if report_hit {
+                let el = self.describe_element(&hs, &frame, backend).await;
+                self.res.hit = Some(el);
+            }
+        }
+        Ok((m.x, m.y))
+    }
+
+    /// Whether a node is inside fixed- or sticky-positioned content (which does not scroll with the page).
+    async fn pinned(&self, session: &SessionId, backend: i64) -> Result<bool, Fail> {
+        const PINNED: &str = r"function() {
+          for (let e = this.nodeType === 1 ? this : this.parentElement; e; e = e.parentElement || (e.getRootNode() && e.getRootNode().host)) {
+            const p = getComputedStyle(e).position;
+            if (p === 'fixed' || p === 'sticky') return true;
+          }
+          return false;
+        }";
+        let Ok(o) = self
+            .p
+            .call(
+                Some(session),
+                "DOM.resolveNode",
+                json!({"backendNodeId": backend, "objectGroup": GROUP}),
+                self.deadline,
+            )
+            .await
+        else {
+            return Ok(false);
+        };
+        let Some(obj) = o["object"]["objectId"].as_str() else { return Ok(false) };
+        Ok(self.call_on(session, obj, PINNED, json!([])).await? == json!(true))
+    }
+
+    /// The node that receives input at a top-level viewport point: its session, frame id and backend id. Descends into
+    /// out-of-process frames, whose content the top-level hit test cannot see.
+    async fn node_at(&mut self, x: f64, y: f64) -> Result<(SessionId, String, i64), Fail> {
+        let main = self.p.st().tabs.get(&self.tab).map(|t| t.target_id.clone()).unwrap_or_default();
+        let (mut session, mut frame, mut lx, mut ly) = (self.session.clone(), main, x, y);
+        for _ in 0..8 {
+            let (sx, sy) = self.scroll_of(&session).await;
+            let h = self
+                .p
+                .call(Some(&session), "DOM.getNodeForLocation", json!({"x": (lx + sx).round() as i64, "y": (ly + sy).round() as i64, "includeUserAgentShadowDOM": false, "ignorePointerEventsNone": true}), self.deadline)
+                .await
+                .map_err(|e| cdp_fail(&e, "hit-testing the point", false))?;
+            let backend = h["backendNodeId"].as_i64().unwrap_or(0);
+            let hit_frame = h["frameId"].as_str().unwrap_or(&frame).to_owned();
+            let d = self
+                .p
+                .call(Some(&session), "DOM.describeNode", json!({"backendNodeId": backend}), self.deadline)
+                .await
+                .map_err(|e| cdp_fail(&e, "describing the node at the point", false))?;
+            let child = d["node"]["frameId"].as_str().map(str::to_owned);
+            let oop_child = child.and_then(|c| {
+                let st = self.p.st();
+                let f = st.tabs.get(&self.tab)?.frames.get(&c)?;
+                f.oop.then(|| (c.clone(), f.session.clone()))
+            });
+            let Some((child, child_session)) = oop_child else {
+                if !self.sessions_used.contains(&session) {
+                    self.sessions_used.push(session.clone());
+                }
+                return Ok((session, hit_frame, backend));
+            };
+            let (ox, oy) = frame_offset(self.p, self.tab, &child, self.deadline)
+                .await
+                .map_err(|e| Fail::new(codes::ACTION_FAILED, format!("locating the frame at the point: {e}")))?;
+            (session, frame, lx, ly) = (child_session, child, x - ox, y - oy);
+        }
+        Err(Fail::new(codes::UNSUPPORTED_CAPABILITY, "frames are nested more than 8 deep at this point; unsupported"))
+    }
+
     /// The scroll offset of a session's main document (hit tests take document coordinates).
     async fn scroll_of(&self, session: &SessionId) -> (f64, f64) {
         match self.p.call(Some(session), "Page.getLayoutMetrics", json!({}), self.deadline).await {
@@ -1012,13 +1161,31 @@ impl Run<'_> {
                 ),
             ));
         }
+        let pointable =
+            matches!(params.action, ActionKind::Click | ActionKind::Dblclick | ActionKind::Hover | ActionKind::Drag);
+        if (params.at.is_some() && !pointable) || (params.drop_at.is_some() && params.action != ActionKind::Drag) {
+            return Err(Fail::new(
+                codes::INVALID_PARAMS,
+                "`at` is for click, dblclick, hover and drag, and `dropAt` for drag only; use a `target` ref here",
+            ));
+        }
         match params.action {
             ActionKind::Click | ActionKind::Dblclick | ActionKind::Hover => {
-                let res = self.resolve(params.target.as_ref())?;
-                self.res.timings.resolve = ms(r0.elapsed());
-                let a0 = Instant::now();
-                let (x, y) = self.actionable(&res, false, true, params.action != ActionKind::Hover).await?;
-                self.res.timings.actionability = ms(a0.elapsed());
+                let (x, y) = if let Some(pt) = &params.at {
+                    if params.target.is_some() {
+                        return Err(Fail::new(codes::INVALID_PARAMS, "give either `target` or `at`, not both"));
+                    }
+                    let (x, y) = self.at_point(pt, true).await?;
+                    self.res.timings.resolve = ms(r0.elapsed());
+                    (x, y)
+                } else {
+                    let res = self.resolve(params.target.as_ref())?;
+                    self.res.timings.resolve = ms(r0.elapsed());
+                    let a0 = Instant::now();
+                    let xy = self.actionable(&res, false, true, params.action != ActionKind::Hover).await?;
+                    self.res.timings.actionability = ms(a0.elapsed());
+                    xy
+                };
                 let d0 = Instant::now();
                 match params.action {
                     ActionKind::Hover => self.mouse("mouseMoved", x, y, 0).await?,
@@ -1240,12 +1407,27 @@ impl Run<'_> {
                 }
             }
             ActionKind::Drag => {
-                let from = self.resolve(params.target.as_ref())?;
-                let to = self.resolve(params.to.as_ref())?;
+                if (params.at.is_some() && params.target.is_some()) || (params.drop_at.is_some() && params.to.is_some())
+                {
+                    return Err(Fail::new(
+                        codes::INVALID_PARAMS,
+                        "give either `target` or `at` for the start, and either `to` or `dropAt` for the drop",
+                    ));
+                }
+                let from = if params.at.is_some() { None } else { Some(self.resolve(params.target.as_ref())?) };
+                let to = if params.drop_at.is_some() { None } else { Some(self.resolve(params.to.as_ref())?) };
                 self.res.timings.resolve = ms(r0.elapsed());
                 let a0 = Instant::now();
-                let (x1, y1) = self.actionable(&from, false, true, true).await?;
-                let (x2, y2) = self.actionable(&to, false, false, false).await?;
+                let (x1, y1) = match (&from, &params.at) {
+                    (Some(from), _) => self.actionable(from, false, true, true).await?,
+                    (None, Some(pt)) => self.at_point(pt, true).await?,
+                    (None, None) => unreachable!("`at` is set when there is no `target`"),
+                };
+                let (x2, y2) = match (&to, &params.drop_at) {
+                    (Some(to), _) => self.actionable(to, false, false, false).await?,
+                    (None, Some(pt)) => self.at_point(pt, false).await?,
+                    (None, None) => unreachable!("`dropAt` is set when there is no `to`"),
+                };
                 self.res.timings.actionability = ms(a0.elapsed());
                 let d0 = Instant::now();
                 self.drag(x1, y1, x2, y2).await?;

@@ -6,8 +6,9 @@
 //! - [`ChromiumProvider::connect_remote`]: connect to a `ws://` / `http://host:port` DevTools endpoint.
 //! - [`ChromiumProvider::new`]: wrap an existing [`browserd_cdp::Cdp`].
 //!
-//! Everything else goes through [`browserd_core::Provider`] (`observe`, `act`, tabs, debugger attach) plus
-//! [`ChromiumProvider::screenshot`].
+//! Everything else goes through [`browserd_core::provider::Provider`] (`observe`, `act`, tabs, debugger attach) plus
+//! [`ChromiumProvider::screenshot`]. Click, dblclick, hover and drag also take a point of a recent screenshot of the tab
+//! (`ActParams::at`), re-validated against the current document, viewport, zoom and scroll before input.
 
 mod act;
 mod input;

@@ -322,7 +322,8 @@ impl ChromiumProvider {
         self.events_tx.subscribe()
     }
 
-    /// Captures a screenshot of a tab (see [`crate::screenshot`]).
+    /// Captures a screenshot of a tab: viewport, element or full page, downscaled to `max_size`, with its geometry;
+    /// its `imageId` can then be the `at` point of click, dblclick, hover and drag.
     pub async fn screenshot(
         &self,
         ctx: &OpContext,
@@ -879,6 +880,13 @@ impl Provider for ChromiumProvider {
         match self.call(None, "Target.closeTarget", json!({"targetId": target}), deadline).await {
             Ok(_) => {}
             Err(CdpError::Protocol { .. }) if !self.st().tabs.contains_key(&tab) => return Ok(()),
+            // The browser no longer knows the target: an earlier close finished late, or the user closed it.
+            Err(CdpError::Protocol { message, .. }) if message.contains("No target with given id") => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::TabGone,
+                    format!("tab {tab} is already gone (the browser no longer knows it)"),
+                ));
+            }
             Err(e) => return Err(cdp_err(&e, "closing the tab")),
         }
         loop {

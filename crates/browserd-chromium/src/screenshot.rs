@@ -8,7 +8,7 @@ use browserd_protocol::{ImageFormat, Point, Screenshot, ScreenshotOptions, Size}
 use serde_json::json;
 
 use crate::observe::{RefError, resolve_ref};
-use crate::point::{ImageGeom, Viewport};
+use crate::point::{ImageGeom, Viewport, current_viewport};
 use crate::provider::{ChromiumProvider, cdp_err, gone};
 
 static IMAGES: AtomicU64 = AtomicU64::new(0);
@@ -35,8 +35,8 @@ pub(crate) async fn capture(
         .await
         .map_err(|e| cdp_err(&e, "reading the layout metrics"))?;
     let vv = &m["cssVisualViewport"];
-    let vw = vv["clientWidth"].as_f64().unwrap_or(0.0);
-    let vh = vv["clientHeight"].as_f64().unwrap_or(0.0);
+    let mut vw = vv["clientWidth"].as_f64().unwrap_or(0.0);
+    let mut vh = vv["clientHeight"].as_f64().unwrap_or(0.0);
     let sx = vv["pageX"].as_f64().unwrap_or(0.0);
     let sy = vv["pageY"].as_f64().unwrap_or(0.0);
     let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
@@ -81,7 +81,9 @@ pub(crate) async fn capture(
         let px = m2["cssVisualViewport"]["pageX"].as_f64().unwrap_or(0.0);
         let py = m2["cssVisualViewport"]["pageY"].as_f64().unwrap_or(0.0);
         (cur_x, cur_y) = (px, py);
-        (q.left + px, q.top + py, q.width.max(1.0), q.height.max(1.0), true)
+        // Beyond-viewport capture only when the element does not fit on screen (it can change the page's layout).
+        let fits = q.left >= 0.0 && q.top >= 0.0 && q.left + q.width <= vw && q.top + q.height <= vh;
+        (q.left + px, q.top + py, q.width.max(1.0), q.height.max(1.0), !fits)
     } else if opts.full_page {
         let cs = &m["cssContentSize"];
         (0.0, 0.0, cs["width"].as_f64().unwrap_or(vw), cs["height"].as_f64().unwrap_or(vh), true)
@@ -105,6 +107,14 @@ pub(crate) async fn capture(
         .call(Some(&session), "Page.captureScreenshot", params, deadline)
         .await
         .map_err(|e| cdp_err(&e, "capturing the screenshot"))?;
+    if beyond {
+        // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
+        // Chromium: record the viewport the page has now, which is what later coordinate actions are checked against.
+        if let Ok(v) = current_viewport(p, &session, deadline).await {
+            (vw, vh) = (v.width, v.height);
+            (cur_x, cur_y) = (v.scroll_x, v.scroll_y);
+        }
+    }
     let image_id = format!("img{}", IMAGES.fetch_add(1, Ordering::Relaxed) + 1);
     let pixel_size = Size { width: (w * scale).round(), height: (h * scale).round() };
     if let Some(t) = p.st().tabs.get_mut(&tab) {

@@ -62,6 +62,7 @@ async fn codex_turns_and_stdin_eof_run_through_the_broker() {
         runtime_dir: Some(dir.path().to_path_buf()),
         spawn: false,
         timeout: Some(Duration::from_secs(30)),
+        broker_exe: None,
     };
     // Wait until the broker answers (readiness, not a timing assertion).
     let mut ready = None;

@@ -81,13 +81,78 @@ async fn connect_endpoint(path: &PathBuf) -> Result<FramedConnection, HostError>
     Err(HostError::NoEndpoint { path: path.clone(), message: last })
 }
 
+/// Environment variable naming the `browserd` executable the host starts the broker with (default: this executable when
+/// it is `browserd`, else a `browserd` next to it).
+pub const BROKER_EXE_ENV: &str = "BROWSERD_BROKER_EXE";
+
+/// The executable that has the `broker run` subcommand, if one can be found.
+pub fn broker_exe() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(BROKER_EXE_ENV).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let me = std::env::current_exe().ok()?;
+    if me.file_name().is_some_and(|n| n == "browserd") {
+        return Some(me);
+    }
+    let sibling = me.parent()?.join("browserd");
+    sibling.is_file().then_some(sibling)
+}
+
+/// Starts `<exe> broker run --daemon` detached (own process group, output appended to `broker.log` in the runtime
+/// directory), so the broker outlives this host.
+fn spawn_broker(exe: &std::path::Path, runtime_dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(runtime_dir.join("broker.log"))?;
+    let mut child = std::process::Command::new(exe)
+        .args(["broker", "run", "--daemon"])
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .process_group(0)
+        .spawn()?;
+    std::thread::spawn(move || {
+        let _ = child.wait();
+    });
+    Ok(())
+}
+
+/// Connects to the endpoint; when nothing listens at the default socket, starts the broker (which mounts the
+/// endpoint) and waits for it (bounded).
+async fn connect_or_start(path: &PathBuf) -> Result<FramedConnection, HostError> {
+    let first = match connect_endpoint(path).await {
+        Ok(c) => return Ok(c),
+        Err(e @ HostError::ForeignEndpoint(_)) => return Err(e),
+        Err(e) => e,
+    };
+    let overridden = std::env::var_os(SOCKET_ENV).is_some_and(|p| !p.is_empty());
+    let (Some(exe), Some(dir)) = (broker_exe(), path.parent()) else { return Err(first) };
+    if overridden {
+        return Err(first);
+    }
+    tracing::info!(exe = %exe.display(), "no browserd endpoint; starting the broker");
+    if let Err(e) = spawn_broker(&exe, dir) {
+        return Err(HostError::NoEndpoint {
+            path: path.clone(),
+            message: format!("starting the broker with {} failed: {e}", exe.display()),
+        });
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(8);
+    loop {
+        match connect_endpoint(path).await {
+            Ok(c) => return Ok(c),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            Err(_) => {}
+        }
+    }
+}
+
 /// Runs the host until stdin ends (exit code 0) or the endpoint goes away (exit code 1; the extension reconnects with
 /// backoff, which starts a new host).
 pub async fn run_native_host(origin: &str) -> Result<i32, HostError> {
     let ext_id = parse_origin(origin)?;
     let (out, writer) = spawn_writer(tokio::io::stdout(), 64);
     let path = endpoint_path()?;
-    let conn = match connect_endpoint(&path).await {
+    let conn = match connect_or_start(&path).await {
         Ok(c) => c,
         Err(e) => {
             // Tell the extension why, so its popup can show it, then exit (it retries with backoff).

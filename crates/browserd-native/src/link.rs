@@ -291,25 +291,91 @@ impl ExtensionLink {
     pub async fn create_tab(&self, session: &str, url: &str, active: bool) -> Result<ExtTab, ExtensionError> {
         let v = self.call("tabs.create", json!({"session": session, "url": url, "active": active})).await?;
         let tab: ExtTab = parse(v, "tabs.create")?;
+        let mut st = lock(&self.inner.relay);
         if let Some(t) = &tab.target_id {
-            lock(&self.inner.relay).remember(tab.tab_id, t);
+            st.remember(tab.tab_id, t);
         }
+        st.owner_session.insert(tab.tab_id, session.to_owned());
+        drop(st);
         Ok(tab)
     }
 
     /// Closes a tab `session` created; refused (`NOT_OWNER`) for the user's tabs, claimed tabs and other sessions'.
     pub async fn close_tab(&self, session: &str, tab_id: i64) -> Result<(), ExtensionError> {
-        self.call("tabs.remove", json!({"session": session, "tabId": tab_id})).await.map(|_| ())
+        self.call("tabs.remove", json!({"session": session, "tabId": tab_id})).await?;
+        lock(&self.inner.relay).owner_session.remove(&tab_id);
+        Ok(())
     }
 
     /// Claims a user's tab for `session` (refused if another session owns it).
     pub async fn claim_tab(&self, session: &str, tab_id: i64) -> Result<OwnerRecord, ExtensionError> {
-        parse(self.call("own.claim", json!({"session": session, "tabId": tab_id})).await?, "own.claim")
+        let rec: OwnerRecord =
+            parse(self.call("own.claim", json!({"session": session, "tabId": tab_id})).await?, "own.claim")?;
+        lock(&self.inner.relay).owner_session.insert(tab_id, rec.session.clone());
+        Ok(rec)
     }
 
     /// Releases a tab (the page stays open): detaches, ungroups and drops the ownership record.
     pub async fn release_tab(&self, session: &str, tab_id: i64) -> Result<(), ExtensionError> {
-        self.call("own.release", json!({"session": session, "tabId": tab_id})).await.map(|_| ())
+        self.call("own.release", json!({"session": session, "tabId": tab_id})).await?;
+        {
+            let mut st = lock(&self.inner.relay);
+            st.owner_session.remove(&tab_id);
+            st.fences.remove(&tab_id);
+        }
+        // The extension detached quietly (no chrome.debugger.onDetach for its own detach): tell the relay's client.
+        self.relay_detached(&[tab_id], "released").await;
+        Ok(())
+    }
+
+    /// Tells the relay's client that the extension detached from `tabs` by itself (Stop, release): chrome.debugger
+    /// reports no event for an extension's own detach, so without this the provider would keep dead sessions.
+    async fn relay_detached(&self, tabs: &[i64], reason: &str) {
+        let (out, sink) = {
+            let mut st = lock(&self.inner.relay);
+            let out: Vec<String> = tabs.iter().flat_map(|t| st.detached_messages(*t, reason)).collect();
+            (out, st.sink.clone())
+        };
+        if let Some(sink) = sink {
+            for m in out {
+                if sink.send(Inbound::Message(m)).await.is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Makes the relay's `Target.createTarget` open tabs for `session` (`None`: the transport's own session). Callers
+    /// that create tabs for several sessions over one relay serialise their creations around this.
+    pub fn set_create_session(&self, session: Option<&str>) {
+        lock(&self.inner.relay).create_session = session.map(str::to_owned);
+    }
+
+    /// Arms the target probe: the relay answers the next `Target.activateTarget` itself (nothing is activated) and
+    /// keeps its target id for [`ExtensionLink::take_target_probe`]. Used to learn which target a provider handle
+    /// names; callers serialise probes.
+    pub fn arm_target_probe(&self) {
+        lock(&self.inner.relay).probe = Some(None);
+    }
+
+    /// Disarms the probe and returns the target id it caught, if any.
+    pub fn take_target_probe(&self) -> Option<String> {
+        lock(&self.inner.relay).probe.take().flatten()
+    }
+
+    /// The tab id of a CDP target id, as the relay knows it (tabs listed, created or attached through this link).
+    pub fn tab_of_target(&self, target_id: &str) -> Option<i64> {
+        lock(&self.inner.relay).tab_by_target.get(target_id).copied()
+    }
+
+    /// The agent session the relay runs `tab_id`'s commands for (its creator or claimer), if known.
+    pub fn owner_session(&self, tab_id: i64) -> Option<String> {
+        lock(&self.inner.relay).owner_session.get(&tab_id).cloned()
+    }
+
+    /// The fence the relay attaches to `tab_id`'s input, if a lease is granted.
+    pub fn fence(&self, tab_id: i64) -> Option<Fence> {
+        lock(&self.inner.relay).fences.get(&tab_id).copied()
     }
 
     /// Every tab of the browser with its ownership record.
@@ -344,6 +410,7 @@ impl ExtensionLink {
         let v = self.call_lane("stop", json!({"reason": reason}), true).await?;
         let report: StopReport = parse(v, "stop")?;
         self.note_stop(report.control_epoch);
+        self.relay_detached(&report.detached, "stopped").await;
         Ok(report)
     }
 
@@ -660,6 +727,7 @@ impl ExtensionLink {
             "stopped" => {
                 if let Ok(report) = serde_json::from_value::<StopReport>(msg.clone()) {
                     self.note_stop(report.control_epoch);
+                    self.relay_detached(&report.detached, "stopped").await;
                     let _ = self.inner.events.send(LinkEvent::Stopped(report));
                 }
             }

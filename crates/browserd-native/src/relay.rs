@@ -39,11 +39,22 @@ pub(crate) struct RelayState {
     pub(crate) child_sessions: HashMap<String, i64>,
     pub(crate) attached_tabs: HashSet<i64>,
     pub(crate) fences: HashMap<i64, Fence>,
+    /// The agent session that owns each tab (set when the link creates or claims it); tab commands of the relay run
+    /// for that session, so the extension's ownership checks see the real owner.
+    pub(crate) owner_session: HashMap<i64, String>,
+    /// The session `Target.createTarget` opens tabs for, when a caller set one (else the transport's session).
+    pub(crate) create_session: Option<String>,
+    /// Armed target probe: the next `Target.activateTarget` is answered locally and its target id kept here.
+    pub(crate) probe: Option<Option<String>>,
+    /// Attachment generation per tab: each new attachment gets a new synthesized session id (`tab-<id>.<gen>`), because
+    /// CDP clients treat a detached session id as dead for good.
+    pub(crate) attach_gen: HashMap<i64, u64>,
+    next_gen: u64,
 }
 
 const TAB_SESSION_PREFIX: &str = "tab-";
 
-/// The synthesized flat session id of a tab's top-level attachment.
+/// The synthesized flat session id of a tab's top-level attachment (before any generation is assigned).
 pub fn tab_session(tab_id: i64) -> String {
     format!("{TAB_SESSION_PREFIX}{tab_id}")
 }
@@ -69,6 +80,7 @@ impl RelayState {
     fn forget_tab(&mut self, tab_id: i64) -> Option<String> {
         self.attached_tabs.remove(&tab_id);
         self.fences.remove(&tab_id);
+        self.owner_session.remove(&tab_id);
         self.child_sessions.retain(|_, t| *t != tab_id);
         let target = self.target_by_tab.remove(&tab_id);
         if let Some(t) = &target {
@@ -77,21 +89,39 @@ impl RelayState {
         target
     }
 
-    /// Which tab (and child session) a flat session id names.
+    /// The current synthesized session id of a tab's top-level attachment.
+    pub(crate) fn session_of(&self, tab_id: i64) -> String {
+        match self.attach_gen.get(&tab_id) {
+            Some(g) => format!("{TAB_SESSION_PREFIX}{tab_id}.{g}"),
+            None => tab_session(tab_id),
+        }
+    }
+
+    /// Records a new attachment of `tab_id` (a new session id when it was not attached) and returns its session id.
+    pub(crate) fn attached(&mut self, tab_id: i64) -> String {
+        if self.attached_tabs.insert(tab_id) {
+            self.next_gen += 1;
+            self.attach_gen.insert(tab_id, self.next_gen);
+        }
+        self.session_of(tab_id)
+    }
+
+    /// Which tab (and child session) a flat session id names; a session id of an earlier attachment names nothing.
     pub(crate) fn resolve_session(&self, session: &str) -> Option<(i64, Option<String>)> {
-        if let Some(n) = session.strip_prefix(TAB_SESSION_PREFIX).and_then(|n| n.parse().ok()) {
-            return Some((n, None));
+        if let Some(rest) = session.strip_prefix(TAB_SESSION_PREFIX) {
+            let n: i64 = rest.split('.').next()?.parse().ok()?;
+            return (self.session_of(n) == session).then_some((n, None));
         }
         self.child_sessions.get(session).map(|t| (*t, Some(session.to_owned())))
     }
 
-    fn detached_messages(&mut self, tab_id: i64, reason: &str) -> Vec<String> {
+    pub(crate) fn detached_messages(&mut self, tab_id: i64, reason: &str) -> Vec<String> {
         if !self.attached_tabs.remove(&tab_id) {
             return Vec::new();
         }
         self.fences.remove(&tab_id);
         self.child_sessions.retain(|_, t| *t != tab_id);
-        let session = tab_session(tab_id);
+        let session = self.session_of(tab_id);
         let target = self.target_by_tab.get(&tab_id).cloned().unwrap_or_default();
         vec![
             json!({"method": "Inspector.detached", "params": {"reason": reason}, "sessionId": session}).to_string(),
@@ -105,7 +135,7 @@ impl RelayState {
         match ev["kind"].as_str().unwrap_or_default() {
             "cdp" => {
                 let Some(tab_id) = ev["source"]["tabId"].as_i64() else { return Vec::new() };
-                let session = ev["source"]["sessionId"].as_str().map_or_else(|| tab_session(tab_id), str::to_owned);
+                let session = ev["source"]["sessionId"].as_str().map_or_else(|| self.session_of(tab_id), str::to_owned);
                 let method = ev["method"].as_str().unwrap_or_default();
                 let params = ev.get("params").cloned().unwrap_or_else(|| json!({}));
                 match method {
@@ -128,7 +158,7 @@ impl RelayState {
                 if let Some(child) = ev["source"]["sessionId"].as_str() {
                     self.child_sessions.remove(child);
                     return vec![
-                        json!({"method": "Target.detachedFromTarget", "params": {"sessionId": child}, "sessionId": tab_session(tab_id)})
+                        json!({"method": "Target.detachedFromTarget", "params": {"sessionId": child}, "sessionId": self.session_of(tab_id)})
                             .to_string(),
                     ];
                 }
@@ -284,6 +314,7 @@ impl RelayTransport {
             "Target.createTarget" => {
                 let url = params["url"].as_str().unwrap_or("about:blank").to_owned();
                 let active = !params["background"].as_bool().unwrap_or(false);
+                let session = self.state().create_session.clone().unwrap_or(session);
                 self.spawn_call(async move {
                     match link.create_tab(&session, &url, active).await {
                         Ok(tab) => match tab.target_id {
@@ -295,6 +326,15 @@ impl RelayTransport {
                 });
             }
             "Target.closeTarget" | "Target.activateTarget" | "Target.attachToTarget" => {
+                if method == "Target.activateTarget" {
+                    let mut st = self.state();
+                    if let Some(slot) = st.probe.as_mut() {
+                        *slot = params["targetId"].as_str().map(str::to_owned);
+                        drop(st);
+                        self.ready.push_back(reply(cdp_id, json!({})));
+                        return;
+                    }
+                }
                 let Some(tab_id) = self.tab_of_target(&params) else {
                     self.ready.push_back(
                         json!({"id": cdp_id, "error": {"code": -32602, "message": "No target with given id found"}})
@@ -303,6 +343,7 @@ impl RelayTransport {
                     return;
                 };
                 let method = method.to_owned();
+                let session = self.state().owner_session.get(&tab_id).cloned().unwrap_or(session);
                 self.spawn_call(async move {
                     let r = match method.as_str() {
                         "Target.closeTarget" => {
@@ -314,13 +355,13 @@ impl RelayTransport {
                             .map(|_| json!({})),
                         _ => match link.call("debugger.attach", json!({"session": session, "tabId": tab_id})).await {
                             Ok(_) => {
-                                link.inner
+                                let session = link
+                                    .inner
                                     .relay
                                     .lock()
                                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                                    .attached_tabs
-                                    .insert(tab_id);
-                                Ok(json!({"sessionId": tab_session(tab_id)}))
+                                    .attached(tab_id);
+                                Ok(json!({"sessionId": session}))
                             }
                             Err(e) => Err(e),
                         },
@@ -509,6 +550,19 @@ mod tests {
             st.translate_event(&json!({"kind": "detach", "source": {"tabId": 4}, "reason": "target_closed"}))
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn every_attachment_gets_a_new_session_id_and_old_ones_name_nothing() {
+        let mut st = RelayState::default();
+        let first = st.attached(5);
+        assert_eq!(st.attached(5), first, "attaching an attached tab keeps its session");
+        assert_eq!(st.resolve_session(&first), Some((5, None)));
+        assert_eq!(st.detached_messages(5, "stopped").len(), 2);
+        let second = st.attached(5);
+        assert_ne!(second, first);
+        assert_eq!(st.resolve_session(&second), Some((5, None)));
+        assert_eq!(st.resolve_session(&first), None, "a detached session id stays dead");
     }
 
     #[test]

@@ -47,6 +47,9 @@ impl std::fmt::Display for NodeRef {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ObserveParams {
+    /// Tab to observe (default: the tab last opened, claimed or used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab: Option<crate::ids::TabId>,
     /// Also capture a screenshot.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub screenshot: bool,
@@ -402,6 +405,9 @@ pub enum Expectation {
 pub struct ActParams {
     /// What to do.
     pub action: ActionKind,
+    /// Tab to act on (default: the tab last opened, claimed or used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab: Option<crate::ids::TabId>,
     /// The node to act on (a ref from the latest observation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<NodeRef>,
@@ -411,8 +417,7 @@ pub struct ActParams {
     /// Drop target of `drag`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<NodeRef>,
-    /// Instead of `target` (click, dblclick, hover, drag start): a point in a screenshot; checked against the
-    /// current page before input.
+    /// Instead of `target` (click, dblclick, hover, drag start): a point in a screenshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<ImagePoint>,
     /// Instead of `to`: the drop point of `drag` in a screenshot.
@@ -447,6 +452,7 @@ impl ActParams {
     pub fn new(action: ActionKind) -> Self {
         Self {
             action,
+            tab: None,
             target: None,
             value: None,
             to: None,

@@ -151,6 +151,9 @@ pub struct ClaimParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BatchParams {
+    /// Tab for every step (default: the tab last opened, claimed or used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tab: Option<crate::ids::TabId>,
     /// Actions, run in order.
     #[schemars(length(min = 1, max = 8))]
     pub steps: Vec<ActParams>,
@@ -544,6 +547,9 @@ impl Validate for BatchParams {
         match self.steps.len() {
             0 => Err("steps must hold at least one action".to_owned()),
             n if n > MAX_BATCH_STEPS => Err(format!("steps holds {n} actions; at most {MAX_BATCH_STEPS} are allowed")),
+            _ if self.steps.iter().any(|step| step.tab.is_some()) => {
+                Err("set the tab once on the batch (`tab`), not on its steps".to_owned())
+            }
             _ => Ok(()),
         }
     }

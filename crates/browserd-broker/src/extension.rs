@@ -1,0 +1,349 @@
+//! The extension browser: a [`Provider`] of kind `Extension` over a paired [`ExtensionLink`]. CDP goes through the
+//! link's relay transport to a [`ChromiumProvider`]; tab creation, claim, release and close run for the calling agent
+//! session so the extension's ownership records (`chrome.storage.session`) gate them; every write lease the runtime
+//! issues is granted to the extension before the action, so its last-hop gate checks the same fencing token; the
+//! capabilities that gate automatic turn cleanup come from the extension's `hello`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use browserd_cdp::{Cdp, ConnectionOptions};
+use browserd_chromium::{ChromiumConfig, ChromiumProvider};
+use browserd_core::provider::{
+    BrowserInfo, Capability, CapabilityMatrix, CapabilityState, CreateTab, HandleAllocator, OpContext, Provider,
+    ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
+};
+use browserd_native::link::{ExtensionError, ExtensionLink, LinkEvent};
+use browserd_protocol::hello::capability;
+use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
+use tokio::sync::broadcast;
+
+/// The session name the relay transport falls back to; every tab command names its real owner.
+const RELAY_SESSION: &str = "browserd";
+
+/// A provider over the user's browser through the extension.
+pub struct ExtensionProvider {
+    link: ExtensionLink,
+    inner: Arc<ChromiumProvider>,
+    tabs: Mutex<HashMap<TabHandle, i64>>,
+    /// The control epoch at each tab's last full observation: after a Stop (a newer epoch) old refs are void and an
+    /// action needs a new observation first.
+    observed: Mutex<HashMap<TabHandle, u64>>,
+    /// The control epoch when this provider was made (tabs never observed count from here).
+    base_epoch: u64,
+    /// Serialises tab creation and target probes (both use one-shot relay state).
+    probe_lock: tokio::sync::Mutex<()>,
+    events: broadcast::Sender<ProviderEvent>,
+    forward: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ExtensionProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtensionProvider").field("extension", &self.link.info().extension_id).finish_non_exhaustive()
+    }
+}
+
+impl Drop for ExtensionProvider {
+    fn drop(&mut self) {
+        for t in &self.forward {
+            t.abort();
+        }
+    }
+}
+
+fn ext_err(e: &ExtensionError, what: &str) -> ProviderError {
+    let kind = match e {
+        ExtensionError::Refused { code, .. } => match code.as_str() {
+            "TAB_GONE" => ProviderErrorKind::TabGone,
+            "UNSUPPORTED" => ProviderErrorKind::Unsupported(UnsupportedReason::ByImplementation),
+            "LEASE_REVOKED" => ProviderErrorKind::StaleFencing,
+            "USER_STOPPED" => ProviderErrorKind::Cancelled,
+            _ => ProviderErrorKind::Refused,
+        },
+        ExtensionError::Timeout { .. } => ProviderErrorKind::OutcomeUnknown,
+        ExtensionError::Closed { .. } => ProviderErrorKind::ConnectionLost,
+        _ => ProviderErrorKind::Internal,
+    };
+    ProviderError::new(kind, format!("{what}: {e}"))
+}
+
+impl ExtensionProvider {
+    /// A provider over `link` (connect it with [`Provider::connect`] before use). Handles come from `alloc`.
+    #[must_use]
+    pub fn new(link: ExtensionLink, alloc: HandleAllocator, config: ChromiumConfig) -> Arc<Self> {
+        let cdp = Cdp::spawn(link.relay_transport(RELAY_SESSION), ConnectionOptions::default());
+        let inner = ChromiumProvider::new(cdp, ProviderKind::Extension, alloc, config);
+        let (events, _) = broadcast::channel(1024);
+        let mut rx = inner.subscribe();
+        let tx = events.clone();
+        let provider_events = tokio::spawn(async move {
+            loop {
+                match rx.recv().await {
+                    Ok(ev) => {
+                        let _ = tx.send(ev);
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let _ = tx.send(ProviderEvent::ResyncRequired);
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+        let mut lrx = link.events();
+        let tx = events.clone();
+        let link_events = tokio::spawn(async move {
+            loop {
+                match lrx.recv().await {
+                    Ok(LinkEvent::Stopped(report)) => {
+                        let _ = tx.send(ProviderEvent::UserStopped { tab: None, control_epoch: report.control_epoch });
+                    }
+                    Ok(LinkEvent::Resynced { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let _ = tx.send(ProviderEvent::ResyncRequired);
+                    }
+                    Ok(LinkEvent::Closed { reason }) => {
+                        let _ = tx.send(ProviderEvent::ConnectionLost { detail: reason });
+                        break;
+                    }
+                    Ok(_) => {}
+                    Err(broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+        Arc::new(Self {
+            base_epoch: link.control_epoch(),
+            link,
+            inner,
+            tabs: Mutex::new(HashMap::new()),
+            observed: Mutex::new(HashMap::new()),
+            probe_lock: tokio::sync::Mutex::new(()),
+            events,
+            forward: vec![provider_events, link_events],
+        })
+    }
+
+    /// The link this provider runs over.
+    #[must_use]
+    pub fn link(&self) -> &ExtensionLink {
+        &self.link
+    }
+
+    /// The underlying Chromium provider (screenshots).
+    #[must_use]
+    pub fn chromium(&self) -> &Arc<ChromiumProvider> {
+        &self.inner
+    }
+
+    fn known(&self, tab: TabHandle) -> Option<i64> {
+        self.tabs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&tab).copied()
+    }
+
+    /// The extension's tab id of a provider handle: asks the provider to activate it with the relay's probe armed
+    /// (the relay answers locally, nothing is activated) and maps the target id it names.
+    async fn tab_id(&self, ctx: &OpContext, tab: TabHandle) -> Result<i64, ProviderError> {
+        if let Some(id) = self.known(tab) {
+            return Ok(id);
+        }
+        let target = {
+            let _serial = self.probe_lock.lock().await;
+            self.link.arm_target_probe();
+            let r = self.inner.activate_tab(ctx, tab).await;
+            let target = self.link.take_target_probe();
+            r?;
+            target
+        }
+        .ok_or_else(|| {
+            ProviderError::new(
+                ProviderErrorKind::Internal,
+                format!("tab {tab} names no browser target; list tabs again"),
+            )
+        })?;
+        let mut id = self.link.tab_of_target(&target);
+        if id.is_none() {
+            // Not seen through this link yet (a user's tab): the extension knows every tab's target.
+            let tabs = self.link.list_tabs().await.map_err(|e| ext_err(&e, "listing the browser's tabs"))?;
+            id = tabs.iter().find(|t| t.target_id.as_deref() == Some(target.as_str())).map(|t| t.tab_id);
+        }
+        let id = id.ok_or_else(|| {
+            ProviderError::new(ProviderErrorKind::TabGone, format!("tab {tab} is no longer in the browser; list tabs"))
+        })?;
+        self.tabs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(tab, id);
+        Ok(id)
+    }
+
+    fn forget(&self, tab: TabHandle) {
+        self.tabs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&tab);
+        self.observed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&tab);
+    }
+}
+
+/// The capabilities the extension's `hello` decides, by protocol name.
+fn hello_capabilities() -> [(Capability, &'static str); 4] {
+    [
+        (Capability::TurnCleanup, capability::TURN_CLEANUP),
+        (Capability::TurnScopedMarks, capability::TURN_SCOPED_MARKS),
+        (Capability::RetainedCleanup, capability::RETAINED_CLEANUP),
+        (Capability::DebuggerLeaseRecovery, capability::DEBUGGER_LEASE_RECOVERY),
+    ]
+}
+
+#[async_trait]
+impl Provider for ExtensionProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Extension
+    }
+
+    fn capabilities(&self) -> CapabilityMatrix {
+        let mut caps = self.inner.capabilities();
+        let announced = &self.link.info().capabilities;
+        for (cap, name) in hello_capabilities() {
+            let state = if announced.contains(name) {
+                CapabilityState::Supported
+            } else {
+                CapabilityState::Unsupported {
+                    reason: UnsupportedReason::ByVersion,
+                    detail: format!(
+                        "the paired extension does not announce {name}; update the browserd extension (automatic \
+                         turn cleanup is refused until then)"
+                    ),
+                }
+            };
+            caps.0.insert(cap, state);
+        }
+        caps.0.insert(Capability::ClaimUserTabs, CapabilityState::Supported);
+        caps.0.insert(Capability::TabGroups, CapabilityState::Supported);
+        if let Some(reason) = self.link.closed_reason() {
+            for state in caps.0.values_mut() {
+                *state = CapabilityState::Unsupported {
+                    reason: UnsupportedReason::Offline,
+                    detail: format!("the extension link is closed ({reason}); it reconnects by itself"),
+                };
+            }
+        }
+        caps
+    }
+
+    fn events(&self) -> broadcast::Receiver<ProviderEvent> {
+        self.events.subscribe()
+    }
+
+    async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError> {
+        if let Some(reason) = self.link.closed_reason() {
+            return Err(ProviderError::new(
+                ProviderErrorKind::ConnectionLost,
+                format!("the extension link is closed ({reason}); wait until the extension pairs again"),
+            ));
+        }
+        self.inner.connect(ctx).await
+    }
+
+    async fn list_tabs(&self, ctx: &OpContext) -> Result<Vec<TabInfo>, ProviderError> {
+        self.inner.list_tabs(ctx).await
+    }
+
+    async fn create_tab(&self, ctx: &OpContext, req: CreateTab) -> Result<TabInfo, ProviderError> {
+        let info = {
+            let _serial = self.probe_lock.lock().await;
+            self.link.set_create_session(Some(&ctx.session.0));
+            let r = self.inner.create_tab(ctx, req).await;
+            self.link.set_create_session(None);
+            r?
+        };
+        self.tab_id(ctx, info.tab).await?;
+        Ok(info)
+    }
+
+    async fn close_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
+        // The relay closes through `tabs.remove` for the tab's owner session: the extension refuses anything but a
+        // tab that session created.
+        self.tab_id(ctx, tab).await?;
+        self.inner.close_tab(ctx, tab).await?;
+        self.forget(tab);
+        Ok(())
+    }
+
+    async fn activate_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
+        self.tab_id(ctx, tab).await?;
+        self.inner.activate_tab(ctx, tab).await
+    }
+
+    async fn claim_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
+        let id = self.tab_id(ctx, tab).await?;
+        self.link.claim_tab(&ctx.session.0, id).await.map_err(|e| ext_err(&e, "claiming the tab"))?;
+        self.inner.claim_tab(ctx, tab).await
+    }
+
+    async fn release_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
+        let id = self.tab_id(ctx, tab).await?;
+        // Detach through the provider first so its records follow; the extension detaches too if still attached.
+        let _ = self.inner.detach_debugger(ctx, tab).await;
+        if self.link.owner_session(id).is_some() {
+            self.link.release_tab(&ctx.session.0, id).await.map_err(|e| ext_err(&e, "releasing the tab"))?;
+        }
+        self.inner.release_tab(ctx, tab).await
+    }
+
+    async fn attach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
+        self.tab_id(ctx, tab).await?;
+        self.inner.attach_debugger(ctx, tab).await
+    }
+
+    async fn detach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
+        self.inner.detach_debugger(ctx, tab).await
+    }
+
+    async fn observe(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &ObserveParams,
+    ) -> Result<Observation, ProviderError> {
+        self.tab_id(ctx, tab).await?;
+        let epoch = self.link.control_epoch();
+        let observation = self.inner.observe(ctx, tab, params).await?;
+        if params.since.is_none() && params.within.is_none() {
+            self.observed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(tab, epoch);
+        }
+        Ok(observation)
+    }
+
+    async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
+        let id = self.tab_id(ctx, tab).await?;
+        let Some(token) = ctx.fencing else {
+            return Err(ProviderError::new(
+                ProviderErrorKind::StaleFencing,
+                "an action needs a write lease; acquire one and observe again",
+            ));
+        };
+        let epoch = self.link.control_epoch();
+        let seen = self
+            .observed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(&tab)
+            .copied()
+            .unwrap_or(self.base_epoch);
+        if seen < epoch {
+            return Err(ProviderError::new(
+                ProviderErrorKind::StaleFencing,
+                format!(
+                    "the user pressed Stop in the browser after the last observation of tab {tab}: its refs are void \
+                     and nothing was dispatched; observe the tab again (a full observation), then act"
+                ),
+            ));
+        }
+        let current = self.link.fence(id);
+        if current.is_none_or(|f| f.token != token.0 || f.epoch != epoch) {
+            // The extension's last-hop gate checks this token (and the control epoch) before any input.
+            self.link
+                .grant_lease(&ctx.session.0, id, token.0)
+                .await
+                .map_err(|e| ext_err(&e, "granting the write lease to the extension"))?;
+        }
+        self.inner.act(ctx, tab, params).await
+    }
+}
+
+/// How long the broker waits for `link.stop` when `browserd stop` runs.
+pub(crate) const STOP_TIMEOUT: Duration = Duration::from_secs(5);

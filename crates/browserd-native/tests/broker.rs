@@ -1,0 +1,339 @@
+//! The broker mounts the extension endpoint and drives the user's browser through it: a real broker (its own socket and
+//! `extension.sock`), headless Chromium with the real extension, the real native host installed with `install`, and a
+//! real client (`browserd_broker::client::Client`) — open, observe, act, turn end, claim/release, Stop, status.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use browserd_broker::client::{Client, ConnectOptions};
+use browserd_broker::config::{BrokerConfig, BrowserChoice};
+use browserd_broker::server::Broker;
+use browserd_cdp::{LaunchOptions, ManagedBrowser};
+use browserd_ipc::RuntimeDir;
+use browserd_native::install::{Brand, InstallOptions, Locations, install};
+use browserd_protocol::TabId;
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::{
+    AutoTurnCleanup, BrowserKind, HostKind, SessionOpenParams, StatusParams, ToolsActivateParams, TurnEndParams,
+    TurnEndReason,
+};
+use browserd_protocol::{ErrorCode, SessionId};
+use browserd_test_support::fixtures::FixtureSite;
+use serde_json::{Value, json};
+
+struct Setup {
+    browser: ManagedBrowser,
+    client: Client,
+    session: SessionId,
+    site: FixtureSite,
+    socket: PathBuf,
+    task: tokio::task::JoinHandle<Result<browserd_broker::server::RunSummary, browserd_broker::server::BrokerError>>,
+    _root: tempfile::TempDir,
+}
+
+fn extension_dir() -> PathBuf {
+    std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../../extension")).unwrap()
+}
+
+fn ref_of(content: &str, needle: &str) -> String {
+    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
+    let start = line.find('[').unwrap() + 1;
+    line[start..start + line[start..].find(']').unwrap()].to_owned()
+}
+
+/// Starts the broker (browser = extension), installs the host, launches Chromium with the extension, connects a client.
+async fn start() -> Setup {
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let rdir = RuntimeDir::ensure(&run).unwrap();
+    let config = BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, ..BrokerConfig::default() };
+    let broker = Broker::from_config(config, Some(&root.path().join("state")));
+    let task = tokio::spawn({
+        let broker = broker.clone();
+        async move { broker.run(&rdir).await }
+    });
+    let options = ConnectOptions {
+        role: ComponentRole::Cli,
+        runtime_dir: Some(run.clone()),
+        spawn: false,
+        timeout: Some(Duration::from_secs(60)),
+        broker_exe: None,
+    };
+    let mut client = None;
+    for _ in 0..500 {
+        if let Ok(c) = Client::connect(&options).await {
+            client = Some(c);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let client = client.expect("the broker listens");
+    let socket = run.join("extension.sock");
+    assert!(socket.exists(), "the broker mounts the extension endpoint");
+    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    let profile = root.path().join("profile");
+    let loc = Locations {
+        home: root.path().join("home"),
+        config_home: root.path().join("config"),
+        data_dir: root.path().join("data/browserd"),
+    };
+    install(
+        &loc,
+        &InstallOptions {
+            brands: vec![Brand::Chromium],
+            user_data_dir: Some(profile.clone()),
+            extension_ids: vec![],
+            exe: PathBuf::from(env!("CARGO_BIN_EXE_browserd-native")),
+        },
+    )
+    .unwrap();
+    let browser = ManagedBrowser::launch(LaunchOptions {
+        user_data_dir: Some(profile),
+        extensions: vec![extension_dir()],
+        env: vec![
+            ("BROWSERD_EXTENSION_SOCKET".into(), socket.display().to_string()),
+            ("XDG_RUNTIME_DIR".into(), run.display().to_string()),
+            ("XDG_CONFIG_HOME".into(), root.path().join("xdg").display().to_string()),
+        ],
+        window_size: Some((1000, 800)),
+        ..LaunchOptions::default()
+    })
+    .await
+    .expect("chromium launches");
+    let mut paired = None;
+    for _ in 0..300 {
+        if let Ok(Some(p)) = browserd_native::link::probe(&socket).await {
+            paired = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    paired.expect("the extension pairs with the broker within 30 s");
+    let opened = client
+        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-ext".into(), label: None })
+        .await
+        .unwrap();
+    let session = opened.session;
+    client.call(&ToolsActivateParams { session: session.clone(), advanced: false }).await.unwrap();
+    let site = FixtureSite::start().await.unwrap();
+    Setup { browser, client, session, site, socket, task, _root: root }
+}
+
+impl Setup {
+    async fn stop(self) {
+        self.client.shutdown_broker().await.unwrap();
+        drop(self.client);
+        let _ = tokio::time::timeout(Duration::from_secs(60), self.task).await;
+        let _ = self.browser.shutdown().await;
+        self.site.shutdown().await;
+    }
+
+    /// Evaluates `expr` in the page at `url` over the harness's own DevTools pipe (not through browserd).
+    async fn page_text(&self, url: &str, expr: &str) -> String {
+        let cdp = self.browser.cdp();
+        let t = Duration::from_secs(10);
+        let target = self.user_tabs().await.into_iter().find(|x| x["url"] == url).expect("the page is open");
+        let att = cdp
+            .call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), t)
+            .await
+            .unwrap();
+        let session = browserd_cdp::SessionId(att["sessionId"].as_str().unwrap().to_owned());
+        let r = cdp
+            .call(Some(&session), "Runtime.evaluate", json!({"expression": expr, "returnByValue": true}), t)
+            .await
+            .unwrap();
+        let _ = cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.0}), t).await;
+        r["result"]["value"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// Like [`Setup::page_text`] for a numeric expression.
+    async fn page_text_number(&self, url: &str, expr: &str) -> u64 {
+        self.page_text(url, &format!("String({expr})")).await.parse().unwrap_or(0)
+    }
+
+    /// The extension's status (ownership records, gate) through a probe-free path: the harness's own DevTools pipe
+    /// cannot see `chrome.storage.session`, so ask the tabs the user sees instead.
+    async fn user_tabs(&self) -> Vec<Value> {
+        let r = self.browser.cdp().call(None, "Target.getTargets", json!({}), Duration::from_secs(10)).await.unwrap();
+        r["targetInfos"].as_array().unwrap().iter().filter(|t| t["type"] == "page").cloned().collect()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_drives_the_extension_browser_open_observe_act_turn_end() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+
+    let form = c.tool(s, "browser_open", json!({"url": h.site.url("/form.html")})).await.unwrap();
+    let scratch = TabId(form["tab"].as_u64().unwrap());
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let content = obs["content"].as_str().unwrap();
+    let name = ref_of(content, "textbox \"Full name\"");
+    let acted = c
+        .tool(
+            s,
+            "browser_act",
+            json!({"action": "fill", "target": name, "value": "Ada",
+                   "expected": [{"kind": "value", "target": name, "equals": "Ada"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+
+    let status = c.call(&StatusParams::default()).await.unwrap();
+    let b = &status.browsers[0];
+    assert_eq!(b.kind, BrowserKind::Extension, "{b:?}");
+    assert_eq!(b.auto_turn_cleanup, AutoTurnCleanup::Enabled, "{b:?}");
+    assert!(b.missing_capabilities.is_empty(), "{b:?}");
+    let product = b.product.as_deref().unwrap_or_default();
+    assert!(product.contains("browser = extension") && product.contains("in use: extension"), "{product}");
+    let caps = serde_json::to_value(&b.capabilities).unwrap();
+    assert!(caps.to_string().contains("turnCleanup"), "{caps}");
+
+    let kept = c.tool(s, "browser_open", json!({"url": h.site.url("/index.html")})).await.unwrap();
+    let deliverable = TabId(kept["tab"].as_u64().unwrap());
+    c.tool(s, "browser_mark_deliverable", json!({"tab": deliverable.0})).await.unwrap();
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })
+        .await
+        .unwrap();
+    assert!(end.ok, "{end:?}");
+    assert_eq!(end.closed, vec![scratch], "{end:?}");
+    assert_eq!(end.kept, vec![deliverable], "{end:?}");
+    let urls: Vec<String> = h.user_tabs().await.iter().map(|t| t["url"].as_str().unwrap().to_owned()).collect();
+    assert!(!urls.contains(&h.site.url("/form.html")), "the scratch tab is closed in the browser: {urls:?}");
+    assert!(urls.contains(&h.site.url("/index.html")), "the deliverable stays: {urls:?}");
+    assert!(h.socket.exists());
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_refs() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    // The user's tab, opened outside browserd.
+    let user_url = h.site.url("/duplicates.html");
+    h.browser.cdp().call(None, "Target.createTarget", json!({"url": user_url}), Duration::from_secs(10)).await.unwrap();
+    let mut user_tab = None;
+    for _ in 0..100 {
+        let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
+        user_tab = listed["tabs"].as_array().unwrap().iter().find(|t| t["url"] == user_url.as_str()).cloned();
+        if user_tab.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let user_tab = user_tab.expect("the user's tab is listed");
+    let tab = user_tab["tab"].as_u64().unwrap();
+    c.tool(s, "browser_claim", json!({"tab": tab})).await.unwrap();
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let content = obs["content"].as_str().unwrap();
+    let delete = ref_of(content, "button \"Delete\" (in listitem \"Team lunch\"");
+    let other = ref_of(content, "button \"Delete\" (in listitem \"Old contract\"");
+    let click = json!({"action": "click", "target": delete,
+                       "expected": [{"kind": "textPresent", "text": "Deleted: Inbox / Team lunch"}]});
+    let acted = c.tool(s, "browser_act", click.clone()).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+
+    // Stop from the broker side (`browserd stop`): the extension closes its gate too; the next action does not pass.
+    let stopped = c.stop_gate().await.unwrap();
+    assert_eq!(stopped.code, ErrorCode::UserStopped);
+    let click_other = json!({"action": "click", "target": other,
+                             "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]});
+    let after = c.tool(s, "browser_act", click_other).await.unwrap_err();
+    assert_eq!(after.code(), ErrorCode::LeaseRevoked, "{after}");
+    let status_line = h.page_text(&user_url, "document.getElementById('status').textContent").await;
+    assert_eq!(status_line, "Deleted: Inbox / Team lunch", "the refused click reached nothing");
+    // Resuming takes a new lease and a full observation.
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let other = ref_of(obs["content"].as_str().unwrap(), "button \"Delete\" (in listitem \"Old contract\"");
+    let resumed = c
+        .tool(s, "browser_act", json!({"action": "click", "target": other,
+                                        "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}))
+        .await
+        .unwrap();
+    assert_eq!(resumed["outcome"], "succeeded", "{resumed}");
+
+    // Turn end releases the claimed tab: it stays open.
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })
+        .await
+        .unwrap();
+    assert!(end.closed.is_empty(), "a claimed tab is never closed: {end:?}");
+    let urls: Vec<String> = h.user_tabs().await.iter().map(|t| t["url"].as_str().unwrap().to_owned()).collect();
+    assert!(urls.contains(&user_url), "the user's tab stays open: {urls:?}");
+    let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
+    let tab_now = listed["tabs"].as_array().unwrap().iter().find(|t| t["tab"] == tab).cloned();
+    assert_eq!(tab_now.map(|t| t["provenance"].clone()), Some(json!("user")), "released back to the user: {listed}");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_in_the_extension_reports_user_stopped_to_the_caller_and_no_input_follows() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    // The extension's popup, opened over the harness's own DevTools pipe, ready to press Stop.
+    let cdp = h.browser.cdp();
+    let t = Duration::from_secs(10);
+    let popup = format!("chrome-extension://{}/popup.html", browserd_native::install::DEV_EXTENSION_ID);
+    let target = cdp.call(None, "Target.createTarget", json!({"url": popup}), t).await;
+    let target = target.unwrap_or_else(|e| panic!("{e}"));
+    let att = cdp
+        .call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), t)
+        .await
+        .unwrap();
+    let ps = browserd_cdp::SessionId(att["sessionId"].as_str().unwrap().to_owned());
+    let mut conn_text = String::new();
+    for _ in 0..200 {
+        let expr = "document.getElementById('stop') ? (document.getElementById('conn')?.textContent ?? '') : ''";
+        let r = cdp.call(Some(&ps), "Runtime.evaluate", json!({"expression": expr, "returnByValue": true}), t).await;
+        conn_text = r.unwrap()["result"]["value"].as_str().unwrap_or_default().to_owned();
+        if conn_text.contains("paired") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(conn_text.contains("paired with browserd"), "the popup shows the pairing: {conn_text}");
+    // A long typing action (hundreds of key events through the relay) is in flight when the user presses Stop.
+    let text = "abcdefghij".repeat(60);
+    let typing = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": text}));
+    let press = async {
+        let expr = "document.getElementById('fullName')?.value.length ?? 0";
+        loop {
+            let n = h.page_text_number(&form_url, expr).await;
+            if n > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let r = cdp
+            .call(Some(&ps), "Runtime.evaluate", json!({"expression": "document.getElementById('stop').click()"}), t)
+            .await
+            .unwrap();
+        assert!(r.get("exceptionDetails").is_none(), "pressing Stop failed: {r}");
+    };
+    let (typed, ()) = tokio::join!(typing, press);
+    let e = typed.expect_err("the action in flight at Stop does not complete");
+    assert_eq!(e.code(), ErrorCode::UserStopped, "{e}");
+    let details = e.error_data().and_then(|d| d.details.clone()).expect("USER_STOPPED carries the Stop evidence");
+    assert_eq!(details["stop"]["via"], "popup", "{details}");
+    assert!(details["stop"]["controlEpoch"].as_u64().unwrap() > 1, "{details}");
+    let len_at_stop = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
+    assert!(len_at_stop < 600, "Stop cut the typing short: {len_at_stop}");
+    // Nothing more reaches the page: the old refs are void and the next action is refused before any input.
+    let again = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": "zzz"})).await;
+    let again = again.unwrap_err();
+    assert_eq!(again.code(), ErrorCode::LeaseRevoked, "{again}");
+    let len_after = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
+    assert_eq!(len_after, len_at_stop, "no input after Stop");
+    h.stop().await;
+}
