@@ -1460,15 +1460,41 @@ impl Broker {
                 let work = async {
                     let mut steps = Vec::new();
                     let mut stopped = None;
+                    let deadline = tokio::time::Instant::now() + crate::batch::BATCH_DEADLINE;
+                    let start_url = if params.stop_on_cross_site {
+                        let tabs = rt.list_tabs(&key).await.map_err(|e| err(&e))?;
+                        tabs.into_iter().find(|v| v.tab == tab).map(|v| v.url)
+                    } else {
+                        None
+                    };
+                    let stop_at =
+                        |index: usize, reason| BatchStop { step: u32::try_from(index).unwrap_or(u32::MAX), reason };
                     for (index, step) in params.steps.iter().enumerate() {
-                        let result = rt.act(&key, tab, step, None).await.map_err(|e| err(&e))?;
+                        // A navigate step that would leave the site is not dispatched.
+                        if let (Some(start), ActionKind::Navigate, Some(to)) = (&start_url, step.action, &step.value)
+                            && crate::batch::leaves_site(start, to)
+                        {
+                            stopped = Some(stop_at(index, BatchStopReason::CrossSite));
+                            break;
+                        }
+                        let Ok(result) = tokio::time::timeout_at(deadline, rt.act(&key, tab, step, None)).await else {
+                            stopped = Some(stop_at(index, BatchStopReason::Deadline));
+                            break;
+                        };
+                        let result = result.map_err(|e| err(&e))?;
                         let failed = result.outcome != Outcome::Succeeded;
+                        let left_site = match (&start_url, &result.effects.navigated) {
+                            (Some(start), Some(now)) => crate::batch::leaves_site(start, now),
+                            _ => false,
+                        };
                         steps.push(result);
                         if failed {
-                            stopped = Some(BatchStop {
-                                step: u32::try_from(index).unwrap_or(u32::MAX),
-                                reason: BatchStopReason::Failed,
-                            });
+                            stopped = Some(stop_at(index, BatchStopReason::Failed));
+                            break;
+                        }
+                        // The page is now on another site: the next step would act on a page the model has not seen.
+                        if left_site && index + 1 < params.steps.len() {
+                            stopped = Some(stop_at(index + 1, BatchStopReason::CrossSite));
                             break;
                         }
                     }

@@ -110,6 +110,26 @@ async fn managed_chromium_open_observe_act_and_turn_end() {
     assert!(!tabs.contains(&scratch.0), "the scratch tab is gone from the browser: {listed}");
     assert!(tabs.contains(&deliverable.0), "{listed}");
 
+    // Page tools name a tab explicitly; the default is the tab last opened or used.
+    let scratch2 = c.tool(&s, "browser_open", json!({"url": site.url("/form.html")})).await.unwrap();
+    let kept = c.tool(&s, "browser_observe", json!({"tab": deliverable.0})).await.unwrap();
+    assert!(kept["url"].as_str().unwrap().ends_with("/index.html"), "{kept}");
+    // A batch stops before a step that would leave the site, and never dispatches it.
+    let batch = c
+        .tool(
+            &s,
+            "browser_batch",
+            json!({"tab": scratch2["tab"], "steps": [
+                {"action": "navigate", "value": site.url("/duplicates.html")},
+                {"action": "navigate", "value": site.cross_origin_url("/index.html")},
+                {"action": "reload"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(batch["steps"].as_array().unwrap().len(), 1, "{batch}");
+    assert_eq!(batch["stopped"], json!({"step": 1, "reason": "crossSite"}), "{batch}");
+    assert_eq!(batch["ok"], false, "{batch}");
+
     c.shutdown_broker().await.unwrap();
     drop(c);
     let summary = tokio::time::timeout(Duration::from_secs(60), task).await.unwrap().unwrap().unwrap();
