@@ -4,28 +4,116 @@
 //! issues is granted to the extension before the action, so its last-hop gate checks the same fencing token; the
 //! capabilities that gate automatic turn cleanup come from the extension's `hello`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use browserd_cdp::{Cdp, ConnectionOptions};
+use browserd_cdp::{Cdp, ConnectionOptions, Transport, TransportError};
 use browserd_chromium::{ChromiumConfig, ChromiumProvider};
 use browserd_core::provider::{
     BrowserInfo, Capability, CapabilityMatrix, CapabilityState, CreateTab, HandleAllocator, OpContext, Provider,
     ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
 };
+use browserd_native::RelayTransport;
 use browserd_native::link::{ExtensionError, ExtensionLink, LinkEvent};
 use browserd_protocol::hello::capability;
 use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
-use tokio::sync::broadcast;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
 
 /// The session name the relay transport falls back to; every tab command names its real owner.
 const RELAY_SESSION: &str = "browserd";
 
+/// The link in use, replaced when the extension pairs again.
+type CurrentLink = Arc<Mutex<ExtensionLink>>;
+
+fn current(link: &CurrentLink) -> ExtensionLink {
+    link.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
+/// A CDP transport over whichever link is current: when the link closes (host killed, service worker restarted,
+/// browser extension reloaded) every debugger session of it ends (`Target.detachedFromTarget`), commands are answered
+/// with a connection-lost error, and the next pairing takes over — tabs, targets and ownership come from the
+/// extension's records, so the provider's tab handles stay valid.
+struct SwitchingTransport {
+    link: CurrentLink,
+    relay: RelayTransport,
+    next: watch::Receiver<Option<ExtensionLink>>,
+    ready: VecDeque<String>,
+    down: Option<String>,
+    /// The client's `Target.setDiscoverTargets`, carried over to each new link.
+    discover: bool,
+}
+
+impl std::fmt::Debug for SwitchingTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SwitchingTransport").field("down", &self.down).finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Transport for SwitchingTransport {
+    async fn send(&mut self, message: String) -> Result<(), TransportError> {
+        if let Some(reason) = &self.down {
+            let id = serde_json::from_str::<Value>(&message).ok().and_then(|v| v["id"].as_u64());
+            if let Some(id) = id {
+                let text = format!(
+                    "CONNECTION_LOST: the extension link is down ({reason}); the extension reconnects by itself, retry \
+                     shortly"
+                );
+                self.ready.push_back(json!({"id": id, "error": {"code": -32000, "message": text}}).to_string());
+            }
+            return Ok(());
+        }
+        if message.contains("\"Target.setDiscoverTargets\"")
+            && let Ok(v) = serde_json::from_str::<Value>(&message)
+            && v["method"] == "Target.setDiscoverTargets"
+            && v.get("sessionId").is_none()
+        {
+            self.discover = v["params"]["discover"].as_bool().unwrap_or(false);
+        }
+        self.relay.send(message).await
+    }
+
+    async fn recv(&mut self) -> Result<String, TransportError> {
+        loop {
+            if let Some(m) = self.ready.pop_front() {
+                return Ok(m);
+            }
+            if self.down.is_some() {
+                // Cancel-safe: nothing is awaited after a new link is taken.
+                if self.next.changed().await.is_err() {
+                    let reason = self.down.clone().unwrap_or_default();
+                    return Err(TransportError::Closed { reason });
+                }
+                let link = self.next.borrow_and_update().clone();
+                if let Some(link) = link.filter(|l| l.closed_reason().is_none()) {
+                    tracing::info!(instance = %link.info().instance, "the extension paired again; the relay moves to it");
+                    self.relay = link.relay_transport(RELAY_SESSION);
+                    link.set_target_discovery(self.discover);
+                    *self.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = link;
+                    self.down = None;
+                }
+                continue;
+            }
+            match self.relay.recv().await {
+                Ok(m) => return Ok(m),
+                Err(TransportError::Closed { reason }) => {
+                    tracing::warn!(%reason, "the extension link closed; waiting for the extension to pair again");
+                    let old = current(&self.link);
+                    self.ready.extend(old.take_detached_messages("the extension link closed"));
+                    self.down = Some(reason);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
 /// A provider over the user's browser through the extension.
 pub struct ExtensionProvider {
-    link: ExtensionLink,
+    link: CurrentLink,
     inner: Arc<ChromiumProvider>,
     tabs: Mutex<HashMap<TabHandle, i64>>,
     /// The control epoch at each tab's last full observation: after a Stop (a newer epoch) old refs are void and an
@@ -41,7 +129,7 @@ pub struct ExtensionProvider {
 
 impl std::fmt::Debug for ExtensionProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ExtensionProvider").field("extension", &self.link.info().extension_id).finish_non_exhaustive()
+        f.debug_struct("ExtensionProvider").field("extension", &self.link().info().extension_id).finish_non_exhaustive()
     }
 }
 
@@ -73,7 +161,30 @@ impl ExtensionProvider {
     /// A provider over `link` (connect it with [`Provider::connect`] before use). Handles come from `alloc`.
     #[must_use]
     pub fn new(link: ExtensionLink, alloc: HandleAllocator, config: ChromiumConfig) -> Arc<Self> {
-        let cdp = Cdp::spawn(link.relay_transport(RELAY_SESSION), ConnectionOptions::default());
+        let (_, next) = watch::channel(None);
+        Self::with_pairings(link, next, alloc, config)
+    }
+
+    /// Like [`ExtensionProvider::new`], moving to each open link `pairings` yields after the current one closes.
+    #[must_use]
+    pub fn with_pairings(
+        link: ExtensionLink,
+        pairings: watch::Receiver<Option<ExtensionLink>>,
+        alloc: HandleAllocator,
+        config: ChromiumConfig,
+    ) -> Arc<Self> {
+        let mut next = pairings;
+        next.mark_unchanged();
+        let current_link: CurrentLink = Arc::new(Mutex::new(link.clone()));
+        let transport = SwitchingTransport {
+            link: current_link.clone(),
+            relay: link.relay_transport(RELAY_SESSION),
+            next,
+            ready: VecDeque::new(),
+            down: None,
+            discover: false,
+        };
+        let cdp = Cdp::spawn(transport, ConnectionOptions::default());
         let inner = ChromiumProvider::new(cdp, ProviderKind::Extension, alloc, config);
         let (events, _) = broadcast::channel(1024);
         let mut rx = inner.subscribe();
@@ -91,9 +202,10 @@ impl ExtensionProvider {
                 }
             }
         });
-        let mut lrx = link.events();
         let tx = events.clone();
+        let watched = current_link.clone();
         let link_events = tokio::spawn(async move {
+            let mut lrx = current(&watched).events();
             loop {
                 match lrx.recv().await {
                     Ok(LinkEvent::Stopped(report)) => {
@@ -102,18 +214,24 @@ impl ExtensionProvider {
                     Ok(LinkEvent::Resynced { .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
                         let _ = tx.send(ProviderEvent::ResyncRequired);
                     }
-                    Ok(LinkEvent::Closed { reason }) => {
-                        let _ = tx.send(ProviderEvent::ConnectionLost { detail: reason });
-                        break;
+                    Ok(LinkEvent::Closed { .. }) | Err(broadcast::error::RecvError::Closed) => {
+                        // Follow the next link the transport moves to (an open current link is a new one).
+                        loop {
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                            let link = current(&watched);
+                            if link.closed_reason().is_none() {
+                                lrx = link.events();
+                                break;
+                            }
+                        }
                     }
                     Ok(_) => {}
-                    Err(broadcast::error::RecvError::Closed) => break,
                 }
             }
         });
         Arc::new(Self {
             base_epoch: link.control_epoch(),
-            link,
+            link: current_link,
             inner,
             tabs: Mutex::new(HashMap::new()),
             observed: Mutex::new(HashMap::new()),
@@ -123,10 +241,10 @@ impl ExtensionProvider {
         })
     }
 
-    /// The link this provider runs over.
+    /// The link this provider runs over now.
     #[must_use]
-    pub fn link(&self) -> &ExtensionLink {
-        &self.link
+    pub fn link(&self) -> ExtensionLink {
+        current(&self.link)
     }
 
     /// The underlying Chromium provider (screenshots).
@@ -147,9 +265,9 @@ impl ExtensionProvider {
         }
         let target = {
             let _serial = self.probe_lock.lock().await;
-            self.link.arm_target_probe();
+            self.link().arm_target_probe();
             let r = self.inner.activate_tab(ctx, tab).await;
-            let target = self.link.take_target_probe();
+            let target = self.link().take_target_probe();
             r?;
             target
         }
@@ -159,10 +277,10 @@ impl ExtensionProvider {
                 format!("tab {tab} names no browser target; list tabs again"),
             )
         })?;
-        let mut id = self.link.tab_of_target(&target);
+        let mut id = self.link().tab_of_target(&target);
         if id.is_none() {
             // Not seen through this link yet (a user's tab): the extension knows every tab's target.
-            let tabs = self.link.list_tabs().await.map_err(|e| ext_err(&e, "listing the browser's tabs"))?;
+            let tabs = self.link().list_tabs().await.map_err(|e| ext_err(&e, "listing the browser's tabs"))?;
             id = tabs.iter().find(|t| t.target_id.as_deref() == Some(target.as_str())).map(|t| t.tab_id);
         }
         let id = id.ok_or_else(|| {
@@ -196,7 +314,8 @@ impl Provider for ExtensionProvider {
 
     fn capabilities(&self) -> CapabilityMatrix {
         let mut caps = self.inner.capabilities();
-        let announced = &self.link.info().capabilities;
+        let link = self.link();
+        let announced = &link.info().capabilities;
         for (cap, name) in hello_capabilities() {
             let state = if announced.contains(name) {
                 CapabilityState::Supported
@@ -213,7 +332,7 @@ impl Provider for ExtensionProvider {
         }
         caps.0.insert(Capability::ClaimUserTabs, CapabilityState::Supported);
         caps.0.insert(Capability::TabGroups, CapabilityState::Supported);
-        if let Some(reason) = self.link.closed_reason() {
+        if let Some(reason) = self.link().closed_reason() {
             for state in caps.0.values_mut() {
                 *state = CapabilityState::Unsupported {
                     reason: UnsupportedReason::Offline,
@@ -229,7 +348,7 @@ impl Provider for ExtensionProvider {
     }
 
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError> {
-        if let Some(reason) = self.link.closed_reason() {
+        if let Some(reason) = self.link().closed_reason() {
             return Err(ProviderError::new(
                 ProviderErrorKind::ConnectionLost,
                 format!("the extension link is closed ({reason}); wait until the extension pairs again"),
@@ -245,9 +364,9 @@ impl Provider for ExtensionProvider {
     async fn create_tab(&self, ctx: &OpContext, req: CreateTab) -> Result<TabInfo, ProviderError> {
         let info = {
             let _serial = self.probe_lock.lock().await;
-            self.link.set_create_session(Some(&ctx.session.0));
+            self.link().set_create_session(Some(&ctx.session.0));
             let r = self.inner.create_tab(ctx, req).await;
-            self.link.set_create_session(None);
+            self.link().set_create_session(None);
             r?
         };
         self.tab_id(ctx, info.tab).await?;
@@ -270,7 +389,7 @@ impl Provider for ExtensionProvider {
 
     async fn claim_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
         let id = self.tab_id(ctx, tab).await?;
-        self.link.claim_tab(&ctx.session.0, id).await.map_err(|e| ext_err(&e, "claiming the tab"))?;
+        self.link().claim_tab(&ctx.session.0, id).await.map_err(|e| ext_err(&e, "claiming the tab"))?;
         self.inner.claim_tab(ctx, tab).await
     }
 
@@ -278,8 +397,8 @@ impl Provider for ExtensionProvider {
         let id = self.tab_id(ctx, tab).await?;
         // Detach through the provider first so its records follow; the extension detaches too if still attached.
         let _ = self.inner.detach_debugger(ctx, tab).await;
-        if self.link.owner_session(id).is_some() {
-            self.link.release_tab(&ctx.session.0, id).await.map_err(|e| ext_err(&e, "releasing the tab"))?;
+        if self.link().owner_session(id).is_some() {
+            self.link().release_tab(&ctx.session.0, id).await.map_err(|e| ext_err(&e, "releasing the tab"))?;
         }
         self.inner.release_tab(ctx, tab).await
     }
@@ -300,7 +419,7 @@ impl Provider for ExtensionProvider {
         params: &ObserveParams,
     ) -> Result<Observation, ProviderError> {
         self.tab_id(ctx, tab).await?;
-        let epoch = self.link.control_epoch();
+        let epoch = self.link().control_epoch();
         let observation = self.inner.observe(ctx, tab, params).await?;
         if params.since.is_none() && params.within.is_none() {
             self.observed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(tab, epoch);
@@ -316,7 +435,7 @@ impl Provider for ExtensionProvider {
                 "an action needs a write lease; acquire one and observe again",
             ));
         };
-        let epoch = self.link.control_epoch();
+        let epoch = self.link().control_epoch();
         let seen = self
             .observed
             .lock()
@@ -333,10 +452,15 @@ impl Provider for ExtensionProvider {
                 ),
             ));
         }
-        let current = self.link.fence(id);
+        let link = self.link();
+        if link.fence(id).is_none() {
+            // A new link (re-pairing) may not know the lease the extension still holds.
+            link.sync_relay().await.map_err(|e| ext_err(&e, "reading the extension's leases"))?;
+        }
+        let current = link.fence(id);
         if current.is_none_or(|f| f.token != token.0 || f.epoch != epoch) {
             // The extension's last-hop gate checks this token (and the control epoch) before any input.
-            self.link
+            self.link()
                 .grant_lease(&ctx.session.0, id, token.0)
                 .await
                 .map_err(|e| ext_err(&e, "granting the write lease to the extension"))?;

@@ -155,7 +155,8 @@ impl LazyChromium {
     }
 
     fn use_extension(&self, link: ExtensionLink) -> (Arc<dyn Provider>, Option<Arc<ExtensionProvider>>) {
-        let ext = ExtensionProvider::new(link, self.alloc.clone(), self.config.clone());
+        let ext =
+            ExtensionProvider::with_pairings(link, self.paired.subscribe(), self.alloc.clone(), self.config.clone());
         (ext.clone(), Some(ext))
     }
 

@@ -324,7 +324,6 @@ impl Broker {
             }
         }
         tracing::info!(socket = %listener.socket_path().display(), "browserd broker listening");
-        let _endpoint = self.clone().mount_extension_endpoint(dir).await;
         let idle = self.config.idle_exit().map(IdleTracker::start);
         if let Some(idle) = &idle {
             let token = idle.idle();
@@ -340,6 +339,7 @@ impl Broker {
             });
         }
         *self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = idle.clone();
+        let _endpoint = self.clone().mount_extension_endpoint(dir).await;
         let timers = CancellationToken::new();
         self.spawn_timers(timers.clone());
         let options = ServeOptions { idle, ..ServeOptions::default() };
@@ -388,7 +388,11 @@ impl Broker {
             return None;
         }
         let path = dir.path().join(browserd_native::host::SOCKET_NAME);
-        let options = browserd_native::link::EndpointOptions::default();
+        let mut options = browserd_native::link::EndpointOptions::default();
+        if let Ok(loc) = browserd_native::install::Locations::from_env() {
+            // Every id `browserd install` allowed in a native-host manifest may pair (the development id always).
+            options.allowed_extension_ids = browserd_native::install::installed_extension_ids(&loc);
+        }
         let (endpoint, mut links) = match browserd_native::link::ExtensionEndpoint::bind(&path, options).await {
             Ok(x) => x,
             Err(e) => {
@@ -409,7 +413,10 @@ impl Broker {
                 lazy.extension_paired(link.clone());
                 let weak = weak.clone();
                 let mut events = link.events();
+                // A paired extension is a client: the broker does not idle-exit under the user's open browser.
+                let idle_guard = lazy_idle(&weak);
                 tokio::spawn(async move {
+                    let _idle_guard = idle_guard;
                     while let Ok(ev) = events.recv().await {
                         match ev {
                             browserd_native::LinkEvent::Stopped(report) => {
@@ -1592,6 +1599,13 @@ impl Broker {
     pub fn uptime(&self) -> Duration {
         self.started.elapsed()
     }
+}
+
+/// An idle-tracker client registration for a paired extension, when the broker tracks idleness.
+fn lazy_idle(broker: &std::sync::Weak<Broker>) -> Option<browserd_ipc::ClientGuard> {
+    let me = broker.upgrade()?;
+    let idle = me.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    idle.map(|i| i.client())
 }
 
 fn ok(value: Value) -> browserd_protocol::jsonrpc::ResponsePayload {

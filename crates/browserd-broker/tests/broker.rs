@@ -585,13 +585,14 @@ async fn a_call_dispatched_by_a_crashed_broker_is_unknown_and_never_replayed() {
     let path = journal_dir.path().join("journal.sqlite3");
     let args = json!({"action": "click", "target": "e1"});
     {
-        // What a broker killed with -9 between dispatch and completion leaves behind.
+        // What a broker killed with -9 between dispatch and completion leaves behind (call ids are scoped by host
+        // and host session: `<host>/<host session id>/<call id>`).
         let mut j = browserd_journal::Journal::open(&path, browserd_journal::JournalConfig::default()).unwrap();
         let hash = browserd_broker::dedup::payload_hash("Pi", "p", "browser_act", &args);
         let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
         let now = browserd_journal::types::UnixMillis(now);
         let browserd_journal::dedup::Begin::New(pending) =
-            j.begin("call-9", hash, now, Duration::from_secs(3600)).unwrap()
+            j.begin("Pi/p/call-9", hash, now, Duration::from_secs(3600)).unwrap()
         else {
             panic!("a new request id")
         };

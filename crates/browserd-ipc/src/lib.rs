@@ -60,7 +60,7 @@
 //! client:  conn = connect_or_spawn(&RuntimeDir::from_env()?, || spawn("browserd broker --daemon"), &opts, report)
 //! ```
 //!
-//! Measured with `examples/rtt.rs` (release build, server in a separate process, 2-core AMD EPYC VM under a load of
+//! Measured with `examples/ipc_rtt.rs` (release build, server in a separate process, 2-core AMD EPYC VM under a load of
 //! about 3 from parallel builds): warm status-sized round trip p50 ≈ 50 µs, p95 ≈ 60 µs; fresh connect + first call
 //! p50 ≈ 86 µs, p95 ≈ 122 µs. The BRIEF §9 goal for a warm broker round trip is p95 ≤ 2 ms.
 //!

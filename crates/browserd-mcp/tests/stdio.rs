@@ -158,9 +158,19 @@ async fn run_child(dir: &Path, ending: Ending) -> Vec<String> {
     std::fs::read_to_string(&events).unwrap().lines().map(str::to_owned).collect()
 }
 
+/// The one test of this binary, by the name test runners list.
+const TEST_NAME: &str = "mcp_stdio_session_closes_on_stdin_eof_and_sigterm";
+
 fn main() {
     if std::env::args().any(|arg| arg == "--child") {
         child(PathBuf::from(std::env::var_os(EVENTS_ENV).expect("events path")));
+        return;
+    }
+    // Speak the part of libtest's command line that cargo-nextest uses to list tests.
+    if std::env::args().any(|arg| arg == "--list") {
+        if !std::env::args().any(|arg| arg == "--ignored") {
+            println!("{TEST_NAME}: test");
+        }
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -174,4 +184,5 @@ fn main() {
         );
         println!("stdio {ending:?}: session closed with {reason}");
     }
+    println!("test {TEST_NAME} ... ok");
 }

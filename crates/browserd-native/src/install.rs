@@ -216,6 +216,26 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The extension ids the installed manifests (those in the install receipt) allow, the development id first. The broker's
+/// extension endpoint pairs exactly these, so an id added with `browserd install --extension-id` can pair too.
+pub fn installed_extension_ids(loc: &Locations) -> Vec<String> {
+    let mut ids = vec![DEV_EXTENSION_ID.to_owned()];
+    let Ok(receipt) = Receipt::load(&loc.receipt_path()) else { return ids };
+    for entry in receipt.files.iter().filter(|f| f.kind == "manifest") {
+        let Ok(bytes) = std::fs::read(&entry.path) else { continue };
+        let Ok(manifest) = serde_json::from_slice::<serde_json::Value>(&bytes) else { continue };
+        for origin in manifest["allowed_origins"].as_array().into_iter().flatten().filter_map(|o| o.as_str()) {
+            if let Some(id) = origin.strip_prefix("chrome-extension://").and_then(|r| r.strip_suffix('/'))
+                && is_extension_id(id)
+                && !ids.iter().any(|i| i == id)
+            {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
+}
+
 /// The wrapper script: Chromium runs it with the origin as `$1`.
 pub fn wrapper_script(exe: &Path) -> String {
     let quoted = exe.display().to_string().replace('\'', r"'\''");

@@ -35,9 +35,15 @@
 //!   `doctor` instead gets `{"type":"probeResult","paired","extension"}`. Host → extension only: `{"type":"chunk","id",
 //!   "index","count","data"}` (base64 of ≤ 256 KiB) and `{"type":"hostError","message"}`.
 //!
-//! The broker mounts the endpoint: bind it at `<runtime dir>/extension.sock`, take links from the receiver, build
-//! `Cdp::spawn(link.relay_transport(session), ..)` and a `ChromiumProvider` of kind `Extension`, forward
-//! `LinkEvent::Stopped` to cancel queued work with `USER_STOPPED`.
+//! The broker mounts the endpoint (`browserd_broker`: `<runtime dir>/extension.sock`, on by default) and turns a link
+//! into its extension browser (`browserd_broker::extension::ExtensionProvider`: a `ChromiumProvider` of kind
+//! `Extension` over `link.relay_transport`, tab ownership per agent session through the link, write leases granted to
+//! the extension, `LinkEvent::Stopped` → cancel page work with `USER_STOPPED`). When nothing listens at the default
+//! socket, the native host starts the broker (`browserd broker run --daemon`) and waits for it.
+//!
+//! The relay runs each tab's commands for the session that owns it (recorded when the link creates or claims the tab),
+//! gives every new debugger attachment a new synthesized session id (`tab-<id>.<n>`; CDP clients treat a detached
+//! session id as dead), and tells its client when the extension detached by itself (Stop, release).
 
 pub mod cli;
 pub mod framing;

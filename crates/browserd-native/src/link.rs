@@ -351,6 +351,12 @@ impl ExtensionLink {
         lock(&self.inner.relay).create_session = session.map(str::to_owned);
     }
 
+    /// Turns the relay's target discovery (`Target.targetCreated/infoChanged/destroyed` from tab events) on or off, as
+    /// `Target.setDiscoverTargets` does; a client moving to a new link carries its setting over.
+    pub fn set_target_discovery(&self, on: bool) {
+        lock(&self.inner.relay).discover = on;
+    }
+
     /// Arms the target probe: the relay answers the next `Target.activateTarget` itself (nothing is activated) and
     /// keeps its target id for [`ExtensionLink::take_target_probe`]. Used to learn which target a provider handle
     /// names; callers serialise probes.
@@ -371,6 +377,40 @@ impl ExtensionLink {
     /// The agent session the relay runs `tab_id`'s commands for (its creator or claimer), if known.
     pub fn owner_session(&self, tab_id: i64) -> Option<String> {
         lock(&self.inner.relay).owner_session.get(&tab_id).cloned()
+    }
+
+    /// Learns every tab's target id and owner session from the extension (`tabs.query` with the ownership records) and
+    /// the leases its gate holds, so a relay on a new link can address tabs another link opened or claimed.
+    pub async fn sync_relay(&self) -> Result<(), ExtensionError> {
+        let tabs = self.list_tabs().await?;
+        let status = self.status().await?;
+        let mut st = lock(&self.inner.relay);
+        // Leases the extension still holds (the same service worker behind a new host) keep their fences.
+        if let Some(epoch) = status["gate"]["epoch"].as_u64() {
+            self.inner.epoch.fetch_max(epoch, Ordering::SeqCst);
+            for l in status["gate"]["leases"].as_array().into_iter().flatten() {
+                if let (Some(tab), Some(token)) = (l["tabId"].as_i64(), l["token"].as_u64()) {
+                    st.fences.entry(tab).or_insert(Fence { token, epoch });
+                }
+            }
+        }
+        for t in tabs {
+            if let Some(target) = &t.target_id {
+                st.remember(t.tab_id, target);
+            }
+            if let Some(owner) = &t.owner {
+                st.owner_session.insert(t.tab_id, owner.session.clone());
+            }
+        }
+        Ok(())
+    }
+
+    /// The CDP messages that end every attachment of this link's relay (`Inspector.detached` and
+    /// `Target.detachedFromTarget` per attached tab), clearing them. For a client that moves to a new link.
+    pub fn take_detached_messages(&self, reason: &str) -> Vec<String> {
+        let mut st = lock(&self.inner.relay);
+        let tabs: Vec<i64> = st.attached_tabs.iter().copied().collect();
+        tabs.into_iter().flat_map(|t| st.detached_messages(t, reason)).collect()
     }
 
     /// The fence the relay attaches to `tab_id`'s input, if a lease is granted.
@@ -683,8 +723,15 @@ impl ExtensionLink {
         }
         let pending: Vec<_> = lock(&self.inner.pending).drain().collect();
         for (_, (_, p)) in pending {
-            if let Pending::Waiter(tx) = p {
-                let _ = tx.send(Err(ExtensionError::Closed { reason: reason.clone() }));
+            match p {
+                Pending::Waiter(tx) => {
+                    let _ = tx.send(Err(ExtensionError::Closed { reason: reason.clone() }));
+                }
+                Pending::Cdp { cdp_id, sink } => {
+                    // The command may or may not have run: say so now instead of leaving it to its deadline.
+                    let e = ExtensionError::Closed { reason: reason.clone() };
+                    let _ = sink.try_send(Inbound::Message(relay::ext_error_reply(cdp_id, &e)));
+                }
             }
         }
         if let Some(sink) = lock(&self.inner.relay).sink.take() {

@@ -49,8 +49,10 @@ pub(crate) struct RelayState {
     /// Attachment generation per tab: each new attachment gets a new synthesized session id (`tab-<id>.<gen>`), because
     /// CDP clients treat a detached session id as dead for good.
     pub(crate) attach_gen: HashMap<i64, u64>,
-    next_gen: u64,
 }
+
+/// Attachment generations are unique in the process, so a new link's relay never reuses an old link's session id.
+static NEXT_GEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 const TAB_SESSION_PREFIX: &str = "tab-";
 
@@ -100,8 +102,8 @@ impl RelayState {
     /// Records a new attachment of `tab_id` (a new session id when it was not attached) and returns its session id.
     pub(crate) fn attached(&mut self, tab_id: i64) -> String {
         if self.attached_tabs.insert(tab_id) {
-            self.next_gen += 1;
-            self.attach_gen.insert(tab_id, self.next_gen);
+            let generation = NEXT_GEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.attach_gen.insert(tab_id, generation);
         }
         self.session_of(tab_id)
     }
@@ -208,7 +210,7 @@ pub(crate) fn cdp_error_reply(cdp_id: u64, err: &Value) -> String {
     json!({"id": cdp_id, "error": {"code": -32000, "message": format!("{code}: {message}"), "data": code}}).to_string()
 }
 
-fn ext_error_reply(cdp_id: u64, e: &ExtensionError) -> String {
+pub(crate) fn ext_error_reply(cdp_id: u64, e: &ExtensionError) -> String {
     match e {
         ExtensionError::Refused { code, message, .. } => {
             cdp_error_reply(cdp_id, &json!({"code": code, "message": message}))
@@ -335,16 +337,26 @@ impl RelayTransport {
                         return;
                     }
                 }
-                let Some(tab_id) = self.tab_of_target(&params) else {
-                    self.ready.push_back(
-                        json!({"id": cdp_id, "error": {"code": -32602, "message": "No target with given id found"}})
-                            .to_string(),
-                    );
-                    return;
-                };
+                let known = self.tab_of_target(&params);
+                let target = params["targetId"].as_str().unwrap_or_default().to_owned();
                 let method = method.to_owned();
-                let session = self.state().owner_session.get(&tab_id).cloned().unwrap_or(session);
                 self.spawn_call(async move {
+                    // A target this relay has not seen (a new link after a re-pairing): learn the tabs, their targets
+                    // and their owners from the extension first.
+                    let tab_id = match known {
+                        Some(t) => Some(t),
+                        None => match link.sync_relay().await {
+                            Ok(()) => link.tab_of_target(&target),
+                            Err(e) => return vec![ext_error_reply(cdp_id, &e)],
+                        },
+                    };
+                    let Some(tab_id) = tab_id else {
+                        return vec![
+                            json!({"id": cdp_id, "error": {"code": -32602, "message": "No target with given id found"}})
+                                .to_string(),
+                        ];
+                    };
+                    let session = link.owner_session(tab_id).unwrap_or(session);
                     let r = match method.as_str() {
                         "Target.closeTarget" => {
                             link.close_tab(&session, tab_id).await.map(|()| json!({"success": true}))
@@ -468,6 +480,10 @@ impl Transport for RelayTransport {
             return Err(TransportError::Closed { reason: reason.clone() });
         }
         if let Some(reason) = self.link.closed_reason() {
+            // Answers queued before the close (failed in-flight calls) still go out first.
+            if let Ok(Inbound::Message(m)) = self.rx.try_recv() {
+                return Ok(m);
+            }
             self.closed = Some(reason.clone());
             return Err(TransportError::Closed { reason });
         }

@@ -1,6 +1,7 @@
 //! The broker mounts the extension endpoint and drives the user's browser through it: a real broker (its own socket and
 //! `extension.sock`), headless Chromium with the real extension, the real native host installed with `install`, and a
-//! real client (`browserd_broker::client::Client`) — open, observe, act, turn end, claim/release, Stop, status.
+//! real client (`browserd_broker::client::Client`) — open, observe, act, turn end, claim/release, Stop, status, the
+//! native host killed mid-action (re-pairing), the user closing a tab mid-action.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -335,5 +336,128 @@ async fn stop_in_the_extension_reports_user_stopped_to_the_caller_and_no_input_f
     assert_eq!(again.code(), ErrorCode::LeaseRevoked, "{again}");
     let len_after = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert_eq!(len_after, len_at_stop, "no input after Stop");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_native_host_repairs_and_keeps_tabs_and_ownership() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
+    let scratch = TabId(opened["tab"].as_u64().unwrap());
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let fill = |v: &str| {
+        json!({"action": "fill", "target": name, "value": v,
+               "expected": [{"kind": "value", "target": name, "equals": v}]})
+    };
+    assert_eq!(c.tool(s, "browser_act", fill("Ada")).await.unwrap()["outcome"], "succeeded");
+
+    // Kill the native host in the middle of a long typing action: the browser sees the port drop, the extension
+    // reconnects (new host, new link). The action in flight is not reported as done and is never replayed.
+    let before = browserd_native::link::probe(&h.socket).await.unwrap().expect("paired");
+    let pid = before["hostPid"].as_i64().unwrap();
+    let text = "abcdefghij".repeat(60);
+    let typing = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": text}));
+    let kill = async {
+        while h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await <= 3 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()), nix::sys::signal::SIGKILL)
+            .unwrap();
+    };
+    let (typed, ()) = tokio::join!(typing, kill);
+    match &typed {
+        Ok(r) => assert_ne!(r["outcome"], "succeeded", "an action cut by the link loss is not reported done: {r}"),
+        Err(e) => assert!(matches!(e.code(), ErrorCode::ConnectionLost | ErrorCode::OutcomeUnknown), "{e}"),
+    }
+    let len_at_kill = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
+    assert!(len_at_kill < 603, "the typing was cut short: {len_at_kill}");
+    let mut after = None;
+    for _ in 0..300 {
+        if let Ok(Some(p)) = browserd_native::link::probe(&h.socket).await
+            && p["hostPid"].as_i64() != Some(pid)
+        {
+            after = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = after.expect("the extension pairs again through a new host");
+    assert_eq!(after["instance"], before["instance"], "the same service worker, no restart");
+
+    // The same tab handle works again: observed through the new link, acted on under a lease granted to it.
+    let mut obs = None;
+    for _ in 0..50 {
+        match c.tool(s, "browser_observe", json!({})).await {
+            Ok(o) => {
+                obs = Some(o);
+                break;
+            }
+            Err(e) => {
+                assert_eq!(e.code(), ErrorCode::ConnectionLost, "only a connection loss is expected meanwhile: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    let obs = obs.expect("observing works after the re-pairing");
+    let len_now = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
+    assert_eq!(len_now, len_at_kill, "nothing of the cut action is replayed");
+    assert!(obs["content"].as_str().unwrap().contains("textbox \"Full name\" focused value=\"Ada"), "{obs}");
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let acted = c
+        .tool(
+            s,
+            "browser_act",
+            json!({"action": "fill", "target": name, "value": "Grace",
+                   "expected": [{"kind": "value", "target": name, "equals": "Grace"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    // Ownership survived in the extension's records: turn end may close the scratch tab it opened.
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })
+        .await
+        .unwrap();
+    assert!(end.ok, "{end:?}");
+    assert_eq!(end.closed, vec![scratch], "{end:?}");
+    let urls: Vec<String> = h.user_tabs().await.iter().map(|t| t["url"].as_str().unwrap().to_owned()).collect();
+    assert!(!urls.contains(&form_url), "{urls:?}");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_user_closing_a_leased_tab_mid_action_gives_a_typed_result() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
+    let tab = opened["tab"].as_u64().unwrap();
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let text = "abcdefghij".repeat(60);
+    let typing = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": text}));
+    let close = async {
+        while h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The user closes the tab (over the harness's own DevTools pipe, not through browserd).
+        let target = h.user_tabs().await.into_iter().find(|t| t["url"] == form_url.as_str()).unwrap();
+        h.browser
+            .cdp()
+            .call(None, "Target.closeTarget", json!({"targetId": target["targetId"]}), Duration::from_secs(10))
+            .await
+            .unwrap();
+    };
+    let (typed, ()) = tokio::join!(typing, close);
+    let typed = typed.expect("a typed action result, not a transport error");
+    assert_eq!(typed["outcome"], "failed", "{typed}");
+    assert_eq!(typed["effects"]["tabsClosed"], json!([format!("t{tab}")]), "the result names the closed tab: {typed}");
+    let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
+    assert!(listed["tabs"].as_array().unwrap().iter().all(|t| t["tab"] != tab), "{listed}");
+    let next = c.tool(s, "browser_observe", json!({"tab": tab})).await.unwrap_err();
+    assert_eq!(next.code(), ErrorCode::TargetClosed, "{next}");
     h.stop().await;
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use browserd_native::install::{
     Brand, CheckStatus, DEV_EXTENSION_ID, DoctorOptions, HOST_NAME, InstallOptions, Locations, Os, check_manifest,
-    doctor, extension_id_from_key, install, uninstall,
+    doctor, extension_id_from_key, install, installed_extension_ids, uninstall,
 };
 use serde_json::Value;
 
@@ -90,6 +90,8 @@ async fn install_doctor_uninstall_round_trip() {
             format!("chrome-extension://{store_id}/")
         ])
     );
+    // The broker's endpoint pairs exactly the ids the installed manifests allow.
+    assert_eq!(installed_extension_ids(&loc), vec![DEV_EXTENSION_ID.to_owned(), store_id.clone()]);
     let wrapper = PathBuf::from(m["path"].as_str().unwrap());
     assert_eq!(wrapper, report.wrapper);
     assert!(std::fs::metadata(&wrapper).unwrap().permissions().mode() & 0o111 != 0);
@@ -133,6 +135,7 @@ async fn install_doctor_uninstall_round_trip() {
     assert!(chrome_manifest.exists());
     assert!(chrome_dir.join("other.host.json").exists());
     assert!(!loc.receipt_path().exists());
+    assert_eq!(installed_extension_ids(&loc), vec![DEV_EXTENSION_ID.to_owned()], "after uninstall: the dev id only");
     // Nothing left to do the second time.
     let again = uninstall(&loc).unwrap();
     assert!(again.removed.is_empty());

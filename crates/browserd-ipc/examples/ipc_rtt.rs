@@ -6,7 +6,7 @@
 //! The runtime directory is a fresh temp dir, never the real `$XDG_RUNTIME_DIR`.
 //!
 //! ```text
-//! cargo run --release -p browserd-ipc --example rtt -- [--calls N] [--connects N] [--in-process]
+//! cargo run --release -p browserd-ipc --example ipc_rtt -- [--calls N] [--connects N] [--in-process]
 //! ```
 
 use std::process::{Child, Command};

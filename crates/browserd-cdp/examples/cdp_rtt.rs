@@ -1,6 +1,6 @@
 //! Measures the CDP round trip over the pipe: `Runtime.evaluate 1+1` on a page session, p50/p95/p99/max in ms.
 //!
-//! `cargo run --release -p browserd-cdp --example rtt -- [N]` (N defaults to 1000, after 50 warm-up calls).
+//! `cargo run --release -p browserd-cdp --example cdp_rtt -- [N]` (N defaults to 1000, after 50 warm-up calls).
 
 use std::time::{Duration, Instant};
 

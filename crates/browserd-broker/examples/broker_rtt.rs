@@ -1,7 +1,7 @@
 //! Measures the warm broker round trip: `status` through a real broker (fake provider, one session with one tab)
 //! over its Unix socket, p50/p95 over many calls, plus `hello` on a fresh connection.
 //!
-//! Run: `cargo run --release -p browserd-broker --example rtt -- [calls] [journal]` (default 5000 calls; with
+//! Run: `cargo run --release -p browserd-broker --example broker_rtt -- [calls] [journal]` (default 5000 calls; with
 //! `journal`, the broker keeps its de-duplication journal and audit ring in a temporary SQLite file).
 
 use std::sync::Arc;
