@@ -6,9 +6,9 @@
 //!   with the same host session id, which re-attaches it within the broker's disconnect grace period.
 //! - `open_session` is `session.open` then `tools.activate` (with the advanced tier when the server serves it):
 //!   an MCP host lists the tools from the start, so they are active from the start.
-//! - Cancellation: the broker protocol has no per-request cancel (the broker ignores client notifications), so
-//!   a cancelled call stops waiting and reports `CANCELLED`; the broker-side operation still finishes. The error
-//!   says to observe before repeating.
+//! - Cancellation: an MCP `notifications/cancelled` cancels the broker request (`broker.cancel`); the broker
+//!   answers `CANCELLED` (or the result, if it finished first). An action cancelled after dispatch may still have
+//!   taken effect, so the error says to observe before repeating.
 //! - Progress: the broker sends none; the MCP layer's heartbeat covers long calls.
 
 use async_trait::async_trait;
@@ -158,14 +158,16 @@ impl ToolBackend for BrokerBackend {
             arguments: request.arguments,
             call_id: request.call_id,
         };
-        tokio::select! {
-            result = self.call(&params) => result,
-            () = cancel.cancelled() => Err(ErrorData::new(
-                ErrorCode::Cancelled,
-                format!("`{}` was cancelled by the MCP client; the broker may still finish it", request.name),
-            )
-            .with_next_step("Observe the tab before repeating the action: it may have taken effect.")),
-        }
+        let client = self.client().await?;
+        client.call_cancellable(&params, &cancel).await.map_err(|e| {
+            let mut data = e.into_error_data();
+            if data.code == ErrorCode::Cancelled {
+                data =
+                    ErrorData::new(ErrorCode::Cancelled, format!("`{}` was cancelled by the MCP client", request.name))
+                        .with_next_step("Observe the tab before repeating the action: it may have taken effect.");
+            }
+            data
+        })
     }
 
     async fn list_tools(&self, session: &SessionId) -> Result<Vec<ToolSpec>, ErrorData> {
