@@ -283,8 +283,10 @@ struct Renderer<'a> {
     containers: Vec<(String, i64)>,
     expand: Vec<(String, i64)>,
     context: Vec<String>,
-    /// Interactive lines: (line index, role, name, context).
-    inter: Vec<(usize, String, String, Option<String>)>,
+    /// Interactive lines: (line index, role, name, context chain from outermost to nearest).
+    inter: Vec<(usize, String, String, Vec<String>)>,
+    /// Depth of table rows being rendered (their cells share one line, joined with ` | `).
+    row_depth: u32,
     /// Depth of operable ancestors (heuristic clickables inside them get no ref of their own).
     in_operable: u32,
     /// Whether a node has a semantic operable node below it (memo).
@@ -337,8 +339,11 @@ impl Renderer<'_> {
         if self.pending.is_empty() {
             return;
         }
-        let t = truncate(&std::mem::take(&mut self.pending), 160);
-        self.push_raw(self.pending_indent, None, t);
+        let pending = std::mem::take(&mut self.pending);
+        let t = truncate(pending.trim_end_matches(" |"), 160);
+        if !t.is_empty() {
+            self.push_raw(self.pending_indent, None, t);
+        }
     }
 
     /// Text of a subtree (for names of generic clickables).
@@ -382,6 +387,12 @@ impl Renderer<'_> {
         let n = ax.nodes.get(id)?;
         let role = n.role.as_str();
         if INTERACTIVE.contains(&role) {
+            if matches!(role, "option" | "MenuListOption" | "ListBoxOption")
+                && self.dom(frame, n).is_some_and(|d| d.tag == "option")
+            {
+                // Native options are listed on their select's line and chosen with the `select` action.
+                return None;
+            }
             let shown = match role {
                 "ListBoxOption" | "MenuListOption" => "option",
                 "PopUpButton" => "combobox",
@@ -526,6 +537,12 @@ impl Renderer<'_> {
             }
             _ => {}
         }
+        if self.dom(frame, n).is_some_and(|d| d.tag == "option") {
+            // A native option outside a select (its select lists the others): plain text.
+            let name = n.name.clone();
+            self.text(indent, &name);
+            return;
+        }
         let op = self.operable(frame, ax, id);
         // A heuristic operable (focusable, pointer, listener) that contains operable nodes is a container: it keeps
         // a ref (to scroll it or expand it) only when it is focusable or shows a pointer, and its children are listed
@@ -555,7 +572,18 @@ impl Renderer<'_> {
                 "#".repeat(usize::try_from(level).unwrap_or(2)),
                 n.name.split_whitespace().collect::<Vec<_>>().join(" ")
             );
-            self.push(indent, None, truncate(&text, 120));
+            // A heading that only repeats the name of the container just opened (`region "Inbox":`) is left out.
+            let label = format!(" {}:", quote(&n.name, 60));
+            let repeats = indent > 0
+                && self.pending.is_empty()
+                && self
+                    .out
+                    .lines
+                    .last()
+                    .is_some_and(|l| l.node_ref.is_none() && l.indent + 1 == indent && l.text.ends_with(&label));
+            if !repeats {
+                self.push(indent, None, truncate(&text, 120));
+            }
             let q = quote(&n.name, 40);
             if !self.context.last().is_some_and(|c| c.ends_with(&q)) {
                 self.context.push(format!("heading {q}"));
@@ -565,6 +593,30 @@ impl Renderer<'_> {
             }
             self.flush_text();
             // A heading stays the context of what follows until the next structural change.
+            return;
+        }
+        if role == "row" && container_ref.is_none() {
+            // One line per row: cells joined with ` | `; operable cells get their own lines right after it.
+            self.flush_text();
+            let ctx_len = self.context.len();
+            let mut t = String::new();
+            self.first_text(ax, id, &mut t);
+            if t.is_empty() {
+                t.clone_from(&n.name);
+            }
+            if !t.trim().is_empty() {
+                self.context.push(format!("row {}", quote(&t, 40)));
+            }
+            let start = self.out.lines.len();
+            let inter_start = self.inter.len();
+            self.row_depth += 1;
+            for c in &children {
+                self.walk(frame, c, indent, false);
+            }
+            self.row_depth -= 1;
+            self.flush_text();
+            self.context.truncate(ctx_len);
+            self.merge_row(start, inter_start);
             return;
         }
         let structural = container_ref.is_some()
@@ -636,17 +688,53 @@ impl Renderer<'_> {
                 | "term"
                 | "definition"
         );
-        if block {
+        let cell = matches!(role.as_str(), "cell" | "gridcell" | "columnheader" | "rowheader");
+        if cell && self.row_depth > 0 {
+            if !self.pending.is_empty() && !self.pending.ends_with(" |") {
+                self.pending.push_str(" |");
+            }
+        } else if block {
             self.flush_text();
         }
         let child_named = named || (NAME_FROM_CONTENT.contains(&role.as_str()) && !n.name.is_empty() && role != "cell");
         for c in &children {
             self.walk(frame, c, indent, child_named);
         }
-        if block {
+        if block && !(cell && self.row_depth > 0) {
             self.flush_text();
         }
         self.context.truncate(ctx_len);
+    }
+
+    /// A row with exactly one operable cell becomes that cell's line, with the other cells as its context:
+    /// `[e4] button "Edit" (row: Ann | Active | $12)`.
+    fn merge_row(&mut self, start: usize, inter_start: usize) {
+        let lines = &self.out.lines[start..];
+        if self.inter.len() != inter_start + 1
+            || lines.iter().filter(|l| l.node_ref.is_some()).count() != 1
+            || lines.iter().any(|l| l.indent != lines[0].indent)
+        {
+            return;
+        }
+        let Some(pos) = lines.iter().position(|l| l.node_ref.is_some()) else { return };
+        if self.inter[inter_start].0 != start + pos {
+            return;
+        }
+        let cells: Vec<&str> = lines.iter().filter(|l| l.node_ref.is_none()).map(|l| l.text.as_str()).collect();
+        if cells.is_empty() {
+            return;
+        }
+        let context = truncate(&cells.join(" | "), 120);
+        let mut line = self.out.lines[start + pos].clone();
+        let _ = write!(line.text, " (row: {context})");
+        let removed: usize = lines.iter().map(|l| l.text.len() + usize::from(l.indent) * 2 + 1).sum();
+        self.bytes = self.bytes.saturating_sub(removed) + line.text.len() + usize::from(line.indent) * 2 + 1;
+        self.out.lines.truncate(start);
+        self.out.lines.push(line);
+        let entry = &mut self.inter[inter_start];
+        entry.0 = start;
+        // The row text tells it apart from its namesakes in other rows; only identical rows still need context.
+        entry.2 = format!("{}\u{0}{context}", entry.2);
     }
 
     /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
@@ -707,6 +795,10 @@ impl Renderer<'_> {
             name = t;
         }
         let mut states = self.states(n, shown, dom.as_ref());
+        if dom.as_ref().is_some_and(|d| d.tag == "select") {
+            // A closed native select says nothing by being collapsed; it is operated with the `select` action.
+            states.retain(|s| s != "collapsed");
+        }
         let meta = self.frames.get(frame);
         let (key, epoch) = meta.map_or((0, 0), |m| (m.key, m.epoch));
         let Some(backend) = n.backend else {
@@ -767,12 +859,7 @@ impl Renderer<'_> {
             let inner = self.click_descendant(frame, ax, id, 0);
             self.refs.set_click_backend(&r, inner);
         }
-        let ctx = match self.context.len() {
-            0 => None,
-            1 => self.context.last().cloned(),
-            n if self.context[n - 2].starts_with("heading ") => self.context.last().cloned(),
-            n => Some(format!("{} in {}", self.context[n - 1], self.context[n - 2])),
-        };
+        let ctx = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
             self.inter.push((idx, shown.to_owned(), name.trim().to_owned(), ctx));
@@ -813,18 +900,41 @@ impl Renderer<'_> {
         }
     }
 
-    /// Adds context to interactive lines that share a role and name; an ordinal only where context is not enough.
+    /// Adds context to interactive lines that share a role and name: the nearest context (row, list item, named
+    /// container, heading) that no other line of the group shares; an ordinal only where no context is enough.
     fn disambiguate(&mut self) {
         let mut groups: HashMap<(String, String), Vec<usize>> = HashMap::new();
         for (i, (_, role, name, _)) in self.inter.iter().enumerate() {
             groups.entry((role.clone(), name.clone())).or_default().push(i);
         }
         for idxs in groups.values().filter(|g| g.len() > 1) {
-            let mut by_ctx: HashMap<Option<String>, Vec<usize>> = HashMap::new();
+            let mut unresolved: HashMap<Option<String>, Vec<usize>> = HashMap::new();
             for &i in idxs {
-                by_ctx.entry(self.inter[i].3.clone()).or_default().push(i);
+                let chain = &self.inter[i].3;
+                let unique = chain
+                    .iter()
+                    .rev()
+                    .find(|c| idxs.iter().filter(|&&j| j != i).all(|&j| !self.inter[j].3.contains(c)));
+                // Else the nearest context with the nearest outer one that, together, no other line shares.
+                let pair = || {
+                    let (near, outer) = chain.split_last()?;
+                    let far = outer.iter().rev().find(|c| {
+                        idxs.iter()
+                            .filter(|&&j| j != i)
+                            .all(|&j| !(self.inter[j].3.contains(near) && self.inter[j].3.contains(c)))
+                    })?;
+                    Some(format!("{near} in {far}"))
+                };
+                match unique.cloned().or_else(pair) {
+                    Some(c) => {
+                        let extra = format!(" (in {c})");
+                        let line = self.inter[i].0;
+                        self.out.lines[line].text.push_str(&extra);
+                    }
+                    None => unresolved.entry(chain.last().cloned()).or_default().push(i),
+                }
             }
-            for (ctx, members) in &by_ctx {
+            for (ctx, members) in &unresolved {
                 let total = members.len();
                 for (nth, &i) in members.iter().enumerate() {
                     let line = self.inter[i].0;
@@ -991,6 +1101,7 @@ pub(crate) async fn build(
         context: Vec::new(),
         inter: Vec::new(),
         in_operable: 0,
+        row_depth: 0,
         below: std::cell::RefCell::new(HashMap::new()),
     };
     let (start_frame, start_id) = match &within {

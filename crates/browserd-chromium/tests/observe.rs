@@ -30,6 +30,7 @@ async fn fixture_pages_render_compactly() {
         ("toast", "/toast.html"),
         ("virtual_list", "/virtual-list.html"),
         ("slow", "/slow.html?delay=10"),
+        ("generated_100", "/gen/elements?n=100"),
     ] {
         insta::assert_snapshot!(name, snapshot_of(path).await);
     }
@@ -146,6 +147,33 @@ async fn diffs_follow_a_cursor_and_old_cursors_resync() {
     }
     let old = page.observe_with(ObserveParams { since: Some(o.cursor.clone()), ..Default::default() }).await;
     assert!(old.resync_required);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_selects_and_duplicates_render_in_few_lines() {
+    let html = "data:text/html,<title>t</title><table><tr><th>Name</th><th>Plan</th><th>Action</th></tr>\
+        <tr><td>Ann</td><td>Pro</td><td><button>Edit</button></td></tr>\
+        <tr><td>Bob</td><td>Free</td><td><button>Edit</button></td></tr></table>\
+        <ul><li>Mail <button>Delete</button></li><li>Lunch <button>Delete</button></li></ul>\
+        <select aria-label=Size><option>Small</option><option>Large</option></select>";
+    let page = Page::open(html).await;
+    let o = page.observe().await;
+    // Lines without their `[eN] ` prefix.
+    let lines: Vec<&str> =
+        o.content.lines().map(|l| l.trim_start()).map(|l| l.split_once("] ").map_or(l, |(_, rest)| rest)).collect();
+    for want in [
+        "Name | Plan | Action",
+        "button \"Edit\" (row: Ann | Pro)",
+        "button \"Edit\" (row: Bob | Free)",
+        "button \"Delete\" (in listitem \"Mail\")",
+        "button \"Delete\" (in listitem \"Lunch\")",
+        "combobox \"Size\" value=\"Small\" options=[Small|Large]",
+    ] {
+        assert!(lines.contains(&want), "missing {want:?} in\n{}", o.content);
+    }
+    assert!(!o.content.contains("option \""), "native options get no refs of their own:\n{}", o.content);
+    assert_eq!(o.node_count, 5, "{}", o.content);
     page.close().await;
 }
 

@@ -143,18 +143,21 @@ pub struct ObservationDiff {
     pub removed: Vec<NodeRef>,
 }
 
-/// What `browser_observe` returns.
+/// What `browser_observe` returns. Fields at their default (no frames besides the main one, no diff, not truncated,
+/// fully loaded, ...) are left out of the JSON.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Observation {
     /// Page URL.
     pub url: String,
     /// Page title.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub title: String,
     /// The compact line rendering of the page, framed as untrusted content. Empty for a diff.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub content: String,
-    /// Frames of the page (main frame first).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// Frames of the page (main frame first); left out when the main frame is the only one.
+    #[serde(default, skip_serializing_if = "only_main_frame")]
     pub frames: Vec<FrameSummary>,
     /// Operable nodes listed.
     #[serde(default)]
@@ -162,14 +165,14 @@ pub struct Observation {
     /// Set when content was left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<Truncation>,
-    /// Pass as `since` to get only changes next time.
+    /// Pass as `since` to get only changes next time (`connection.tab.revision`).
     #[serde(default)]
     pub cursor: String,
-    /// Observation revision of this tab.
-    #[serde(default)]
+    /// Observation revision of this tab (in-process only; on the wire it is the last part of `cursor`).
+    #[serde(skip)]
     pub revision: u64,
-    /// Connection epoch; refs from other epochs are stale.
-    #[serde(default)]
+    /// Connection epoch (in-process only; on the wire it is the first part of `cursor`).
+    #[serde(skip)]
     pub connection_epoch: u64,
     /// Changes since `since`, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -186,12 +189,25 @@ pub struct Observation {
     /// The focused node's ref.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focused: Option<NodeRef>,
-    /// Loading state.
-    #[serde(default)]
+    /// Loading state; left out when complete.
+    #[serde(default, skip_serializing_if = "LoadState::is_complete")]
     pub load_state: LoadState,
     /// Screenshot, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<Screenshot>,
+}
+
+impl LoadState {
+    /// Whether the document is fully loaded.
+    #[must_use]
+    pub fn is_complete(&self) -> bool {
+        *self == Self::Complete
+    }
+}
+
+/// Whether `frames` says nothing beyond the observation itself: at most the main frame, in process.
+fn only_main_frame(frames: &[FrameSummary]) -> bool {
+    frames.len() <= 1 && frames.iter().all(|f| f.frame.is_empty() && !f.out_of_process)
 }
 
 /// Image format of a screenshot.
@@ -760,6 +776,33 @@ mod tests {
         let err = serde_json::from_str::<ActParams>(r#"{"action":"click","at":{"imageId":"i","x":1,"y":2,"z":0}}"#)
             .unwrap_err();
         assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+
+    #[test]
+    fn observations_leave_out_default_fields() {
+        let main =
+            FrameSummary { frame: String::new(), url: "http://a/".into(), out_of_process: false, document_epoch: 3 };
+        let o = Observation {
+            url: "http://a/".into(),
+            content: "<untrusted-page-content>\n</untrusted-page-content>".into(),
+            frames: vec![main.clone()],
+            cursor: "2.1.4".into(),
+            revision: 4,
+            connection_epoch: 2,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&o).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["content", "cursor", "nodeCount", "url"]);
+        let child =
+            FrameSummary { frame: "f1".into(), url: "http://b/".into(), out_of_process: true, document_epoch: 1 };
+        let o = Observation { frames: vec![main, child], load_state: LoadState::Loading, ..o };
+        let v = serde_json::to_value(&o).unwrap();
+        assert_eq!(v["frames"][1]["frame"], "f1");
+        assert_eq!(v["loadState"], "loading");
+        let back: Observation = serde_json::from_value(v).unwrap();
+        assert_eq!(back.frames, o.frames);
     }
 
     #[test]
