@@ -206,15 +206,21 @@ async fn act(
     let res = rt.act(s, tab, &params, None).await?;
     let ms = ms_since(t);
     let target = params.target.as_ref().map_or(String::new(), |r| r.0.clone());
-    let mut text =
-        format!("{what} {target}: {:?}/{:?}, postcondition {:?}", res.outcome, res.dispatch, res.postcondition);
+    let wire = serde_json::to_value(&res)?;
+    let field = |k: &str| wire.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let mut text = format!(
+        "{what} {target}: outcome {}, dispatch {}, postcondition {}",
+        field("outcome"),
+        field("dispatch"),
+        field("postcondition")
+    );
     if let Some(code) = &res.code {
         text.push_str(&format!(", {code}"));
     }
     if let Some(c) = &res.covering {
         text.push_str(&format!(" — covered by [{}] {} \"{}\"", c.node.0, c.role, c.name));
     }
-    p.step(turn, "act", ms, &text, json!({"tab": tab.0, "result": serde_json::to_value(&res)?}));
+    p.step(turn, "act", ms, &text, json!({"tab": tab.0, "result": wire}));
     Ok(res)
 }
 
@@ -237,7 +243,9 @@ async fn list(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64) -> Result<()
             let field = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
             let mark = field("mark");
             let mark = if mark.is_empty() { String::new() } else { format!(" marked {mark}") };
-            format!("t{} {} {}{mark}", v.get("tab").unwrap_or(&Value::Null), field("provenance"), field("state"))
+            let state = field("state");
+            let state = if state.is_empty() { String::new() } else { format!(" {state}") };
+            format!("t{} {}{state}{mark}", v.get("tab").unwrap_or(&Value::Null), field("provenance"))
         })
         .collect::<Vec<_>>()
         .join(", ");
