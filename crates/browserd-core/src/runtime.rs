@@ -96,6 +96,13 @@ impl std::fmt::Debug for Runtime {
 
 type SessionLock = Arc<tokio::sync::Mutex<()>>;
 
+/// One running operation of a session (see `Runtime::serialized`). Fields drop in order: the serial lock is
+/// released before the operation stops counting as active.
+struct SessionOp {
+    _serial: tokio::sync::OwnedMutexGuard<()>,
+    _active: ActiveGuard,
+}
+
 struct Inner {
     provider: Arc<dyn Provider>,
     clock: Arc<dyn Clock>,
@@ -248,6 +255,15 @@ impl Runtime {
             ));
         }
         Ok(guard)
+    }
+
+    /// Enters one operation of `session`: counts it as active (refused while shutting down) and takes the
+    /// session's serial lock, so finalize, turn end and disposal of one session never interleave. Hold the returned
+    /// guard for the whole operation.
+    async fn serialized(&self, session: &SessionKey) -> Result<SessionOp, CoreError> {
+        let active = self.enter()?;
+        let serial = self.slot(session)?.lock_owned().await;
+        Ok(SessionOp { _serial: serial, _active: active })
     }
 
     fn slot(&self, session: &SessionKey) -> Result<SessionLock, CoreError> {
@@ -455,9 +471,7 @@ impl Runtime {
 
     /// `turn.begin`. Idempotent while a turn is open.
     pub async fn begin_turn(&self, session: &SessionKey) -> Result<u64, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().begin_turn(session)
     }
 
@@ -465,9 +479,7 @@ impl Runtime {
     /// the host and `browser_status` only. Refused cleanup is reported in
     /// [`CleanupReport::auto_cleanup_refused`] and in status.
     pub async fn end_turn(&self, session: &SessionKey) -> Result<CleanupReport, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         let _ = self.ensure_connected(session).await;
         let caps = self.inner.provider.capabilities();
@@ -484,9 +496,7 @@ impl Runtime {
 
     /// `tools.activate`. Idempotent; returns whether the state changed.
     pub async fn activate_tools(&self, session: &SessionKey) -> Result<bool, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         let now = self.now();
         self.engine().activate_tools(session, now)
     }
@@ -495,9 +505,7 @@ impl Runtime {
 
     /// `browser_open`: create a scratch tab owned by the session.
     pub async fn open_tab(&self, session: &SessionKey, url: &str) -> Result<TabView, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
@@ -511,9 +519,7 @@ impl Runtime {
 
     /// `browser_claim`: take control of a user tab (released, never closed, at cleanup).
     pub async fn claim_tab(&self, session: &SessionKey, tab: TabHandle) -> Result<TabView, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
         refuse_locally(self.engine().check_claim(session, tab))?;
@@ -530,9 +536,7 @@ impl Runtime {
 
     /// `browser_list`: every live tab with its provenance as seen by the session.
     pub async fn list_tabs(&self, session: &SessionKey) -> Result<Vec<TabView>, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.prelude(session).await;
         Ok(self.engine().list_tabs(session))
@@ -560,9 +564,7 @@ impl Runtime {
     }
 
     async fn mark(&self, session: &SessionKey, tab: TabHandle, kind: MarkKind) -> Result<Mark, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         self.engine().mark(session, tab, kind)
     }
@@ -570,9 +572,7 @@ impl Runtime {
     /// `browser_handoff`: mark handoff, detach the tab's debugger, drop the write lease; the
     /// page and its ownership stay (retained through this turn's end).
     pub async fn handoff(&self, session: &SessionKey, tab: TabHandle) -> Result<CleanupReport, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         let now = self.now();
         let plan = self.engine().plan_handoff(session, tab, now)?;
@@ -586,9 +586,7 @@ impl Runtime {
         tabs: &[TabHandle],
         groups: &[GroupHandle],
     ) -> Result<CleanupReport, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.prelude(session).await;
         let now = self.now();
@@ -598,9 +596,7 @@ impl Runtime {
 
     /// `browser_cleanup` (task finalize). Tools stay active; the bridge stays up.
     pub async fn finalize(&self, session: &SessionKey, inputs: &FinalizeInputs) -> Result<CleanupReport, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
         let _ = self.ensure_connected(session).await;
@@ -614,9 +610,7 @@ impl Runtime {
     /// `browser_context_reset`: finalize first; tools are deactivated only if it fully
     /// succeeded. Never reports success for a failed cleanup.
     pub async fn context_reset(&self, session: &SessionKey) -> Result<CleanupReport, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         let _ = self.ensure_connected(session).await;
         let now = self.now();
@@ -628,9 +622,7 @@ impl Runtime {
 
     /// Acquire the tab's write lease; returns its fencing token.
     pub async fn acquire_write_lease(&self, session: &SessionKey, tab: TabHandle) -> Result<FencingToken, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         let now = self.now();
         self.engine().acquire_write_lease(session, tab, now)
@@ -638,9 +630,7 @@ impl Runtime {
 
     /// Release the tab's write lease. Idempotent.
     pub async fn release_write_lease(&self, session: &SessionKey, tab: TabHandle) -> Result<bool, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().release_write_lease(session, tab)
     }
 
@@ -677,9 +667,7 @@ impl Runtime {
         tab: TabHandle,
         params: &ObserveParams,
     ) -> Result<Observation, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         // Local refusals (another session's tab, a user tab) come before any browser round trip.
         self.drain_events(session).await;
@@ -701,9 +689,7 @@ impl Runtime {
         params: &ActParams,
         token: Option<FencingToken>,
     ) -> Result<ActionResult, CoreError> {
-        let _active = self.enter()?;
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
+        let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
         refuse_locally(self.engine().check_tab_access(session, tab))?;
