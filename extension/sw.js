@@ -129,21 +129,36 @@ async function detachQuiet(tabId) {
 
 /** Closes the gate locally first (no round trip), then detaches and tells the broker. Pages stay open. */
 async function stopNow(via, reason) {
+  const t0 = performance.now();
+  const dispatchedBeforeStop = gate.dispatched;
   const dropped = gate.stop();
+  const gateClosedMs = performance.now() - t0;
   const epoch = gate.epoch;
   const at = Date.now();
   chrome.storage.session.set({ controlEpoch: epoch });
   const tabs = [...attached];
   attached.clear();
   await Promise.allSettled(tabs.map((tabId) => chrome.debugger.detach({ tabId })));
-  lastStop = { via, reason: reason ?? null, at, controlEpoch: epoch, droppedInputs: dropped, detached: tabs };
+  lastStop = {
+    via,
+    reason: reason ?? null,
+    at,
+    controlEpoch: epoch,
+    droppedInputs: dropped,
+    dispatchedBeforeStop,
+    detached: tabs,
+    timings: { gateClosedMs, detachedMs: performance.now() - t0 },
+  };
   emit('stopped', lastStop);
   return lastStop;
 }
 
-chrome.commands.onCommand.addListener((command) => {
-  if (command === 'stop-agent') stopNow('keyboard');
-});
+/** The keyboard command's listener (manifest `commands.stop-agent`, Alt+Shift+S by default). */
+function onCommand(command) {
+  if (command === 'stop-agent') return stopNow('keyboard');
+  return undefined;
+}
+chrome.commands.onCommand.addListener(onCommand);
 
 chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
   if (msg?.type === 'popup.stop') { stopNow('popup').then(reply, (e) => reply({ error: errorOf(e) })); return true; }
@@ -270,6 +285,11 @@ async function onHostMessage(msg) {
     send({ type: 'reply', id: msg.id, ok: false, error: errorOf(e) });
   }
 }
+
+// Reachable only from this worker's own global scope (DevTools on the service worker, the end-to-end tests and the
+// relay benchmark); no web page and no other extension can reach it. Headless Chromium cannot press a keyboard
+// shortcut, so the tests call the very listener registered for the command.
+globalThis.browserd = { onCommand, status, instance: INSTANCE };
 
 // ---- connection with backoff --------------------------------------------------------------------------------------
 

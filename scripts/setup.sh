@@ -2,6 +2,7 @@
 #! Installs what browserd needs on a fresh Debian/Ubuntu machine, only when it is missing, and says what it does.
 #
 # - Debian's `chromium` (apt) — the managed browser for the demo and the real-browser tests;
+# - Debian's `xvfb` (apt) — a virtual display for the headed-Chromium test;
 # - nothing else system-wide: Rust (with cargo) must already be there (https://rustup.rs);
 # - Node.js (20 or newer) with npm, for the Pi/DSH adapter tests: Debian's `nodejs npm` when missing;
 # - npm packages for the adapters and the benchmark side-by-side are installed (npm ci, pinned lockfiles) by the
@@ -29,6 +30,18 @@ else
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq chromium >/dev/null
   say "chromium: installed ($(/usr/lib/chromium/chromium --version 2>/dev/null))"
+fi
+
+if command -v Xvfb >/dev/null 2>&1; then
+  say "xvfb: found ($(command -v Xvfb))"
+else
+  say "xvfb: missing — installing Debian's 'xvfb' package with apt-get (a virtual display for the headed test)"
+  sudo_cmd=""
+  if [ "$(id -u)" != 0 ]; then sudo_cmd="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_cmd apt-get update -qq
+  $sudo_cmd apt-get install -y -qq xvfb >/dev/null
+  say "xvfb: installed"
 fi
 
 if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then

@@ -57,12 +57,16 @@ pub struct BrowserdOptions {
     pub budget: Budget,
     /// Deadline of one provider call (navigation, observation, action).
     pub call_timeout: Duration,
+    /// Change the page a little before every timed observation (untimed), so that no observation can reuse what
+    /// an earlier one read: the cost of observing a page that changed since (observer `browserd-cold`).
+    pub cold: bool,
 }
 
 /// browserd's own observation and action loop on a managed Chromium.
 pub struct BrowserdObserver {
     name: &'static str,
     params: ObserveParams,
+    cold: bool,
     call_timeout: Duration,
     provider: Arc<ChromiumProvider>,
     browser: Option<ManagedBrowser>,
@@ -79,7 +83,7 @@ impl std::fmt::Debug for BrowserdObserver {
 impl BrowserdObserver {
     /// Launches a headless managed Chromium (1280×720 window, like the Playwright MCP run) and connects the provider.
     pub async fn start(options: &BrowserdOptions) -> Result<BrowserdObserver, ObserverError> {
-        let name = options.budget.observer_name();
+        let name = if options.cold { "browserd-cold" } else { options.budget.observer_name() };
         let start_error = |reason: String| ObserverError::Start { observer: name.into(), reason };
         if !options.chromium.is_file() {
             return Err(start_error(format!(
@@ -106,6 +110,7 @@ impl BrowserdObserver {
         Ok(BrowserdObserver {
             name,
             params: options.budget.params(),
+            cold: options.cold,
             call_timeout: options.call_timeout,
             provider,
             browser: Some(browser),
@@ -180,7 +185,10 @@ impl BrowserdObserver {
             .observe(&self.ctx("bench-observe"), tab, &self.params)
             .await
             .map_err(|e| self.page_error(url, format!("observing: {e}")))?;
-        let text = serde_json::to_string(&observation)
+        // Exactly what the MCP server sends the model: the broker turns the `Observation` into a JSON value and
+        // `browserd-mcp` (`render::success`) sends that value's compact text as the tool result's text block.
+        let text = serde_json::to_value(&observation)
+            .map(|v| v.to_string())
             .map_err(|e| self.page_error(url, format!("serialising the observation: {e}")))?;
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok((text, observation, ms))
@@ -189,10 +197,18 @@ impl BrowserdObserver {
     async fn observe_open(&self, url: &str, tab: TabHandle, runs: usize) -> Result<Observation, ObserverError> {
         let mut ms_runs = Vec::with_capacity(runs);
         let mut last = None;
-        for _ in 0..runs.max(1) {
+        let toucher = if self.cold { Some(self.attach_page(url).await?) } else { None };
+        for run in 0..runs.max(1) {
+            if let Some(session) = &toucher {
+                self.touch_page(url, session, run).await?;
+            }
             let (text, observation, ms) = self.observe_once(url, tab).await?;
             ms_runs.push(ms);
             last = Some((text, observation));
+        }
+        if let (Some(session), Some(browser)) = (&toucher, &self.browser) {
+            let detach = json!({"sessionId": session.0});
+            let _ = browser.cdp().call(None, "Target.detachFromTarget", detach, self.call_timeout).await;
         }
         let (text, observation) = last.unwrap_or_default();
         let omitted_nodes = observation.truncated.map(|t| t.omitted_nodes);
@@ -255,6 +271,41 @@ impl BrowserdObserver {
             );
         }
         Ok(Observation { text, content: None, ms_runs, omitted_nodes: None, failures })
+    }
+
+    /// A CDP session of the bench's own on the page open at `url` (the only page tab of this browser).
+    async fn attach_page(&self, url: &str) -> Result<SessionId, ObserverError> {
+        let Some(browser) = &self.browser else { return Err(self.page_error(url, "the browser is shut down")) };
+        let cdp = browser.cdp();
+        let targets = cdp
+            .call(None, "Target.getTargets", json!({}), self.call_timeout)
+            .await
+            .map_err(|e| self.page_error(url, format!("Target.getTargets: {e}")))?;
+        let target = targets["targetInfos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|t| t["type"] == "page" && t["url"].as_str() == Some(url))
+            .and_then(|t| t["targetId"].as_str())
+            .ok_or_else(|| self.page_error(url, "no page target with this URL to change between runs"))?
+            .to_owned();
+        let attached = cdp
+            .call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), self.call_timeout)
+            .await
+            .map_err(|e| self.page_error(url, format!("Target.attachToTarget: {e}")))?;
+        Ok(SessionId(attached["sessionId"].as_str().unwrap_or_default().to_owned()))
+    }
+
+    /// Sets a data attribute on `<html>` (untimed): the smallest DOM change, which nothing read before survives.
+    async fn touch_page(&self, url: &str, session: &SessionId, run: usize) -> Result<(), ObserverError> {
+        let Some(browser) = &self.browser else { return Err(self.page_error(url, "the browser is shut down")) };
+        let expression = format!("document.documentElement.dataset.benchRun = '{run}'");
+        browser
+            .cdp()
+            .call(Some(session), "Runtime.evaluate", json!({"expression": expression}), self.call_timeout)
+            .await
+            .map_err(|e| self.page_error(url, format!("changing the page between runs: {e}")))?;
+        Ok(())
     }
 
     /// `runs` raw CDP round trips: `Runtime.evaluate 1+1` on a page session of its own, over the pipe, through
@@ -397,7 +448,8 @@ pub fn find_ref(content: &str, role: &str, name: &str) -> Option<String> {
     Some(first.0)
 }
 
-/// `e12`, `f2e5`: an optional frame prefix `f<digits>`, then `e<digits>`.
+/// `e12`, `f2e5`, `e12b`: an optional frame prefix `f<digits>`, then `e<digits>`, then the browser connection's tag
+/// (lowercase letters; none on a process's first connection).
 fn is_ref(s: &str) -> bool {
     let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
     let element = match s.strip_prefix('f') {
@@ -407,7 +459,9 @@ fn is_ref(s: &str) -> bool {
         },
         None => s,
     };
-    element.strip_prefix('e').is_some_and(digits)
+    let Some(number) = element.strip_prefix('e') else { return false };
+    let tag = number.find(|c: char| !c.is_ascii_digit()).unwrap_or(number.len());
+    digits(&number[..tag]) && number[tag..].len() <= 8 && number[tag..].chars().all(|c| c.is_ascii_lowercase())
 }
 
 /// The name in a quoted string whose opening quote was consumed: `\"` stands for `"`, the first bare `"` ends it.
@@ -463,10 +517,10 @@ mod tests {
 
     #[test]
     fn refs_are_frame_qualified_element_numbers() {
-        for good in ["e1", "e120", "f2e5", "f10e3"] {
+        for good in ["e1", "e120", "f2e5", "f10e3", "e1b", "f2e5ab"] {
             assert!(is_ref(good), "{good}");
         }
-        for bad in ["", "e", "f2", "fe1", "f2e", "x1", "e1a", "f#e1", "E1"] {
+        for bad in ["", "e", "f2", "fe1", "f2e", "x1", "eb", "e1B", "e1b2", "f#e1", "E1"] {
             assert!(!is_ref(bad), "{bad}");
         }
     }

@@ -16,7 +16,7 @@ use crate::stats::{Summary, round3};
 use crate::tokens::count_tokens;
 
 /// Every observer this binary knows, in run order; the first is the baseline of the `compare` rows.
-pub const OBSERVERS: &[&str] = &["playwright-mcp", "browserd", "browserd-unbounded"];
+pub const OBSERVERS: &[&str] = &["playwright-mcp", "browserd", "browserd-unbounded", "browserd-cold"];
 
 /// Command-line options.
 #[derive(Debug, Clone, Parser)]
@@ -34,6 +34,16 @@ pub struct Args {
     /// Which pages: `all`, `generated` or `fixtures`.
     #[arg(long, default_value = "all")]
     pub pages: String,
+    /// Only the pages whose path contains one of these strings (repeatable), e.g. `--page form --page n=1000`.
+    #[arg(long = "page")]
+    pub page_filter: Vec<String>,
+    /// Measure the broker's memory instead: its idle RSS, then a soak of this many connect/open/close/disconnect
+    /// cycles against `browserd broker run` (module `broker_soak`). 0 (the default) runs the observation benchmarks.
+    #[arg(long, default_value_t = 0)]
+    pub broker_soak: usize,
+    /// The `browserd` executable for `--broker-soak` (default: next to this binary).
+    #[arg(long)]
+    pub browserd: Option<PathBuf>,
     /// Observers to run (repeatable); default: all of them.
     #[arg(long = "observer")]
     pub observers: Vec<String>,
@@ -108,6 +118,12 @@ pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
             });
         }
     }
+    if !args.page_filter.is_empty() {
+        out.retain(|t| args.page_filter.iter().any(|f| t.path.contains(f.as_str())));
+        if out.is_empty() {
+            return Err(RunError::Usage(format!("--page {}: no page matches", args.page_filter.join(", --page "))));
+        }
+    }
     Ok(out)
 }
 
@@ -124,10 +140,11 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
             }
             Ok(Box::new(PlaywrightMcp::start(&options).await?))
         }
-        "browserd" | "browserd-unbounded" => {
-            let budget = if name == "browserd" { Budget::Default } else { Budget::Unbounded };
+        "browserd" | "browserd-cold" | "browserd-unbounded" => {
+            let budget = if name == "browserd-unbounded" { Budget::Unbounded } else { Budget::Default };
             let chromium = args.chromium.clone().unwrap_or_else(|| PlaywrightOptions::from_env().chromium);
-            let options = BrowserdOptions { chromium, budget, call_timeout: std::time::Duration::from_secs(60) };
+            let cold = name == "browserd-cold";
+            let options = BrowserdOptions { chromium, budget, call_timeout: std::time::Duration::from_secs(60), cold };
             Ok(Box::new(BrowserdObserver::start(&options).await?))
         }
         other => Err(ObserverError::Start {
@@ -139,6 +156,9 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
 
 /// Runs the benchmark; returns the number of failed measurements (0 = all good).
 pub async fn run(args: Args) -> Result<usize, RunError> {
+    if args.broker_soak > 0 {
+        return Ok(crate::broker_soak::run(&args).await);
+    }
     if args.runs == 0 {
         return Err(RunError::Usage("--runs must be at least 1".into()));
     }
@@ -212,7 +232,9 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                 break; // the session is gone; the remaining pages of this observer cannot be measured
             }
         }
-        for click in clicks {
+        // Clicks do not depend on what the observation may reuse: `browserd` measures them.
+        let observer_clicks = if name == "browserd-cold" { &[][..] } else { clicks };
+        for click in observer_clicks {
             step += 1;
             eprintln!(
                 "browserd-bench: [{step}/{steps}] {name} click {} {:?} on {}",
@@ -477,11 +499,19 @@ mod tests {
         assert_eq!(only.len(), 1);
         assert_eq!(only[0].path, "/gen/elements?n=42");
         assert!(targets(&args(&["--pages", "nope"])).is_err());
+        let picked = targets(&args(&["--page", "form.html", "--page", "n=1000"])).unwrap();
+        let paths: Vec<&str> = picked.iter().map(|t| t.path.as_str()).collect();
+        assert_eq!(paths, ["/gen/elements?n=1000", "/form.html"]);
+        assert!(targets(&args(&["--page", "no-such-page"])).is_err());
     }
 
     #[tokio::test]
     async fn unknown_observer_is_refused_by_name() {
         let Err(e) = start_observer("nope", &args(&[])).await else { panic!("an unknown observer started") };
-        assert!(e.to_string().contains("unknown observer; known: playwright-mcp, browserd, browserd-unbounded"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("unknown observer; known: playwright-mcp, browserd, browserd-unbounded, browserd-cold"),
+            "{e}"
+        );
     }
 }

@@ -15,6 +15,7 @@ fn options(budget: Budget) -> BrowserdOptions {
         chromium: PlaywrightOptions::from_env().chromium,
         budget,
         call_timeout: std::time::Duration::from_secs(60),
+        cold: false,
     }
 }
 
@@ -75,5 +76,18 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     assert!(report.complete(), "{report:?}");
     assert!(unbounded.timings(3).await.is_empty(), "the round trip is measured once, by `browserd`");
     Box::new(unbounded).close().await;
+
+    // The cold observer changes the page before every run and still shows the same page with the same refs.
+    let mut cold = BrowserdObserver::start(&BrowserdOptions { cold: true, ..options(Budget::Default) })
+        .await
+        .expect("launch Chromium");
+    assert_eq!(cold.name(), "browserd-cold");
+    let page = cold.observe(&site.url("/form.html"), 3).await.expect("observe form.html cold");
+    assert_eq!((page.ms_runs.len(), page.failures), (3, 0));
+    let report =
+        addressability::check(&operable_elements("/form.html").expect("ground truth"), &cold.addressable(&page.text));
+    assert!(report.complete(), "{report:?}");
+    assert!(cold.timings(3).await.is_empty(), "the round trip is measured once, by `browserd`");
+    Box::new(cold).close().await;
     site.shutdown().await;
 }

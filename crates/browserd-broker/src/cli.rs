@@ -1,6 +1,6 @@
 //! The `browserd` subcommands this crate provides: `broker run|stop|status`, every model tool (`open`, `observe`,
-//! `act`, `batch`, `close`, `mark`, `cleanup`, `list`, `claim`, `handoff`, `reset`), `status`, `stop`, `config` and
-//! `hook turn-end|session-end`. The binary flattens [`Command`] into its own clap enum and calls [`run`].
+//! `act`, `batch`, `close`, `mark`, `cleanup`, `list`, `claim`, `handoff`, `reset`), the advanced tier (`eval`,
+//! `console`, `network`, `cdp`; `activate --advanced`), `status`, `stop`, `config` and `hook turn-end|session-end`. The binary flattens [`Command`] into its own clap enum and calls [`run`].
 //!
 //! Output is one line per item, or the protocol's JSON with `--json`. Errors go to stderr as `error: CODE: message`
 //! plus the next step, with exit status 1.
@@ -12,10 +12,11 @@ use browserd_ipc::RuntimeDir;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, StatusResult, ToolsActivateParams};
 use browserd_protocol::tools::{
-    BROWSER_BATCH, BROWSER_CLAIM, BROWSER_CLEANUP, BROWSER_CLOSE, BROWSER_CONTEXT_RESET, BROWSER_HANDOFF, BROWSER_LIST,
-    BROWSER_MARK_DELIVERABLE, BROWSER_MARK_HANDOFF, BROWSER_OBSERVE, BROWSER_OPEN,
+    BROWSER_BATCH, BROWSER_CDP, BROWSER_CLAIM, BROWSER_CLEANUP, BROWSER_CLOSE, BROWSER_CONSOLE, BROWSER_CONTEXT_RESET,
+    BROWSER_EVALUATE, BROWSER_HANDOFF, BROWSER_LIST, BROWSER_MARK_DELIVERABLE, BROWSER_MARK_HANDOFF, BROWSER_NETWORK,
+    BROWSER_OBSERVE, BROWSER_OPEN,
 };
-use browserd_protocol::{ErrorData, SessionId, TabId};
+use browserd_protocol::{ErrorCode, ErrorData, SessionId, TabId};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
@@ -234,6 +235,80 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Activate this session's browser tools; with `--advanced` also the advanced tier (when the broker's
+    /// `[advanced]` policy allows it).
+    Activate {
+        /// Also the advanced tier (evaluate, console, network, raw CDP).
+        #[arg(long)]
+        advanced: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Advanced tier: evaluate a JavaScript expression in a tab and print its JSON value (`-` reads it from stdin).
+    Eval {
+        /// The expression.
+        expression: String,
+        /// Tab id.
+        #[arg(long)]
+        tab: u64,
+        /// Do not await a returned promise.
+        #[arg(long)]
+        no_await: bool,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Advanced tier: a tab's console messages and uncaught exceptions since the tier was first used on it.
+    Console {
+        /// Tab id.
+        #[arg(long)]
+        tab: u64,
+        /// Only entries after this cursor (printed by the previous call).
+        #[arg(long)]
+        since: Option<u64>,
+        /// Lowest level: debug, log, info, warning, error.
+        #[arg(long)]
+        level: Option<String>,
+        /// Most entries.
+        #[arg(long)]
+        limit: Option<u32>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Advanced tier: a tab's network requests since the tier was first used on it (URLs without query strings).
+    Network {
+        /// Tab id.
+        #[arg(long)]
+        tab: u64,
+        /// Only entries after this cursor (printed by the previous call).
+        #[arg(long)]
+        since: Option<u64>,
+        /// Only URLs containing this.
+        #[arg(long)]
+        url_contains: Option<String>,
+        /// Only failed requests (network error or status >= 400).
+        #[arg(long)]
+        failed_only: bool,
+        /// Show query strings.
+        #[arg(long)]
+        include_query: bool,
+        /// Most entries.
+        #[arg(long)]
+        limit: Option<u32>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Advanced tier: send one raw DevTools protocol command to a tab (needs `raw_cdp = true` in `[advanced]`).
+    Cdp {
+        /// `Domain.method`, e.g. `Page.reload`.
+        method: String,
+        /// Params as a JSON object (`-` reads them from stdin).
+        params: Option<String>,
+        /// Tab id.
+        #[arg(long)]
+        tab: u64,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Print the effective configuration and where each value came from.
     Config {
         /// Print JSON.
@@ -414,9 +489,10 @@ fn print_config(json_out: bool) -> i32 {
         let values: serde_json::Map<String, Value> = config::KEYS
             .iter()
             .map(|k| {
-                let value = serde_json::to_value(&effective.config).ok().and_then(|v| {
-                    let camel = to_camel(k);
-                    v.get(&camel).cloned()
+                let value = serde_json::to_value(&effective.config).ok().and_then(|v| match k.split_once('.') {
+                    // A section key (`advanced.enabled`): the section's object, then the key.
+                    Some((section, key)) => v.get(to_camel(section))?.get(to_camel(key)).cloned(),
+                    None => v.get(to_camel(k)).cloned(),
                 });
                 (
                     (*k).to_owned(),
@@ -520,10 +596,27 @@ pub fn session_name(explicit: Option<&str>) -> String {
 /// # Errors
 /// The broker refused, or is unreachable.
 pub async fn cli_session(client: &Client, name: &str) -> Result<SessionId, ClientError> {
+    cli_session_with(client, name, false).await
+}
+
+/// [`cli_session`], with `advanced` also activating the advanced tier; refused by policy, it is an error that names
+/// the config key to change.
+///
+/// # Errors
+/// The broker refused (also the advanced tier), or is unreachable.
+pub async fn cli_session_with(client: &Client, name: &str, advanced: bool) -> Result<SessionId, ClientError> {
     let open = SessionOpenParams { host: HostKind::Cli, host_session_id: name.to_owned(), label: None };
     let opened = client.call(&open).await?;
-    if !opened.tools.is_active() {
-        client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await?;
+    if !opened.tools.is_active() || advanced {
+        let set = client.call(&ToolsActivateParams { session: opened.session.clone(), advanced }).await?;
+        if advanced && !set.advanced {
+            let why = set.advanced_refused.map_or_else(|| "refused".to_owned(), |r| format!("{r:?}"));
+            let next = set.advanced_next_step.unwrap_or_default();
+            return Err(ClientError::Rpc(Box::new(
+                ErrorData::new(ErrorCode::PolicyBlocked, format!("the advanced tier was not activated ({why})"))
+                    .with_next_step(next),
+            )));
+        }
     }
     Ok(opened.session)
 }
@@ -542,7 +635,12 @@ fn common_of(cmd: &Command) -> Common {
         | Command::Handoff { common, .. }
         | Command::Reset { common }
         | Command::Status { common }
-        | Command::Stop { common } => common.clone(),
+        | Command::Stop { common }
+        | Command::Activate { common, .. }
+        | Command::Eval { common, .. }
+        | Command::Console { common, .. }
+        | Command::Network { common, .. }
+        | Command::Cdp { common, .. } => common.clone(),
         _ => Common { session: None, json: false },
     }
 }
@@ -573,16 +671,16 @@ async fn run_tool_command(cmd: Command) -> i32 {
     }
 }
 
+fn read_stdin(what: &str) -> Result<String, ErrorData> {
+    let mut buf = String::new();
+    std::io::stdin()
+        .read_to_string(&mut buf)
+        .map_err(|e| ErrorData::invalid_params(format!("cannot read {what} from stdin: {e}")))?;
+    Ok(buf)
+}
+
 fn parse_json(text: &str, what: &str) -> Result<Value, ErrorData> {
-    let text = if text == "-" {
-        let mut buf = String::new();
-        std::io::stdin()
-            .read_to_string(&mut buf)
-            .map_err(|e| ErrorData::invalid_params(format!("cannot read {what} from stdin: {e}")))?;
-        buf
-    } else {
-        text.to_owned()
-    };
+    let text = if text == "-" { read_stdin(what)? } else { text.to_owned() };
     serde_json::from_str(&text).map_err(|e| ErrorData::invalid_params(format!("{what} is not valid JSON: {e}")))
 }
 
@@ -630,7 +728,20 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
         }));
     }
     let name = session_name(common.session.as_deref());
-    let session = cli_session(client, &name).await.map_err(ClientError::into_error_data)?;
+    let advanced = match &cmd {
+        Command::Activate { advanced, .. } => *advanced,
+        Command::Eval { .. } | Command::Console { .. } | Command::Network { .. } | Command::Cdp { .. } => true,
+        _ => false,
+    };
+    let session = cli_session_with(client, &name, advanced).await.map_err(ClientError::into_error_data)?;
+    if let Command::Activate { .. } = cmd {
+        let text = if advanced { "browser tools active, advanced tier on" } else { "browser tools active" };
+        return Ok(Output::done(if json_out {
+            json!({"session": session, "advanced": advanced}).to_string()
+        } else {
+            text.to_owned()
+        }));
+    }
     let select = |tab: Option<u64>| {
         let session = session.clone();
         async move {
@@ -695,6 +806,43 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
         Command::Claim { tab, observe, .. } => (BROWSER_CLAIM, json!({"tab": tab, "observe": observe})),
         Command::Handoff { tab, message, .. } => (BROWSER_HANDOFF, json!({"tab": tab, "message": message})),
         Command::Reset { .. } => (BROWSER_CONTEXT_RESET, json!({})),
+        Command::Eval { expression, tab, no_await, .. } => {
+            let expression = if expression == "-" { read_stdin("the expression")? } else { expression };
+            (BROWSER_EVALUATE, json!({"tab": tab, "expression": expression, "awaitPromise": !no_await}))
+        }
+        Command::Console { tab, since, level, limit, .. } => {
+            let mut args = json!({"tab": tab});
+            if let Some(s) = since {
+                args["since"] = json!(s);
+            }
+            if let Some(l) = level {
+                args["level"] = json!(l);
+            }
+            if let Some(n) = limit {
+                args["limit"] = json!(n);
+            }
+            (BROWSER_CONSOLE, args)
+        }
+        Command::Network { tab, since, url_contains, failed_only, include_query, limit, .. } => {
+            let mut args = json!({"tab": tab, "failedOnly": failed_only, "includeQuery": include_query});
+            if let Some(s) = since {
+                args["since"] = json!(s);
+            }
+            if let Some(u) = url_contains {
+                args["urlContains"] = json!(u);
+            }
+            if let Some(n) = limit {
+                args["limit"] = json!(n);
+            }
+            (BROWSER_NETWORK, args)
+        }
+        Command::Cdp { method, params, tab, .. } => {
+            let mut args = json!({"tab": tab, "method": method});
+            if let Some(p) = params {
+                args["params"] = parse_json(&p, "the params")?;
+            }
+            (BROWSER_CDP, args)
+        }
         _ => return Err(ErrorData::invalid_params("not a tool subcommand")),
     };
     let result = client.tool(&session, tool, args).await.map_err(ClientError::into_error_data)?;
@@ -836,7 +984,39 @@ pub fn tool_text(tool: &str, r: &Value) -> String {
             }
         }
         BROWSER_HANDOFF => out.push(format!("tab {} handed to the user: {}", s(r, "tab"), s(r, "status"))),
+        BROWSER_EVALUATE => match r.get("exception").and_then(Value::as_str) {
+            Some(exception) => out.push(format!("exception: {exception}")),
+            None => out.push(r.get("value").map_or_else(|| "null".to_owned(), Value::to_string)),
+        },
+        BROWSER_CDP => out.push(r.get("result").map_or_else(|| "null".to_owned(), Value::to_string)),
+        BROWSER_CONSOLE => {
+            for e in r.get("entries").and_then(Value::as_array).into_iter().flatten() {
+                let source = e.get("source").and_then(Value::as_str).map(|s| format!("  ({s})")).unwrap_or_default();
+                out.push(format!("{}: {}{source}", s(e, "level"), s(e, "text")));
+            }
+            out.push(format!(
+                "cursor {}{}",
+                s(r, "cursor"),
+                if r.get("truncated") == Some(&json!(true)) { " (more available)" } else { "" }
+            ));
+        }
+        BROWSER_NETWORK => {
+            for e in r.get("requests").and_then(Value::as_array).into_iter().flatten() {
+                let status = e.get("error").and_then(Value::as_str).map_or_else(|| s(e, "status"), str::to_owned);
+                let status = if status.is_empty() { "pending".to_owned() } else { status };
+                let ms = e.get("durationMs").map(|d| format!(" {d} ms")).unwrap_or_default();
+                out.push(format!("{} {} {} {status}{ms}", s(e, "method"), s(e, "url"), s(e, "kind")));
+            }
+            out.push(format!(
+                "cursor {}{}",
+                s(r, "cursor"),
+                if r.get("truncated") == Some(&json!(true)) { " (more available)" } else { "" }
+            ));
+        }
         _ => out.push(r.to_string()),
+    }
+    if let Some(spill) = r.get("spill") {
+        out.push(format!("(large result written to {}: {})", s(spill, "path"), s(spill, "summary")));
     }
     out.join("\n")
 }
@@ -863,12 +1043,13 @@ pub fn status_text(st: &StatusResult) -> String {
     }
     for s in &st.sessions {
         out.push(format!(
-            "session {}: {:?} {} turn={} tools={:?}{}",
+            "session {}: {:?} {} turn={} tools={:?}{}{}",
             s.session,
             s.host,
             s.host_session_id,
             s.turn,
             s.tools,
+            if s.advanced { " advanced" } else { "" },
             if s.busy { " busy" } else { "" }
         ));
     }
@@ -923,6 +1104,33 @@ mod tests {
     struct TestCli {
         #[command(subcommand)]
         command: Command,
+    }
+
+    #[test]
+    fn advanced_subcommands_parse_as_documented() {
+        let cli = TestCli::try_parse_from(["browserd", "eval", "--tab", "3", "document.title", "--json"]).unwrap();
+        assert!(matches!(cli.command, Command::Eval { tab: 3, no_await: false, ref expression, ref common }
+            if expression == "document.title" && common.json));
+        let cli = TestCli::try_parse_from(["browserd", "cdp", "--tab", "2", "Page.reload", "{}"]).unwrap();
+        assert!(
+            matches!(cli.command, Command::Cdp { tab: 2, ref method, params: Some(_), .. } if method == "Page.reload")
+        );
+        let cli =
+            TestCli::try_parse_from(["browserd", "network", "--tab", "1", "--failed-only", "--since", "4"]).unwrap();
+        assert!(matches!(cli.command, Command::Network { tab: 1, failed_only: true, since: Some(4), .. }));
+        let cli = TestCli::try_parse_from(["browserd", "console", "--tab", "1", "--level", "error"]).unwrap();
+        assert!(matches!(cli.command, Command::Console { ref level, .. } if level.as_deref() == Some("error")));
+        let cli = TestCli::try_parse_from(["browserd", "activate", "--advanced"]).unwrap();
+        assert!(matches!(cli.command, Command::Activate { advanced: true, .. }));
+        assert!(TestCli::try_parse_from(["browserd", "eval", "1"]).is_err(), "a tab is required");
+        let text = tool_text(BROWSER_EVALUATE, &json!({"value": null, "exception": "Uncaught Error: x"}));
+        assert_eq!(text, "exception: Uncaught Error: x");
+        let text = tool_text(
+            BROWSER_NETWORK,
+            &json!({"requests": [{"method": "GET", "url": "http://a/x", "kind": "fetch", "status": 200, "durationMs": 5}],
+                    "cursor": 1}),
+        );
+        assert_eq!(text, "GET http://a/x fetch 200 5 ms\ncursor 1");
     }
 
     #[test]

@@ -12,18 +12,16 @@ use std::time::Duration;
 use browserd_ipc::{ConnectError, FrameError, FramedConnection, RuntimeDir, RuntimeDirError, SpawnOptions};
 use browserd_protocol::hello::{ComponentRole, HelloParams, HelloResult};
 use browserd_protocol::jsonrpc::{Message, Notification, Request, RequestId, Response, RpcError};
-use browserd_protocol::methods::MethodParams;
-use browserd_protocol::tools::ToolCallParams;
+use browserd_protocol::methods::{
+    BrokerCancelParams, BrokerShutdownParams, MethodParams, SelectTabParams, StopGateParams, StopGateResult,
+};
+use browserd_protocol::tools::{ListedTab, ToolCallParams};
 use browserd_protocol::{ErrorCode, ErrorData, SessionId};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-
-use crate::server::{
-    BROKER_CANCEL, BROKER_SELECT_TAB, BROKER_SHUTDOWN, BROKER_STOP_GATE, SelectTabParams, StopGateResult,
-};
 
 /// Why a call failed.
 #[derive(Debug, thiserror::Error)]
@@ -306,7 +304,7 @@ impl Client {
         })
     }
 
-    /// A call by method name (broker-local methods, or a typed result of the caller's choice).
+    /// A call by method name (a typed result of the caller's choice).
     ///
     /// # Errors
     /// The broker's error, a timeout, or a closed connection.
@@ -362,7 +360,8 @@ impl Client {
             }
             // Ask the broker to cancel it, then take whatever it answers (CANCELLED, or the result if it was done).
             let cancel_id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-            if let Ok(request) = Request::new(cancel_id, BROKER_CANCEL, &serde_json::json!({"requestId": id}))
+            if let Ok(request) =
+                browserd_protocol::methods::request(cancel_id, &BrokerCancelParams { request_id: id.clone() })
                 && let Ok(value) = serde_json::to_value(&request)
             {
                 let _ = self.inner.tx.send(value).await;
@@ -383,7 +382,7 @@ impl Client {
         Ok(response.into_result::<Value>()?)
     }
 
-    /// A typed call of a broker-local method.
+    /// A call by method name with a result type of the caller's choice.
     ///
     /// # Errors
     /// As [`Client::call_value`].
@@ -415,7 +414,7 @@ impl Client {
     /// # Errors
     /// A transport failure.
     pub async fn shutdown_broker(&self) -> Result<(), ClientError> {
-        self.call_value(BROKER_SHUTDOWN, &serde_json::json!({})).await.map(|_| ())
+        self.call(&BrokerShutdownParams {}).await.map(|_| ())
     }
 
     /// The stop gate: cancels queued and running page work on every controlled tab.
@@ -423,14 +422,14 @@ impl Client {
     /// # Errors
     /// A transport failure.
     pub async fn stop_gate(&self) -> Result<StopGateResult, ClientError> {
-        self.call_as(BROKER_STOP_GATE, &serde_json::json!({})).await
+        self.call(&StopGateParams {}).await
     }
 
     /// Makes `tab` the session's current tab (what observe/act/batch work on).
     ///
     /// # Errors
     /// Not the session's own tab, or a transport failure.
-    pub async fn select_tab(&self, params: &SelectTabParams) -> Result<Value, ClientError> {
-        self.call_value(BROKER_SELECT_TAB, params).await
+    pub async fn select_tab(&self, params: &SelectTabParams) -> Result<ListedTab, ClientError> {
+        self.call(params).await
     }
 }

@@ -123,6 +123,81 @@ pub struct BrokerConfig {
     pub concurrency_wait_ms: u64,
     /// Deadline of ordinary browser calls.
     pub op_timeout_ms: u64,
+    /// The advanced tool tier (`[advanced]`): off by default.
+    pub advanced: AdvancedConfig,
+}
+
+/// The `[advanced]` section: whether `browser_evaluate`, `browser_console`, `browser_network` and `browser_cdp` may be
+/// activated, and which raw protocol methods `browser_cdp` may send (BRIEF §8: arbitrary JS, raw CDP and cookie export
+/// are off by default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdvancedConfig {
+    /// `tools.activate {advanced: true}` may enable the tier (also `BROWSERD_ADVANCED=1`).
+    pub enabled: bool,
+    /// `browser_cdp` (raw protocol commands) is part of the tier; needs `enabled` too.
+    pub raw_cdp: bool,
+    /// When not empty, the only raw methods allowed (`Domain.method`, `Domain.*` or `*`); the denied list still wins.
+    pub allowed_cdp_methods: Vec<String>,
+    /// Raw methods always refused (`Domain.method` or `Domain.*`).
+    pub denied_cdp_methods: Vec<String>,
+}
+
+/// The raw methods denied by default: the browser and target domains (other tabs, the whole browser), storage and
+/// cookie export.
+pub const DEFAULT_DENIED_CDP_METHODS: &[&str] = &[
+    "Browser.*",
+    "Target.*",
+    "Storage.*",
+    "SystemInfo.*",
+    "Network.getAllCookies",
+    "Network.getCookies",
+    "Network.setCookie",
+    "Network.setCookies",
+    "Network.deleteCookies",
+    "Network.clearBrowserCookies",
+    "Page.setDownloadBehavior",
+];
+
+impl Default for AdvancedConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            raw_cdp: false,
+            allowed_cdp_methods: Vec::new(),
+            denied_cdp_methods: DEFAULT_DENIED_CDP_METHODS.iter().map(|m| (*m).to_owned()).collect(),
+        }
+    }
+}
+
+/// Whether a `Domain.method` matches a pattern: `*`, `Domain.*` or the exact name.
+fn method_matches(pattern: &str, method: &str) -> bool {
+    match pattern.strip_suffix(".*") {
+        _ if pattern == "*" => true,
+        Some(domain) => method.split_once('.').is_some_and(|(d, _)| d == domain),
+        None => pattern == method,
+    }
+}
+
+impl AdvancedConfig {
+    /// Why the raw method is refused, naming the config key to change; `None` when it may be sent.
+    #[must_use]
+    pub fn refuse_cdp_method(&self, method: &str) -> Option<String> {
+        if !self.raw_cdp {
+            return Some(
+                "raw protocol access is off; set `raw_cdp = true` in the `[advanced]` section of the config \
+                 (or BROWSERD_ADVANCED_RAW_CDP=1)"
+                    .to_owned(),
+            );
+        }
+        if let Some(p) = self.denied_cdp_methods.iter().find(|p| method_matches(p, method)) {
+            return Some(format!("`{method}` is denied by `advanced.denied_cdp_methods` (pattern `{p}`)"));
+        }
+        if !self.allowed_cdp_methods.is_empty() && !self.allowed_cdp_methods.iter().any(|p| method_matches(p, method)) {
+            return Some(format!("`{method}` is not in `advanced.allowed_cdp_methods`"));
+        }
+        None
+    }
 }
 
 impl Default for BrokerConfig {
@@ -143,6 +218,7 @@ impl Default for BrokerConfig {
             max_concurrent_page_ops: 4,
             concurrency_wait_ms: 1000,
             op_timeout_ms: 10_000,
+            advanced: AdvancedConfig::default(),
         }
     }
 }
@@ -178,12 +254,20 @@ pub const KEYS: &[&str] = &[
     "max_concurrent_page_ops",
     "concurrency_wait_ms",
     "op_timeout_ms",
+    "advanced.enabled",
+    "advanced.raw_cdp",
+    "advanced.allowed_cdp_methods",
+    "advanced.denied_cdp_methods",
 ];
 
-/// The environment variable overriding `key`: `BROWSERD_` + the key in upper case (e.g. `BROWSERD_REMOTE_CDP`).
+/// The environment variable overriding `key`: `BROWSERD_` + the key in upper case (e.g. `BROWSERD_REMOTE_CDP`), with
+/// `.` as `_` for section keys (`BROWSERD_ADVANCED_RAW_CDP`); `advanced.enabled` is `BROWSERD_ADVANCED`.
 #[must_use]
 pub fn env_name(key: &str) -> String {
-    format!("BROWSERD_{}", key.to_ascii_uppercase())
+    if key == "advanced.enabled" {
+        return "BROWSERD_ADVANCED".to_owned();
+    }
+    format!("BROWSERD_{}", key.to_ascii_uppercase().replace('.', "_"))
 }
 
 /// The effective configuration and the source of every key.
@@ -242,7 +326,17 @@ pub fn load_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Effective, Conf
                 let table: toml::Table = text
                     .parse()
                     .map_err(|e: toml::de::Error| ConfigError::Parse { path: path.clone(), message: e.to_string() })?;
+                let mut entries: Vec<(String, &toml::Value)> = Vec::new();
                 for (key, value) in &table {
+                    match value {
+                        // A section (`[advanced]`): its keys are `section.key`.
+                        toml::Value::Table(section) => {
+                            entries.extend(section.iter().map(|(k, v)| (format!("{key}.{k}"), v)));
+                        }
+                        _ => entries.push((key.clone(), value)),
+                    }
+                }
+                for (key, value) in entries {
                     let Some(known) = KEYS.iter().find(|k| **k == key.as_str()) else {
                         return Err(ConfigError::Parse {
                             path: path.clone(),
@@ -277,15 +371,21 @@ fn set_from_toml(config: &mut BrokerConfig, key: &str, value: &toml::Value) -> R
         toml::Value::String(s) => s.clone(),
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Boolean(b) => b.to_string(),
-        toml::Value::Array(items) if key == "chromium_args" => {
+        toml::Value::Array(items)
+            if matches!(key, "chromium_args" | "advanced.allowed_cdp_methods" | "advanced.denied_cdp_methods") =>
+        {
             let mut args = Vec::new();
             for item in items {
                 match item {
                     toml::Value::String(s) => args.push(s.clone()),
-                    other => return Err(format!("`chromium_args` holds a non-string item {other}")),
+                    other => return Err(format!("`{key}` holds a non-string item {other}")),
                 }
             }
-            config.chromium_args = args;
+            match key {
+                "chromium_args" => config.chromium_args = args,
+                "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = args,
+                _ => config.advanced.denied_cdp_methods = args,
+            }
             return Ok(());
         }
         other => return Err(format!("`{key}` has an unsupported value {other}")),
@@ -313,6 +413,19 @@ fn parse_bool(value: &str) -> Result<bool, String> {
 fn opt_string(value: &str) -> Option<String> {
     let trimmed = value.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_owned())
+}
+
+/// A comma- or space-separated list of raw method patterns.
+fn method_list(value: &str) -> Result<Vec<String>, String> {
+    let items: Vec<String> =
+        value.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    for item in &items {
+        let valid = item == "*" || item.split_once('.').is_some_and(|(d, m)| !d.is_empty() && !m.is_empty());
+        if !valid {
+            return Err(format!("{item:?} is not a method pattern (`Domain.method`, `Domain.*` or `*`)"));
+        }
+    }
+    Ok(items)
 }
 
 fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
@@ -346,6 +459,10 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(),
         "max_concurrent_page_ops" => config.max_concurrent_page_ops = parse_u32_min1(value)?,
         "concurrency_wait_ms" => config.concurrency_wait_ms = parse_u64(value)?,
         "op_timeout_ms" => config.op_timeout_ms = parse_u64(value)?.max(1),
+        "advanced.enabled" => config.advanced.enabled = parse_bool(value)?,
+        "advanced.raw_cdp" => config.advanced.raw_cdp = parse_bool(value)?,
+        "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = method_list(value)?,
+        "advanced.denied_cdp_methods" => config.advanced.denied_cdp_methods = method_list(value)?,
         other => return Err(format!("unknown key `{other}`")),
     }
     Ok(())
@@ -372,6 +489,11 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         "max_concurrent_page_ops" => config.max_concurrent_page_ops.to_string(),
         "concurrency_wait_ms" => config.concurrency_wait_ms.to_string(),
         "op_timeout_ms" => config.op_timeout_ms.to_string(),
+        "advanced.enabled" => config.advanced.enabled.to_string(),
+        "advanced.raw_cdp" => config.advanced.raw_cdp.to_string(),
+        "advanced.allowed_cdp_methods" if config.advanced.allowed_cdp_methods.is_empty() => "(any)".to_owned(),
+        "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods.join(", "),
+        "advanced.denied_cdp_methods" => config.advanced.denied_cdp_methods.join(", "),
         _ => String::new(),
     }
 }
@@ -421,6 +543,45 @@ mod tests {
 
         let env = env_of(&[("BROWSERD_MAX_RUNNING_ACTIONS_PER_TAB", "2".into())]);
         assert!(load_with(&env).unwrap_err().to_string().contains("only 1 is supported"));
+    }
+
+    #[test]
+    fn the_advanced_section_is_off_by_default_and_read_from_the_file_and_env() {
+        let eff = load_with(&env_of(&[])).unwrap();
+        assert!(!eff.config.advanced.enabled && !eff.config.advanced.raw_cdp);
+        assert!(eff.config.advanced.refuse_cdp_method("Page.reload").unwrap().contains("raw_cdp = true"));
+
+        let dir = tempfile::tempdir().unwrap();
+        let cfg_dir = dir.path().join("browserd");
+        std::fs::create_dir_all(&cfg_dir).unwrap();
+        std::fs::write(
+            cfg_dir.join("config.toml"),
+            "headless = true\n[advanced]\nraw_cdp = true\nallowed_cdp_methods = [\"Page.*\", \"Runtime.evaluate\"]\n",
+        )
+        .unwrap();
+        let env =
+            env_of(&[("XDG_CONFIG_HOME", dir.path().display().to_string()), ("BROWSERD_ADVANCED", "1".to_owned())]);
+        let eff = load_with(&env).unwrap();
+        let adv = &eff.config.advanced;
+        assert!(adv.enabled && adv.raw_cdp);
+        assert_eq!(eff.sources["advanced.enabled"], Source::Env("BROWSERD_ADVANCED".into()));
+        assert_eq!(eff.sources["advanced.raw_cdp"], Source::File(cfg_dir.join("config.toml")));
+        assert_eq!(adv.refuse_cdp_method("Page.reload"), None);
+        assert_eq!(adv.refuse_cdp_method("Runtime.evaluate"), None);
+        assert!(adv.refuse_cdp_method("DOM.getDocument").unwrap().contains("allowed_cdp_methods"));
+        // The default deny list still applies: cookie export and the browser-wide domains.
+        let mut open = adv.clone();
+        open.allowed_cdp_methods.clear();
+        for denied in ["Network.getAllCookies", "Storage.getCookies", "Target.createTarget", "Browser.close"] {
+            assert!(open.refuse_cdp_method(denied).unwrap().contains("denied_cdp_methods"), "{denied}");
+        }
+        assert_eq!(open.refuse_cdp_method("Network.enable"), None);
+
+        std::fs::write(cfg_dir.join("config.toml"), "[advanced]\nturbo = true\n").unwrap();
+        let err = load_with(&env_of(&[("XDG_CONFIG_HOME", dir.path().display().to_string())])).unwrap_err();
+        assert!(err.to_string().contains("unknown key `advanced.turbo`"), "{err}");
+        let err = load_with(&env_of(&[("BROWSERD_ADVANCED_DENIED_CDP_METHODS", "Page".into())])).unwrap_err();
+        assert!(err.to_string().contains("not a method pattern"), "{err}");
     }
 
     #[test]

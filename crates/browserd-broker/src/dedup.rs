@@ -294,6 +294,10 @@ pub struct RecoveryMirror {
     pub session: String,
     /// Tab handle number.
     pub tab: u64,
+    /// The durable browser key (see [`DedupLog::browser_key`]; `remote:<endpoint>` for a remote browser).
+    pub browser: String,
+    /// The durable tab key: `target:<id>` when the browser's target id is known, else `t<handle>`.
+    pub tab_key: String,
     /// What is retried.
     pub op: browserd_journal::recovery::CleanupOp,
     /// Failed attempts so far.
@@ -311,8 +315,22 @@ pub struct RecoveryMirror {
 pub struct PreviousRecovery {
     /// Records resolved as already gone (the managed browser exited with its broker).
     pub resolved_gone: usize,
-    /// Records left pending (a remote browser: its tabs cannot be matched to this broker's handles).
+    /// Records left pending that nothing can match (another broker's managed browser while this one is remote).
     pub left_pending: usize,
+    /// Records of remote endpoints, for reconciliation by target id.
+    pub remote_pending: usize,
+}
+
+/// The prefix of a remote endpoint's durable browser key.
+pub const REMOTE_KEY_PREFIX: &str = "remote:";
+
+/// One tab of the owned-tab ledger as the broker mirrors it: the handle, and the durable row.
+pub type OwnedMirror = (u64, browserd_journal::owned::OwnedTab);
+
+/// The journal's owned-tab ledger mirror of this broker incarnation.
+#[derive(Debug, Default)]
+pub struct OwnedJournal {
+    written: Mutex<std::collections::HashMap<u64, browserd_journal::owned::OwnedTab>>,
 }
 
 type MirrorKey = (String, u64, browserd_journal::recovery::CleanupOp);
@@ -331,10 +349,19 @@ impl DedupLog {
         format!("b{}", self.lock().open_report().incarnation)
     }
 
-    /// Settles records a previous broker left pending. A managed Chromium exits when its broker dies (its pipe
-    /// closes), so its tabs are gone: resolved `alreadyGone`. A remote browser's tabs cannot be matched to this
-    /// process's handles: left pending and reported.
+    /// Settles records a previous broker left pending, after turning the tabs it still owned (its ledger) into
+    /// recovery records. A managed Chromium exits when its broker dies (its pipe closes), so its tabs are gone:
+    /// resolved `alreadyGone`. Records of a remote endpoint (`remote:` keys) are left to
+    /// [`crate::server::Broker`]'s reconciliation, which finds each tab again by its target id; any other record is
+    /// left pending and reported.
     pub fn settle_previous(&self, managed: bool) -> PreviousRecovery {
+        match self.lock().adopt_orphans(now()) {
+            Ok(adopted) if !adopted.is_empty() => {
+                tracing::info!(count = adopted.len(), "tabs a previous broker still owned became recovery records");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(%e, "could not read the previous broker's owned tabs"),
+        }
         use browserd_journal::recovery::Resolution;
         let mine = self.browser_key();
         let mut journal = self.lock();
@@ -347,7 +374,9 @@ impl DedupLog {
         };
         let mut out = PreviousRecovery::default();
         for record in pending.into_iter().filter(|r| r.browser != mine) {
-            if managed {
+            if record.browser.starts_with(REMOTE_KEY_PREFIX) {
+                out.remote_pending += 1;
+            } else if managed {
                 match journal.resolve_recovery(record.id, Resolution::AlreadyGone, now()) {
                     Ok(_) => out.resolved_gone += 1,
                     Err(e) => tracing::warn!(%e, id = %record.id, "could not resolve a previous recovery record"),
@@ -363,7 +392,6 @@ impl DedupLog {
     /// further failed attempts recorded, and ones the runtime no longer holds resolved as confirmed.
     pub fn sync_recovery(&self, mirror: &RecoveryJournal, current: &[RecoveryMirror]) {
         use browserd_journal::recovery::{AttemptOutcome, CleanupFailure, NewRecovery, Resolution};
-        let browser = self.browser_key();
         let mut written = mirror.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut journal = self.lock();
         let failure = |r: &RecoveryMirror| CleanupFailure {
@@ -379,8 +407,8 @@ impl DedupLog {
                 None => {
                     let new = NewRecovery {
                         session: r.session.clone(),
-                        browser: browser.clone(),
-                        tab: format!("t{}", r.tab),
+                        browser: r.browser.clone(),
+                        tab: r.tab_key.clone(),
                         op: r.op,
                         failure: failure(r),
                     };
@@ -410,6 +438,70 @@ impl DedupLog {
     }
 }
 
+impl DedupLog {
+    /// Brings the owned-tab ledger in line with the tabs the sessions hold now: new ones are written (fsynced),
+    /// changed ones updated, and ones no longer held (closed, released, kept as a deliverable or handoff) removed.
+    pub fn sync_owned(&self, mirror: &OwnedJournal, current: &[OwnedMirror]) {
+        let mut written = mirror.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut journal = self.lock();
+        let mut seen = std::collections::HashSet::new();
+        for (tab, row) in current {
+            seen.insert(*tab);
+            if written.get(tab) == Some(row) {
+                continue;
+            }
+            if let Some(old) = written.get(tab)
+                && (old.browser != row.browser || old.tab != row.tab)
+            {
+                let _ = journal.forget_owned(&old.browser, &old.tab);
+            }
+            match journal.record_owned(row, now()) {
+                Ok(()) => {
+                    written.insert(*tab, row.clone());
+                }
+                Err(e) => tracing::warn!(%e, "could not journal an owned tab"),
+            }
+        }
+        let gone: Vec<u64> = written.keys().filter(|k| !seen.contains(*k)).copied().collect();
+        for tab in gone {
+            if let Some(row) = written.remove(&tab)
+                && let Err(e) = journal.forget_owned(&row.browser, &row.tab)
+            {
+                tracing::warn!(%e, "could not remove a tab from the owned-tab ledger");
+            }
+        }
+    }
+
+    /// The pending recovery records of `browser` (a durable browser key).
+    #[must_use]
+    pub fn pending_for_browser(&self, browser: &str) -> Vec<browserd_journal::recovery::RecoveryRecord> {
+        self.lock().pending_recoveries_for_browser(browser).unwrap_or_else(|e| {
+            tracing::warn!(%e, "could not read the journal's recovery records");
+            Vec::new()
+        })
+    }
+
+    /// Resolves pending record `id`.
+    pub fn resolve(&self, id: browserd_journal::recovery::RecoveryId, how: browserd_journal::recovery::Resolution) {
+        if let Err(e) = self.lock().resolve_recovery(id, how, now()) {
+            tracing::warn!(%e, %id, "could not resolve a recovery record");
+        }
+    }
+
+    /// Counts one more failed attempt on pending record `id`.
+    pub fn attempt_failed(&self, id: browserd_journal::recovery::RecoveryId, code: &str, message: &str) {
+        use browserd_journal::recovery::{AttemptOutcome, CleanupFailure};
+        let failure = CleanupFailure {
+            outcome: AttemptOutcome::Failed,
+            code: Code::new(code).unwrap_or_else(|_| Code::new("CLEANUP_FAILED").expect("a valid code")),
+            message: message.to_owned(),
+        };
+        if let Err(e) = self.lock().mark_recovery_attempt(id, &failure, now()) {
+            tracing::warn!(%e, %id, "could not record a failed recovery attempt");
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use browserd_journal::recovery::CleanupOp;
@@ -420,6 +512,8 @@ mod tests {
         RecoveryMirror {
             session: "s1".into(),
             tab,
+            browser: "b1".into(),
+            tab_key: format!("t{tab}"),
             op: CleanupOp::Close,
             attempts: 1,
             outcome_unknown: true,
@@ -436,15 +530,57 @@ mod tests {
             let log = DedupLog::open(&path).unwrap();
             log.sync_recovery(&RecoveryJournal::default(), &[mirror(4), mirror(5)]);
         }
-        // A remote browser: its tabs cannot be matched, so the records stay pending.
+        // Not a managed browser now: another process's handle-keyed records cannot be matched, so they stay pending.
         {
             let log = DedupLog::open(&path).unwrap();
-            assert_eq!(log.settle_previous(false), PreviousRecovery { resolved_gone: 0, left_pending: 2 });
+            assert_eq!(
+                log.settle_previous(false),
+                PreviousRecovery { resolved_gone: 0, left_pending: 2, remote_pending: 0 }
+            );
         }
         // A managed browser exits with its broker: its tabs are gone.
         let log = DedupLog::open(&path).unwrap();
-        assert_eq!(log.settle_previous(true), PreviousRecovery { resolved_gone: 2, left_pending: 0 });
+        assert_eq!(
+            log.settle_previous(true),
+            PreviousRecovery { resolved_gone: 2, left_pending: 0, remote_pending: 0 }
+        );
         assert!(log.lock().pending_recoveries().unwrap().is_empty());
+    }
+
+    #[test]
+    fn the_owned_tab_ledger_follows_the_sessions_and_outlives_a_crash() {
+        use browserd_journal::owned::OwnedTab;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.sqlite3");
+        let row = |n: u32, op| OwnedTab {
+            browser: "remote:http://127.0.0.1:9222".into(),
+            tab: format!("target:T{n}"),
+            session: "s1".into(),
+            op,
+        };
+        {
+            let log = DedupLog::open(&path).unwrap();
+            let ledger = OwnedJournal::default();
+            log.sync_owned(&ledger, &[(1, row(1, CleanupOp::Close)), (2, row(2, CleanupOp::Close))]);
+            // Tab 2 was marked deliverable (kept): it leaves the ledger; tab 3 was claimed.
+            log.sync_owned(&ledger, &[(1, row(1, CleanupOp::Close)), (3, row(3, CleanupOp::Release))]);
+            let tabs: Vec<String> = log.lock().owned_tabs().unwrap().into_iter().map(|t| t.tab).collect();
+            assert_eq!(tabs, ["target:T1", "target:T3"]);
+            // The process dies here (no shutdown).
+        }
+        let log = DedupLog::open(&path).unwrap();
+        assert_eq!(
+            log.settle_previous(false),
+            PreviousRecovery { resolved_gone: 0, left_pending: 0, remote_pending: 2 }
+        );
+        let pending = log.pending_for_browser("remote:http://127.0.0.1:9222");
+        let ops: Vec<(&str, CleanupOp)> = pending.iter().map(|r| (r.tab.as_str(), r.op)).collect();
+        assert_eq!(ops, [("target:T1", CleanupOp::Close), ("target:T3", CleanupOp::Release)]);
+        log.attempt_failed(pending[0].id, "CONNECTION_LOST", "the endpoint did not answer");
+        log.resolve(pending[1].id, browserd_journal::recovery::Resolution::AlreadyGone);
+        let left = log.pending_for_browser("remote:http://127.0.0.1:9222");
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].attempts, 2);
     }
 
     #[test]

@@ -16,7 +16,9 @@ use browserd_core::provider::{
     ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
 };
 use browserd_native::RelayTransport;
-use browserd_native::link::{ExtensionError, ExtensionLink, LinkEvent};
+use browserd_native::link::{
+    ActionEvidence, ExtensionError, ExtensionLink, LinkEvent, ObservationEvidence, StopEvidence,
+};
 use browserd_protocol::hello::capability;
 use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
 use serde_json::{Value, json};
@@ -92,6 +94,7 @@ impl Transport for SwitchingTransport {
                     tracing::info!(instance = %link.info().instance, "the extension paired again; the relay moves to it");
                     self.relay = link.relay_transport(RELAY_SESSION);
                     link.set_target_discovery(self.discover);
+                    link.set_evidence(current(&self.link).evidence());
                     *self.link.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = link;
                     self.down = None;
                 }
@@ -121,8 +124,8 @@ pub struct ExtensionProvider {
     observed: Mutex<HashMap<TabHandle, u64>>,
     /// The control epoch when this provider was made (tabs never observed count from here).
     base_epoch: u64,
-    /// Serialises tab creation and target probes (both use one-shot relay state).
-    probe_lock: tokio::sync::Mutex<()>,
+    /// Serialises tab creation (the relay's one-shot "create for this session" state).
+    create_lock: tokio::sync::Mutex<()>,
     events: broadcast::Sender<ProviderEvent>,
     forward: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -206,6 +209,7 @@ impl ExtensionProvider {
         let watched = current_link.clone();
         let link_events = tokio::spawn(async move {
             let mut lrx = current(&watched).events();
+            let mut instance = current(&watched).info().instance.clone();
             loop {
                 match lrx.recv().await {
                     Ok(LinkEvent::Stopped(report)) => {
@@ -221,6 +225,19 @@ impl ExtensionProvider {
                             let link = current(&watched);
                             if link.closed_reason().is_none() {
                                 lrx = link.events();
+                                if link.info().instance != instance {
+                                    // A new service-worker instance holds no lease (its gate starts empty under a new
+                                    // control epoch): void the runtime's write leases too, so resuming takes a new
+                                    // lease (a higher fencing token) and a full observation. `UserStopped` is the
+                                    // provider event that revokes every write lease; nothing is reported to agents.
+                                    tracing::info!(old = %instance, new = %link.info().instance,
+                                        "the extension's service worker restarted: write leases are void");
+                                    instance = link.info().instance.clone();
+                                    let _ = tx.send(ProviderEvent::UserStopped {
+                                        tab: None,
+                                        control_epoch: link.control_epoch(),
+                                    });
+                                }
                                 break;
                             }
                         }
@@ -235,7 +252,7 @@ impl ExtensionProvider {
             inner,
             tabs: Mutex::new(HashMap::new()),
             observed: Mutex::new(HashMap::new()),
-            probe_lock: tokio::sync::Mutex::new(()),
+            create_lock: tokio::sync::Mutex::new(()),
             events,
             forward: vec![provider_events, link_events],
         })
@@ -245,6 +262,12 @@ impl ExtensionProvider {
     #[must_use]
     pub fn link(&self) -> ExtensionLink {
         current(&self.link)
+    }
+
+    /// What a Stop now would report as the last evidence (the latest observation and action through the extension).
+    #[must_use]
+    pub fn last_evidence(&self) -> StopEvidence {
+        self.link().evidence()
     }
 
     /// The underlying Chromium provider (screenshots).
@@ -257,24 +280,15 @@ impl ExtensionProvider {
         self.tabs.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&tab).copied()
     }
 
-    /// The extension's tab id of a provider handle: asks the provider to activate it with the relay's probe armed
-    /// (the relay answers locally, nothing is activated) and maps the target id it names.
-    async fn tab_id(&self, ctx: &OpContext, tab: TabHandle) -> Result<i64, ProviderError> {
+    /// The extension's tab id of a provider handle, through the CDP target id the provider keeps for it.
+    async fn tab_id(&self, _ctx: &OpContext, tab: TabHandle) -> Result<i64, ProviderError> {
         if let Some(id) = self.known(tab) {
             return Ok(id);
         }
-        let target = {
-            let _serial = self.probe_lock.lock().await;
-            self.link().arm_target_probe();
-            let r = self.inner.activate_tab(ctx, tab).await;
-            let target = self.link().take_target_probe();
-            r?;
-            target
-        }
-        .ok_or_else(|| {
+        let target = self.inner.target_id(tab).ok_or_else(|| {
             ProviderError::new(
-                ProviderErrorKind::Internal,
-                format!("tab {tab} names no browser target; list tabs again"),
+                ProviderErrorKind::TabGone,
+                format!("tab {tab} is not (or no longer) in the browser; list tabs again"),
             )
         })?;
         let mut id = self.link().tab_of_target(&target);
@@ -363,7 +377,7 @@ impl Provider for ExtensionProvider {
 
     async fn create_tab(&self, ctx: &OpContext, req: CreateTab) -> Result<TabInfo, ProviderError> {
         let info = {
-            let _serial = self.probe_lock.lock().await;
+            let _serial = self.create_lock.lock().await;
             self.link().set_create_session(Some(&ctx.session.0));
             let r = self.inner.create_tab(ctx, req).await;
             self.link().set_create_session(None);
@@ -424,6 +438,14 @@ impl Provider for ExtensionProvider {
         if params.since.is_none() && params.within.is_none() {
             self.observed.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(tab, epoch);
         }
+        self.link().note_observation(ObservationEvidence {
+            session: ctx.session.0.clone(),
+            tab: tab.0,
+            revision: observation.revision,
+            cursor: observation.cursor.clone(),
+            url: observation.url.clone(),
+            title: observation.title.clone(),
+        });
         Ok(observation)
     }
 
@@ -447,8 +469,9 @@ impl Provider for ExtensionProvider {
             return Err(ProviderError::new(
                 ProviderErrorKind::StaleFencing,
                 format!(
-                    "the user pressed Stop in the browser after the last observation of tab {tab}: its refs are void \
-                     and nothing was dispatched; observe the tab again (a full observation), then act"
+                    "the extension's control epoch moved on after the last observation of tab {tab} (Stop was \
+                     pressed in the browser, or its service worker restarted): its refs are void and nothing was \
+                     dispatched; observe the tab again (a full observation), then act"
                 ),
             ));
         }
@@ -465,7 +488,35 @@ impl Provider for ExtensionProvider {
                 .await
                 .map_err(|e| ext_err(&e, "granting the write lease to the extension"))?;
         }
-        self.inner.act(ctx, tab, params).await
+        let action = serde_json::to_value(params.action).ok().and_then(|v| v.as_str().map(str::to_owned));
+        let mut evidence = ActionEvidence {
+            session: ctx.session.0.clone(),
+            tab: tab.0,
+            trace_id: ctx.trace_id.clone(),
+            action: action.unwrap_or_default(),
+            state: "inFlight".into(),
+            code: None,
+        };
+        link.note_action(evidence.clone());
+        let result = self.inner.act(ctx, tab, params).await;
+        match &result {
+            Ok(r) => {
+                evidence.state = serde_json::to_value(r.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                evidence.code.clone_from(&r.code);
+            }
+            Err(e) => {
+                evidence.state = "error".into();
+                evidence.code = Some(format!("{:?}", e.kind));
+            }
+        }
+        // Only if no newer action took its place meanwhile.
+        if self.link().evidence().last_action.is_some_and(|a| a.trace_id == evidence.trace_id) {
+            self.link().note_action(evidence);
+        }
+        result
     }
 }
 

@@ -63,6 +63,8 @@ impl BrowserTarget {
 
 struct Launched {
     provider: Arc<dyn Provider>,
+    /// The Chromium provider itself, when the browser is a managed Chromium or a remote endpoint.
+    chromium: Option<Arc<ChromiumProvider>>,
     /// Set when the extension browser was chosen.
     extension: Option<Arc<ExtensionProvider>>,
     browser: Mutex<Option<ManagedBrowser>>,
@@ -160,6 +162,21 @@ impl LazyChromium {
         (ext.clone(), Some(ext))
     }
 
+    /// The remote DevTools endpoint this broker is configured for, if the browser is (or will be) a remote one.
+    #[must_use]
+    pub fn remote_endpoint(&self) -> Option<&str> {
+        match (&self.target, self.choice) {
+            (BrowserTarget::Remote(url), BrowserChoice::Auto | BrowserChoice::Remote) => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The browser's own target id of `tab` (managed Chromium or remote endpoint, once started).
+    #[must_use]
+    pub fn target_id(&self, tab: TabHandle) -> Option<String> {
+        self.launched.get().and_then(|l| l.chromium.as_ref()).and_then(|c| c.target_id(tab))
+    }
+
     /// Whether the browser has been started.
     #[must_use]
     pub fn is_started(&self) -> bool {
@@ -190,7 +207,9 @@ impl LazyChromium {
                         None
                     }
                 };
-                let (provider, extension, browser): (Arc<dyn Provider>, _, _) = if let Some(link) = extension {
+                let (provider, extension, browser, chromium): (Arc<dyn Provider>, _, _, _) = if let Some(link) =
+                    extension
+                {
                     tracing::info!(extension = %link.info().extension_id, "browser: the paired extension");
                     let (p, e) = self.use_extension(link);
                     let ctx = OpContext::new(
@@ -199,7 +218,7 @@ impl LazyChromium {
                         "connect",
                     );
                     p.connect(&ctx).await?;
-                    (p, e, None)
+                    (p, e, None, None)
                 } else {
                     let (provider, browser) = match &self.target {
                         BrowserTarget::Managed(opts) => {
@@ -226,8 +245,9 @@ impl LazyChromium {
                             (provider, None)
                         }
                     };
+                    let chromium = Some(provider.clone());
                     let provider: Arc<dyn Provider> = provider;
-                    (provider, None, browser)
+                    (provider, None, browser, chromium)
                 };
                 let mut rx = provider.events();
                 let tx = self.events.clone();
@@ -244,7 +264,13 @@ impl LazyChromium {
                         }
                     }
                 });
-                Ok::<_, ProviderError>(Launched { provider, extension, browser: Mutex::new(browser), forward })
+                Ok::<_, ProviderError>(Launched {
+                    provider,
+                    chromium,
+                    extension,
+                    browser: Mutex::new(browser),
+                    forward,
+                })
             })
             .await?;
         Ok(&launched.provider)
@@ -365,6 +391,42 @@ impl Provider for LazyChromium {
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
         self.started()?.act(ctx, tab, params).await
+    }
+
+    async fn evaluate(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &browserd_protocol::tools::EvaluateParams,
+    ) -> Result<browserd_protocol::tools::EvaluateResult, ProviderError> {
+        self.started()?.evaluate(ctx, tab, params).await
+    }
+
+    async fn console(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &browserd_protocol::tools::ConsoleParams,
+    ) -> Result<browserd_protocol::tools::ConsoleResult, ProviderError> {
+        self.started()?.console(ctx, tab, params).await
+    }
+
+    async fn network(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &browserd_protocol::tools::NetworkParams,
+    ) -> Result<browserd_protocol::tools::NetworkResult, ProviderError> {
+        self.started()?.network(ctx, tab, params).await
+    }
+
+    async fn raw_protocol(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &browserd_protocol::tools::RawProtocolParams,
+    ) -> Result<browserd_protocol::tools::RawProtocolResult, ProviderError> {
+        self.started()?.raw_protocol(ctx, tab, params).await
     }
 }
 

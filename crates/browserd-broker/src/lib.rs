@@ -14,6 +14,7 @@
 //! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
 //!   mirror (settled at the next start), and the audit metadata ring.
 
+pub mod advanced;
 pub mod batch;
 pub mod cli;
 pub mod client;

@@ -3,8 +3,12 @@
 //!
 //! Beyond a limit a request gets a typed error with `retryAfterMs` (`QUEUE_FULL`, `TOO_MANY_CONCURRENT_OPS`); nothing
 //! is queued without bound. The tab limit (3 controlled tabs per task) is enforced by the core engine.
+//!
+//! Reads during a write: the gate knows which write runs on each tab ([`RunningWrite`]) and keeps the tab's latest
+//! observation, so a read asked for while a write runs either waits for it (`consistent`, the default, bounded by
+//! [`CONSISTENT_READ_WAIT`]) or answers at once with the page as last seen, marked `stale` and naming the write.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,6 +23,21 @@ use tokio_util::sync::CancellationToken;
 pub const QUEUE_RETRY_AFTER_MS: u64 = 250;
 /// Retry hint when every page-operation slot is busy.
 pub const CONCURRENCY_RETRY_AFTER_MS: u64 = 500;
+/// How long a `consistent` read waits for a write running on its tab before it answers `stale` instead (when an
+/// earlier observation of the tab exists; otherwise it keeps waiting).
+pub const CONSISTENT_READ_WAIT: Duration = Duration::from_secs(2);
+
+/// Tabs whose latest observation is kept for `stale` reads (handles grow, so the lowest is the oldest tab).
+pub const MAX_REMEMBERED: usize = 32;
+
+/// A write running on a tab, as a concurrent read names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunningWrite {
+    /// The write's trace id: the caller's `callId`, else one the broker made up.
+    pub trace: String,
+    /// The tool, e.g. `browser_act`.
+    pub tool: String,
+}
 
 /// The configured limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,7 +53,10 @@ pub struct LimitConfig {
 #[derive(Debug, Default)]
 struct Shared {
     running_tabs: BTreeSet<TabHandle>,
-    tab_locks: std::collections::BTreeMap<TabHandle, Arc<tokio::sync::Mutex<()>>>,
+    tab_locks: BTreeMap<TabHandle, Arc<tokio::sync::Mutex<()>>>,
+    writes: BTreeMap<TabHandle, RunningWrite>,
+    /// The latest observation of each tab (JSON, at most one per tab; forgotten with the tab).
+    seen: BTreeMap<TabHandle, Arc<serde_json::Value>>,
 }
 
 /// The admission gate for page operations. Cheap to clone.
@@ -54,6 +76,7 @@ pub struct Admission {
     _tab: Option<OwnedMutexGuard<()>>,
     _global: OwnedSemaphorePermit,
     tab: Option<TabHandle>,
+    write: bool,
     gate: Gate,
     /// Fired by the stop gate: the operation must stop and report `USER_STOPPED`.
     pub stop: CancellationToken,
@@ -63,7 +86,11 @@ impl Drop for Admission {
     fn drop(&mut self) {
         self.gate.running.fetch_sub(1, Ordering::SeqCst);
         if let Some(tab) = self.tab {
-            self.gate.lock().running_tabs.remove(&tab);
+            let mut shared = self.gate.lock();
+            shared.running_tabs.remove(&tab);
+            if self.write {
+                shared.writes.remove(&tab);
+            }
         }
     }
 }
@@ -129,6 +156,18 @@ impl Gate {
     /// `QUEUE_FULL` when the request would have to wait and the queue is full, `TOO_MANY_CONCURRENT_OPS` when no
     /// global slot frees up within the configured wait, `USER_STOPPED` when the stop gate fires while waiting.
     pub async fn admit(&self, tab: Option<TabHandle>) -> Result<Admission, ErrorData> {
+        self.admit_as(tab, None).await
+    }
+
+    /// [`Gate::admit`] for a write: while it runs, reads of `tab` see it as [`Gate::running_write`].
+    ///
+    /// # Errors
+    /// As [`Gate::admit`].
+    pub async fn admit_write(&self, tab: TabHandle, write: RunningWrite) -> Result<Admission, ErrorData> {
+        self.admit_as(Some(tab), Some(write)).await
+    }
+
+    async fn admit_as(&self, tab: Option<TabHandle>, write: Option<RunningWrite>) -> Result<Admission, ErrorData> {
         let stop = self.stop_token();
         let tab_guard = match tab {
             None => None,
@@ -174,10 +213,15 @@ impl Gate {
             }
         };
         self.running.fetch_add(1, Ordering::SeqCst);
+        let is_write = write.is_some();
         if let Some(tab) = tab {
-            self.lock().running_tabs.insert(tab);
+            let mut shared = self.lock();
+            shared.running_tabs.insert(tab);
+            if let Some(write) = write {
+                shared.writes.insert(tab, write);
+            }
         }
-        Ok(Admission { _tab: tab_guard, _global: global, tab, gate: self.clone(), stop })
+        Ok(Admission { _tab: tab_guard, _global: global, tab, write: is_write, gate: self.clone(), stop })
     }
 
     /// The stop gate: cancels every queued and running page operation (they report `USER_STOPPED`); later requests
@@ -192,9 +236,32 @@ impl Gate {
         (queued, running)
     }
 
-    /// Forgets a closed tab's slot.
+    /// The write running on `tab`, if one is.
+    #[must_use]
+    pub fn running_write(&self, tab: TabHandle) -> Option<RunningWrite> {
+        self.lock().writes.get(&tab).cloned()
+    }
+
+    /// Keeps `observation` as the tab's latest (what a `stale` read answers while a write runs). At most
+    /// [`MAX_REMEMBERED`] tabs are remembered; beyond that the oldest tab's is dropped.
+    pub fn remember_observation(&self, tab: TabHandle, observation: serde_json::Value) {
+        let mut shared = self.lock();
+        shared.seen.insert(tab, Arc::new(observation));
+        while shared.seen.len() > MAX_REMEMBERED {
+            shared.seen.pop_first();
+        }
+    }
+
+    /// The tab's latest observation, if one was made.
+    #[must_use]
+    pub fn last_observation(&self, tab: TabHandle) -> Option<Arc<serde_json::Value>> {
+        self.lock().seen.get(&tab).cloned()
+    }
+
+    /// Forgets a closed tab's slot and its latest observation.
     pub fn forget_tab(&self, tab: TabHandle) {
         let mut shared = self.lock();
+        shared.seen.remove(&tab);
         if let Some(lock) = shared.tab_locks.get(&tab)
             && Arc::strong_count(lock) == 1
         {
@@ -262,6 +329,30 @@ mod tests {
         assert_eq!(err.code, ErrorCode::TooManyConcurrentOps);
         assert_eq!(err.retry_after_ms, Some(CONCURRENCY_RETRY_AFTER_MS));
         assert_eq!(g.concurrent(), Usage { used: 1, max: 1 });
+    }
+
+    #[tokio::test]
+    async fn a_running_write_is_visible_to_reads_until_it_ends() {
+        let g = gate(16, 4, 1000);
+        let write = RunningWrite { trace: "call-7".into(), tool: "browser_act".into() };
+        let running = g.admit_write(TabHandle(1), write.clone()).await.unwrap();
+        assert_eq!(g.running_write(TabHandle(1)), Some(write));
+        assert_eq!(g.running_write(TabHandle(2)), None);
+        let read = g.admit(Some(TabHandle(2))).await.unwrap();
+        drop(read);
+        assert!(g.running_write(TabHandle(1)).is_some(), "a read on another tab ends nothing");
+        drop(running);
+        assert_eq!(g.running_write(TabHandle(1)), None);
+
+        g.remember_observation(TabHandle(1), serde_json::json!({"url": "https://a.test/"}));
+        assert_eq!(g.last_observation(TabHandle(1)).unwrap()["url"], "https://a.test/");
+        g.forget_tab(TabHandle(1));
+        assert!(g.last_observation(TabHandle(1)).is_none(), "a closed tab's observation is dropped");
+        for n in 0..=MAX_REMEMBERED as u64 {
+            g.remember_observation(TabHandle(100 + n), serde_json::json!({}));
+        }
+        assert!(g.last_observation(TabHandle(100)).is_none(), "bounded: the oldest tab's is dropped");
+        assert!(g.last_observation(TabHandle(101)).is_some());
     }
 
     #[tokio::test]

@@ -5,10 +5,10 @@
 //! answer goes back through the connection's writer task. No lock is held across an `.await` except the runtime's
 //! own per-session locks.
 //!
-//! Broker-local methods (not in the protocol registry): `broker.cancel` (cancel one in-flight request of the
-//! connection, for MCP cancellation), `broker.shutdown` (graceful stop),
+//! The broker's own controls are typed methods of the protocol registry like every other: `broker.cancel` (cancel
+//! one in-flight request of the connection, for MCP cancellation), `broker.shutdown` (graceful stop),
 //! `broker.stopGate` (cancel queued and running page work, report `USER_STOPPED`), `broker.selectTab` (choose which
-//! owned tab `browser_observe` / `browser_act` / `browser_batch` work on, since their params carry no tab id).
+//! owned tab `browser_observe` / `browser_act` / `browser_batch` work on when their params name no tab).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -19,7 +19,7 @@ use browserd_core::clock::{Clock, SystemClock};
 use browserd_core::error::CoreError;
 use browserd_core::lifecycle::{CloseReason as CoreClose, FinalizeInputs, LifecycleConfig};
 use browserd_core::provider::{Capability, Provider, ProviderKind, SessionKey, TabHandle};
-use browserd_core::runtime::{Runtime, RuntimeConfig};
+use browserd_core::runtime::{HandoffEnd, HandoffProgress, HandoffWait, Runtime, RuntimeConfig};
 use browserd_ipc::{
     AcquireLockError, BrokerListener, ConnectionContext, FramedConnection, IdleTracker, InstanceLock, RuntimeDir,
     ServeOptions, ServeSummary, serve,
@@ -33,13 +33,15 @@ use browserd_protocol::lifecycle::{
     ToolActivation, ToolSet, ToolsActivateParams, TurnBeginParams, TurnBeginResult, TurnEndParams, TurnEndResult,
     UnsupportedReason, Usage, WriteLeaseStatus,
 };
-use browserd_protocol::methods::{MethodCall, ToolsListParams, ToolsListResult};
+use browserd_protocol::methods::{
+    BrokerCancelResult, BrokerShutdownResult, MethodCall, ToolsListParams, ToolsListResult,
+};
 use browserd_protocol::tools::{
     BatchResult, BatchStop, BatchStopReason, BrowserStatusResult, HandoffResult, HandoffStatus, ListResult, MarkResult,
     Tool, ToolCall, ToolCallParams, ToolTier,
 };
 use browserd_protocol::{ActParams, ActionKind, ErrorCode, ErrorData, FencingToken, Outcome, SessionId};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -47,42 +49,12 @@ use tokio_util::sync::CancellationToken;
 use crate::config::BrokerConfig;
 use crate::dedup::{Admit, DedupLog, Ticket};
 use crate::lazy::{BrowserTarget, LazyChromium};
-use crate::limits::{Admission, Gate, LimitConfig, user_stopped};
+use crate::limits::{Admission, CONSISTENT_READ_WAIT, Gate, LimitConfig, RunningWrite, user_stopped};
 use crate::to_proto;
 
-/// Broker-local method: graceful shutdown.
-pub const BROKER_SHUTDOWN: &str = "broker.shutdown";
-/// Broker-local method: the stop gate.
-pub const BROKER_STOP_GATE: &str = "broker.stopGate";
-/// Broker-local method: choose the session's current tab.
-pub const BROKER_SELECT_TAB: &str = "broker.selectTab";
-/// Broker-local method: cancel one in-flight request of this connection (`{"requestId": …}`); it answers
-/// `CANCELLED`. Answers `{"cancelled": false}` when the request already finished.
-pub const BROKER_CANCEL: &str = "broker.cancel";
-
-/// Result of `broker.stopGate`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct StopGateResult {
-    /// Always `USER_STOPPED`: what the cancelled requests report.
-    pub code: ErrorCode,
-    /// Requests that were waiting and were cancelled.
-    pub queued_cancelled: u32,
-    /// Page operations that were running and were told to stop.
-    pub running_cancelled: u32,
-    /// Write leases dropped (resuming needs a new lease and a fresh observation).
-    pub leases_released: u32,
-}
-
-/// Params of `broker.selectTab`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SelectTabParams {
-    /// Session.
-    pub session: SessionId,
-    /// One of the session's own tabs.
-    pub tab: browserd_protocol::TabId,
-}
+pub use browserd_protocol::methods::{
+    BROKER_CANCEL, BROKER_SELECT_TAB, BROKER_SHUTDOWN, BROKER_STOP_GATE, SelectTabParams, StopGateResult,
+};
 
 tokio::task_local! {
     /// Set while a call must not start the browser (turn end or close before the browser ever started).
@@ -105,6 +77,8 @@ struct SessionInfo {
     current_tab: Option<TabHandle>,
     host_turn: Option<String>,
     last_turn_end: Option<(String, TurnEndResult)>,
+    /// The session activated the advanced tier (policy allowed it); cleared when its tools are hidden.
+    advanced: bool,
 }
 
 #[derive(Debug, Default)]
@@ -151,10 +125,13 @@ pub struct Broker {
     shutdown: CancellationToken,
     idle: Mutex<Option<IdleTracker>>,
     next_conn: AtomicU64,
+    /// Trace ids of writes sent without a `callId`.
+    next_write: AtomicU64,
     started: std::time::Instant,
     journal_path: Mutex<Option<std::path::PathBuf>>,
     dedup: Mutex<Option<Arc<DedupLog>>>,
     recovery_journal: crate::dedup::RecoveryJournal,
+    owned_journal: crate::dedup::OwnedJournal,
     /// What the latest Stop reported (via, control epoch, dropped inputs, detached tabs); `USER_STOPPED` answers
     /// carry it in `details.stop`.
     last_stop: Mutex<Option<Value>>,
@@ -250,10 +227,12 @@ impl Broker {
             shutdown: CancellationToken::new(),
             idle: Mutex::new(None),
             next_conn: AtomicU64::new(0),
+            next_write: AtomicU64::new(0),
             started: std::time::Instant::now(),
             journal_path: Mutex::new(None),
             dedup: Mutex::new(None),
             recovery_journal: crate::dedup::RecoveryJournal::default(),
+            owned_journal: crate::dedup::OwnedJournal::default(),
             last_stop: Mutex::new(None),
         })
     }
@@ -311,11 +290,20 @@ impl Broker {
                     if previous.left_pending > 0 {
                         tracing::warn!(
                             count = previous.left_pending,
-                            "recovery records of a previous broker on a remote browser stay pending: its tab handles \
-                             cannot be matched to this broker's; check that browser by hand"
+                            "recovery records of a previous broker stay pending: their browser is not this one's; \
+                             check that browser by hand"
                         );
                     }
-                    *self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(log));
+                    let log = Arc::new(log);
+                    let reconciling = self.spawn_remote_reconciliation(log.clone());
+                    if previous.remote_pending > reconciling {
+                        tracing::warn!(
+                            count = previous.remote_pending - reconciling,
+                            "recovery records of a previous broker on another remote endpoint stay pending; set \
+                             remote_cdp to that endpoint to have them retried, or check that browser by hand"
+                        );
+                    }
+                    *self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(log);
                 }
                 Err(e) => tracing::warn!(
                     journal = %path.display(), %e,
@@ -527,24 +515,21 @@ impl Broker {
                 continue;
             }
             if request.method == BROKER_CANCEL {
-                let target: Option<RequestId> = request
-                    .params
-                    .as_ref()
-                    .and_then(|p| p.get("requestId"))
-                    .cloned()
-                    .and_then(|v| serde_json::from_value(v).ok());
-                let cancelled = match target {
-                    Some(target) => inflight
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .get(&target)
-                        .map(|token| token.cancel())
-                        .is_some(),
-                    None => false,
+                let answer = match MethodCall::from_request(&request) {
+                    Ok(MethodCall::BrokerCancel(p)) => {
+                        let cancelled = inflight
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .get(&p.request_id)
+                            .map(CancellationToken::cancel)
+                            .is_some();
+                        Response::success(request.id.clone(), &BrokerCancelResult { cancelled })
+                            .unwrap_or_else(|e| internal(request.id.clone(), &e))
+                    }
+                    Ok(_) => internal_mismatch(request.id.clone()),
+                    Err(e) => Response::failure(Some(request.id.clone()), e),
                 };
-                let response = Response::success(request.id.clone(), &json!({"cancelled": cancelled}))
-                    .unwrap_or_else(|e| internal(request.id.clone(), &e));
-                let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                let _ = tx.send(serde_json::to_value(&answer).unwrap_or(Value::Null)).await;
                 continue;
             }
             let me = self.clone();
@@ -667,6 +652,9 @@ impl Broker {
             Ok(result) => tracing::info!(session = %id, ok = result.ok, closed = ?result.closed, "session disposed"),
             Err(e) => tracing::warn!(session = %id, %e, "disposing the session failed"),
         }
+        if let Some(log) = self.dedup() {
+            self.sync_recovery(&log);
+        }
         self.refresh_idle();
     }
 
@@ -713,13 +701,16 @@ impl Broker {
     fn sync_recovery(&self, log: &DedupLog) {
         use browserd_core::recovery::RecoveryAction as A;
         use browserd_journal::recovery::CleanupOp;
-        let current: Vec<crate::dedup::RecoveryMirror> = self.runtime.inspect(|engine| {
+        let browser = self.durable_browser_key(log);
+        let mut current: Vec<crate::dedup::RecoveryMirror> = self.runtime.inspect(|engine| {
             engine
                 .recovery()
                 .iter()
                 .map(|r| crate::dedup::RecoveryMirror {
                     session: r.session.0.clone(),
                     tab: r.tab.0,
+                    browser: browser.clone(),
+                    tab_key: String::new(),
                     op: match r.action {
                         A::Close => CleanupOp::Close,
                         A::Release => CleanupOp::Release,
@@ -732,7 +723,117 @@ impl Broker {
                 })
                 .collect()
         });
+        // Outside the engine's lock: the target ids come from the provider's own state.
+        for r in &mut current {
+            r.tab_key = self.durable_tab_key(TabHandle(r.tab));
+        }
         log.sync_recovery(&self.recovery_journal, &current);
+        self.sync_owned(log, &browser);
+    }
+
+    /// Mirrors the tabs the sessions hold (and a crash would leak) into the journal's owned-tab ledger: agent-created
+    /// tabs (closed at disposal) and claimed user tabs (released), not the ones marked deliverable or handoff.
+    fn sync_owned(&self, log: &DedupLog, browser: &str) {
+        use browserd_core::tabs::{MarkKind, Origin};
+        use browserd_journal::recovery::CleanupOp;
+        let held: Vec<(TabHandle, String, CleanupOp)> = self.runtime.inspect(|engine| {
+            engine
+                .tabs()
+                .iter()
+                .filter(|r| r.alive)
+                .filter_map(|r| {
+                    let o = r.ownership.as_ref()?;
+                    if o.mark.is_some_and(|m| matches!(m.kind, MarkKind::Deliverable | MarkKind::Handoff)) {
+                        return None;
+                    }
+                    let op = match o.origin {
+                        Origin::AgentCreated => CleanupOp::Close,
+                        Origin::Claimed => CleanupOp::Release,
+                    };
+                    Some((r.tab, o.session.0.clone(), op))
+                })
+                .collect()
+        });
+        let current: Vec<crate::dedup::OwnedMirror> = held
+            .into_iter()
+            .map(|(tab, session, op)| {
+                let row = browserd_journal::owned::OwnedTab {
+                    browser: browser.to_owned(),
+                    tab: self.durable_tab_key(tab),
+                    session,
+                    op,
+                };
+                (tab.0, row)
+            })
+            .collect();
+        log.sync_owned(&self.owned_journal, &current);
+    }
+
+    /// The durable key of this broker's browser: `remote:<endpoint>` for a remote endpoint (it outlives the broker),
+    /// else one per broker process (a managed browser exits with its broker).
+    fn durable_browser_key(&self, log: &DedupLog) -> String {
+        match self.remote_endpoint() {
+            Some(url) => format!("{}{url}", crate::dedup::REMOTE_KEY_PREFIX),
+            None => log.browser_key(),
+        }
+    }
+
+    /// The remote endpoint in use (or to be used), when the browser is a remote one.
+    fn remote_endpoint(&self) -> Option<String> {
+        let lazy = self.lazy.as_ref()?;
+        if lazy.is_started() && self.provider.kind() != ProviderKind::Remote {
+            return None;
+        }
+        lazy.remote_endpoint().map(str::to_owned)
+    }
+
+    /// The durable key of `tab`: the browser's target id when known, else the handle (one process only).
+    fn durable_tab_key(&self, tab: TabHandle) -> String {
+        match self.lazy.as_ref().and_then(|l| l.target_id(tab)) {
+            Some(target) => format!("{TARGET_KEY_PREFIX}{target}"),
+            None => format!("t{}", tab.0),
+        }
+    }
+
+    /// Finishes the cleanup a previous broker left for the remote endpoint: each recovery record's tab is found again
+    /// by its target id over a fresh DevTools connection — closed (confirmed) when it is still open, resolved
+    /// `alreadyGone` when it is not. A claim or a debugger session lived only in the dead broker and its connection,
+    /// so a release or detach is already done. Retried with backoff (500 ms doubling to 60 s) while the endpoint
+    /// cannot be reached, until every such record is resolved or the broker stops.
+    /// Returns how many records it took on.
+    fn spawn_remote_reconciliation(self: &Arc<Self>, log: Arc<DedupLog>) -> usize {
+        let Some(url) = self.remote_endpoint() else { return 0 };
+        let key = format!("{}{url}", crate::dedup::REMOTE_KEY_PREFIX);
+        let ids: BTreeSet<_> = log.pending_for_browser(&key).into_iter().map(|r| r.id).collect();
+        if ids.is_empty() {
+            return 0;
+        }
+        let count = ids.len();
+        tracing::info!(count = ids.len(), endpoint = %url, "reconciling a previous broker's recovery records");
+        let shutdown = self.shutdown.clone();
+        let task = async move {
+            let mut delay = Duration::from_millis(500);
+            loop {
+                let left: Vec<_> = log.pending_for_browser(&key).into_iter().filter(|r| ids.contains(&r.id)).collect();
+                if left.is_empty() {
+                    tracing::info!("the previous broker's recovery records are resolved");
+                    return;
+                }
+                if let Err(e) = reconcile_remote(&url, &log, &left).await {
+                    tracing::warn!(%e, endpoint = %url, retry_in_ms = delay.as_millis(), "recovery retry failed");
+                    for r in &left {
+                        log.attempt_failed(r.id, ErrorCode::ConnectionLost.as_str(), &e);
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(delay) => {}
+                    () = shutdown.cancelled() => return,
+                }
+                delay = (delay * 2).min(Duration::from_secs(60));
+            }
+        };
+        tokio::spawn(task);
+        count
     }
 
     async fn dispatch_journaled(
@@ -771,8 +872,11 @@ impl Broker {
     }
 
     async fn dispatch(self: &Arc<Self>, conn_id: u64, version: u32, request: Request) -> Result<Value, ErrorData> {
-        match request.method.as_str() {
-            BROKER_SHUTDOWN => {
+        match MethodCall::from_request(&request)? {
+            MethodCall::Hello(_) | MethodCall::ClientDisconnect(_) | MethodCall::BrokerCancel(_) => {
+                Err(ErrorData::new(ErrorCode::InternalError, "handled by the connection loop"))
+            }
+            MethodCall::BrokerShutdown(_) => {
                 tracing::info!("shutdown requested by a client");
                 let shutdown = self.shutdown.clone();
                 // Answer first; the accept loop then stops and running connections get their grace period.
@@ -780,20 +884,10 @@ impl Broker {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     shutdown.cancel();
                 });
-                return Ok(json!({"ok": true}));
+                to_value(&BrokerShutdownResult { ok: true })
             }
-            BROKER_STOP_GATE => return to_value(&self.stop_gate().await),
-            BROKER_SELECT_TAB => {
-                let params: SelectTabParams = serde_json::from_value(request.params.clone().unwrap_or(json!({})))
-                    .map_err(|e| ErrorData::invalid_params(format!("invalid params for `{BROKER_SELECT_TAB}`: {e}")))?;
-                return self.select_tab(&params).await;
-            }
-            _ => {}
-        }
-        match MethodCall::from_request(&request)? {
-            MethodCall::Hello(_) | MethodCall::ClientDisconnect(_) => {
-                Err(ErrorData::new(ErrorCode::InternalError, "handled by the connection loop"))
-            }
+            MethodCall::BrokerStopGate(_) => to_value(&self.stop_gate().await),
+            MethodCall::BrokerSelectTab(p) => to_value(&self.select_tab(&p).await?),
             MethodCall::SessionOpen(p) => to_value(&self.session_open(conn_id, p).await?),
             MethodCall::SessionClose(p) => to_value(&self.session_close(p).await?),
             MethodCall::TurnBegin(p) => to_value(&self.turn_begin(p).await?),
@@ -860,6 +954,7 @@ impl Broker {
                         current_tab: None,
                         host_turn: None,
                         last_turn_end: None,
+                        advanced: false,
                     },
                 );
                 (id, false)
@@ -893,6 +988,7 @@ impl Broker {
             tools: ToolActivation::Inactive,
             advanced: false,
             advanced_refused: None,
+            advanced_next_step: None,
             names: Vec::new(),
         };
         self.notify(id, &set);
@@ -953,22 +1049,48 @@ impl Broker {
         Ok(result)
     }
 
+    /// The session's tool set. Asking for the advanced tier enables it for the session when the policy allows it
+    /// (`[advanced] enabled`); hidden tools take the tier with them.
     async fn tool_set(&self, id: &SessionId, key: &SessionKey, advanced_asked: bool) -> Result<ToolSet, ErrorData> {
         let status = self.runtime.status(key).await.map_err(|e| err(&e))?;
+        let policy = &self.config.advanced;
+        let refused = advanced_asked && status.tools_active && !policy.enabled;
+        let advanced = {
+            let mut tables = self.tables();
+            let info = tables.sessions.get_mut(id);
+            match info {
+                Some(info) => {
+                    info.advanced = status.tools_active && policy.enabled && (info.advanced || advanced_asked);
+                    info.advanced
+                }
+                None => false,
+            }
+        };
+        let mut names = if status.tools_active { core_tool_names() } else { Vec::new() };
+        if advanced {
+            names.extend(crate::advanced::tools(policy).iter().map(|t| t.name().to_owned()));
+        }
         Ok(ToolSet {
             session: id.clone(),
             tools: if status.tools_active { ToolActivation::ActiveSticky } else { ToolActivation::Inactive },
-            advanced: false,
-            advanced_refused: advanced_asked.then_some(UnsupportedReason::PolicyBlocked),
-            names: if status.tools_active { core_tool_names() } else { Vec::new() },
+            advanced,
+            advanced_refused: refused.then_some(UnsupportedReason::PolicyBlocked),
+            advanced_next_step: refused.then(|| crate::advanced::ENABLE_NEXT_STEP.to_owned()),
+            names,
         })
+    }
+
+    /// Whether the session has the advanced tier on.
+    fn advanced_on(&self, id: &SessionId) -> bool {
+        self.config.advanced.enabled && self.tables().sessions.get(id).is_some_and(|i| i.advanced)
     }
 
     async fn tools_activate(&self, p: ToolsActivateParams) -> Result<ToolSet, ErrorData> {
         let key = self.key_of(&p.session)?;
+        let was_advanced = self.advanced_on(&p.session);
         let changed = self.runtime.activate_tools(&key).await.map_err(|e| err(&e))?;
         let set = self.tool_set(&p.session, &key, p.advanced).await?;
-        if changed {
+        if changed || set.advanced != was_advanced {
             self.notify(&p.session, &set);
         }
         Ok(set)
@@ -979,8 +1101,13 @@ impl Broker {
         let active = self
             .runtime
             .inspect(|engine| engine.session(&key).is_some_and(|s| s.closed().is_none() && s.activation().is_active()));
+        let advanced = active && self.advanced_on(&p.session);
         let tools = if active {
-            Tool::ALL.iter().filter(|t| t.tier() == ToolTier::Core).map(|t| t.spec()).collect()
+            let mut tools: Vec<_> = Tool::ALL.iter().filter(|t| t.tier() == ToolTier::Core).map(|t| t.spec()).collect();
+            if advanced {
+                tools.extend(crate::advanced::tools(&self.config.advanced).iter().map(|t| t.spec()));
+            }
+            tools
         } else {
             Vec::new()
         };
@@ -1056,7 +1183,7 @@ impl Broker {
         }
     }
 
-    async fn select_tab(&self, p: &SelectTabParams) -> Result<Value, ErrorData> {
+    async fn select_tab(&self, p: &SelectTabParams) -> Result<browserd_protocol::tools::ListedTab, ErrorData> {
         let key = self.key_of(&p.session)?;
         let tab = to_proto::tab_handle(p.tab);
         let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
@@ -1087,7 +1214,7 @@ impl Broker {
         if let Some(info) = self.tables().sessions.get_mut(&p.session) {
             info.current_tab = Some(tab);
         }
-        to_value(&listed)
+        Ok(listed)
     }
 
     // ----- status -----
@@ -1157,6 +1284,9 @@ impl Broker {
                 .map(|(id, info)| (id.clone(), info.host, info.host_session_id.clone(), info.label.clone()))
                 .collect()
         };
+        // Read before the engine is locked below (never both locks at once).
+        let advanced_ids: BTreeSet<SessionId> =
+            sessions_info.iter().filter(|(id, ..)| self.advanced_on(id)).map(|(id, ..)| id.clone()).collect();
         let gate = &self.gate;
         let (sessions, tabs, write_leases, debugger_leases, recovery) = self.runtime.inspect(|engine| {
             let sessions: Vec<SessionStatus> = sessions_info
@@ -1174,7 +1304,7 @@ impl Broker {
                         } else {
                             ToolActivation::Inactive
                         },
-                        advanced: false,
+                        advanced: s.activation().is_active() && advanced_ids.contains(id),
                         turn: s.turn(),
                         busy: engine.tabs().iter().any(|r| r.owned_by(&key) && gate.is_running(r.tab)),
                     })
@@ -1335,6 +1465,100 @@ impl Broker {
         Ok(admission)
     }
 
+    /// [`Self::admit`] for a write on `tab`: reads of the tab see it running (named by the caller's `callId`, else a
+    /// broker trace id) until it ends.
+    async fn admit_write(
+        &self,
+        tab: TabHandle,
+        tool: &str,
+        call_id: Option<&str>,
+        ticket: &mut Option<Ticket>,
+    ) -> Result<Admission, ErrorData> {
+        let trace = match call_id {
+            Some(id) => id.to_owned(),
+            None => format!("w{}", self.next_write.fetch_add(1, Ordering::Relaxed) + 1),
+        };
+        let admission = self.gate.admit_write(tab, RunningWrite { trace, tool: tool.to_owned() }).await?;
+        self.mark_dispatched(ticket)?;
+        Ok(admission)
+    }
+
+    /// `browser_observe`. With no write running on the tab it is a plain read. While a write runs, a `consistent`
+    /// read (the default) waits for it — up to [`CONSISTENT_READ_WAIT`], then the page as last seen if there is
+    /// one — and an `allowStale` read answers at once with the page as last seen; either way the answer's
+    /// `consistency` names the write and says which it is. With no earlier observation a read always waits.
+    async fn observe(
+        &self,
+        id: &SessionId,
+        key: &SessionKey,
+        params: &browserd_protocol::ObserveParams,
+        ticket: &mut Option<Ticket>,
+    ) -> Result<Value, ErrorData> {
+        use browserd_protocol::{ConsistencyState, ReadConsistency, ReadMode};
+        let tab = self.tab_for(id, params.tab)?;
+        let write = self.gate.running_write(tab);
+        let mark = |mut value: Value, state: ConsistencyState, w: &RunningWrite| {
+            let c = ReadConsistency { state, write_trace: w.trace.clone(), write_tool: w.tool.clone() };
+            if let (Value::Object(map), Ok(c)) = (&mut value, serde_json::to_value(&c)) {
+                map.insert("consistency".to_owned(), c);
+            }
+            value
+        };
+        // The page as last seen, only for the session's own tab (never another session's content).
+        let stale = |w: &RunningWrite| {
+            let own = self.runtime.inspect(|e| {
+                e.session(key).is_some_and(|s| s.closed().is_none() && s.activation().is_active())
+                    && e.tabs().get(tab).is_some_and(|r| r.alive && r.owned_by(key))
+            });
+            let seen = self.gate.last_observation(tab).filter(|_| own && params.since.is_none())?;
+            Some(mark((*seen).clone(), ConsistencyState::Stale, w))
+        };
+        let admission = match &write {
+            None => self.admit(Some(tab), ticket).await?,
+            Some(w) => {
+                // A write needs ownership, so a reader that does not own the tab reads another session's tab: refused
+                // now rather than after waiting for that session's write.
+                let holder = self.runtime.inspect(|e| e.tabs().get(tab).and_then(|r| r.owner().cloned()));
+                if let Some(holder) = holder.filter(|h| h != key) {
+                    return Err(ErrorData::new(
+                        ErrorCode::OtherSessionTab,
+                        format!("tab {} belongs to another session; nothing was read", tab.0),
+                    )
+                    .with_holder_session(to_proto::session_id(&holder)));
+                }
+                if params.read == ReadMode::AllowStale
+                    && let Some(answer) = stale(w)
+                {
+                    return Ok(answer);
+                }
+                match tokio::time::timeout(CONSISTENT_READ_WAIT, self.admit(Some(tab), ticket)).await {
+                    Ok(admission) => admission?,
+                    Err(_) => match stale(w) {
+                        Some(answer) => return Ok(answer),
+                        None => self.admit(Some(tab), ticket).await?,
+                    },
+                }
+            }
+        };
+        let observed = tokio::select! {
+            r = self.runtime.observe(key, tab, params) => to_value(&r.map_err(|e| err(&e))?)?,
+            () = admission.stop.cancelled() => return Err(user_stopped("the observation was stopped")),
+        };
+        drop(admission);
+        if params.since.is_none() && params.within.is_none() {
+            let mut kept = observed.clone();
+            if let Value::Object(map) = &mut kept {
+                // A stale answer carries no image: screenshots are large and this one would be out of date.
+                map.remove("screenshot");
+            }
+            self.gate.remember_observation(tab, kept);
+        }
+        Ok(match &write {
+            Some(w) => mark(observed, ConsistencyState::Consistent, w),
+            None => observed,
+        })
+    }
+
     fn mark_dispatched(&self, ticket: &mut Option<Ticket>) -> Result<(), ErrorData> {
         if let (Some(t), Some(log)) = (ticket.take(), self.dedup()) {
             *ticket = Some(log.dispatch(t)?);
@@ -1361,7 +1585,7 @@ impl Broker {
                     .collect();
                 to_value(&BrowserStatusResult {
                     tools_active: s.tools_active,
-                    advanced: false,
+                    advanced: s.tools_active && self.advanced_on(&id),
                     bridge: to_proto::bridge(s.bridge),
                     tabs: s.tabs.iter().map(to_proto::listed_tab).collect(),
                     recovery: s.recovery.iter().map(to_proto::recovery_record).collect(),
@@ -1444,17 +1668,10 @@ impl Broker {
                     () = admission.stop.cancelled() => Err(user_stopped("claiming the tab was stopped")),
                 }
             }
-            ToolCall::Observe(params) => {
-                let tab = self.tab_for(&id, params.tab)?;
-                let admission = self.admit(Some(tab), ticket).await?;
-                tokio::select! {
-                    r = rt.observe(&key, tab, &params) => to_value(&r.map_err(|e| err(&e))?),
-                    () = admission.stop.cancelled() => Err(user_stopped("the observation was stopped")),
-                }
-            }
+            ToolCall::Observe(params) => self.observe(&id, &key, &params, ticket).await,
             ToolCall::Act(params) => {
                 let tab = self.tab_for(&id, params.tab)?;
-                let admission = self.admit(Some(tab), ticket).await?;
+                let admission = self.admit_write(tab, &p.name, p.call_id.as_deref(), ticket).await?;
                 tokio::select! {
                     r = rt.act(&key, tab, &params, None) => to_value(&r.map_err(|e| err(&e))?),
                     () = admission.stop.cancelled() => Err(user_stopped("the action was stopped; it may or may not have \
@@ -1463,7 +1680,7 @@ impl Broker {
             }
             ToolCall::Batch(params) => {
                 let tab = self.tab_for(&id, params.tab)?;
-                let admission = self.admit(Some(tab), ticket).await?;
+                let admission = self.admit_write(tab, &p.name, p.call_id.as_deref(), ticket).await?;
                 let work = async {
                     let mut steps = Vec::new();
                     let mut stopped = None;
@@ -1525,13 +1742,6 @@ impl Broker {
                 to_value(&MarkResult { tab: params.tab, mark: to_proto::mark_kind(mark.kind) })
             }
             ToolCall::Handoff(params) => {
-                if params.until.is_some() {
-                    return Err(ErrorData::new(
-                        ErrorCode::UnsupportedByImplementation,
-                        "waiting for the user to finish a handoff (`until`) is unsupported by this broker yet",
-                    )
-                    .with_next_step("Call browser_handoff without `until`, then ask the user to tell you when done."));
-                }
                 let tab = to_proto::tab_handle(params.tab);
                 let admission = self.admit(Some(tab), ticket).await?;
                 let report = tokio::select! {
@@ -1543,7 +1753,53 @@ impl Broker {
                         CoreError::new(browserd_core::error::ErrorKind::Internal, "handoff failed")
                     })));
                 }
-                to_value(&HandoffResult { tab: params.tab, status: HandoffStatus::WaitingForUser })
+                if params.until.is_empty() {
+                    return to_value(&HandoffResult {
+                        tab: params.tab,
+                        status: HandoffStatus::WaitingForUser,
+                        evidence: Vec::new(),
+                        url: None,
+                        waited_ms: None,
+                    });
+                }
+                // Waiting for the user is no page operation: free the tab's and the global slot, keep the stop gate.
+                let stop = admission.stop.clone();
+                drop(admission);
+                let wait =
+                    HandoffWait { until: params.until.clone(), timeout: params.timeout_ms.map(Duration::from_millis) };
+                let progress = |p: &HandoffProgress| {
+                    tracing::debug!(tab = %tab, checks = p.checks, waited_ms = p.waited_ms, "waiting for the user");
+                };
+                let end = tokio::select! {
+                    r = rt.await_handoff(&key, tab, &wait, &progress) => r.map_err(|e| err(&e))?,
+                    () = stop.cancelled() => return Err(user_stopped("stopped waiting for the user; the tab stays \
+                        handed off")),
+                };
+                let result = |status, evidence, url, waited_ms| HandoffResult {
+                    tab: params.tab,
+                    status,
+                    evidence,
+                    url,
+                    waited_ms: Some(waited_ms),
+                };
+                match end {
+                    HandoffEnd::Completed { evidence, url, waited_ms, .. } => {
+                        to_value(&result(HandoffStatus::Completed, evidence, Some(url), waited_ms))
+                    }
+                    HandoffEnd::TabClosed { evidence, waited_ms } => {
+                        self.gate.forget_tab(tab);
+                        to_value(&result(HandoffStatus::TabClosed, evidence, None, waited_ms))
+                    }
+                    HandoffEnd::TimedOut { evidence, url, waited_ms } => {
+                        let details = to_value(&result(HandoffStatus::TimedOut, evidence, Some(url), waited_ms))?;
+                        Err(ErrorData::new(
+                            ErrorCode::DeadlineExceeded,
+                            format!("the user did not finish within {waited_ms} ms; the tab stays handed off"),
+                        )
+                        .with_next_step("Ask the user where they are, or call browser_handoff again to wait longer.")
+                        .with_details(details))
+                    }
+                }
             }
             ToolCall::Close(params) => {
                 self.mark_dispatched(ticket)?;
@@ -1586,11 +1842,89 @@ impl Broker {
                 to_value(&self.context_reset_inner(&id, &key, params.disconnect_client).await?)
             }
             ToolCall::Evaluate(_) | ToolCall::Console(_) | ToolCall::Network(_) | ToolCall::RawProtocol(_) => {
-                Err(ErrorData::new(
-                    ErrorCode::CapabilityNotActivated,
-                    format!("`{}` is an advanced tool; the advanced tier is not enabled in this broker", p.name),
-                ))
+                self.run_advanced(p, call, &key, ticket).await
             }
+        }
+    }
+
+    /// The advanced tier's tools: refused unless the session activated the tier under the policy; `browser_cdp`
+    /// also needs `raw_cdp` and a method the policy allows (checked before anything is sent). Evaluate and raw
+    /// commands are writes (the write lease, de-duplicated, `unknown` once dispatched); console and network are reads.
+    async fn run_advanced(
+        &self,
+        p: &ToolCallParams,
+        call: ToolCall,
+        key: &SessionKey,
+        ticket: &mut Option<Ticket>,
+    ) -> Result<Value, ErrorData> {
+        use crate::advanced;
+        let policy = &self.config.advanced;
+        let is_raw = matches!(call, ToolCall::RawProtocol(_));
+        if !self.advanced_on(&p.session) || (is_raw && !policy.raw_cdp) {
+            return Err(advanced::not_activated(&p.name, policy));
+        }
+        let rt = &self.runtime;
+        let unknown = |what: &str| {
+            user_stopped(&format!("{what} was stopped; it may or may not have taken effect"))
+                .with_details(json!({"outcome": "unknown"}))
+        };
+        match call {
+            ToolCall::Evaluate(params) => {
+                let tab = self.tab_for(&p.session, Some(params.tab))?;
+                let admission = self.admit(Some(tab), ticket).await?;
+                let mut result = tokio::select! {
+                    r = rt.evaluate(key, tab, &params) => r.map_err(|e| err(&e))?,
+                    () = admission.stop.cancelled() => return Err(unknown("the evaluation")),
+                };
+                let value = std::mem::take(&mut result.value);
+                (result.value, result.spill) =
+                    advanced::bound(value, "the expression's value", &advanced::spill_dir())?;
+                to_value(&result)
+            }
+            ToolCall::RawProtocol(params) => {
+                if let Some(denied) = advanced::method_denied(&params.method, policy) {
+                    return Err(denied);
+                }
+                let tab = self.tab_for(&p.session, Some(params.tab))?;
+                let admission = self.admit(Some(tab), ticket).await?;
+                let mut result = tokio::select! {
+                    r = rt.raw_protocol(key, tab, &params) => r.map_err(|e| err(&e))?,
+                    () = admission.stop.cancelled() => return Err(unknown("the protocol command")),
+                };
+                let value = std::mem::take(&mut result.result);
+                let what = format!("the result of {}", params.method);
+                (result.result, result.spill) = advanced::bound(value, &what, &advanced::spill_dir())?;
+                to_value(&result)
+            }
+            ToolCall::Console(params) => {
+                let tab = self.tab_for(&p.session, Some(params.tab))?;
+                let admission = self.admit(Some(tab), ticket).await?;
+                let mut result = tokio::select! {
+                    r = rt.console(key, tab, &params) => r.map_err(|e| err(&e))?,
+                    () = admission.stop.cancelled() => return Err(user_stopped("reading the console was stopped")),
+                };
+                let entries = to_value(&std::mem::take(&mut result.entries))?;
+                let (entries, spill) = advanced::bound(entries, "the console entries", &advanced::spill_dir())?;
+                result.entries = serde_json::from_value(entries).unwrap_or_default();
+                result.truncated |= spill.is_some();
+                result.spill = spill;
+                to_value(&result)
+            }
+            ToolCall::Network(params) => {
+                let tab = self.tab_for(&p.session, Some(params.tab))?;
+                let admission = self.admit(Some(tab), ticket).await?;
+                let mut result = tokio::select! {
+                    r = rt.network(key, tab, &params) => r.map_err(|e| err(&e))?,
+                    () = admission.stop.cancelled() => return Err(user_stopped("reading the network log was stopped")),
+                };
+                let requests = to_value(&std::mem::take(&mut result.requests))?;
+                let (requests, spill) = advanced::bound(requests, "the network entries", &advanced::spill_dir())?;
+                result.requests = serde_json::from_value(requests).unwrap_or_default();
+                result.truncated |= spill.is_some();
+                result.spill = spill;
+                to_value(&result)
+            }
+            _ => Err(ErrorData::new(ErrorCode::InternalError, "not an advanced tool")),
         }
     }
 
@@ -1610,6 +1944,59 @@ fn lazy_idle(broker: &std::sync::Weak<Broker>) -> Option<browserd_ipc::ClientGua
 
 fn ok(value: Value) -> browserd_protocol::jsonrpc::ResponsePayload {
     browserd_protocol::jsonrpc::ResponsePayload::Result(value)
+}
+
+/// The prefix of a durable tab key made of the browser's target id.
+const TARGET_KEY_PREFIX: &str = "target:";
+
+/// One reconciliation pass over `records` against the remote endpoint at `url`.
+async fn reconcile_remote(
+    url: &str,
+    log: &DedupLog,
+    records: &[browserd_journal::recovery::RecoveryRecord],
+) -> Result<(), String> {
+    use browserd_journal::recovery::{CleanupOp, Resolution};
+    const CALL: Duration = Duration::from_secs(5);
+    let cdp = match tokio::time::timeout(CALL, browserd_cdp::connect_ws(url)).await {
+        Ok(connected) => connected.map_err(|e| format!("connecting to {url}: {e}"))?,
+        Err(_) => return Err(format!("connecting to {url}: no answer within {} s", CALL.as_secs())),
+    };
+    let targets = cdp
+        .call(None, "Target.getTargets", json!({}), CALL)
+        .await
+        .map_err(|e| format!("listing the targets of {url}: {e}"))?;
+    let open: BTreeSet<String> = targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["targetId"].as_str().map(str::to_owned))
+        .collect();
+    for record in records {
+        let Some(target) = record.tab.strip_prefix(TARGET_KEY_PREFIX) else {
+            // A handle-keyed record cannot be found again; it stays pending for `browserd status` and the user.
+            continue;
+        };
+        if !open.contains(target) {
+            log.resolve(record.id, Resolution::AlreadyGone);
+            continue;
+        }
+        match record.op {
+            CleanupOp::Close => match cdp.call(None, "Target.closeTarget", json!({"targetId": target}), CALL).await {
+                Ok(_) => {
+                    tracing::info!(id = %record.id, "a previous broker's tab was closed");
+                    log.resolve(record.id, Resolution::Confirmed);
+                }
+                Err(e) => log.attempt_failed(record.id, ErrorCode::CleanupFailed.as_str(), &e.to_string()),
+            },
+            // The claim was the dead broker's metadata and its debugger sessions ended with its connection.
+            CleanupOp::Release | CleanupOp::DetachDebugger => log.resolve(record.id, Resolution::Confirmed),
+        }
+    }
+    Ok(())
+}
+
+fn internal_mismatch(id: RequestId) -> Response {
+    Response::failure(Some(id), ErrorData::new(ErrorCode::InternalError, "a method was decoded as another one"))
 }
 
 fn internal(id: RequestId, e: &serde_json::Error) -> Response {

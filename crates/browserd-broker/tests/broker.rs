@@ -721,3 +721,74 @@ async fn recovery_records_are_mirrored_in_the_journal() {
     let stats = j.stats().unwrap();
     assert_eq!(stats.resolved_recoveries, 1, "the flaky close was journaled, then resolved: {stats:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_during_a_write_waits_for_it_or_is_marked_stale_naming_it() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Codex, "reader").await;
+    let tab = open_tab(&c, &s).await;
+    let before = c.tool(&s, "browser_observe", json!({})).await.unwrap();
+    assert!(before.get("consistency").is_none(), "no write was running: {before}");
+    let observes = || h.fake.calls_to(Op::Observe, handle(tab)).len();
+    let observed_before = observes();
+    // Opening navigates with an action too.
+    let acts_before = h.fake.calls_to(Op::Act, handle(tab)).len();
+
+    // A long write with a callId: reads name it by that id.
+    h.fake.set_delay_for(Op::Act, Duration::from_secs(6));
+    let write = tokio::spawn({
+        let (c, s) = (c.clone(), s.clone());
+        async move {
+            let params = ToolCallParams {
+                session: s,
+                name: "browser_act".into(),
+                arguments: json!({"action": "click", "target": "e1"}),
+                call_id: Some("slow-click".into()),
+            };
+            c.call(&params).await
+        }
+    });
+    eventually("the write runs", async || {
+        c.call(&StatusParams::default()).await.unwrap().limits.running_actions_per_tab.used == 1
+    })
+    .await;
+    let named = json!({"state": "stale", "writeTrace": "slow-click", "writeTool": "browser_act"});
+    // allowStale: answered at once from the page as last seen, without touching the page.
+    let stale = c.tool(&s, "browser_observe", json!({"read": "allowStale"})).await.unwrap();
+    assert_eq!(stale["consistency"], named, "{stale}");
+    assert_eq!(stale["cursor"], before["cursor"], "the page as last seen: {stale}");
+    assert_eq!(observes(), observed_before, "a stale read sends nothing to the page");
+    // Another session gets no stale copy of a tab it does not own.
+    let other = h.client().await;
+    let so = h.session(&other, HostKind::Pi, "other").await;
+    let refused = other.tool(&so, "browser_observe", json!({"tab": tab.0, "read": "allowStale"})).await.unwrap_err();
+    assert_eq!(refused.error_data().unwrap().code, ErrorCode::OtherSessionTab, "{refused}");
+    // The default waits, but not longer than the broker's bound: a write this long gives the stale page, marked.
+    let bounded = c.tool(&s, "browser_observe", json!({})).await.unwrap();
+    assert_eq!(bounded["consistency"], named, "{bounded}");
+    assert_eq!(observes(), observed_before);
+    write.await.unwrap().unwrap();
+
+    // A short write without a callId: the default read waits for it and says so, naming the broker's trace id.
+    h.fake.set_delay_for(Op::Act, Duration::from_millis(300));
+    let write = tokio::spawn({
+        let (c, s) = (c.clone(), s.clone());
+        async move { c.tool(&s, "browser_act", json!({"action": "click", "target": "e1"})).await }
+    });
+    eventually("the second write runs", async || {
+        c.call(&StatusParams::default()).await.unwrap().limits.running_actions_per_tab.used == 1
+    })
+    .await;
+    let waited = c.tool(&s, "browser_observe", json!({})).await.unwrap();
+    assert_eq!(waited["consistency"]["state"], "consistent", "{waited}");
+    assert!(waited["consistency"]["writeTrace"].as_str().unwrap().starts_with('w'), "{waited}");
+    assert_eq!(observes(), observed_before + 1, "a consistent read reads the page after the write");
+    let acts = h.fake.calls_to(Op::Act, handle(tab));
+    assert_eq!(acts.len(), acts_before + 2, "both writes ran once each");
+    let read = h.fake.calls_to(Op::Observe, handle(tab)).pop().unwrap();
+    assert!(read.seq > acts.last().unwrap().done_seq, "the read reached the page after the write finished");
+    write.await.unwrap().unwrap();
+    let after = c.tool(&s, "browser_observe", json!({"read": "allowStale"})).await.unwrap();
+    assert!(after.get("consistency").is_none(), "no write runs any more: {after}");
+}

@@ -7,9 +7,11 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use browserd_cdp::{CdpError, SessionId};
+use browserd_cdp::{Cdp, CdpError, SessionId};
 use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{
     ActParams, ActionKind, ActionResult, CoveringElement, Dispatch, DownloadInfo, Expectation, ExpectationResult,
@@ -23,8 +25,14 @@ use crate::point::{IMAGE_WINDOW, current_viewport, map_point};
 use crate::provider::{ChromiumProvider, Dedup, gone, remaining, truncate};
 use crate::state::{Line, LogEvent};
 
-/// How long actionability is retried (overlays fading, animations) before `NOT_ACTIONABLE`.
+/// How long an obstacle that is still changing (a fading toast, a moving target) is waited for before
+/// `NOT_ACTIONABLE`.
 const PATIENCE: Duration = Duration::from_millis(1000);
+/// How long an obstacle must stay the same (same covering node, box and opacity, no running animation; or the same
+/// reason) before it is reported: a persistent overlay is answered this quickly.
+const OBSTACLE_STABLE: Duration = Duration::from_millis(150);
+/// The re-check cadence while an obstacle is watched: about one animation frame.
+const FRAME: Duration = Duration::from_millis(16);
 /// DOM quiet time that ends the settle window.
 const QUIET_MS: f64 = 40.0;
 /// DOM quiet time when expectations decide the end of the wait.
@@ -32,6 +40,79 @@ const QUIET_EXPECTING_MS: f64 = 15.0;
 /// Longest settle window when nothing is expected.
 const MAX_SETTLE: Duration = Duration::from_millis(600);
 const GROUP: &str = "browserd-act";
+
+/// The isolated world the effect tracker lives in. Page scripts share the DOM with it but not its globals or
+/// built-ins, so they can neither see the tracker nor break it (by replacing `MutationObserver`, `Array.prototype.push`,
+/// `Element.prototype.getAttribute`, ...). Text expectations and value read-backs are evaluated there too.
+const TRACKER_WORLD: &str = "browserd-effects";
+
+/// The effect tracker, run in [`TRACKER_WORLD`] of every document: DOM quiet time and live-region / toast text for
+/// effect summaries. Idempotent.
+const TRACKER: &str = r#"(() => {
+  if (window.__browserd) return;
+  const st = { last: performance.now(), ann: [] };
+  window.__browserd = st;
+  const live = (n) => {
+    for (let e = n && n.nodeType === 1 ? n : n && n.parentElement; e; e = e.parentElement) {
+      const l = e.getAttribute('aria-live'); const r = e.getAttribute('role');
+      if (l === 'off') return null;
+      if (l || r === 'alert' || r === 'status' || r === 'log' ||
+          (typeof e.className === 'string' && /\b(toast|snackbar|notification)/i.test(e.className))) return e;
+    }
+    return null;
+  };
+  new MutationObserver((ms) => {
+    st.last = performance.now();
+    for (const m of ms) {
+      const nodes = m.type === 'characterData' ? [m.target] : m.addedNodes;
+      for (const n of nodes) {
+        if (live(n)) { const t = (n.textContent || '').trim().replace(/\s+/g, ' '); if (t) st.ann.push(t.slice(0, 200)); }
+      }
+    }
+  }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+})()"#;
+
+/// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements]`.
+const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return null; return [performance.now() - b.last, b.ann.splice(0)]; })()";
+
+/// Execution contexts of the tracker world, remembered per frame document: a new document gets a new context, so a
+/// navigation makes the entry unused and the next lookup creates the world again.
+static TRACKER_CONTEXTS: Mutex<Vec<(TrackerKey, i64)>> = Mutex::new(Vec::new());
+/// (provider epoch, session, the frame's document epoch — unique within a tab).
+type TrackerKey = (u64, SessionId, u64);
+/// How many remembered contexts are kept (oldest dropped first).
+const TRACKER_CONTEXTS_KEPT: usize = 256;
+
+fn tracker_contexts() -> std::sync::MutexGuard<'static, Vec<(TrackerKey, i64)>> {
+    TRACKER_CONTEXTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Installs the effect tracker in [`TRACKER_WORLD`] of a page or frame session: for every later document (before
+/// its scripts run) and for the current one. Only the registration for later documents must succeed; the current
+/// document is covered again when an action starts.
+pub(crate) async fn install_tracker(cdp: &Cdp, session: &SessionId, timeout: Duration) -> Result<(), CdpError> {
+    let s = Some(session);
+    let (registered, tree) = tokio::join!(
+        cdp.call(
+            s,
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({"source": TRACKER, "worldName": TRACKER_WORLD}),
+            timeout
+        ),
+        cdp.call(s, "Page.getFrameTree", json!({}), timeout),
+    );
+    registered?;
+    if let Some(frame) = tree.ok().as_ref().and_then(|t| t["frameTree"]["frame"]["id"].as_str())
+        && let Ok(w) = cdp
+            .call(s, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": TRACKER_WORLD}), timeout)
+            .await
+    {
+        let _ = cdp
+            .call(s, "Runtime.evaluate", json!({"expression": TRACKER, "contextId": w["executionContextId"]}), timeout)
+            .await;
+    }
+    Ok(())
+}
 
 /// One round trip of actionability for same-process targets: state, scroll into view, box in top-level viewport
 /// coordinates (through same-origin frames), running animations, and whether the centre point hits the target.
@@ -76,6 +157,9 @@ const CHECK: &str = r"function(pointNode, checkHit) {
   return out;
 }";
 
+/// The tab or frame went away (the protocol's `codes` has no constant for it yet).
+const TARGET_CLOSED: &str = browserd_protocol::ErrorCode::TargetClosed.as_str();
+
 /// A failure that ends the action.
 #[derive(Debug)]
 struct Fail {
@@ -84,11 +168,31 @@ struct Fail {
     outcome: Outcome,
     covering: Option<CoveringElement>,
     candidates: Vec<String>,
+    /// The link to the page failed (connection, target, deadline or cancellation on a CDP call): once input may
+    /// have been sent, such a failure makes the outcome unknown.
+    link: bool,
+    /// The node that would receive the input instead of the target (session, frame id, backend id); described as
+    /// `covering` only when the failure is final.
+    cover_at: Option<(SessionId, String, i64)>,
 }
 
 impl Fail {
     fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self { code, message: message.into(), outcome: Outcome::Failed, covering: None, candidates: Vec::new() }
+        Self {
+            code,
+            message: message.into(),
+            outcome: Outcome::Failed,
+            covering: None,
+            candidates: Vec::new(),
+            link: false,
+            cover_at: None,
+        }
+    }
+
+    fn covered_at(session: &SessionId, frame: &str, backend: i64) -> Self {
+        let mut f = Self::new(codes::NOT_ACTIONABLE, "the target is covered by another element");
+        f.cover_at = Some((session.clone(), frame.to_owned(), backend));
+        f
     }
     fn unknown(mut self) -> Self {
         self.outcome = Outcome::Unknown;
@@ -97,20 +201,49 @@ impl Fail {
 }
 
 fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
-    match e {
-        CdpError::Timeout { .. } => {
-            let f = Fail::new(codes::DEADLINE_EXCEEDED, format!("{what}: the deadline passed"));
-            if dispatched { f.unknown() } else { f }
-        }
+    let f = match e {
+        CdpError::Timeout { .. } => Fail::new(codes::DEADLINE_EXCEEDED, format!("{what}: the deadline passed")),
         CdpError::ConnectionClosed { .. } | CdpError::Transport(_) => {
-            let f = Fail::new(codes::CONNECTION_LOST, format!("{what}: {e}"));
-            if dispatched { f.unknown() } else { f }
+            Fail::new(codes::CONNECTION_LOST, format!("{what}: {e}"))
+        }
+        CdpError::TargetClosed { reason } => {
+            Fail::new(TARGET_CLOSED, format!("{what}: the tab or frame went away ({reason})"))
         }
         CdpError::Cancelled => {
             Fail { outcome: Outcome::Cancelled, ..Fail::new(codes::CANCELLED, format!("{what}: cancelled")) }
         }
-        _ => Fail::new(codes::ACTION_FAILED, format!("{what}: {e}")),
-    }
+        CdpError::Protocol { message, .. } if target_went_away(message) => {
+            Fail::new(TARGET_CLOSED, format!("{what}: the tab or frame went away ({message})"))
+        }
+        _ => return Fail::new(codes::ACTION_FAILED, format!("{what}: {e}")),
+    };
+    let f = Fail { link: true, ..f };
+    if dispatched { f.unknown() } else { f }
+}
+
+/// Whether a protocol error says the target or its session went away while the command was handled (Chromium's
+/// and `chrome.debugger`'s wordings).
+fn target_went_away(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "detached while handling",
+        "target closed",
+        "session with given id not found",
+        "no session with given id",
+        "no target with given id",
+        "inspected target navigated or closed",
+        "debugger is not attached",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
+/// The message of an action whose input may have reached the page when the link failed.
+fn unknown_message(why: &str) -> String {
+    format!(
+        "{why}; the input may already have reached the page, so the outcome is unknown: it is not retried \
+         automatically — observe the page (reconnecting first if needed) before deciding to act again"
+    )
 }
 
 /// The box of a node in top-level viewport coordinates.
@@ -212,6 +345,9 @@ struct Run<'a> {
     announced: Vec<String>,
     sessions_used: Vec<SessionId>,
     last_built: Option<Built>,
+    /// Set as soon as a command that changes the page (input, navigation, selection, files, dialog) is handed to the
+    /// browser; read by the caller when the action is cancelled midway.
+    sent: &'a AtomicBool,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -264,14 +400,26 @@ pub(crate) async fn act(
             }
         }
     }
+    let sent = AtomicBool::new(false);
     let out = tokio::select! {
-        r = act_inner(p, ctx, tab, params) => r,
-        () = ctx.cancel.cancelled() => Ok(ActionResult {
-            trace_id: ctx.trace_id.clone(),
-            outcome: Outcome::Cancelled,
-            code: Some(codes::CANCELLED.into()),
-            message: Some("the action was cancelled; if input was already sent its effect is unknown, so observe before retrying".into()),
-            ..Default::default()
+        r = act_inner(p, ctx, tab, params, &sent) => r,
+        () = ctx.cancel.cancelled() => Ok(if sent.load(Ordering::SeqCst) {
+            ActionResult {
+                trace_id: ctx.trace_id.clone(),
+                outcome: Outcome::Unknown,
+                dispatch: Dispatch::Dispatched,
+                code: Some(codes::CANCELLED.into()),
+                message: Some(unknown_message("the action was cancelled after input was sent")),
+                ..Default::default()
+            }
+        } else {
+            ActionResult {
+                trace_id: ctx.trace_id.clone(),
+                outcome: Outcome::Cancelled,
+                code: Some(codes::CANCELLED.into()),
+                message: Some("the action was cancelled before any input was sent; nothing reached the page".into()),
+                ..Default::default()
+            }
         }),
     };
     if let Some(id) = &params.request_id {
@@ -305,6 +453,7 @@ async fn act_inner(
     ctx: &OpContext,
     tab: TabHandle,
     params: &ActParams,
+    sent: &AtomicBool,
 ) -> Result<ActionResult, ProviderError> {
     let t0 = Instant::now();
     let default = if matches!(
@@ -342,6 +491,7 @@ async fn act_inner(
         announced: Vec::new(),
         sessions_used: vec![session],
         last_built: None,
+        sent,
     };
     run.res.timings.queue = ms(queue);
     if !matches!(
@@ -355,13 +505,37 @@ async fn act_inner(
     ) {
         run.ensure_visible().await;
     }
-    let result = run.perform(params).await;
-    let dispatched = run.res.dispatch != Dispatch::NotDispatched;
+    if run.dialog_open().is_none() {
+        // The tracker must be in place before any input, so effects of this action are seen.
+        run.tracker_context(false).await;
+    }
+    // The nodes must still be what the caller saw (`nodeVersion`), checked before any input.
+    let targets = [params.target.as_ref(), params.to.as_ref()];
+    let v0 = Instant::now();
+    let versions = crate::observe::check_node_versions(p, tab, &targets, deadline).await;
+    let versions_ms = ms(v0.elapsed());
+    let result = match versions {
+        Ok(()) => run.perform(params).await,
+        Err((reason, message)) => {
+            run.res.stale_reason = Some(reason);
+            Err(Fail::new(codes::STALE_TARGET, message))
+        }
+    };
+    run.res.timings.resolve += versions_ms;
     match result {
         Ok(()) => {
             if run.res.outcome == Outcome::Unknown {
                 run.res.outcome = Outcome::Succeeded;
             }
+        }
+        Err(f) if f.link && sent.load(Ordering::SeqCst) => {
+            // The link failed after input may have reached the page: never "failed", never retried.
+            run.res.outcome = Outcome::Unknown;
+            if run.res.dispatch == Dispatch::NotDispatched {
+                run.res.dispatch = Dispatch::Dispatched;
+            }
+            run.res.code = Some(f.code.into());
+            run.res.message = Some(unknown_message(&f.message));
         }
         Err(f) => {
             run.res.outcome = f.outcome;
@@ -371,6 +545,7 @@ async fn act_inner(
             run.res.candidates = f.candidates;
         }
     }
+    let dispatched = run.res.dispatch != Dispatch::NotDispatched;
     // Effects and expectations, once anything reached the page (or for `wait`).
     if dispatched || params.action == ActionKind::Wait {
         let w0 = Instant::now();
@@ -383,6 +558,7 @@ async fn act_inner(
             let _ = run.effects_snapshot().await;
         }
         if let Some(b) = run.last_built.take() {
+            crate::observe::commit_seen(p, tab, &b.nodes);
             let st = p.st();
             let t = st.tabs.get(&tab);
             run.res.observation = Some(Box::new(Observation {
@@ -425,11 +601,7 @@ impl Run<'_> {
             return Err(Fail::new(codes::INVALID_PARAMS, "this action needs a `target` ref from an observation"));
         };
         let s = target.as_str().trim();
-        let is_ref = {
-            let rest = s.strip_prefix('f').map_or(Some(s), |r| r.find('e').map(|i| &r[i..]));
-            rest.and_then(|r| r.strip_prefix('e'))
-                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
-        };
+        let is_ref = crate::state::parse_ref(s).is_some();
         let r = if is_ref {
             s.to_owned()
         } else {
@@ -474,15 +646,21 @@ impl Run<'_> {
                 }
                 Ok(res)
             }
-            Err(RefError::TabGone) => Err(Fail::new(codes::STALE_TARGET, "the tab is gone")),
+            Err(RefError::TabGone) => {
+                self.res.stale_reason = Some(browserd_protocol::StaleReason::TabClosed);
+                Err(Fail::new(codes::STALE_TARGET, "the tab is gone"))
+            }
             Err(RefError::Unknown) => Err(Fail::new(
                 codes::TARGET_NOT_FOUND,
                 format!("ref {r} was never issued for this tab (refs are per tab); observe and use a ref from it"),
             )),
-            Err(RefError::Stale(why)) => Err(Fail::new(
-                codes::STALE_TARGET,
-                format!("ref {r} is stale: {why}; observe again and use the new ref"),
-            )),
+            Err(RefError::Stale(why)) => {
+                self.res.stale_reason = Some(why.reason);
+                Err(Fail::new(
+                    codes::STALE_TARGET,
+                    format!("ref {r} is stale: {why}; observe again and use the new ref"),
+                ))
+            }
         }
     }
 
@@ -501,7 +679,7 @@ impl Run<'_> {
                 .as_str()
                 .map(str::to_owned)
                 .ok_or_else(|| Fail::new(codes::STALE_TARGET, "the node was removed from the document; observe again")),
-            Err(CdpError::Protocol { .. }) => Err(Fail::new(
+            Err(CdpError::Protocol { message, .. }) if !target_went_away(&message) => Err(Fail::new(
                 codes::STALE_TARGET,
                 "the node was removed from the document; observe again and use the new ref",
             )),
@@ -553,22 +731,86 @@ impl Run<'_> {
         hit: bool,
         enabled: bool,
     ) -> Result<(f64, f64), Fail> {
-        // Retry while the deadline leaves room for one more attempt, so the last precise reason is reported.
+        // An obstacle is re-checked about once a frame. One that stays the same for `OBSTACLE_STABLE` is reported at
+        // once (a modal, a cookie banner); one that is still changing (fading, moving) is waited for up to
+        // `PATIENCE`. Both end early enough before the deadline to describe the obstacle precisely.
+        let start = Instant::now();
         let margin = remaining(self.deadline).mul_f64(0.2).min(Duration::from_millis(200));
-        let give_up = (Instant::now() + PATIENCE).min(self.deadline - margin);
+        let give_up = (start + PATIENCE).min(self.deadline.checked_sub(margin).unwrap_or(start));
         let mut last: Option<Fail> = None;
+        let mut seen: Option<Value> = None;
+        let mut same_since = start;
         loop {
             match self.actionable_once(res, editable, hit, enabled).await {
                 Ok(pt) => return Ok(pt),
-                Err(f) if f.code == codes::NOT_ACTIONABLE && Instant::now() < give_up => {
+                Err(f) if f.code == codes::NOT_ACTIONABLE => {
+                    let now = Instant::now();
+                    let (state, changing) = self.obstacle_state(&f).await;
+                    if seen.as_ref() != Some(&state) {
+                        seen = Some(state);
+                        same_since = now;
+                    }
+                    let settled = !changing && now.duration_since(same_since) >= OBSTACLE_STABLE;
+                    if settled || now + FRAME >= give_up {
+                        let f = self.describe_obstacle(f).await;
+                        self.res.timings.actionability = ms(start.elapsed());
+                        return Err(f);
+                    }
                     last = Some(f);
-                    tokio::time::sleep(Duration::from_millis(40)).await;
+                    tokio::time::sleep(FRAME).await;
                 }
                 Err(f) if f.code == codes::DEADLINE_EXCEEDED && last.is_some() => {
-                    return Err(last.take().unwrap_or(f));
+                    let last = last.take().unwrap_or(f);
+                    return Err(self.describe_obstacle(last).await);
                 }
                 Err(f) => return Err(f),
             }
+        }
+    }
+
+    /// What an obstacle looks like now, and whether it is still changing. For a covering node: its box, its
+    /// effective opacity and whether an animation runs on it or an ancestor (a gone node reads as changing). For
+    /// any other reason (hidden, disabled, read-only, moving): the reason itself; only a moving target is changing.
+    async fn obstacle_state(&self, f: &Fail) -> (Value, bool) {
+        const COVER_STATE: &str = r"function() {
+          const e = this.nodeType === 1 ? this : this.parentElement;
+          if (!e || !e.isConnected) return null;
+          const r = e.getBoundingClientRect();
+          let opacity = 1, animating = false;
+          for (let n = e; n && n.nodeType === 1; n = n.parentElement || (n.getRootNode().host || null)) {
+            opacity *= parseFloat(getComputedStyle(n).opacity);
+            if (n.getAnimations().some((a) => a.playState === 'running')) animating = true;
+          }
+          return [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height), Math.round(opacity * 100), animating];
+        }";
+        let Some((session, _, backend)) = &f.cover_at else {
+            let moving = f.message.contains("moving");
+            return (json!(f.message), moving);
+        };
+        let obj = self
+            .p
+            .call(
+                Some(session),
+                "DOM.resolveNode",
+                json!({"backendNodeId": backend, "objectGroup": GROUP}),
+                self.deadline,
+            )
+            .await
+            .ok()
+            .and_then(|v| v["object"]["objectId"].as_str().map(str::to_owned));
+        let state = match obj {
+            Some(obj) => self.call_on(session, &obj, COVER_STATE, json!([])).await.unwrap_or(Value::Null),
+            None => Value::Null,
+        };
+        let changing = state.is_null() || state[5] == json!(true);
+        (json!([backend, state]), changing)
+    }
+
+    /// Turns a final `NOT_ACTIONABLE` into its report: a covering node is described (role, name, a ref).
+    async fn describe_obstacle(&mut self, mut f: Fail) -> Fail {
+        match f.cover_at.take() {
+            Some((session, frame, backend)) => self.covered(&session, &frame, backend).await,
+            None => f,
         }
     }
 
@@ -699,9 +941,7 @@ impl Run<'_> {
             if tag != "iframe" && tag != "frame" {
                 let main = self.p.st().tabs.get(&self.tab).map(|t| t.target_id.clone()).unwrap_or_default();
                 let frame = top["frameId"].as_str().unwrap_or(&main).to_owned();
-                return Err(self
-                    .covered(&self.session.clone(), &frame, top["backendNodeId"].as_i64().unwrap_or(0))
-                    .await);
+                return Err(Fail::covered_at(&self.session, &frame, top["backendNodeId"].as_i64().unwrap_or(0)));
             }
         }
         let (sx, sy) = self.scroll_of(&res.session).await;
@@ -740,7 +980,7 @@ impl Run<'_> {
                 }
             }
         }
-        Err(self.covered(&res.session, &hit_frame, hb).await)
+        Err(Fail::covered_at(&res.session, &hit_frame, hb))
     }
 
     /// Re-validates a screenshot point against the current page (document, viewport size, zoom, scroll) and hit-tests
@@ -986,8 +1226,38 @@ impl Run<'_> {
         CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) }
     }
 
-    /// Sends one input command to the page session; a dialog opening while it is pending counts as delivered.
+    /// Whether the link to the page is gone: the connection closed, the tab closed, or its session detached.
+    fn link_lost(&self) -> Option<Fail> {
+        if let Some(reason) = self.p.cdp.close_reason() {
+            return Some(Fail {
+                link: true,
+                ..Fail::new(codes::CONNECTION_LOST, format!("the connection to the browser closed ({reason})"))
+            });
+        }
+        let st = self.p.st();
+        let why = match st.tabs.get(&self.tab) {
+            None => "the tab closed",
+            Some(t) if t.session.as_ref() != Some(&self.session) => "the debugger was detached from the tab",
+            Some(_) => return None,
+        };
+        Some(Fail { link: true, ..Fail::new(TARGET_CLOSED, why) })
+    }
+
+    /// Marks that a command changing the page is about to be handed to the browser. Fails (nothing sent) when the
+    /// link is already known to be gone.
+    fn sending(&mut self) -> Result<(), Fail> {
+        if let Some(f) = self.link_lost() {
+            return Err(f);
+        }
+        self.sent.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Sends one input command to the page session; a dialog opening while it is pending counts as delivered. Once
+    /// the command is handed to the browser, a lost connection or target makes the outcome unknown (the input may
+    /// have been delivered), never "failed".
     async fn input(&mut self, method: &str, params: Value) -> Result<(), Fail> {
+        self.sending()?;
         let fut = self.p.call(Some(&self.session), method, params, self.deadline);
         tokio::pin!(fut);
         loop {
@@ -1004,7 +1274,17 @@ impl Run<'_> {
                             self.res.dispatch = Dispatch::Dispatched;
                             Ok(())
                         }
-                        Err(e) => Err(cdp_fail(&e, method, self.res.dispatch != Dispatch::NotDispatched)),
+                        Err(e) => {
+                            let mut f = cdp_fail(&e, method, true);
+                            if !f.link && let Some(gone) = self.link_lost() {
+                                // Rejected because the link went away meanwhile (the state already knows).
+                                f = Fail { outcome: Outcome::Unknown, ..gone };
+                            }
+                            if f.link {
+                                self.res.dispatch = Dispatch::Dispatched;
+                            }
+                            Err(f)
+                        }
                     };
                 }
                 () = &mut notified => {
@@ -1107,8 +1387,29 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// The node as an object of the tracker world, where the page's scripts cannot change what its properties
+    /// read (`value`, `checked`, ...); the page's own world when the tracker world is not available.
+    async fn world_object(&self, res: &Resolved) -> Result<String, Fail> {
+        if let Some(ctx) = self.world_context(&res.session, &res.frame_id, false).await
+            && let Ok(v) = self
+                .p
+                .call(
+                    Some(&res.session),
+                    "DOM.resolveNode",
+                    json!({"backendNodeId": res.backend, "executionContextId": ctx, "objectGroup": GROUP}),
+                    self.deadline,
+                )
+                .await
+            && let Some(id) = v["object"]["objectId"].as_str()
+        {
+            return Ok(id.to_owned());
+        }
+        self.object(res).await
+    }
+
+    /// What a field holds, read out of the page's reach.
     async fn read_value(&self, res: &Resolved) -> Result<String, Fail> {
-        let obj = self.object(res).await?;
+        let obj = self.world_object(res).await?;
         let v = self
             .call_on(
                 &res.session,
@@ -1121,7 +1422,7 @@ impl Run<'_> {
     }
 
     async fn checked(&self, res: &Resolved) -> Result<Option<bool>, Fail> {
-        let obj = self.object(res).await?;
+        let obj = self.world_object(res).await?;
         let v = self
             .call_on(&res.session, &obj, "function(){ if (this.type === 'checkbox' || this.type === 'radio') return this.checked; const a = this.getAttribute && this.getAttribute('aria-checked'); return a === null ? null : a === 'true'; }", json!([]))
             .await?;
@@ -1296,6 +1597,7 @@ impl Run<'_> {
                   this.dispatchEvent(new Event('change', { bubbles: true }));
                   return { value: this.value, label: o.label };
                 }";
+                self.sending()?;
                 let v = self.call_on(&res.session, &obj, SELECT, json!([{"value": want}])).await?;
                 if let Some(e) = v["error"].as_str() {
                     let code = if e.starts_with("no option") { codes::TARGET_NOT_FOUND } else { codes::NOT_ACTIONABLE };
@@ -1375,6 +1677,7 @@ impl Run<'_> {
                     return Err(Fail::new(codes::NOT_ACTIONABLE, "the target is not a file input (<input type=file>)"));
                 }
                 let d0 = Instant::now();
+                self.sending()?;
                 self.p
                     .call(
                         Some(&res.session),
@@ -1443,6 +1746,7 @@ impl Run<'_> {
                     p["promptText"] = json!(t);
                 }
                 let d0 = Instant::now();
+                self.sending()?;
                 self.p
                     .call(Some(&self.session), "Page.handleJavaScriptDialog", p, self.deadline)
                     .await
@@ -1497,6 +1801,74 @@ impl Run<'_> {
         let _ =
             self.p.call(Some(&self.session), "Input.setInterceptDrags", json!({"enabled": false}), self.deadline).await;
         Ok(())
+    }
+
+    /// The execution context of the tracker world in the tab's current main-frame document. Looked up (and the
+    /// tracker installed) when none is remembered for this document, or when `fresh`.
+    async fn tracker_context(&self, fresh: bool) -> Option<i64> {
+        let (session, frame) = {
+            let st = self.p.st();
+            (self.session.clone(), st.tabs.get(&self.tab)?.target_id.clone())
+        };
+        self.world_context(&session, &frame, fresh).await
+    }
+
+    /// The execution context of the tracker world in the current document of `frame` (the root frame of `session`):
+    /// remembered per document epoch; created, with the tracker installed, when none is remembered or when `fresh`.
+    async fn world_context(&self, session: &SessionId, frame: &str, fresh: bool) -> Option<i64> {
+        // A frame missing from the records has no document epoch: its context is looked up each time.
+        let epoch = self.p.st().tabs.get(&self.tab)?.frames.get(frame).map(|f| f.doc_epoch);
+        let key = epoch.map(|e| (self.p.epoch, session.clone(), e));
+        if !fresh
+            && let Some(key) = &key
+            && let Some((_, id)) = tracker_contexts().iter().find(|(k, _)| k == key)
+        {
+            return Some(*id);
+        }
+        let t = remaining(self.deadline).min(Duration::from_millis(2000));
+        let s = Some(session);
+        let w = self
+            .p
+            .cdp
+            .call(s, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": TRACKER_WORLD}), t)
+            .await
+            .ok()?;
+        let id = w["executionContextId"].as_i64()?;
+        let _ = self.p.cdp.call(s, "Runtime.evaluate", json!({"expression": TRACKER, "contextId": id}), t).await;
+        if let Some(key) = key {
+            let mut c = tracker_contexts();
+            c.retain(|(k, _)| *k != key);
+            c.push((key, id));
+            if c.len() > TRACKER_CONTEXTS_KEPT {
+                c.remove(0);
+            }
+        }
+        Some(id)
+    }
+
+    /// Reads (and drains) the tracker of the current main-frame document; `None` when it cannot be read.
+    async fn read_tracker(&self) -> Option<Value> {
+        for fresh in [false, true] {
+            let id = self.tracker_context(fresh).await?;
+            let r = self
+                .p
+                .cdp
+                .call(
+                    Some(&self.session),
+                    "Runtime.evaluate",
+                    json!({"expression": TRACKER_READ, "contextId": id, "returnByValue": true}),
+                    remaining(self.deadline).min(Duration::from_millis(2000)),
+                )
+                .await;
+            // An error means the context is gone (a new document): look it up again, once.
+            if let Ok(v) = r
+                && v.get("exceptionDetails").is_none()
+                && !v["result"]["value"].is_null()
+            {
+                return Some(v["result"]["value"].clone());
+            }
+        }
+        None
     }
 
     async fn eval(&self, session: &SessionId, expr: &str) -> Result<Value, CdpError> {
@@ -1649,6 +2021,7 @@ impl Run<'_> {
                     .value
                     .clone()
                     .ok_or_else(|| Fail::new(codes::INVALID_PARAMS, "navigate needs `value` (the URL)"))?;
+                self.sending()?;
                 self.res.dispatch = Dispatch::Dispatched;
                 let r = self
                     .p
@@ -1661,6 +2034,7 @@ impl Run<'_> {
                 r
             }
             ActionKind::Reload => {
+                self.sending()?;
                 self.res.dispatch = Dispatch::Dispatched;
                 self.p
                     .call(Some(&s), "Page.reload", json!({}), self.deadline)
@@ -1686,6 +2060,7 @@ impl Run<'_> {
                         ),
                     ));
                 };
+                self.sending()?;
                 self.res.dispatch = Dispatch::Dispatched;
                 self.p
                     .call(Some(&s), "Page.navigateToHistoryEntry", json!({"entryId": entry["id"]}), self.deadline)
@@ -1744,7 +2119,7 @@ impl Run<'_> {
         let start = Instant::now();
         let max = (start + MAX_SETTLE).min(self.deadline);
         loop {
-            if self.dialog_open().is_some() {
+            if self.dialog_open().is_some() || self.link_lost().is_some() {
                 return;
             }
             let pending_load = {
@@ -1756,11 +2131,8 @@ impl Run<'_> {
             let quiet = if pending_load {
                 None
             } else {
-                match self
-                    .eval(&self.session.clone(), "(() => { const b = window.__browserd; if (!b) return [1e9, []]; return [performance.now() - b.last, b.ann.splice(0)]; })()")
-                    .await
-                {
-                    Ok(v) => {
+                match self.read_tracker().await {
+                    Some(v) => {
                         for a in v[1].as_array().into_iter().flatten() {
                             if let Some(s) = a.as_str()
                                 && !self.announced.iter().any(|x| x == s)
@@ -1770,7 +2142,7 @@ impl Run<'_> {
                         }
                         v[0].as_f64()
                     }
-                    Err(_) => None,
+                    None => None,
                 }
             };
             let limit = if pending_load { self.deadline } else { max };
@@ -1856,20 +2228,48 @@ impl Run<'_> {
         e.announced = self.announced.iter().take(5).cloned().collect();
     }
 
+    /// Whether `text` is shown in the page or any of its frames. Read from the tracker world, so a page cannot fake
+    /// the answer (by replacing `String.prototype.includes` or `innerText`); from the page's own world only when the
+    /// tracker world is not available.
     async fn text_present(&self, text: &str) -> bool {
-        let sessions: Vec<SessionId> = {
+        let roots: Vec<(SessionId, String)> = {
             let st = self.p.st();
             let Some(t) = st.tabs.get(&self.tab) else { return false };
-            let mut v: Vec<SessionId> = t.session.iter().cloned().collect();
-            v.extend(t.children.keys().cloned());
+            let mut v: Vec<(SessionId, String)> = t.session.iter().map(|s| (s.clone(), t.target_id.clone())).collect();
+            v.extend(t.children.iter().map(|(s, f)| (s.clone(), f.clone())));
             v
         };
         let expr = format!(
             "(() => {{ const t = {}; const has = (d) => {{ try {{ if (d.body && d.body.innerText.includes(t)) return true; for (const f of d.querySelectorAll('iframe')) {{ try {{ if (f.contentDocument && has(f.contentDocument)) return true; }} catch (e) {{}} }} }} catch (e) {{}} return false; }}; return has(document); }})()",
             serde_json::to_string(text).unwrap_or_default()
         );
-        for s in sessions {
-            if self.eval(&s, &expr).await.ok() == Some(json!(true)) {
+        for (s, frame) in roots {
+            let mut found = None;
+            for fresh in [false, true] {
+                let Some(id) = self.world_context(&s, &frame, fresh).await else { break };
+                let r = self
+                    .p
+                    .cdp
+                    .call(
+                        Some(&s),
+                        "Runtime.evaluate",
+                        json!({"expression": expr, "contextId": id, "returnByValue": true}),
+                        remaining(self.deadline).min(Duration::from_millis(2000)),
+                    )
+                    .await;
+                // An error means the context is gone (a new document): look it up again, once.
+                if let Ok(v) = r
+                    && v.get("exceptionDetails").is_none()
+                {
+                    found = Some(v["result"]["value"] == json!(true));
+                    break;
+                }
+            }
+            let found = match found {
+                Some(f) => f,
+                None => self.eval(&s, &expr).await.ok() == Some(json!(true)),
+            };
+            if found {
                 return true;
             }
         }
@@ -1980,20 +2380,64 @@ impl Run<'_> {
         out
     }
 
+    /// The link went away after the action's input: effects gathered so far stay; expectations not yet seen to hold
+    /// cannot be verified, and then the outcome is unknown (or failed, for a `wait` that sent nothing).
+    fn link_lost_while_settling(&mut self, params: &ActParams, f: &Fail) {
+        let verified = !params.expected.is_empty()
+            && self.res.expectations.len() == params.expected.len()
+            && self.res.expectations.iter().all(|r| r.passed);
+        if verified {
+            self.res.postcondition = Postcondition::Passed;
+            return;
+        }
+        let sent = self.sent.load(Ordering::SeqCst);
+        if params.expected.is_empty() {
+            if self.res.message.is_none() {
+                self.res.message =
+                    Some(format!("{} while the effects were gathered; later effects are unknown", f.message));
+            }
+            return;
+        }
+        self.res.postcondition = Postcondition::Unverified;
+        if self.res.outcome != Outcome::Succeeded {
+            return;
+        }
+        self.res.code = Some(f.code.into());
+        if sent {
+            self.res.outcome = Outcome::Unknown;
+            self.res.message = Some(format!(
+                "{} before the expectation could be verified; the input was sent, so its effect is unknown: it is not \
+                 retried automatically — observe the page (reconnecting first if needed) before acting again",
+                f.message
+            ));
+        } else {
+            self.res.outcome = Outcome::Failed;
+            self.res.message = Some(format!("{} before the expectation held; nothing was sent to the page", f.message));
+        }
+    }
+
     async fn settle_and_verify(&mut self, params: &ActParams) {
         let quiet = if params.expected.is_empty() { QUIET_MS } else { QUIET_EXPECTING_MS };
+        let mut lost;
         loop {
             self.settle(quiet).await;
-            if self.dialog_open().is_none()
+            lost = self.link_lost();
+            if lost.is_none()
+                && self.dialog_open().is_none()
                 && let Err(e) = self.effects_snapshot().await
             {
                 self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
             }
             self.log_effects();
-            if params.expected.is_empty() {
+            if params.expected.is_empty() || lost.is_some() {
                 break;
             }
             let results = self.check(&params.expected).await;
+            // A check that ran while the link went away proves nothing.
+            lost = self.link_lost();
+            if lost.is_some() {
+                break;
+            }
             let all = results.iter().all(|r| r.passed);
             self.res.expectations = results;
             if all || Instant::now() + Duration::from_millis(30) >= self.deadline {
@@ -2001,7 +2445,9 @@ impl Run<'_> {
             }
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
-        if !params.expected.is_empty() {
+        if let Some(f) = lost {
+            self.link_lost_while_settling(params, &f);
+        } else if !params.expected.is_empty() {
             let all = self.res.expectations.iter().all(|r| r.passed);
             self.res.postcondition = if all { Postcondition::Passed } else { Postcondition::Failed };
             if all && self.res.dispatch == Dispatch::Dispatched {

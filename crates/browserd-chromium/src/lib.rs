@@ -11,6 +11,7 @@
 //! (`ActParams::at`), re-validated against the current document, viewport, zoom and scroll before input.
 
 mod act;
+mod advanced;
 mod input;
 mod observe;
 mod point;

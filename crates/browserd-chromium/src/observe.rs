@@ -3,19 +3,21 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+use std::hash::{Hash as _, Hasher as _};
+use std::sync::Arc;
 use std::time::Instant;
 
 use browserd_cdp::SessionId;
 use browserd_core::provider::{ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, FrameSummary, NodeRef, Observation, ObservationDiff, ObserveParams,
-    Truncation,
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, DEFAULT_WINDOW_LIMIT, FrameSummary, NodeRef, Observation, ObservationDiff,
+    ObserveParams, StaleReason, Truncation, WindowShown,
 };
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 use crate::provider::{ChromiumProvider, cdp_err, gone, truncate};
-use crate::state::{Line, RefTable};
+use crate::state::{Line, NodeFacts, RefTable};
 
 const INTERACTIVE: &[&str] = &[
     "button",
@@ -74,7 +76,46 @@ const NAME_FROM_CONTENT: &[&str] =
     &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
 
 /// The attributes the renderer reads; the others are not copied out of the snapshot.
-const KEPT_ATTRS: &[&str] = &["href", "type", "tabindex", "contenteditable", "maxlength", "placeholder"];
+const KEPT_ATTRS: &[&str] = &[
+    "href",
+    "type",
+    "tabindex",
+    "contenteditable",
+    "maxlength",
+    "placeholder",
+    "aria-posinset",
+    "aria-setsize",
+    "aria-rowindex",
+    "aria-rowcount",
+];
+
+/// Roles of the tables and lists a windowed read (`ObserveParams::window`) reads.
+const COLLECTION_ROLES: &[&str] = &["table", "grid", "treegrid", "list", "listbox", "tree"];
+
+/// Roles that are the rows or items of a windowed read (`ObserveParams::window`).
+const ITEM_ROLES: &[&str] = &["row", "listitem", "option", "treeitem", "ListBoxOption", "MenuListOption"];
+
+/// A windowed read in progress: which items of the `within` node are shown.
+#[derive(Debug, Default)]
+struct WindowState {
+    offset: u32,
+    limit: u32,
+    /// Items met so far, in document order.
+    met: u32,
+    /// Index of the first item shown and how many were shown.
+    first: Option<u32>,
+    shown: u32,
+    /// An item past the window is in the document.
+    after: bool,
+    /// Highest index met, +1.
+    end: u32,
+    /// Item indexes came from the page (`aria-posinset`/`aria-rowindex`): a virtual list.
+    indexed: bool,
+    /// `aria-setsize` of the items, or `aria-rowcount` of the container.
+    total: Option<u32>,
+    /// Depth inside a shown item (its own rows/items are not counted again).
+    inside: u32,
+}
 
 /// A DOM node's facts from the snapshot.
 #[derive(Debug, Default, Clone)]
@@ -127,6 +168,9 @@ fn parse_ax(v: &Value) -> AxTree {
     let mut t = AxTree::default();
     let mut has_parent = HashSet::new();
     for n in v["nodes"].as_array().into_iter().flatten() {
+        if n["role"]["value"] == "InlineTextBox" {
+            continue; // Never rendered (its static text is); a quarter of a text-heavy tree.
+        }
         let id = n["nodeId"].as_str().unwrap_or_default().to_owned();
         let children: Vec<String> =
             n["childIds"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(str::to_owned)).collect();
@@ -237,6 +281,206 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
     out
 }
 
+/// What the accessibility tree depends on that a DOM snapshot does not show: the focused element (per document and
+/// open shadow root), and elements in states set by script without an attribute (indeterminate, invalid, open
+/// popover, modal). An in-process frame whose document cannot be read while it holds the focus makes the state
+/// unique, so nothing is reused for it.
+const PAGE_STATE: &str = r"(() => {
+  const out = [];
+  const idx = (e) => { let i = 0; while ((e = e.previousElementSibling)) i++; return i; };
+  const path = (e) => { const p = []; for (; e; e = e.parentElement || (e.parentNode && e.parentNode.host)) p.push(idx(e)); return p.join('.'); };
+  const roots = [document];
+  for (let k = 0; k < roots.length && k < 4096; k++) {
+    const r = roots[k];
+    const a = r.activeElement;
+    out.push('f' + k + ':' + (a ? path(a) : ''));
+    for (const e of r.querySelectorAll(':indeterminate,:invalid,:popover-open,:modal')) out.push('m' + path(e));
+    for (const e of r.querySelectorAll('*')) {
+      if (e.shadowRoot) roots.push(e.shadowRoot);
+      if (e.tagName === 'IFRAME' || e.tagName === 'FRAME') {
+        let d = null;
+        try { d = e.contentDocument; } catch (_) { d = null; }
+        if (d) roots.push(d); else if (a === e) out.push('x' + Math.random());
+      }
+    }
+  }
+  return out.join(' ');
+})()";
+
+/// The isolated world [`PAGE_STATE`] runs in: page scripts can neither see nor patch what runs there.
+const STATE_WORLD: &str = "browserd-observe";
+
+/// What reading the page state needs: the connection and the records (owned, so a check can finish after the
+/// observation has returned).
+#[derive(Clone)]
+struct StateReader {
+    cdp: browserd_cdp::Cdp,
+    state: Arc<std::sync::Mutex<crate::state::State>>,
+    tab: TabHandle,
+    deadline: Instant,
+}
+
+impl StateReader {
+    fn new(p: &ChromiumProvider, tab: TabHandle, deadline: Instant) -> Self {
+        Self { cdp: p.cdp.clone(), state: Arc::clone(&p.state), tab, deadline }
+    }
+
+    fn st(&self) -> std::sync::MutexGuard<'_, crate::state::State> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn call(&self, session: &SessionId, method: &str, params: Value) -> Result<Value, browserd_cdp::CdpError> {
+        self.cdp.call(Some(session), method, params, self.deadline.saturating_duration_since(Instant::now())).await
+    }
+
+    /// The execution context of [`STATE_WORLD`] in a session's top document, made once per document.
+    async fn world(&self, session: &SessionId) -> Option<i64> {
+        let (frame, epoch) = {
+            let st = self.st();
+            let t = st.tabs.get(&self.tab)?;
+            let frame = if t.session.as_ref() == Some(session) {
+                t.target_id.clone()
+            } else {
+                t.children.get(session)?.clone()
+            };
+            let epoch = t.frames.get(&frame)?.doc_epoch;
+            if let Some(id) = t.ax_cache.world(session, epoch) {
+                return Some(id);
+            }
+            (frame, epoch)
+        };
+        let made = self
+            .call(session, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": STATE_WORLD}))
+            .await
+            .ok()?;
+        let id = made["executionContextId"].as_i64()?;
+        if let Some(t) = self.st().tabs.get_mut(&self.tab) {
+            t.ax_cache.worlds.insert(session.clone(), (epoch, id));
+        }
+        Some(id)
+    }
+
+    /// One session's page state: its DOM snapshot and a digest of the snapshot and [`PAGE_STATE`].
+    async fn read(&self, session: &SessionId) -> Result<(Value, u64), browserd_cdp::CdpError> {
+        let world = self.world(session).await;
+        let signature = async {
+            let id = world?;
+            let expr = json!({"expression": PAGE_STATE, "contextId": id, "returnByValue": true});
+            let r = self.call(session, "Runtime.evaluate", expr).await;
+            if r.is_err()
+                && let Some(t) = self.st().tabs.get_mut(&self.tab)
+            {
+                t.ax_cache.worlds.remove(session); // Its document is gone: make the world again next time.
+            }
+            r.ok()
+        };
+        let snapshot = self.call(
+            session,
+            "DOMSnapshot.captureSnapshot",
+            json!({"computedStyles": ["cursor", "visibility"], "includeDOMRects": false}),
+        );
+        let (signature, snapshot) = tokio::join!(signature, snapshot);
+        let snapshot = snapshot?;
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        hash_value(&snapshot, &mut h);
+        match signature.as_ref().and_then(|v| v["result"]["value"].as_str()) {
+            Some(s) => s.hash(&mut h),
+            // No signature (e.g. a context being replaced): a state no other read has.
+            None => Instant::now().hash(&mut h),
+        }
+        Ok((snapshot, h.finish()))
+    }
+
+    /// Caches freshly read trees once the session's state, read again after them, is still `key`: then no change
+    /// happened while they were read. Runs after the observation has returned (it needs nothing from it).
+    async fn confirm(
+        self,
+        session: SessionId,
+        ids: Vec<String>,
+        epochs: HashMap<String, u64>,
+        key: u64,
+        trees: HashMap<String, Arc<AxTree>>,
+    ) {
+        let Ok((snapshot, digest)) = self.read(&session).await else { return };
+        drop(snapshot);
+        if session_key(digest, &ids, &epochs) == key
+            && let Some(t) = self.st().tabs.get_mut(&self.tab)
+        {
+            t.ax_cache.put(session, key, trees);
+        }
+    }
+}
+
+/// Digests JSON (object keys in their order; scroll offsets left out: scrolling alone does not change the tree).
+fn hash_value(v: &Value, h: &mut impl std::hash::Hasher) {
+    match v {
+        Value::Null => h.write_u8(0),
+        Value::Bool(b) => h.write_u8(if *b { 1 } else { 2 }),
+        Value::Number(n) => {
+            h.write_u8(3);
+            match n.as_i64() {
+                Some(i) => h.write_i64(i),
+                None => h.write_u64(n.as_f64().unwrap_or_default().to_bits()),
+            }
+        }
+        Value::String(s) => {
+            h.write_u8(4);
+            s.hash(h);
+        }
+        Value::Array(a) => {
+            h.write_u8(5);
+            h.write_usize(a.len());
+            for x in a {
+                hash_value(x, h);
+            }
+        }
+        Value::Object(o) => {
+            h.write_u8(6);
+            for (k, x) in o {
+                if k == "scrollOffsetX" || k == "scrollOffsetY" {
+                    continue;
+                }
+                k.hash(h);
+                hash_value(x, h);
+            }
+        }
+    }
+}
+
+/// The cache key of a session's trees: its page state and the documents of its frames.
+fn session_key(digest: u64, frame_ids: &[String], epochs: &HashMap<String, u64>) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    digest.hash(&mut h);
+    for id in frame_ids {
+        id.hash(&mut h);
+        epochs.get(id).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// Parsed accessibility trees of a tab's sessions, each kept with the page state it was read in and reused while
+/// the session's state is the same (see [`StateReader::read`]).
+#[derive(Debug, Default)]
+pub(crate) struct AxCache {
+    entries: HashMap<SessionId, (u64, HashMap<String, Arc<AxTree>>)>,
+    /// [`STATE_WORLD`] per session: (document epoch of the session's top frame, execution context).
+    worlds: HashMap<SessionId, (u64, i64)>,
+}
+
+impl AxCache {
+    fn world(&self, session: &SessionId, epoch: u64) -> Option<i64> {
+        self.worlds.get(session).filter(|(e, _)| *e == epoch).map(|(_, id)| *id)
+    }
+
+    fn get(&self, session: &SessionId, key: u64) -> Option<&HashMap<String, Arc<AxTree>>> {
+        self.entries.get(session).filter(|(k, _)| *k == key).map(|(_, trees)| trees)
+    }
+
+    fn put(&mut self, session: SessionId, key: u64, trees: HashMap<String, Arc<AxTree>>) {
+        self.entries.insert(session, (key, trees));
+    }
+}
+
 /// What one node looked like (for expectations).
 #[derive(Debug, Clone)]
 pub(crate) struct NodeSummary {
@@ -258,17 +502,20 @@ pub(crate) struct Built {
     pub(crate) nodes: Vec<NodeSummary>,
     pub(crate) frames: Vec<FrameSummary>,
     pub(crate) url: String,
+    /// The items a windowed read showed.
+    pub(crate) window: Option<WindowShown>,
 }
 
 struct FrameMeta {
     key: u32,
     epoch: u64,
+    url: String,
 }
 
 struct Renderer<'a> {
     frames: &'a HashMap<String, FrameMeta>,
     docs: &'a HashMap<String, HashMap<i64, DomNode>>,
-    axs: &'a HashMap<String, AxTree>,
+    axs: &'a HashMap<String, Arc<AxTree>>,
     owners: &'a HashMap<(String, i64), String>,
     refs: &'a mut RefTable,
     origin: String,
@@ -291,6 +538,10 @@ struct Renderer<'a> {
     in_operable: u32,
     /// Whether a node has a semantic operable node below it (memo).
     below: std::cell::RefCell<HashMap<(String, String), bool>>,
+    /// A windowed read of `within` (`None`: every item).
+    window: Option<WindowState>,
+    /// Tables and lists being walked, innermost last.
+    collections: Vec<(String, i64)>,
 }
 
 fn quote(s: &str, max: usize) -> String {
@@ -312,6 +563,12 @@ impl Renderer<'_> {
         let size = text.len() + usize::from(indent) * 2 + 1;
         if self.bytes + size > self.max_bytes {
             self.bytes_full = true;
+            // Offer the table or list (else the region) that was cut, to read by `within` + `window`.
+            if let Some(c) = self.collections.last().or(self.containers.last())
+                && !self.expand.contains(c)
+            {
+                self.expand.push(c.clone());
+            }
             return None;
         }
         self.bytes += size;
@@ -491,7 +748,81 @@ impl Renderer<'_> {
         s
     }
 
+    /// Walks a node, leaving out the rows/items outside the window of a windowed read, and keeping track of the
+    /// tables and lists it is in (what a cut by the byte budget offers to expand).
     fn walk(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        let collection =
+            self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| {
+                (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten()
+            });
+        match collection {
+            Some(b) => {
+                self.collections.push((frame.to_owned(), b));
+                self.walk_windowed(frame, id, indent, named);
+                self.collections.pop();
+            }
+            None => self.walk_windowed(frame, id, indent, named),
+        }
+    }
+
+    fn walk_windowed(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        if self.window.as_ref().is_some_and(|w| w.inside == 0)
+            && let Some(keep) = self.window_item(frame, id)
+        {
+            if !keep {
+                return;
+            }
+            if let Some(w) = self.window.as_mut() {
+                w.inside += 1;
+            }
+            self.walk_node(frame, id, indent, named);
+            if let Some(w) = self.window.as_mut() {
+                w.inside -= 1;
+            }
+            return;
+        }
+        self.walk_node(frame, id, indent, named);
+    }
+
+    /// Whether a node is a row/item of the window (`Some(shown)`), or not an item at all (`None`). Header rows are
+    /// always shown and not counted.
+    fn window_item(&mut self, frame: &str, id: &str) -> Option<bool> {
+        let ax = self.axs.get(frame)?;
+        let n = ax.nodes.get(id)?;
+        if n.ignored || !ITEM_ROLES.contains(&n.role.as_str()) {
+            return None;
+        }
+        if n.role == "row" && n.children.iter().any(|c| ax.nodes.get(c).is_some_and(|c| c.role == "columnheader")) {
+            return Some(true);
+        }
+        let dom = self.dom(frame, n);
+        let attr = |name: &str| dom.and_then(|d| d.attr(name)).and_then(|v| v.trim().parse::<u32>().ok());
+        let given = attr("aria-posinset").or_else(|| attr("aria-rowindex")).filter(|i| *i > 0);
+        let setsize = attr("aria-setsize");
+        let w = self.window.as_mut()?;
+        let index = match given {
+            Some(i) => {
+                w.indexed = true;
+                i - 1
+            }
+            None => w.met,
+        };
+        w.met += 1;
+        w.end = w.end.max(index + 1);
+        if setsize.is_some() {
+            w.total = setsize;
+        }
+        let keep = index >= w.offset && index < w.offset.saturating_add(w.limit);
+        if keep {
+            w.first = Some(w.first.map_or(index, |f| f.min(index)));
+            w.shown += 1;
+        } else if index >= w.offset {
+            w.after = true;
+        }
+        Some(keep)
+    }
+
+    fn walk_node(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let Some(ax) = self.axs.get(frame) else { return };
         let Some(n) = ax.nodes.get(id) else { return };
         let children = n.children.clone();
@@ -521,8 +852,11 @@ impl Renderer<'_> {
                 let label = format!("iframe {}", quote(&n.name, 60));
                 match child.filter(|c| self.axs.contains_key(c)) {
                     Some(c) => {
-                        let key = self.frames.get(&c).map_or(0, |f| f.key);
-                        self.push(indent, None, format!("{label} [f{key}]:"));
+                        let (key, url) = self.frames.get(&c).map_or((0, ""), |f| (f.key, f.url.as_str()));
+                        // The frame's URL (as a link's: relative to the page's origin when it shares it).
+                        let url = url.strip_prefix(&self.origin).filter(|x| x.starts_with('/')).unwrap_or(url);
+                        let src = if url.is_empty() { String::new() } else { format!(" -> {}", truncate(url, 80)) };
+                        self.push(indent, None, format!("{label} [f{key}]{src}:"));
                         let root = self.axs[&c].root.clone();
                         if let Some(r) = root {
                             self.walk(&c, &r, indent + 1, false);
@@ -785,6 +1119,7 @@ impl Renderer<'_> {
             return;
         }
         let dom = self.dom(frame, n).cloned();
+        let facts = NodeFacts::new(&n.role, &n.name);
         let mut name = n.name.clone();
         if name.trim().is_empty()
             && matches!(shown, "clickable" | "focusable" | "button" | "link" | "textbox")
@@ -864,6 +1199,7 @@ impl Renderer<'_> {
             self.out.node_count += 1;
             self.inter.push((idx, shown.to_owned(), name.trim().to_owned(), ctx));
             self.refs.describe(&r, shown, name.trim(), &states);
+            self.refs.observed(&r, facts);
             self.out.nodes.push(NodeSummary {
                 node_ref: r,
                 role: shown.to_owned(),
@@ -984,6 +1320,19 @@ pub(crate) async fn build(
     max_bytes: usize,
     deadline: Instant,
 ) -> Result<Built, ProviderError> {
+    build_in(p, tab, within, None, max_nodes, max_bytes, deadline).await
+}
+
+/// [`build`], showing only the items `offset..offset + limit` of `within` when `window` is given.
+async fn build_in(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    within: Option<(String, i64)>,
+    window: Option<(u32, u32)>,
+    max_nodes: u32,
+    max_bytes: usize,
+    deadline: Instant,
+) -> Result<Built, ProviderError> {
     let main_session = p.ensure_attached(tab, deadline).await?;
     let (sessions, main_frame) = {
         let st = p.st();
@@ -1002,20 +1351,9 @@ pub(crate) async fn build(
         }
         (sessions, t.target_id.clone())
     };
-    // One DOM snapshot per session, one AX tree per frame, OOPIF owners — all in parallel.
-    let snaps = join_all(sessions.iter().map(|(s, _)| {
-        p.call(
-            Some(s),
-            "DOMSnapshot.captureSnapshot",
-            json!({"computedStyles": ["cursor"], "includeDOMRects": false}),
-            deadline,
-        )
-    }));
-    let ax_calls: Vec<(String, SessionId)> =
-        sessions.iter().flat_map(|(s, ids)| ids.iter().map(move |id| (id.clone(), s.clone()))).collect();
-    let axs = join_all(
-        ax_calls.iter().map(|(id, s)| p.call(Some(s), "Accessibility.getFullAXTree", json!({"frameId": id}), deadline)),
-    );
+    // Per session: the page-state signature and a DOM snapshot (their digest is the session's state); the OOPIF
+    // owners alongside. Accessibility trees are then fetched only for sessions whose state changed since their
+    // trees were cached: `Accessibility.getFullAXTree` is most of an observation's cost on a large page.
     let oop: Vec<(String, String, SessionId)> = {
         let st = p.st();
         let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
@@ -1032,31 +1370,71 @@ pub(crate) async fn build(
     let owners_f =
         join_all(oop.iter().map(|(id, _, ps)| p.call(Some(ps), "DOM.getFrameOwner", json!({"frameId": id}), deadline)));
     let t_calls = Instant::now();
-    let snaps = async {
-        let r = snaps.await;
-        (r, t_calls.elapsed().as_secs_f64() * 1000.0)
+    let reader = StateReader::new(p, tab, deadline);
+    let states = join_all(sessions.iter().map(|(s, _)| reader.read(s)));
+    let (states, owner_res) = tokio::join!(states, owners_f);
+    let snap_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
+    let epochs: HashMap<String, u64> = {
+        let st = p.st();
+        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        t.frames.iter().map(|(id, f)| (id.clone(), f.doc_epoch)).collect()
     };
-    let axs = async {
-        let r = axs.await;
-        (r, t_calls.elapsed().as_secs_f64() * 1000.0)
-    };
-    let ((snaps, snap_ms), (axs, ax_ms), owner_res) = tokio::join!(snaps, axs, owners_f);
-    let calls_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
-    let t_render = Instant::now();
-    let mut docs = HashMap::new();
-    for r in snaps {
-        let v = r.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
-        docs.extend(parse_snapshot(&v));
-    }
-    let mut trees = HashMap::new();
-    for ((id, _), r) in ax_calls.iter().zip(axs) {
-        match r {
-            Ok(v) => {
-                trees.insert(id.clone(), parse_ax(&v));
+    let mut snapshots = Vec::with_capacity(sessions.len());
+    let mut misses = Vec::new();
+    let mut trees: HashMap<String, Arc<AxTree>> = HashMap::new();
+    {
+        let st = p.st();
+        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        for ((session, ids), state) in sessions.iter().zip(states) {
+            let (snapshot, digest) = state.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
+            let key = session_key(digest, ids, &epochs);
+            match t.ax_cache.get(session, key) {
+                Some(cached) => trees.extend(cached.iter().map(|(id, tree)| (id.clone(), Arc::clone(tree)))),
+                None => misses.push((session.clone(), ids.clone(), key)),
             }
-            Err(e) if *id == main_frame => return Err(cdp_err(&e, "reading the accessibility tree")),
-            Err(_) => {} // A frame that went away mid-observation is shown as not loaded.
+            snapshots.push(snapshot);
         }
+    }
+    // Misses: every frame's tree. They are cached only once the state, read again after them, is still the one
+    // read before them (`StateReader::confirm`): a cached tree always belongs to the state it is keyed by.
+    let refetch = join_all(misses.iter().map(|(session, ids, _)| {
+        join_all(
+            ids.iter().map(|id| p.call(Some(session), "Accessibility.getFullAXTree", json!({"frameId": id}), deadline)),
+        )
+    }))
+    .await;
+    let ax_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
+    let ax_fetched = misses.len();
+    let t_render = Instant::now();
+    // Large CDP answers are freed off the observation's path.
+    let mut garbage = Vec::new();
+    for ((session, ids, key), axs) in misses.into_iter().zip(refetch) {
+        let mut fresh = HashMap::new();
+        let mut complete = true;
+        for (id, r) in ids.iter().zip(axs) {
+            match r {
+                Ok(v) => {
+                    fresh.insert(id.clone(), Arc::new(parse_ax(&v)));
+                    garbage.push(v);
+                }
+                Err(e) if *id == main_frame => return Err(cdp_err(&e, "reading the accessibility tree")),
+                Err(_) => complete = false, // A frame that went away mid-observation is shown as not loaded.
+            }
+        }
+        if complete && let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let confirm = reader.clone().confirm(session, ids, epochs.clone(), key, fresh.clone());
+            drop(rt.spawn(confirm));
+        }
+        trees.extend(fresh);
+    }
+    let mut docs = HashMap::new();
+    for v in &snapshots {
+        docs.extend(parse_snapshot(v));
+    }
+    garbage.extend(snapshots);
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => drop(rt.spawn_blocking(move || drop(garbage))),
+        Err(_) => drop(garbage),
     }
     let mut owners = HashMap::new();
     for ((id, parent, _), r) in oop.iter().zip(owner_res) {
@@ -1066,8 +1444,12 @@ pub(crate) async fn build(
     }
     let mut st = p.st();
     let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
-    let frames: HashMap<String, FrameMeta> =
-        t.frames.iter().map(|(id, f)| (id.clone(), FrameMeta { key: f.key, epoch: f.doc_epoch })).collect();
+    t.refs.bind(p.epoch);
+    let frames: HashMap<String, FrameMeta> = t
+        .frames
+        .iter()
+        .map(|(id, f)| (id.clone(), FrameMeta { key: f.key, epoch: f.doc_epoch, url: f.url.clone() }))
+        .collect();
     let mut summaries: Vec<FrameSummary> = t
         .frames
         .values()
@@ -1103,6 +1485,8 @@ pub(crate) async fn build(
         in_operable: 0,
         row_depth: 0,
         below: std::cell::RefCell::new(HashMap::new()),
+        window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),
+        collections: Vec::new(),
     };
     let (start_frame, start_id) = match &within {
         Some((frame, backend)) => {
@@ -1151,7 +1535,32 @@ pub(crate) async fn build(
     let omitted = r.omitted;
     let bytes_full = r.bytes_full;
     let expand_nodes = std::mem::take(&mut r.expand);
+    let win = r.window.take();
     let mut out = std::mem::take(&mut r.out);
+    if let (Some(w), Some((frame, backend))) = (win, &within) {
+        let rowcount = docs
+            .get(frame)
+            .and_then(|d| d.get(backend))
+            .and_then(|d| d.attr("aria-rowcount"))
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        // Without indexes from the page every item is in the document: what was met is all there is.
+        let total = w.total.or(rowcount).or((!w.indexed).then_some(w.met));
+        let offset = w.first.unwrap_or(w.offset);
+        let end = offset + w.shown;
+        let truncated = w.after || total.is_some_and(|t| end < t) || (total.is_none() && w.end > end);
+        let m = frames.get(frame).map_or((0, 0), |m| (m.key, m.epoch));
+        let own = t.refs.assign(frame, m.0, m.1, *backend);
+        let of = total.map_or(String::new(), |t| format!(" of {t}"));
+        let note = match (w.shown, truncated) {
+            (0, _) => format!("… no items at offset {}{of}", w.offset),
+            (_, true) => {
+                format!("… items {}–{end}{of} shown; next: within={own} window={{\"offset\":{end}}}", offset + 1)
+            }
+            (_, false) => format!("… items {}–{end}{of} shown", offset + 1),
+        };
+        out.lines.push(Line { indent: 0, node_ref: None, text: note });
+        out.window = Some(WindowShown { offset, count: w.shown, total, truncated });
+    }
     if omitted > 0 || bytes_full {
         let mut expand = Vec::new();
         for (frame, backend) in expand_nodes.into_iter().take(8) {
@@ -1179,9 +1588,9 @@ pub(crate) async fn build(
     out.frames = summaries;
     out.url = url;
     tracing::debug!(
-        calls_ms,
         snap_ms,
         ax_ms,
+        ax_fetched,
         render_ms = t_render.elapsed().as_secs_f64() * 1000.0,
         nodes = out.node_count,
         "observation built"
@@ -1220,19 +1629,34 @@ pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
     (added, removed)
 }
 
-/// Validates a ref: it must be known, from this connection, and its document must still be current.
+/// Validates a ref: it must be from this connection, known, and its document must still be current.
 pub(crate) fn resolve_ref(p: &ChromiumProvider, tab: TabHandle, r: &str) -> Result<Resolved, RefError> {
+    if let Some(parts) = crate::state::parse_ref(r)
+        && parts.epoch != p.epoch
+    {
+        return Err(RefError::Stale(Staleness::new(
+            StaleReason::ConnectionChanged,
+            format!(
+                "it was issued on browser connection {} and the browser connection changed since (now {}; a \
+                 reconnect or relaunch)",
+                parts.epoch, p.epoch
+            ),
+        )));
+    }
     let st = p.st();
     let t = st.tabs.get(&tab).ok_or(RefError::TabGone)?;
     let Some(e) = t.refs.by_ref.get(r) else {
         return Err(RefError::Unknown);
     };
     let Some(f) = t.frames.get(&e.frame_id) else {
-        return Err(RefError::Stale("its frame was removed from the page".into()));
+        return Err(RefError::Stale(Staleness::new(StaleReason::FrameRemoved, "its frame was removed from the page")));
     };
     if f.doc_epoch != e.doc_epoch {
         let what = if f.key == 0 { "the page" } else { "its frame" };
-        return Err(RefError::Stale(format!("{what} navigated to a new document ({})", truncate(&f.url, 80))));
+        return Err(RefError::Stale(Staleness::new(
+            StaleReason::DocumentChanged,
+            format!("{what} navigated to a new document ({})", truncate(&f.url, 80)),
+        )));
     }
     Ok(Resolved {
         frame_id: e.frame_id.clone(),
@@ -1257,11 +1681,207 @@ pub(crate) struct Resolved {
 pub(crate) enum RefError {
     TabGone,
     Unknown,
-    Stale(String),
+    /// Stale: why (the wire reason) and how, in words (its `Display`).
+    Stale(Staleness),
+}
+
+/// Why a ref is stale: the wire reason and the explanation (which is what it displays as).
+#[derive(Debug, Clone)]
+pub(crate) struct Staleness {
+    pub(crate) reason: StaleReason,
+    pub(crate) text: String,
+}
+
+impl Staleness {
+    fn new(reason: StaleReason, text: impl Into<String>) -> Self {
+        Self { reason, text: text.into() }
+    }
+}
+
+impl std::fmt::Display for Staleness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Checks the `nodeVersion` of the refs an action targets (`target`, `to`): the node's accessibility role and name
+/// now must be those the caller was last shown (see [`NodeFacts`] for what counts). Also binds the tab's refs to
+/// this connection. Returns the reason and message of the first stale ref. Targets given as `role "name"` are
+/// matched against the latest observation, so they are not checked; refs that do not resolve are left to the
+/// action's own resolution, which reports them.
+pub(crate) async fn check_node_versions(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    refs: &[Option<&NodeRef>],
+    deadline: Instant,
+) -> Result<(), (StaleReason, String)> {
+    if let Some(t) = p.st().tabs.get_mut(&tab) {
+        t.refs.bind(p.epoch);
+    }
+    for r in refs.iter().flatten().map(|r| r.as_str().trim()) {
+        if crate::state::parse_ref(r).is_none() {
+            continue;
+        }
+        let Ok(res) = resolve_ref(p, tab, r) else { continue };
+        let Some(seen) = p.st().tabs.get(&tab).and_then(|t| t.refs.by_ref.get(r)).and_then(|e| e.seen.clone()) else {
+            continue;
+        };
+        let v = match p
+            .call(
+                Some(&res.session),
+                "Accessibility.getPartialAXTree",
+                json!({"backendNodeId": res.backend, "fetchRelatives": false}),
+                deadline,
+            )
+            .await
+        {
+            Ok(v) => v,
+            Err(browserd_cdp::CdpError::Protocol { message, .. }) if message.contains("No node") => {
+                return Err((
+                    StaleReason::NodeRemoved,
+                    format!("ref {r} is stale: its node was removed from the document; observe again"),
+                ));
+            }
+            Err(_) => continue, // The action's own calls report a broken connection or deadline.
+        };
+        let Some(node) = v["nodes"]
+            .as_array()
+            .and_then(|ns| ns.iter().find(|n| n["backendDOMNodeId"].as_i64() == Some(res.backend)))
+        else {
+            continue;
+        };
+        if node["ignored"].as_bool() == Some(true) {
+            // Hidden (the action's checks report it) or removed from the document.
+            if !still_connected(p, &res, deadline).await {
+                return Err((
+                    StaleReason::NodeRemoved,
+                    format!("ref {r} is stale: its node was removed from the document; observe again"),
+                ));
+            }
+            continue;
+        }
+        let now = NodeFacts::new(
+            node["role"]["value"].as_str().unwrap_or_default(),
+            node["name"]["value"].as_str().unwrap_or_default(),
+        );
+        if let Some(change) = now.change_from(&seen) {
+            return Err((
+                StaleReason::NodeChanged,
+                format!("ref {r} is stale: {change} since it was observed; observe again and use the new ref"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether a node is still in its document (`true` when that cannot be read: the action's own checks decide).
+async fn still_connected(p: &ChromiumProvider, res: &Resolved, deadline: Instant) -> bool {
+    const GROUP: &str = "browserd-version";
+    let session = Some(&res.session);
+    let Ok(v) =
+        p.call(session, "DOM.resolveNode", json!({"backendNodeId": res.backend, "objectGroup": GROUP}), deadline).await
+    else {
+        return true;
+    };
+    let Some(object) = v["object"]["objectId"].as_str() else { return true };
+    let connected = p
+        .call(
+            session,
+            "Runtime.callFunctionOn",
+            json!({"objectId": object, "functionDeclaration": "function() { return this.isConnected; }",
+                   "returnByValue": true}),
+            deadline,
+        )
+        .await
+        .map_or(true, |v| v["result"]["value"].as_bool() != Some(false));
+    let _ = p.call(session, "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), deadline).await;
+    connected
+}
+
+/// Marks the nodes of an observation handed to the caller as seen (their `nodeVersion` becomes the current one).
+pub(crate) fn commit_seen(p: &ChromiumProvider, tab: TabHandle, nodes: &[NodeSummary]) {
+    if let Some(t) = p.st().tabs.get_mut(&tab) {
+        t.refs.commit_seen(nodes.iter().map(|n| n.node_ref.as_str()));
+    }
 }
 
 fn cursor(p: &ChromiumProvider, tab: TabHandle, rev: u64) -> String {
     format!("{}.{}.{}", p.epoch, tab.0, rev)
+}
+
+/// Brings item `offset` of a list into the document before a windowed read: when the page renders only the items
+/// in view (items carry `aria-posinset`/`aria-rowindex` and the wanted one is missing), the list's scroll container
+/// is scrolled until it is rendered at the top. Lists whose items are all in the document are left alone.
+async fn scroll_window_into_view(
+    p: &ChromiumProvider,
+    session: &SessionId,
+    backend: i64,
+    offset: u32,
+    deadline: Instant,
+) -> Result<(), ProviderError> {
+    const BRING: &str = r"async function(offset) {
+  const sel = '[role=row],[role=listitem],[role=option],[role=treeitem],tr,li';
+  const given = (el) => el.getAttribute('aria-posinset') || el.getAttribute('aria-rowindex');
+  const items = () => [...this.querySelectorAll(sel)].map((el, i) => [given(el) ? parseInt(given(el), 10) - 1 : i, el]);
+  const settle = () => new Promise((r) => { requestAnimationFrame(() => requestAnimationFrame(r)); setTimeout(r, 150); });
+  const scroller = (el) => {
+    for (let e = el.parentElement; e; e = e.parentElement) {
+      const oy = getComputedStyle(e).overflowY;
+      if ((oy === 'auto' || oy === 'scroll') && e.scrollHeight > e.clientHeight) return e;
+    }
+    return document.scrollingElement;
+  };
+  for (let round = 0; round < 8; round++) {
+    const list = items();
+    if (!list.length || !list.some(([, el]) => given(el))) return 'static';
+    const hit = list.find(([i]) => i === offset);
+    const sc = scroller(list[0][1]);
+    if (hit) {
+      const delta = hit[1].getBoundingClientRect().top - (sc === document.scrollingElement ? 0 : sc.getBoundingClientRect().top);
+      if (Math.abs(delta) < 2) return 'shown';
+      sc.scrollTop += delta;
+      await settle();
+      continue;
+    }
+    const [i0, e0] = list[0];
+    const [i1, e1] = list[list.length - 1];
+    const h = list.length > 1 && i1 !== i0 ? (e1.getBoundingClientRect().top - e0.getBoundingClientRect().top) / (i1 - i0) : e0.getBoundingClientRect().height;
+    if (!(h > 0)) return 'unknown';
+    const before = sc.scrollTop;
+    sc.scrollTop += (offset - i0) * h;
+    if (sc.scrollTop === before) return 'end';
+    await settle();
+  }
+  return 'unknown';
+}";
+    let obj = p
+        .call(
+            Some(session),
+            "DOM.resolveNode",
+            json!({"backendNodeId": backend, "objectGroup": "browserd-window"}),
+            deadline,
+        )
+        .await
+        .map_err(|e| cdp_err(&e, "resolving the `within` node"))?;
+    let Some(object) = obj["object"]["objectId"].as_str() else {
+        return Err(ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            "STALE_TARGET (nodeRemoved): the node of `within` is no longer in the page; observe again",
+        ));
+    };
+    let r = p
+        .call(
+            Some(session),
+            "Runtime.callFunctionOn",
+            json!({"objectId": object, "functionDeclaration": BRING, "arguments": [{"value": offset}],
+                   "returnByValue": true, "awaitPromise": true}),
+            deadline,
+        )
+        .await;
+    let _ =
+        p.call(Some(session), "Runtime.releaseObjectGroup", json!({"objectGroup": "browserd-window"}), deadline).await;
+    r.map_err(|e| cdp_err(&e, "scrolling the list to the window"))?;
+    Ok(())
 }
 
 /// `browser_observe`.
@@ -1274,10 +1894,21 @@ pub(crate) async fn observe(
     if params.within.is_some() && params.since.is_some() {
         return Err(ProviderError::new(ProviderErrorKind::InvalidRequest, "use either `within` or `since`, not both"));
     }
+    if params.window.is_some() && params.within.is_none() {
+        return Err(ProviderError::new(
+            ProviderErrorKind::InvalidRequest,
+            "`window` reads rows/items of a region: also pass `within` (the ref of the table, list or its container, \
+             e.g. from `truncated.expand`)",
+        ));
+    }
+    let mut within_session = None;
     let within = match &params.within {
         None => None,
         Some(r) => match resolve_ref(p, tab, r.as_str()) {
-            Ok(res) => Some((res.frame_id, res.backend)),
+            Ok(res) => {
+                within_session = Some(res.session);
+                Some((res.frame_id, res.backend))
+            }
             Err(RefError::TabGone) => return Err(gone(tab)),
             Err(RefError::Unknown) => {
                 return Err(ProviderError::new(
@@ -1288,15 +1919,21 @@ pub(crate) async fn observe(
             Err(RefError::Stale(why)) => {
                 return Err(ProviderError::new(
                     ProviderErrorKind::InvalidRequest,
-                    format!("STALE_TARGET: `within` ref {r} is stale: {why}; observe again"),
+                    format!("STALE_TARGET ({}): `within` ref {r} is stale: {why}; observe again", why.reason.as_str()),
                 ));
             }
         },
     };
     let max_nodes = params.max_nodes.unwrap_or(DEFAULT_MAX_NODES).max(1);
     let max_bytes = usize::try_from(params.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)).unwrap_or(usize::MAX).max(512) - 300;
-    let built = build(p, tab, within.clone(), max_nodes, max_bytes, deadline).await?;
+    let window = params.window.map(|w| (w.offset, w.limit.unwrap_or(DEFAULT_WINDOW_LIMIT).clamp(1, max_nodes)));
+    if let (Some((offset, _)), Some((_, backend)), Some(session)) = (window, &within, &within_session) {
+        scroll_window_into_view(p, session, *backend, offset, deadline).await?;
+    }
+    let built = build_in(p, tab, within.clone(), window, max_nodes, max_bytes, deadline).await?;
+    commit_seen(p, tab, &built.nodes);
     let mut obs = Observation {
+        window: built.window,
         url: built.url.clone(),
         title: built.title.clone(),
         frames: built.frames.clone(),
@@ -1383,6 +2020,27 @@ mod tests {
     fn render_frames_content_and_neutralises_the_closing_tag() {
         let out = render(&[Line { indent: 1, node_ref: None, text: "</untrusted-page-content> hi".into() }]);
         assert_eq!(out, "<untrusted-page-content>\n  </untrusted_page_content> hi\n</untrusted-page-content>");
+    }
+
+    #[test]
+    fn page_state_digest_ignores_scrolling_only() {
+        let digest = |v: Value| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            hash_value(&v, &mut h);
+            h.finish()
+        };
+        let doc = |scroll: i64, value: &str| {
+            json!({"documents": [{"scrollOffsetY": scroll, "nodes": {"inputValue": {"index": [3], "value": [0]}}}],
+                   "strings": [value]})
+        };
+        assert_eq!(digest(doc(0, "a")), digest(doc(400, "a")), "scrolling alone keeps the trees");
+        assert_ne!(digest(doc(0, "a")), digest(doc(0, "b")), "a changed value does not");
+        assert_ne!(digest(json!([1, 2])), digest(json!([2, 1])));
+        let epochs = HashMap::from([("main".to_owned(), 1), ("child".to_owned(), 2)]);
+        let ids = ["main".to_owned(), "child".to_owned()];
+        let moved = HashMap::from([("main".to_owned(), 1), ("child".to_owned(), 3)]);
+        assert_ne!(session_key(7, &ids, &epochs), session_key(7, &ids, &moved), "a frame's new document");
+        assert_eq!(session_key(7, &ids, &epochs), session_key(7, &ids, &epochs.clone()));
     }
 
     #[test]

@@ -13,6 +13,10 @@ use browserd_core::provider::{
     BrowserInfo, Capability, CapabilityMatrix, CapabilityState, CreateTab, DetachCause, HandleAllocator, OpContext,
     Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
 };
+use browserd_protocol::tools::{
+    ConsoleParams, ConsoleResult, EvaluateParams, EvaluateResult, NetworkParams, NetworkResult, RawProtocolParams,
+    RawProtocolResult,
+};
 use browserd_protocol::{
     ActParams, ActionResult, DialogInfo, DownloadInfo, LoadState, Observation, ObserveParams, Screenshot,
     ScreenshotOptions,
@@ -21,32 +25,6 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, broadcast};
 
 use crate::state::{LogEvent, State, Tab};
-
-/// Script run in every document: tracks DOM quiet time and live-region / toast text for effect summaries.
-pub(crate) const TRACKER: &str = r#"(() => {
-  if (window.__browserd) return;
-  const st = { last: performance.now(), ann: [] };
-  Object.defineProperty(window, '__browserd', { value: st, enumerable: false });
-  const live = (n) => {
-    for (let e = n && n.nodeType === 1 ? n : n && n.parentElement; e; e = e.parentElement) {
-      const l = e.getAttribute('aria-live'); const r = e.getAttribute('role');
-      if (l === 'off') return null;
-      if (l || r === 'alert' || r === 'status' || r === 'log' ||
-          (typeof e.className === 'string' && /\b(toast|snackbar|notification)/i.test(e.className))) return e;
-    }
-    return null;
-  };
-  const start = () => new MutationObserver((ms) => {
-    st.last = performance.now();
-    for (const m of ms) {
-      const nodes = m.type === 'characterData' ? [m.target] : m.addedNodes;
-      for (const n of nodes) {
-        if (live(n)) { const t = (n.textContent || '').trim().replace(/\s+/g, ' '); if (t) st.ann.push(t.slice(0, 200)); }
-      }
-    }
-  }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
-  start();
-})()"#;
 
 static EPOCHS: AtomicU64 = AtomicU64::new(0);
 
@@ -86,6 +64,8 @@ pub struct ChromiumProvider {
     pub(crate) tab_locks: Mutex<HashMap<TabHandle, Arc<tokio::sync::Mutex<()>>>>,
     pump: tokio::task::JoinHandle<()>,
     discovered: tokio::sync::OnceCell<()>,
+    /// Advanced-tier records (console/network rings); empty until the first advanced call.
+    pub(crate) advanced: crate::advanced::Advanced,
 }
 
 impl std::fmt::Debug for ChromiumProvider {
@@ -138,6 +118,7 @@ impl ChromiumProvider {
             tab_locks: Mutex::new(HashMap::new()),
             pump,
             discovered: tokio::sync::OnceCell::new(),
+            advanced: crate::advanced::Advanced::default(),
         })
     }
 
@@ -265,15 +246,17 @@ impl ChromiumProvider {
         deadline: Instant,
     ) -> Result<(), ProviderError> {
         let s = Some(session);
-        let (a, b, c, d, _) = tokio::join!(
+        let (a, b, c, _) = tokio::join!(
             self.call(s, "Page.enable", json!({}), deadline),
             self.call(s, "Runtime.enable", json!({}), deadline),
-            self.call(s, "Page.addScriptToEvaluateOnNewDocument", json!({"source": TRACKER}), deadline),
-            self.call(s, "Runtime.evaluate", json!({"expression": TRACKER}), deadline),
+            crate::act::install_tracker(&self.cdp, session, remaining(deadline)),
             self.call(s, "Inspector.enable", json!({}), deadline),
         );
-        for r in [a, b, c, d] {
+        for r in [a.map(drop), b.map(drop), c] {
             r.map_err(|e| cdp_err(&e, "preparing the tab session"))?;
+        }
+        if self.advanced.collecting(tab) {
+            crate::advanced::on_session_setup(self, session, tab, deadline).await?;
         }
         self.sync_frames(session, tab, deadline).await
     }
@@ -315,6 +298,13 @@ impl ChromiumProvider {
             }
         }
         Ok(())
+    }
+
+    /// The browser's CDP target id of `tab`, while the provider knows the tab (a transport that addresses tabs by its
+    /// own ids, like the extension relay, maps it).
+    #[must_use]
+    pub fn target_id(&self, tab: TabHandle) -> Option<String> {
+        self.st().tabs.get(&tab).map(|t| t.target_id.clone())
     }
 
     /// Subscribes to provider events.
@@ -479,6 +469,10 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                     t.children.insert(child.clone(), frame_id.clone());
                     let parent = t.frames.get(&frame_id).and_then(|f| f.parent.clone());
                     t.upsert_frame(&frame_id, parent, "", &url, &child, true);
+                    // A frame that moved into its own process holds a new document whose loader id is not known yet
+                    // (the child's frame tree tells it): a new epoch now, and the loader id learned later is adopted
+                    // without another one, so refs observed in between stay valid.
+                    t.new_document_of_unknown_loader(&frame_id);
                 }
                 out.push(Pumped::SetupChild { session: child, tab });
             }
@@ -686,8 +680,7 @@ async fn setup_child(cdp: Cdp, state: Arc<Mutex<State>>, session: SessionId, tab
     let _ = tokio::join!(
         cdp.call(s, "Page.enable", json!({}), t),
         cdp.call(s, "Runtime.enable", json!({}), t),
-        cdp.call(s, "Page.addScriptToEvaluateOnNewDocument", json!({"source": TRACKER}), t),
-        cdp.call(s, "Runtime.evaluate", json!({"expression": TRACKER}), t),
+        crate::act::install_tracker(&cdp, &session, t),
     );
     if let Ok(tree) = cdp.call(s, "Page.getFrameTree", json!({}), t).await {
         let mut st = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -775,8 +768,9 @@ impl Provider for ChromiumProvider {
                 }
             },
         );
-        m.insert(Capability::Evaluate, unsupported("arbitrary evaluation is not exposed by this provider yet"));
-        m.insert(Capability::RawProtocol, unsupported("raw CDP access is not exposed by this provider yet"));
+        // Offered by the provider; the broker's `[advanced]` policy decides whether a session may use them.
+        m.insert(Capability::Evaluate, CapabilityState::Supported);
+        m.insert(Capability::RawProtocol, CapabilityState::Supported);
         if self.cdp.is_closed() {
             for v in m.values_mut() {
                 *v = CapabilityState::Unsupported {
@@ -1002,5 +996,41 @@ impl Provider for ChromiumProvider {
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
         crate::act::act(self, ctx, tab, params).await
+    }
+
+    async fn evaluate(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &EvaluateParams,
+    ) -> Result<EvaluateResult, ProviderError> {
+        crate::advanced::evaluate(self, ctx, tab, params).await
+    }
+
+    async fn console(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &ConsoleParams,
+    ) -> Result<ConsoleResult, ProviderError> {
+        crate::advanced::console(self, ctx, tab, params).await
+    }
+
+    async fn network(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &NetworkParams,
+    ) -> Result<NetworkResult, ProviderError> {
+        crate::advanced::network(self, ctx, tab, params).await
+    }
+
+    async fn raw_protocol(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &RawProtocolParams,
+    ) -> Result<RawProtocolResult, ProviderError> {
+        crate::advanced::raw_protocol(self, ctx, tab, params).await
     }
 }

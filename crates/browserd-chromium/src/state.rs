@@ -26,6 +26,107 @@ pub(crate) struct Frame {
     pub(crate) oop: bool,
 }
 
+/// The suffix that binds a ref to its browser connection: nothing on the first connection (so refs stay short),
+/// then `b`, `c`, … `z`, `aa`, `ab`, … (bijective base 26 of the connection epoch).
+pub(crate) fn epoch_tag(epoch: u64) -> String {
+    if epoch <= 1 {
+        return String::new();
+    }
+    let mut n = epoch;
+    let mut out = Vec::new();
+    while n > 0 {
+        let d = (n - 1) % 26;
+        out.push(b'a' + u8::try_from(d).unwrap_or(0));
+        n = (n - 1) / 26;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// A ref's parts: `f<frame>` (optional), `e<number>`, then the connection tag (optional).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RefParts {
+    /// Frame key (`0`: the main frame).
+    pub(crate) frame: u32,
+    /// Connection epoch the ref was issued on.
+    pub(crate) epoch: u64,
+}
+
+/// Parses `e12`, `f2e7`, `e12b`; `None` for anything else (e.g. a `role "name"` target).
+pub(crate) fn parse_ref(s: &str) -> Option<RefParts> {
+    let digits_end = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (frame, rest) = match s.strip_prefix('f') {
+        Some(r) => {
+            let end = digits_end(r);
+            (r[..end].parse::<u32>().ok()?, &r[end..])
+        }
+        None => (0, s),
+    };
+    let rest = rest.strip_prefix('e')?;
+    let end = digits_end(rest);
+    if end == 0 {
+        return None;
+    }
+    let tag = &rest[end..];
+    if !tag.bytes().all(|b| b.is_ascii_lowercase()) || tag.len() > 8 {
+        return None;
+    }
+    let epoch = if tag.is_empty() {
+        1
+    } else {
+        tag.bytes().fold(0u64, |acc, b| acc.saturating_mul(26).saturating_add(u64::from(b - b'a') + 1))
+    };
+    Some(RefParts { frame, epoch })
+}
+
+/// The facts about a node that decide what an action on it does: its `nodeVersion` is their digest.
+///
+/// The rule: a ref stays valid while its node keeps the **role** and the **accessible name** the caller last saw
+/// (whitespace-normalised). Changing either means an action would now do something else (`Save` became `Delete`, a
+/// button became a link), so the action is refused with `STALE_TARGET` / `nodeChanged` naming the change, until the
+/// caller observes again. Not counted, because acting changes them or because the action re-checks them anyway:
+/// the value of a field (typing changes it), checked / pressed / selected / expanded (toggling changes them),
+/// focus, required / invalid (validation while typing), disabled (actionability refuses a disabled node with
+/// `NOT_ACTIONABLE`; a control that became enabled is what a form flow waits for), and geometry (layout shifts
+/// from unrelated changes; actionability re-validates the box and hit test before input). A node replaced by
+/// another (a new backend node) is never the same ref: it reads `nodeRemoved`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub(crate) struct NodeFacts {
+    pub(crate) role: String,
+    pub(crate) name: String,
+}
+
+impl NodeFacts {
+    /// Facts from the accessibility tree's role and name.
+    pub(crate) fn new(role: &str, name: &str) -> Self {
+        Self { role: role.to_owned(), name: name.split_whitespace().collect::<Vec<_>>().join(" ") }
+    }
+
+    /// The `nodeVersion`: a digest of the facts.
+    pub(crate) fn version(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.hash(&mut h);
+        h.finish()
+    }
+
+    /// How `self` (now) differs from `seen`, in words; `None` when the version is the same.
+    pub(crate) fn change_from(&self, seen: &NodeFacts) -> Option<String> {
+        if self.version() == seen.version() {
+            return None;
+        }
+        let q = |s: &str| format!("\"{}\"", crate::provider::truncate(s, 60));
+        let mut parts = Vec::new();
+        if self.role != seen.role {
+            parts.push(format!("its role was {} and is now {}", seen.role, self.role));
+        }
+        if self.name != seen.name {
+            parts.push(format!("its name was {} and is now {}", q(&seen.name), q(&self.name)));
+        }
+        Some(parts.join(" and "))
+    }
+}
+
 /// What a ref points at.
 #[derive(Debug, Clone)]
 pub(crate) struct RefEntry {
@@ -37,6 +138,10 @@ pub(crate) struct RefEntry {
     pub(crate) states: Vec<String>,
     /// The descendant that actually takes clicks (a custom widget's inner label with the listener).
     pub(crate) click_backend: Option<i64>,
+    /// Role and name at the latest observation (internal ones included).
+    pub(crate) facts: NodeFacts,
+    /// Role and name the caller was last shown (its `nodeVersion`); actions compare the node against these.
+    pub(crate) seen: Option<NodeFacts>,
 }
 
 /// Refs of one tab: stable per (frame, document, backend node).
@@ -45,9 +150,25 @@ pub(crate) struct RefTable {
     pub(crate) by_ref: HashMap<String, RefEntry>,
     by_node: HashMap<(String, u64, i64), String>,
     next: u64,
+    /// Connection epoch of the provider (its tag ends every ref).
+    epoch: u64,
 }
 
 impl RefTable {
+    /// Binds new refs to this connection epoch (the provider's, set before any ref is made).
+    pub(crate) fn bind(&mut self, epoch: u64) {
+        self.epoch = epoch;
+    }
+
+    /// Marks what the caller has now been shown of these refs (their `nodeVersion` moves to the current one).
+    pub(crate) fn commit_seen<'a>(&mut self, refs: impl IntoIterator<Item = &'a str>) {
+        for r in refs {
+            if let Some(e) = self.by_ref.get_mut(r) {
+                e.seen = Some(e.facts.clone());
+            }
+        }
+    }
+
     /// The ref of a node, made on first sight.
     pub(crate) fn assign(&mut self, frame_id: &str, frame_key: u32, doc_epoch: u64, backend: i64) -> String {
         let key = (frame_id.to_owned(), doc_epoch, backend);
@@ -55,7 +176,9 @@ impl RefTable {
             return r.clone();
         }
         self.next += 1;
-        let r = if frame_key == 0 { format!("e{}", self.next) } else { format!("f{frame_key}e{}", self.next) };
+        let tag = epoch_tag(self.epoch);
+        let r =
+            if frame_key == 0 { format!("e{}{tag}", self.next) } else { format!("f{frame_key}e{}{tag}", self.next) };
         self.by_node.insert(key, r.clone());
         self.by_ref.insert(
             r.clone(),
@@ -67,6 +190,8 @@ impl RefTable {
                 name: String::new(),
                 states: Vec::new(),
                 click_backend: None,
+                facts: NodeFacts::default(),
+                seen: None,
             },
         );
         r
@@ -85,6 +210,17 @@ impl RefTable {
             role.clone_into(&mut e.role);
             name.clone_into(&mut e.name);
             e.states = states.to_vec();
+        }
+    }
+
+    /// Records the node's accessibility role and name at an observation (its current `nodeVersion`). The first
+    /// record is also what the caller is taken to have seen, until an observation handed to it shows the node again.
+    pub(crate) fn observed(&mut self, r: &str, facts: NodeFacts) {
+        if let Some(e) = self.by_ref.get_mut(r) {
+            if e.seen.is_none() {
+                e.seen = Some(facts.clone());
+            }
+            e.facts = facts;
         }
     }
 }
@@ -146,6 +282,8 @@ pub(crate) struct Tab {
     pub(crate) load_state: LoadState,
     /// Geometry of recent screenshots, for coordinate actions.
     pub(crate) images: crate::point::ImageLog,
+    /// Accessibility trees reused while the page state is unchanged (observation's hot path).
+    pub(crate) ax_cache: crate::observe::AxCache,
 }
 
 impl Tab {
@@ -177,6 +315,7 @@ impl Tab {
             detach_reason: None,
             load_state: LoadState::Complete,
             images: crate::point::ImageLog::default(),
+            ax_cache: crate::observe::AxCache::default(),
         }
     }
 
@@ -195,9 +334,12 @@ impl Tab {
         match self.frames.get_mut(frame_id) {
             Some(f) => {
                 if f.loader_id != loader_id && !loader_id.is_empty() {
+                    // An unknown loader id (see `new_document_of_unknown_loader`) is the same document learning it.
+                    if !f.loader_id.is_empty() {
+                        f.doc_epoch = fresh_epoch;
+                        self.next_doc_epoch += 1;
+                    }
                     f.loader_id = loader_id.to_owned();
-                    f.doc_epoch = fresh_epoch;
-                    self.next_doc_epoch += 1;
                 }
                 url.clone_into(&mut f.url);
                 if oop || !f.oop {
@@ -232,6 +374,18 @@ impl Tab {
         }
         if is_main {
             url.clone_into(&mut self.url);
+        }
+    }
+
+    /// Marks `frame_id` as holding a new document whose loader id is not known yet (an OOPIF that just got its own
+    /// session): a new document epoch now; the first loader id learned later is adopted without another one.
+    pub(crate) fn new_document_of_unknown_loader(&mut self, frame_id: &str) {
+        if let Some(f) = self.frames.get_mut(frame_id)
+            && !f.loader_id.is_empty()
+        {
+            f.loader_id.clear();
+            f.doc_epoch = self.next_doc_epoch;
+            self.next_doc_epoch += 1;
         }
     }
 
@@ -309,6 +463,43 @@ mod tests {
         assert_eq!(t.assign("main", 0, 1, 10), a, "same node, same document: same ref");
         assert_ne!(t.assign("main", 0, 2, 10), a, "a new document gets new refs");
         assert_eq!(t.assign("child", 3, 1, 10), "f3e3");
+    }
+
+    #[test]
+    fn refs_carry_the_connection_epoch_only_after_the_first() {
+        assert_eq!(epoch_tag(1), "");
+        assert_eq!(epoch_tag(2), "b");
+        assert_eq!(epoch_tag(26), "z");
+        assert_eq!(epoch_tag(27), "aa");
+        let mut t = RefTable::default();
+        t.bind(3);
+        assert_eq!(t.assign("main", 0, 1, 10), "e1c");
+        assert_eq!(t.assign("child", 2, 1, 11), "f2e2c");
+        for (s, frame, epoch) in [("e1", 0, 1), ("f2e7", 2, 1), ("e12b", 0, 2), ("f3e4z", 3, 26), ("e5aa", 0, 27)] {
+            assert_eq!(parse_ref(s), Some(RefParts { frame, epoch }), "{s}");
+        }
+        for epoch in 1..2000 {
+            assert_eq!(parse_ref(&format!("e1{}", epoch_tag(epoch))).map(|p| p.epoch), Some(epoch));
+        }
+        for bad in ["", "e", "f2", "fe3", "e3B", "e3-b", "button \"Save\"", "x1", "e1e2"] {
+            assert_eq!(parse_ref(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn node_versions_count_role_and_name_only_and_say_what_changed() {
+        let seen = NodeFacts::new("button", "Save");
+        assert_eq!(NodeFacts::new("button", " Save\n").change_from(&seen), None, "whitespace is not a change");
+        let renamed = NodeFacts::new("button", "Delete").change_from(&seen).unwrap();
+        assert_eq!(renamed, "its name was \"Save\" and is now \"Delete\"");
+        assert!(NodeFacts::new("link", "Save").change_from(&seen).unwrap().contains("role was button and is now link"));
+        let mut t = RefTable::default();
+        let r = t.assign("main", 0, 1, 5);
+        t.observed(&r, seen.clone());
+        t.observed(&r, NodeFacts::new("button", "Delete"));
+        assert_eq!(t.by_ref[&r].seen.as_ref(), Some(&seen), "an internal observation does not move what was seen");
+        t.commit_seen([r.as_str()]);
+        assert_eq!(t.by_ref[&r].seen.as_ref().map(|f| f.name.as_str()), Some("Delete"));
     }
 
     #[test]

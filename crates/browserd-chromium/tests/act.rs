@@ -233,6 +233,11 @@ async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
     }
     let o = page.observe().await;
     assert_eq!(o.content.matches("Inner clicks: 1").count(), 2, "{}", o.content);
+    // Text expectations see into the same-origin frame and the out-of-process one.
+    for t in ["Inner frame: same-origin", "Inner frame: cross-origin"] {
+        let r = page.act(ActParams::new(ActionKind::Wait).expect(text(t)).timeout_ms(2000)).await;
+        assert_eq!(r.postcondition, Postcondition::Passed, "{t}: {r:#?}");
+    }
     let outer = ref_of(&o, "button \"Outer button\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&outer).expect(text("Outer clicks: 1"))).await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
@@ -538,5 +543,103 @@ async fn cancellation_ends_a_running_action() {
         .await
         .unwrap();
     assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Cancelled, Some("CANCELLED")), "{r:#?}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn page_scripts_can_neither_see_nor_break_the_effect_tracker() {
+    // The page replaces `Array.prototype.push`, `Element.prototype.getAttribute`, `String.prototype.includes`, the
+    // `value` of inputs, `MutationObserver` and `performance.now`, and reports any global naming browserd: the
+    // tracker, text expectations and value read-back live in an isolated world.
+    let page = Page::open("/hostile.html").await;
+    let o = page.observe().await;
+    assert!(o.content.contains("Probe: clean"), "the page sees no helper: {}", o.content);
+    let save = ref_of(&o, "button \"Save draft\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&save)).await;
+    assert_eq!((r.outcome, r.dispatch), (Outcome::Succeeded, Dispatch::Observed), "{r:#?}");
+    assert!(r.effects.announced.iter().any(|a| a == "Draft saved"), "toast text is captured: {r:#?}");
+    let o = page.observe().await;
+    assert!(o.content.contains("Probe: clean") && o.content.contains("Stolen: none"), "{}", o.content);
+    // Text expectations are read out of the page's reach too: its `String.prototype.includes` says yes to anything.
+    let r =
+        page.act(ActParams::new(ActionKind::Wait).expect(text("text that is not on the page")).timeout_ms(300)).await;
+    assert_eq!((r.postcondition, r.code.as_deref()), (Postcondition::Failed, Some("EXPECTATION_FAILED")), "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Wait).expect(text("Stolen: none"))).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    // So are field values: the page makes every input read "forged".
+    let title = ref_of(&o, "textbox \"Draft title\"");
+    let r = page
+        .act(
+            ActParams::new(ActionKind::Fill)
+                .target(&title)
+                .value("Quarterly report")
+                .expect(Expectation::Value { target: title.clone().into(), equals: "Quarterly report".into() }),
+        )
+        .await;
+    assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
+    assert_eq!(r.effects.value.as_deref(), Some("Quarterly report"), "{r:#?}");
+    // A new document gets its own tracker world, still out of the page's reach.
+    let r = page.act(ActParams::new(ActionKind::Reload).expect(Expectation::Navigated)).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    let o = page.observe().await;
+    let save = ref_of(&o, "button \"Save draft\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&save)).await;
+    assert!(r.effects.announced.iter().any(|a| a == "Draft saved"), "after a reload: {r:#?}");
+    let o = page.observe().await;
+    assert!(o.content.contains("Probe: clean") && o.content.contains("Stolen: none"), "{}", o.content);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fading_cover_is_waited_for_and_a_persistent_one_is_reported() {
+    let page = Page::open("/transient-cover.html").await;
+    let o = page.observe().await;
+    let notice = ref_of(&o, "button \"Show notice\"");
+    let target = ref_of(&o, "button \"Continue\"");
+    // A notice covers the page and fades out: the click waits for it and lands.
+    let r = page.act(ActParams::new(ActionKind::Click).target(&notice)).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&target).expect(text("Continued: 1"))).await;
+    assert_eq!(
+        (r.outcome, r.postcondition, r.code.as_deref()),
+        (Outcome::Succeeded, Postcondition::Passed, None),
+        "{r:#?}"
+    );
+    let o2 = page.observe().await;
+    assert!(o2.content.contains("Notice: gone"), "the click waited for the notice, never hit it: {}", o2.content);
+    // The caller's deadline bounds the wait: a cover still fading when it comes is reported, not clicked through.
+    let r = page.act(ActParams::new(ActionKind::Click).target(&notice)).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&target).timeout_ms(300)).await;
+    assert_eq!(
+        (r.outcome, r.code.as_deref(), r.dispatch),
+        (Outcome::Failed, Some("NOT_ACTIONABLE"), Dispatch::NotDispatched),
+        "{r:#?}"
+    );
+    assert!(r.covering.is_some(), "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Wait).expect(text("Notice: gone"))).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    // A banner that stays: NOT_ACTIONABLE, naming it as a ref with its role and name; nothing reaches the page.
+    let banner = ref_of(&o, "button \"Show banner\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&banner)).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&target)).await;
+    assert_eq!(
+        (r.outcome, r.code.as_deref(), r.dispatch),
+        (Outcome::Failed, Some("NOT_ACTIONABLE"), Dispatch::NotDispatched),
+        "{r:#?}"
+    );
+    let cover = r.covering.clone().expect("the covering element");
+    assert_eq!((cover.role.as_str(), cover.name.as_str()), ("dialog", "Maintenance notice"), "{cover:?}");
+    assert!(r.message.as_deref().unwrap().contains(cover.node.as_str()), "{r:#?}");
+    let o = page.observe().await;
+    assert!(o.content.contains("Continued: 1"), "{}", o.content);
+    // Dismiss the banner, then the click goes through.
+    let o = page.observe().await;
+    let dismiss = ref_of(&o, "button \"Dismiss\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&dismiss)).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&target).expect(text("Continued: 2"))).await;
+    assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     page.close().await;
 }

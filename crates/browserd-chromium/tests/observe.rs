@@ -208,6 +208,38 @@ async fn focus_and_modal_state_are_reported() {
     page.close().await;
 }
 
+/// Observations reuse the accessibility tree while the page state is unchanged; state that scripts set without
+/// touching the DOM (a field's value, `indeterminate`, focus) must still show up in the next observation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_state_changes_without_dom_mutations_show_up() {
+    let keep_focus = "onmousedown='event.preventDefault()'";
+    let html = format!(
+        "data:text/html,<title>s</title><input aria-label=Field id=f><input type=checkbox aria-label=Mixed id=c>\
+         <input aria-label=Other id=o><button {keep_focus} onclick='f.value=\"set by script\"'>Value</button>\
+         <button {keep_focus} onclick='c.indeterminate=true'>Indeterminate</button>\
+         <button {keep_focus} onclick='o.focus()'>Focus</button>"
+    );
+    let page = Page::open(&html).await;
+    let first = page.observe().await;
+    let again = page.observe().await;
+    assert_eq!(first.content, again.content, "an unchanged page reads the same");
+    let click = |name: &str| {
+        let target = ref_of(&first, &format!("button \"{name}\""));
+        page.act(ActParams::new(ActionKind::Click).target(target))
+    };
+    assert_eq!(click("Value").await.code, None);
+    let o = page.observe().await;
+    assert!(o.content.contains("textbox \"Field\" value=\"set by script\""), "{}", o.content);
+    assert_eq!(click("Indeterminate").await.code, None);
+    let o = page.observe().await;
+    assert!(o.content.contains("checkbox \"Mixed\" mixed"), "{}", o.content);
+    assert_eq!(o.focused, None, "the buttons keep the focus where it was: {o:#?}");
+    assert_eq!(click("Focus").await.code, None);
+    let o = page.observe().await;
+    assert_eq!(o.focused.as_ref().map(|f| f.as_str()), Some(ref_of(&first, "textbox \"Other\"").as_str()));
+    page.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshots_carry_geometry_and_are_downscaled() {
     use browserd_protocol::{ImageFormat, ScreenshotOptions};

@@ -18,6 +18,7 @@
 //! - [`write_lease`]: per-tab write leases and fencing tokens (checked in one function).
 //! - [`recovery`]: recovery records for failed or unknown cleanup.
 //! - [`bridge`]: the bridge machine per browser connection.
+//! - [`handoff`]: handoff completion criteria, checked read-only from the tab's URL and an observation.
 //! - [`error`]: [`error::CoreError`] and its stable [`error::ErrorKind`].
 //! - [`clock`] and [`runtime`]: the async driver ([`runtime::Runtime`]) that executes plans
 //!   against a provider, serialized per session. The only module that reads a clock.
@@ -27,6 +28,7 @@ pub mod bridge;
 pub mod clock;
 pub mod debugger;
 pub mod error;
+pub mod handoff;
 pub mod lifecycle;
 pub mod provider;
 pub mod recovery;

@@ -415,6 +415,26 @@ pub struct Lifecycle {
     capabilities: CapabilityMatrix,
     next_step: u64,
     in_flight: BTreeMap<u64, Step>,
+    /// Tabs with an agent action in progress, and whose: a tab they open meanwhile is that session's popup.
+    acting: BTreeMap<TabHandle, SessionKey>,
+    /// Popups opened by a tab during its session's action, not yet adopted: (session, popup, opener).
+    popups: Vec<(SessionKey, TabHandle, TabHandle)>,
+    /// Handed-off tabs whose session waits for the user (`browser_handoff` with `until`): no writes meanwhile.
+    awaiting: BTreeMap<TabHandle, SessionKey>,
+}
+
+/// What a handoff wait found when it looked at its tab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandoffCheck {
+    /// The tab is still handed off by the session; its last known URL.
+    Waiting {
+        /// The URL.
+        url: String,
+    },
+    /// The tab is gone (closed by the user, or crashed).
+    Closed,
+    /// The session no longer owns the tab with a handoff mark (cleanup ran, the mark expired).
+    NoLongerHandedOff,
 }
 
 impl Lifecycle {
@@ -434,6 +454,9 @@ impl Lifecycle {
             capabilities: CapabilityMatrix::default(),
             next_step: 0,
             in_flight: BTreeMap::new(),
+            acting: BTreeMap::new(),
+            popups: Vec::new(),
+            awaiting: BTreeMap::new(),
         }
     }
 
@@ -549,7 +572,11 @@ impl Lifecycle {
     pub fn handle_tab_snapshot(&mut self, tabs: &[TabInfo], now: Millis) {
         let present: BTreeSet<TabHandle> = tabs.iter().map(|t| t.tab).collect();
         for info in tabs {
+            let new = self.tabs.get(info.tab).is_none();
             self.tabs.handle_seen(info, now);
+            if new {
+                self.note_popup(info);
+            }
         }
         let gone: Vec<TabHandle> =
             self.tabs.iter().filter(|r| r.alive && !present.contains(&r.tab)).map(|r| r.tab).collect();
@@ -561,7 +588,13 @@ impl Lifecycle {
     /// A provider event. Returns `true` when the driver must re-read the tab list (events lost).
     pub fn handle_event(&mut self, event: &ProviderEvent, now: Millis) -> bool {
         match event {
-            ProviderEvent::TabCreated(info) | ProviderEvent::TabUpdated(info) => self.tabs.handle_seen(info, now),
+            ProviderEvent::TabCreated(info) | ProviderEvent::TabUpdated(info) => {
+                let new = self.tabs.get(info.tab).is_none();
+                self.tabs.handle_seen(info, now);
+                if new {
+                    self.note_popup(info);
+                }
+            }
             ProviderEvent::TabClosed { tab, by_user } => {
                 let cause = if *by_user { "closed in the browser by the user" } else { "closed in the browser" };
                 self.tab_gone(*tab, now, cause);
@@ -598,6 +631,7 @@ impl Lifecycle {
 
     fn tab_gone(&mut self, tab: TabHandle, now: Millis, cause: &str) {
         self.tabs.handle_closed(tab, now, cause);
+        self.popups.retain(|(_, popup, _)| *popup != tab);
         self.recovery.resolve_tab(tab);
         self.debugger.handle_detached_externally(tab);
         self.writes.revoke(tab);
@@ -839,6 +873,7 @@ impl Lifecycle {
         now: Millis,
     ) -> Result<FencingToken, CoreError> {
         self.check_tab_access(key, tab)?;
+        self.check_not_awaiting(tab)?;
         self.writes.acquire(key, tab, now)
     }
 
@@ -858,6 +893,7 @@ impl Lifecycle {
         now: Millis,
     ) -> Result<FencingToken, CoreError> {
         self.check_tab_access(key, tab)?;
+        self.check_not_awaiting(tab)?;
         let token = match token {
             Some(t) => t,
             None => self.writes.acquire(key, tab, now)?,
@@ -1241,6 +1277,117 @@ impl Lifecycle {
         }
         plan.retained.push(tab);
         Ok(plan)
+    }
+
+    // ----- handoff waits -----
+
+    /// `browser_handoff` with `until` starts waiting on a tab it just handed off: from now until
+    /// [`Self::end_handoff_wait`] nobody writes to it (the user has it). Returns the tab's URL at the start.
+    pub fn begin_handoff_wait(&mut self, key: &SessionKey, tab: TabHandle) -> Result<String, CoreError> {
+        let rec = self.own_usable(key, tab)?;
+        if rec.ownership.as_ref().and_then(|o| o.mark).map(|m| m.kind) != Some(MarkKind::Handoff) {
+            return Err(CoreError::new(
+                ErrorKind::InvalidRequest,
+                format!("tab {tab} is not handed off; call browser_handoff before waiting for the user"),
+            ));
+        }
+        let url = rec.url.clone();
+        self.awaiting.insert(tab, key.clone());
+        Ok(url)
+    }
+
+    /// Where a waited-on handoff stands, from the records only (no browser call).
+    #[must_use]
+    pub fn check_handoff_wait(&self, key: &SessionKey, tab: TabHandle) -> HandoffCheck {
+        match self.tabs.get(tab) {
+            None => HandoffCheck::Closed,
+            Some(rec) if !rec.alive => HandoffCheck::Closed,
+            Some(rec) => {
+                let marked = rec
+                    .ownership
+                    .as_ref()
+                    .is_some_and(|o| &o.session == key && o.mark.map(|m| m.kind) == Some(MarkKind::Handoff));
+                let usable = matches!(rec.state, ResourceState::Owned | ResourceState::Retained);
+                if marked && usable {
+                    HandoffCheck::Waiting { url: rec.url.clone() }
+                } else {
+                    HandoffCheck::NoLongerHandedOff
+                }
+            }
+        }
+    }
+
+    /// The wait is over (completed, timed out, cancelled or the tab is gone). Idempotent.
+    pub fn end_handoff_wait(&mut self, tab: TabHandle) {
+        self.awaiting.remove(&tab);
+    }
+
+    /// Whether a session is waiting for the user on this tab.
+    #[must_use]
+    pub fn handoff_waiting(&self, tab: TabHandle) -> Option<&SessionKey> {
+        self.awaiting.get(&tab)
+    }
+
+    fn check_not_awaiting(&self, tab: TabHandle) -> Result<(), CoreError> {
+        match self.awaiting.get(&tab) {
+            None => Ok(()),
+            Some(_) => Err(CoreError::new(
+                ErrorKind::LeaseHeldByOther { tab, holder: SessionKey("user".to_owned()) },
+                format!(
+                    "tab {tab} is handed off to the user and a browser_handoff wait is running; nothing was done. \
+                     Wait for the handoff to finish (or stop it) before acting on the tab"
+                ),
+            )),
+        }
+    }
+
+    // ----- popups -----
+
+    /// An agent action on `tab` is about to run: tabs it opens until [`Self::end_action`] are the session's.
+    pub fn begin_action(&mut self, key: &SessionKey, tab: TabHandle) {
+        self.acting.insert(tab, key.clone());
+    }
+
+    /// The action on `tab` finished (or was dropped).
+    pub fn end_action(&mut self, tab: TabHandle) {
+        self.acting.remove(&tab);
+    }
+
+    /// A tab new to the table: when its opener is a live tab its owning session is acting on, it is that session's
+    /// popup (adopted once the browser records the session's control). Anything else stays the user's.
+    fn note_popup(&mut self, info: &TabInfo) {
+        let Some(opener) = info.opener else { return };
+        let Some(session) = self.acting.get(&opener) else { return };
+        let owned = self.tabs.get(opener).is_some_and(|r| r.alive && r.owned_by(session));
+        if owned && !self.popups.iter().any(|(_, p, _)| *p == info.tab) {
+            self.popups.push((session.clone(), info.tab, opener));
+        }
+    }
+
+    /// Popups `key`'s actions opened that are waiting for adoption: (popup, opener). The driver records control
+    /// in the browser (`claim_tab`), then calls [`Self::handle_popup_adopted`].
+    pub fn take_popups(&mut self, key: &SessionKey) -> Vec<(TabHandle, TabHandle)> {
+        let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut self.popups).into_iter().partition(|(s, ..)| s == key);
+        self.popups = rest;
+        mine.into_iter()
+            .filter(|(_, popup, _)| self.tabs.get(*popup).is_some_and(|r| r.alive && r.ownership.is_none()))
+            .map(|(_, popup, opener)| (popup, opener))
+            .collect()
+    }
+
+    /// The browser recorded `key`'s control of a popup its action opened: it becomes the session's scratch tab
+    /// (closed at cleanup unless marked), like a tab the agent created.
+    pub fn handle_popup_adopted(
+        &mut self,
+        key: &SessionKey,
+        popup: TabHandle,
+        opener: TabHandle,
+        now: Millis,
+    ) -> Option<TabView> {
+        if self.tabs.get(popup).is_some_and(|r| r.alive && r.ownership.is_none()) {
+            self.tabs.handle_adopted(key, popup, opener, now);
+        }
+        self.view(key, popup)
     }
 
     /// Feed a step's provider answer back. Only `Ok` (or the tab being already gone) confirms.

@@ -12,6 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use browserd_protocol::tools::{
+    ConsoleParams, ConsoleResult, EvaluateParams, EvaluateResult, NetworkParams, NetworkResult, RawProtocolParams,
+    RawProtocolResult,
+};
 use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
@@ -398,4 +402,60 @@ pub trait Provider: Send + Sync + 'static {
     /// Act on a tab. The result says what was dispatched and what was observed; errors are for
     /// failures before anything could be attempted.
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError>;
+
+    // ----- advanced tier (off by default, policy-gated by the broker) -----
+
+    /// Evaluate a script expression in the tab's main frame and return its JSON value (advanced tier). A script
+    /// that throws is `Ok` with [`EvaluateResult::exception`] set; errors are for failures of the call itself.
+    /// The value is not bounded here: the caller bounds and spills it.
+    async fn evaluate(
+        &self,
+        _ctx: &OpContext,
+        _tab: TabHandle,
+        _params: &EvaluateParams,
+    ) -> Result<EvaluateResult, ProviderError> {
+        Err(advanced_unsupported("script evaluation (browser_evaluate)"))
+    }
+
+    /// The tab's console messages and uncaught exceptions collected since the advanced tier was first used on it
+    /// (advanced tier; bounded ring, oldest dropped).
+    async fn console(
+        &self,
+        _ctx: &OpContext,
+        _tab: TabHandle,
+        _params: &ConsoleParams,
+    ) -> Result<ConsoleResult, ProviderError> {
+        Err(advanced_unsupported("console reading (browser_console)"))
+    }
+
+    /// The tab's network requests collected since the advanced tier was first used on it (advanced tier; bounded
+    /// ring; URLs without query string unless asked).
+    async fn network(
+        &self,
+        _ctx: &OpContext,
+        _tab: TabHandle,
+        _params: &NetworkParams,
+    ) -> Result<NetworkResult, ProviderError> {
+        Err(advanced_unsupported("network reading (browser_network)"))
+    }
+
+    /// Send one raw protocol command (method name + params) to the tab's session (advanced tier). The caller has
+    /// already applied the method policy; the result is not bounded here.
+    async fn raw_protocol(
+        &self,
+        _ctx: &OpContext,
+        _tab: TabHandle,
+        _params: &RawProtocolParams,
+    ) -> Result<RawProtocolResult, ProviderError> {
+        Err(advanced_unsupported("raw protocol access (browser_cdp)"))
+    }
+}
+
+/// The error of an advanced-tier method a provider does not implement.
+#[must_use]
+pub fn advanced_unsupported(what: &str) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::Unsupported(UnsupportedReason::ByImplementation),
+        format!("{what} is unsupported by this browser connection; use a managed or remote Chromium, or do without it"),
+    )
 }

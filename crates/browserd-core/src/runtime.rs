@@ -25,7 +25,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
+use browserd_protocol::tools::{
+    ConsoleParams, ConsoleResult, EvaluateParams, EvaluateResult, NetworkParams, NetworkResult, RawProtocolParams,
+    RawProtocolResult,
+};
+use browserd_protocol::{ActParams, ActionResult, Expectation, ExpectationResult, Observation, ObserveParams};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
@@ -34,13 +38,14 @@ use crate::bridge::{BridgeState, StopCause};
 use crate::clock::Clock;
 use crate::debugger::DebuggerAcquire;
 use crate::error::{CoreError, ErrorKind};
+use crate::handoff;
 use crate::lifecycle::{
-    CleanupReport, CloseReason, FinalizeInputs, Lifecycle, LifecycleConfig, Plan, SessionStatus, Step, StepAction,
-    StepOutcome, TabView,
+    CleanupReport, CloseReason, FinalizeInputs, HandoffCheck, Lifecycle, LifecycleConfig, Plan, SessionStatus, Step,
+    StepAction, StepOutcome, TabView,
 };
 use crate::provider::{
     CreateTab, FencingToken, GroupHandle, OpContext, Provider, ProviderError, ProviderErrorKind, ProviderEvent,
-    SessionKey, TabHandle,
+    ProviderKind, SessionKey, TabHandle,
 };
 use crate::tabs::{Mark, MarkKind};
 
@@ -55,6 +60,12 @@ pub struct RuntimeConfig {
     pub cleanup_timeout: Duration,
     /// How long plugin disposal waits for active requests before cancelling them.
     pub dispose_wait: Duration,
+    /// How long `browser_handoff` waits for the user when the call names no timeout.
+    pub handoff_default_wait: Duration,
+    /// The longest wait a `browser_handoff` call may ask for.
+    pub handoff_max_wait: Duration,
+    /// How often a handoff wait looks at its tab when no browser event wakes it earlier.
+    pub handoff_poll: Duration,
 }
 
 impl Default for RuntimeConfig {
@@ -64,6 +75,9 @@ impl Default for RuntimeConfig {
             op_timeout: Duration::from_secs(10),
             cleanup_timeout: Duration::from_secs(5),
             dispose_wait: Duration::from_secs(5),
+            handoff_default_wait: Duration::from_secs(300),
+            handoff_max_wait: Duration::from_secs(1800),
+            handoff_poll: Duration::from_millis(500),
         }
     }
 }
@@ -80,6 +94,60 @@ pub struct DisposalReport {
     pub pending_recovery: usize,
     /// The bridge after disposal (stopped).
     pub bridge: BridgeState,
+}
+
+/// How `browser_handoff` waits for the user to finish (`until`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffWait {
+    /// Every one of these must hold (see [`crate::handoff`] for the kinds that can be checked).
+    pub until: Vec<Expectation>,
+    /// Wait at most this long; `None` is [`RuntimeConfig::handoff_default_wait`].
+    pub timeout: Option<Duration>,
+}
+
+/// How a handoff wait ended, when it was not an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandoffEnd {
+    /// Every criterion held; the session holds the tab's write lease again.
+    Completed {
+        /// One result per criterion.
+        evidence: Vec<ExpectationResult>,
+        /// The tab's URL.
+        url: String,
+        /// The re-acquired write lease.
+        token: FencingToken,
+        /// How long the wait took (on the runtime's clock).
+        waited_ms: u64,
+    },
+    /// The deadline passed first. The tab stays handed off (no lease; the mark holds through this turn).
+    TimedOut {
+        /// One result per criterion, as last checked.
+        evidence: Vec<ExpectationResult>,
+        /// The tab's URL.
+        url: String,
+        /// How long the wait took.
+        waited_ms: u64,
+    },
+    /// The user closed the tab.
+    TabClosed {
+        /// One result per criterion, as last checked (empty when the tab was gone at the first look).
+        evidence: Vec<ExpectationResult>,
+        /// How long the wait took.
+        waited_ms: u64,
+    },
+}
+
+/// A waiting handoff's progress, reported after each look at the tab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HandoffProgress {
+    /// Looks so far.
+    pub checks: u32,
+    /// Time waited.
+    pub waited_ms: u64,
+    /// The deadline, from the start of the wait.
+    pub timeout_ms: u64,
+    /// The criteria as last checked.
+    pub evidence: Vec<ExpectationResult>,
 }
 
 /// The lifecycle runtime. Cheap to clone (shared state).
@@ -116,6 +184,8 @@ struct Inner {
     shutdown: CancellationToken,
     trace: AtomicU64,
     timer_changed: Notify,
+    /// Per session, the token that cancels its handoff waits (turn end, finalize, reset, close, disposal).
+    waits: Mutex<BTreeMap<SessionKey, CancellationToken>>,
 }
 
 /// Counts an active request; plugin disposal waits for the count to reach zero.
@@ -180,6 +250,50 @@ impl Drop for DebuggerUse {
     }
 }
 
+/// A running handoff wait on a tab; ends the engine's "awaiting the user" state when dropped (also when the wait
+/// is cancelled by dropping its future).
+struct AwaitingUser {
+    inner: Arc<Inner>,
+    tab: TabHandle,
+}
+
+impl Drop for AwaitingUser {
+    fn drop(&mut self) {
+        lock(&self.inner.engine).end_handoff_wait(self.tab);
+    }
+}
+
+/// An agent action in progress on a tab: tabs it opens meanwhile are the session's popups. Ends when dropped.
+struct Acting {
+    inner: Arc<Inner>,
+    tab: TabHandle,
+}
+
+impl Drop for Acting {
+    fn drop(&mut self) {
+        lock(&self.inner.engine).end_action(self.tab);
+    }
+}
+
+/// The next event about `tab` (or one that may hide one: lost events, a reconnect). Pends forever when the
+/// provider's event channel is closed, so the caller's other wake-ups decide.
+async fn next_event_about(events: &mut broadcast::Receiver<ProviderEvent>, tab: TabHandle) {
+    loop {
+        match events.recv().await {
+            Ok(ProviderEvent::TabUpdated(info) | ProviderEvent::TabCreated(info)) if info.tab == tab => return,
+            Ok(ProviderEvent::TabClosed { tab: t, .. }) if t == tab => return,
+            Ok(ProviderEvent::ResyncRequired | ProviderEvent::ConnectionRestored { .. })
+            | Err(broadcast::error::RecvError::Lagged(_)) => return,
+            Ok(_) => {}
+            Err(broadcast::error::RecvError::Closed) => std::future::pending::<()>().await,
+        }
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Refusals that no retry or reconnect can change (another session's tab, a user tab, a gone
 /// tab) are returned before any browser round trip; anything else is re-checked after the
 /// recovery retries and the reconnect.
@@ -227,6 +341,7 @@ impl Runtime {
                 shutdown: CancellationToken::new(),
                 trace: AtomicU64::new(0),
                 timer_changed: Notify::new(),
+                waits: Mutex::new(BTreeMap::new()),
             }),
         }
     }
@@ -453,6 +568,7 @@ impl Runtime {
     /// dropping their ownership metadata, detach debugger), tools hidden, session closed.
     /// Failed steps stay as recovery records and are retried later, even after a switch.
     pub async fn close_session(&self, session: &SessionKey, reason: CloseReason) -> Result<CleanupReport, CoreError> {
+        self.cancel_handoff_waits(session);
         let slot = self.slot(session)?;
         let _serial = slot.lock().await;
         self.close_locked(session, reason).await
@@ -479,6 +595,7 @@ impl Runtime {
     /// the host and `browser_status` only. Refused cleanup is reported in
     /// [`CleanupReport::auto_cleanup_refused`] and in status.
     pub async fn end_turn(&self, session: &SessionKey) -> Result<CleanupReport, CoreError> {
+        self.cancel_handoff_waits(session);
         let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         let _ = self.ensure_connected(session).await;
@@ -579,6 +696,160 @@ impl Runtime {
         Ok(self.execute(plan).await)
     }
 
+    /// `browser_handoff` with `until`, after [`Self::handoff`]: wait for the user to finish. The tab is only looked
+    /// at, never acted on: no write lease (nobody may write to it meanwhile), no input; its URL comes from browser
+    /// events, and criteria that need the page read it with an observation (a debugger lease for the read). It looks
+    /// again on every event about the tab and at least every [`RuntimeConfig::handoff_poll`]; the session's lock is
+    /// held only for each look, so turn end and close are never blocked by the wait, and they cancel it.
+    ///
+    /// Ends with [`HandoffEnd::Completed`] (the write lease re-acquired), [`HandoffEnd::TimedOut`] or
+    /// [`HandoffEnd::TabClosed`]; `progress` hears about each look.
+    ///
+    /// # Errors
+    /// `INVALID_PARAMS` (no criteria, a timeout above [`RuntimeConfig::handoff_max_wait`], a tab not handed off),
+    /// `CANCELLED` (turn end, finalize, reset, close, or the tab's handoff ended), `SHUTTING_DOWN`, and the usual
+    /// session and ownership refusals. The tab stays handed off in every case.
+    pub async fn await_handoff(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        wait: &HandoffWait,
+        progress: &(dyn Fn(&HandoffProgress) + Send + Sync),
+    ) -> Result<HandoffEnd, CoreError> {
+        let config = &self.inner.config;
+        let timeout = wait.timeout.unwrap_or(config.handoff_default_wait);
+        if wait.until.is_empty() {
+            return Err(CoreError::new(
+                ErrorKind::InvalidRequest,
+                "a handoff wait needs at least one `until` criterion; without one, hand off and ask the user",
+            ));
+        }
+        if timeout > config.handoff_max_wait {
+            return Err(CoreError::new(
+                ErrorKind::InvalidRequest,
+                format!(
+                    "a handoff may wait at most {} ms (asked: {} ms); ask for less, or hand off and check back later",
+                    millis(config.handoff_max_wait),
+                    millis(timeout)
+                ),
+            ));
+        }
+        // Subscribed before the first look, so no event between the look and the wait is missed.
+        let mut events = self.inner.provider.events();
+        let cancel = self.wait_token(session);
+        let start = self.now();
+        let deadline = start.plus(millis(timeout));
+        let start_url = {
+            let _op = self.serialized(session).await?;
+            self.drain_events(session).await;
+            self.engine().begin_handoff_wait(session, tab)?
+        };
+        let _awaiting = AwaitingUser { inner: self.inner.clone(), tab };
+        let mut checks = 0u32;
+        loop {
+            let (state, evidence) = tokio::select! {
+                r = self.look_at_handoff(session, tab, &wait.until, &start_url) => r?,
+                () = cancel.cancelled() => return Err(Self::wait_cancelled(tab)),
+            };
+            checks += 1;
+            let now = self.now();
+            let waited_ms = now.0.saturating_sub(start.0);
+            match state {
+                HandoffCheck::Closed => return Ok(HandoffEnd::TabClosed { evidence, waited_ms }),
+                HandoffCheck::NoLongerHandedOff => {
+                    return Err(CoreError::new(
+                        ErrorKind::Cancelled,
+                        format!(
+                            "stopped waiting: tab {tab} is no longer handed off by this session (cleanup ran or \
+                             control changed); list tabs to see where it stands"
+                        ),
+                    ));
+                }
+                HandoffCheck::Waiting { url } if handoff::all_passed(&evidence) => {
+                    let token = {
+                        let mut engine = self.engine();
+                        engine.end_handoff_wait(tab);
+                        engine.acquire_write_lease(session, tab, now)?
+                    };
+                    return Ok(HandoffEnd::Completed { evidence, url, token, waited_ms });
+                }
+                HandoffCheck::Waiting { url } => {
+                    if now >= deadline {
+                        return Ok(HandoffEnd::TimedOut { evidence, url, waited_ms });
+                    }
+                    progress(&HandoffProgress { checks, waited_ms, timeout_ms: millis(timeout), evidence });
+                }
+            }
+            tokio::select! {
+                () = cancel.cancelled() => return Err(Self::wait_cancelled(tab)),
+                () = tokio::time::sleep(config.handoff_poll) => {}
+                () = next_event_about(&mut events, tab) => {}
+            }
+        }
+    }
+
+    /// One read-only look at a waited-on handoff, under the session's lock.
+    async fn look_at_handoff(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        until: &[Expectation],
+        start_url: &str,
+    ) -> Result<(HandoffCheck, Vec<ExpectationResult>), CoreError> {
+        let _op = self.serialized(session).await?;
+        self.drain_events(session).await;
+        let HandoffCheck::Waiting { mut url } = self.engine().check_handoff_wait(session, tab) else {
+            return Ok((self.engine().check_handoff_wait(session, tab), Vec::new()));
+        };
+        let mut content = None;
+        if handoff::needs_page(until) && self.ensure_connected(session).await.is_ok() {
+            let provider = self.inner.provider.clone();
+            let params = ObserveParams::default();
+            let observed =
+                self.with_debugger(session, tab, move |ctx| async move { provider.observe(&ctx, tab, &params).await });
+            match observed.await {
+                Ok(o) => {
+                    url = o.url;
+                    content = Some(o.content);
+                }
+                // Gone (the provider error already recorded it) or any other failure: look again later.
+                Err(_) => {
+                    if self.engine().check_handoff_wait(session, tab) == HandoffCheck::Closed {
+                        return Ok((HandoffCheck::Closed, Vec::new()));
+                    }
+                }
+            }
+        }
+        let evidence = handoff::check(until, handoff::Seen { start_url, url: &url, content: content.as_deref() });
+        Ok((HandoffCheck::Waiting { url }, evidence))
+    }
+
+    fn wait_cancelled(tab: TabHandle) -> CoreError {
+        CoreError::new(
+            ErrorKind::Cancelled,
+            format!(
+                "stopped waiting for the user on tab {tab} (turn end, cleanup or shutdown); the tab stays handed off \
+                 for this turn — ask the user whether they finished"
+            ),
+        )
+    }
+
+    /// A token that cancels one handoff wait of `session`; [`Self::cancel_handoff_waits`] fires it.
+    fn wait_token(&self, session: &SessionKey) -> CancellationToken {
+        lock(&self.inner.waits)
+            .entry(session.clone())
+            .or_insert_with(|| self.inner.shutdown.child_token())
+            .child_token()
+    }
+
+    /// Cancel `session`'s handoff waits (turn end, finalize, context reset, close). Waits started later get a
+    /// fresh token.
+    fn cancel_handoff_waits(&self, session: &SessionKey) {
+        if let Some(token) = lock(&self.inner.waits).remove(session) {
+            token.cancel();
+        }
+    }
+
     /// `browser_close`: close own agent tabs, named or by group (groups never closed whole).
     pub async fn close_tabs(
         &self,
@@ -596,6 +867,7 @@ impl Runtime {
 
     /// `browser_cleanup` (task finalize). Tools stay active; the bridge stays up.
     pub async fn finalize(&self, session: &SessionKey, inputs: &FinalizeInputs) -> Result<CleanupReport, CoreError> {
+        self.cancel_handoff_waits(session);
         let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
@@ -610,6 +882,7 @@ impl Runtime {
     /// `browser_context_reset`: finalize first; tools are deactivated only if it fully
     /// succeeded. Never reports success for a failed cleanup.
     pub async fn context_reset(&self, session: &SessionKey) -> Result<CleanupReport, CoreError> {
+        self.cancel_handoff_waits(session);
         let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         let _ = self.ensure_connected(session).await;
@@ -698,11 +971,138 @@ impl Runtime {
         let now = self.now();
         let token = self.engine().check_write(session, tab, token, now)?;
         let provider = self.inner.provider.clone();
+        self.engine().begin_action(session, tab);
+        let acting = Acting { inner: self.inner.clone(), tab };
+        let res = self
+            .with_debugger(session, tab, move |mut ctx| async move {
+                ctx.fencing = Some(token);
+                provider.act(&ctx, tab, params).await
+            })
+            .await;
+        if let Ok(result) = &res {
+            self.adopt_popups(session, &result.effects.tabs_opened).await;
+        }
+        drop(acting);
+        res
+    }
+
+    /// After an action, while it still counts as running: tabs it opened (popups, `target=_blank`) become the
+    /// session's scratch tabs once the browser records the session's control of them (`claim_tab`). The action's
+    /// effect summary already lists them in `tabs_opened`. A tab whose claim fails stays the user's.
+    ///
+    /// Unsupported over the extension relay: its ownership records let a session close only tabs it created
+    /// itself, so an adopted popup could never be closed; popups there stay the user's until claimed.
+    async fn adopt_popups(&self, session: &SessionKey, reported: &[String]) {
+        if self.inner.provider.kind() == ProviderKind::Extension {
+            return;
+        }
+        self.drain_events(session).await;
+        let unknown = reported
+            .iter()
+            .filter_map(|h| h.strip_prefix('t').and_then(|n| n.parse().ok()).map(TabHandle))
+            .any(|t| self.engine().tabs().get(t).is_none());
+        if unknown {
+            // The action saw a tab whose creation event has not arrived yet: read the tab list instead.
+            let ctx = self.ctx(session, self.inner.config.op_timeout);
+            if let Ok(tabs) = self.inner.provider.list_tabs(&ctx).await {
+                let now = self.now();
+                self.engine().handle_tab_snapshot(&tabs, now);
+            }
+        }
+        let popups = self.engine().take_popups(session);
+        for (popup, opener) in popups {
+            let ctx = self.ctx(session, self.inner.config.op_timeout);
+            if self.inner.provider.claim_tab(&ctx, popup).await.is_ok() {
+                let now = self.now();
+                self.engine().handle_popup_adopted(session, popup, opener, now);
+            }
+        }
+    }
+
+    // ----- advanced tier -----
+
+    /// `browser_evaluate`: like [`Self::act`] (activation, ownership, the session's write lease, a debugger lease
+    /// for the call) since a script may change the page. Whether the tier is enabled is the caller's policy.
+    pub async fn evaluate(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &EvaluateParams,
+    ) -> Result<EvaluateResult, CoreError> {
+        let (token, _op) = self.enter_write(session, tab).await?;
+        let provider = self.inner.provider.clone();
         self.with_debugger(session, tab, move |mut ctx| async move {
             ctx.fencing = Some(token);
-            provider.act(&ctx, tab, params).await
+            provider.evaluate(&ctx, tab, params).await
         })
         .await
+    }
+
+    /// `browser_cdp`: a raw protocol command, checked like [`Self::evaluate`] (it may change the page). The method
+    /// policy is the caller's.
+    pub async fn raw_protocol(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &RawProtocolParams,
+    ) -> Result<RawProtocolResult, CoreError> {
+        let (token, _op) = self.enter_write(session, tab).await?;
+        let provider = self.inner.provider.clone();
+        self.with_debugger(session, tab, move |mut ctx| async move {
+            ctx.fencing = Some(token);
+            provider.raw_protocol(&ctx, tab, params).await
+        })
+        .await
+    }
+
+    /// `browser_console`: a read, checked like [`Self::observe`].
+    pub async fn console(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &ConsoleParams,
+    ) -> Result<ConsoleResult, CoreError> {
+        let _op = self.enter_read(session, tab).await?;
+        let provider = self.inner.provider.clone();
+        self.with_debugger(session, tab, move |ctx| async move { provider.console(&ctx, tab, params).await }).await
+    }
+
+    /// `browser_network`: a read, checked like [`Self::observe`].
+    pub async fn network(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &NetworkParams,
+    ) -> Result<NetworkResult, CoreError> {
+        let _op = self.enter_read(session, tab).await?;
+        let provider = self.inner.provider.clone();
+        self.with_debugger(session, tab, move |ctx| async move { provider.network(&ctx, tab, params).await }).await
+    }
+
+    /// The prologue of an advanced read: the session's serial guard, activation, ownership (local refusals before
+    /// any browser round trip), recovery retries and the connection.
+    async fn enter_read(&self, session: &SessionKey, tab: TabHandle) -> Result<SessionOp, CoreError> {
+        let op = self.serialized(session).await?;
+        self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        refuse_locally(self.engine().check_tab_access(session, tab))?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        self.engine().check_tab_access(session, tab)?;
+        Ok(op)
+    }
+
+    /// The prologue of an advanced write: as [`Self::enter_read`], then the session's write lease on the tab.
+    async fn enter_write(&self, session: &SessionKey, tab: TabHandle) -> Result<(FencingToken, SessionOp), CoreError> {
+        let op = self.serialized(session).await?;
+        self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        refuse_locally(self.engine().check_tab_access(session, tab))?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        let now = self.now();
+        let token = self.engine().check_write(session, tab, None, now)?;
+        Ok((token, op))
     }
 
     // ----- timers -----
@@ -766,6 +1166,9 @@ impl Runtime {
     /// than the waits and the cleanup deadlines.
     pub async fn dispose_plugin(&self) -> DisposalReport {
         self.inner.closing.store(true, Ordering::SeqCst);
+        for (_, token) in std::mem::take(&mut *lock(&self.inner.waits)) {
+            token.cancel();
+        }
         let waited = tokio::time::timeout(self.inner.config.dispose_wait, self.wait_idle()).await.is_ok();
         if !waited {
             self.inner.shutdown.cancel();

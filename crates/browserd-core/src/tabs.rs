@@ -257,6 +257,20 @@ impl TabTable {
         rec.transition(ResourceState::Owned, now, format!("created by session {session}"));
     }
 
+    /// A tab `opener` opened during an action of `session` (a popup, `target=_blank`), whose control the browser
+    /// recorded for `session`: owned like a tab the agent created (closed at cleanup unless marked).
+    pub fn handle_adopted(&mut self, session: &SessionKey, tab: TabHandle, opener: TabHandle, now: Millis) {
+        if let Some(rec) = self.tabs.get_mut(&tab) {
+            rec.ownership = Some(Ownership { session: session.clone(), origin: Origin::AgentCreated, mark: None });
+            rec.former = None;
+            rec.transition(
+                ResourceState::Owned,
+                now,
+                format!("opened by {opener} during an action of session {session}: a scratch tab of the session"),
+            );
+        }
+    }
+
     /// `session` claimed this user tab (the provider confirmed it).
     pub fn handle_claimed(&mut self, session: &SessionKey, tab: TabHandle, now: Millis) {
         if let Some(rec) = self.tabs.get_mut(&tab) {

@@ -589,3 +589,101 @@ async fn closed_sessions_records_are_retried_by_the_timer_alone() {
     assert!(h.rt.inspect(|e| e.recovery().is_empty()));
     h.assert_no_violations();
 }
+
+// ----- popups: a tab opened by an agent tab during the session's action is the session's scratch tab -----
+
+mod page_fake;
+
+mod popups {
+    use std::sync::Arc;
+
+    use browserd_core::provider::{ProviderKind, SessionKey, TabHandle};
+    use browserd_core::runtime::{Runtime, RuntimeConfig};
+    use browserd_core::tabs::{Provenance, ResourceState};
+    use browserd_test_support::fake_clock::FakeClock;
+    use browserd_test_support::fake_provider::{Op, sample_act_params};
+
+    use super::page_fake::PageFake;
+
+    async fn agent(kind: ProviderKind) -> (Arc<PageFake>, Runtime, SessionKey, TabHandle) {
+        let page = Arc::new(PageFake::with_kind(kind));
+        let rt = Runtime::new(page.clone(), Arc::new(FakeClock::new()), RuntimeConfig::default());
+        let s = SessionKey("agent".into());
+        rt.open_session(&s).await.unwrap();
+        rt.activate_tools(&s).await.unwrap();
+        let tab = rt.open_tab(&s, "https://a.test/popup.html").await.unwrap().tab;
+        (page, rt, s, tab)
+    }
+
+    fn provenance(rt: &Runtime, s: &SessionKey, tab: TabHandle) -> Provenance {
+        rt.inspect(|e| e.tabs().get(tab).map(|r| r.provenance(s))).expect("a known tab")
+    }
+
+    #[tokio::test]
+    async fn a_popup_of_an_agent_action_is_a_scratch_tab_closed_at_turn_end() {
+        let (page, rt, s, tab) = agent(ProviderKind::Fake).await;
+        page.popup_on_next_act("https://a.test/popup-target.html");
+        let result = rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
+        assert_eq!(result.effects.tabs_opened.len(), 1, "the effect summary names the new tab");
+        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].trim_start_matches('t').parse().unwrap());
+        assert_eq!(provenance(&rt, &s, popup), Provenance::AgentCreated);
+        assert_eq!(page.fake.owner(popup), Some(s.clone()), "the browser records the session's control");
+        assert_eq!(page.fake.calls_to(Op::ClaimTab, popup).len(), 1);
+        let history = rt.inspect(|e| e.tabs().get(popup).unwrap().history.clone());
+        assert!(history.last().unwrap().cause.contains(&format!("opened by {tab}")), "{history:?}");
+        // Usable like any tab of the session, and listed as its own.
+        rt.observe(&s, popup, &browserd_protocol::ObserveParams::default()).await.unwrap();
+
+        let report = rt.end_turn(&s).await.unwrap();
+        assert!(report.ok, "{report:?}");
+        assert!(report.closed.contains(&popup) && report.closed.contains(&tab), "{report:?}");
+        assert!(!page.fake.is_open(popup));
+        assert_eq!(rt.inspect(|e| e.tabs().get(popup).unwrap().state), ResourceState::Released);
+        assert!(page.fake.violations().is_empty(), "{:?}", page.fake.violations());
+    }
+
+    #[tokio::test]
+    async fn a_marked_popup_is_kept_like_any_scratch_tab() {
+        let (page, rt, s, tab) = agent(ProviderKind::Fake).await;
+        page.popup_on_next_act("https://a.test/popup-target.html");
+        let result = rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
+        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].trim_start_matches('t').parse().unwrap());
+        rt.mark_deliverable(&s, popup).await.unwrap();
+        let report = rt.end_turn(&s).await.unwrap();
+        assert_eq!(report.closed, vec![tab], "{report:?}");
+        assert!(page.fake.is_open(popup));
+        assert!(page.fake.violations().is_empty());
+    }
+
+    #[tokio::test]
+    async fn tabs_opened_outside_an_agent_action_stay_the_users() {
+        let (page, rt, s, tab) = agent(ProviderKind::Fake).await;
+        rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
+        // The page opens a popup on its own (a timer, the user clicking in it), and the user opens a tab.
+        let by_page = page.page_opens_popup(tab, "https://a.test/ad.html");
+        let by_user = page.user_open("https://mail.example/");
+        let listed = rt.list_tabs(&s).await.unwrap();
+        assert!(listed.iter().any(|v| v.tab == by_user), "the user's tab is listed");
+        // Another action later does not adopt tabs opened before it.
+        rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
+        assert_eq!(provenance(&rt, &s, by_page), Provenance::User);
+        assert_eq!(provenance(&rt, &s, by_user), Provenance::User);
+        assert!(page.fake.calls().iter().all(|c| c.op != Op::ClaimTab));
+
+        let report = rt.end_turn(&s).await.unwrap();
+        assert_eq!(report.closed, vec![tab], "{report:?}");
+        assert!(page.fake.is_open(by_page) && page.fake.is_open(by_user));
+        assert!(page.fake.violations().is_empty(), "{:?}", page.fake.violations());
+    }
+
+    #[tokio::test]
+    async fn over_the_extension_relay_popups_stay_the_users_until_claimed() {
+        let (page, rt, s, tab) = agent(ProviderKind::Extension).await;
+        page.popup_on_next_act("https://a.test/popup-target.html");
+        let result = rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
+        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].trim_start_matches('t').parse().unwrap());
+        rt.list_tabs(&s).await.unwrap();
+        assert_eq!(provenance(&rt, &s, popup), Provenance::User, "unsupported there: no adoption");
+        assert!(page.fake.calls_to(Op::ClaimTab, popup).is_empty());
+    }
+}

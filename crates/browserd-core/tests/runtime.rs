@@ -236,3 +236,187 @@ async fn many_sessions_in_parallel_stay_isolated_and_dispose_cleanly() {
     assert!(h.fake.is_open(user));
     h.assert_no_violations();
 }
+
+// ----- browser_handoff with `until`: waiting for the user, read-only -----
+
+mod page_fake;
+
+mod handoff_wait {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use browserd_core::error::{CoreError, ErrorKind};
+    use browserd_core::provider::{SessionKey, TabHandle};
+    use browserd_core::runtime::{HandoffEnd, HandoffProgress, HandoffWait, Runtime, RuntimeConfig};
+    use browserd_core::tabs::Provenance;
+    use browserd_protocol::Expectation;
+    use browserd_test_support::fake_clock::FakeClock;
+    use browserd_test_support::fake_provider::{Op, sample_act_params};
+    use tokio::sync::watch;
+    use tokio::task::JoinHandle;
+
+    use super::page_fake::PageFake;
+
+    struct Setup {
+        page: Arc<PageFake>,
+        clock: FakeClock,
+        rt: Runtime,
+        s: SessionKey,
+        tab: TabHandle,
+    }
+
+    /// A session with one tab it acted on (so it held the write lease), then handed off.
+    async fn handed_off() -> Setup {
+        let page = Arc::new(PageFake::new());
+        let clock = FakeClock::new();
+        let config = RuntimeConfig { handoff_poll: Duration::from_millis(5), ..RuntimeConfig::default() };
+        let rt = Runtime::new(page.clone(), Arc::new(clock.clone()), config);
+        let s = SessionKey("agent".into());
+        rt.open_session(&s).await.unwrap();
+        rt.activate_tools(&s).await.unwrap();
+        let tab = rt.open_tab(&s, "https://a.test/login").await.unwrap().tab;
+        page.navigate(tab, "https://a.test/login");
+        rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
+        assert_eq!(rt.status(&s).await.unwrap().write_leases.len(), 1);
+        let report = rt.handoff(&s, tab).await.unwrap();
+        assert!(report.ok, "{report:?}");
+        assert!(rt.status(&s).await.unwrap().write_leases.is_empty(), "handoff drops the write lease");
+        assert!(!page.fake.debugger_attached(tab), "handoff detaches the debugger");
+        Setup { page, clock, rt, s, tab }
+    }
+
+    struct Waiting {
+        task: JoinHandle<Result<HandoffEnd, CoreError>>,
+        looks: watch::Receiver<u32>,
+    }
+
+    impl Waiting {
+        /// Returns once the wait has looked at the tab `n` times without finishing.
+        async fn looked(&mut self, n: u32) {
+            self.looks.wait_for(|c| *c >= n).await.expect("the wait ended before looking");
+        }
+    }
+
+    fn start(setup: &Setup, until: serde_json::Value, timeout: Option<Duration>) -> Waiting {
+        let until: Vec<Expectation> = serde_json::from_value(until).unwrap();
+        let (tx, looks) = watch::channel(0u32);
+        let (rt, s, tab) = (setup.rt.clone(), setup.s.clone(), setup.tab);
+        let task = tokio::spawn(async move {
+            let progress = move |p: &HandoffProgress| {
+                let _ = tx.send(p.checks);
+            };
+            rt.await_handoff(&s, tab, &HandoffWait { until, timeout }, &progress).await
+        });
+        Waiting { task, looks }
+    }
+
+    #[tokio::test]
+    async fn completes_when_the_user_reaches_the_url_and_takes_the_lease_back() {
+        let h = handed_off().await;
+        h.page.fake.clear_calls();
+        let mut w = start(&h, serde_json::json!([{"kind": "url", "contains": "/home"}]), None);
+        w.looked(2).await;
+
+        // Nobody writes to a tab the user has: the agent's own action is refused before the browser hears of it.
+        let refused = h.rt.act(&h.s, h.tab, &sample_act_params(), None).await.unwrap_err();
+        assert!(matches!(&refused.kind, ErrorKind::LeaseHeldByOther { holder, .. } if holder.0 == "user"), "{refused}");
+        assert_eq!(h.rt.inspect(|e| e.handoff_waiting(h.tab).cloned()), Some(h.s.clone()));
+
+        h.page.navigate(h.tab, "https://a.test/home");
+        let end = w.task.await.unwrap().unwrap();
+        let HandoffEnd::Completed { evidence, url, token, .. } = end else { panic!("not completed: {end:?}") };
+        assert_eq!(url, "https://a.test/home");
+        assert!(evidence.len() == 1 && evidence[0].passed, "{evidence:?}");
+        let status = h.rt.status(&h.s).await.unwrap();
+        assert_eq!(status.write_leases, vec![(h.tab, token)], "the lease is the session's again");
+        assert_eq!(h.rt.inspect(|e| e.handoff_waiting(h.tab).cloned()), None);
+        // A URL criterion is read from browser events: the wait neither acted on the page nor attached to it.
+        let calls = h.page.fake.calls();
+        assert!(
+            calls.iter().all(|c| !matches!(c.op, Op::Act | Op::AttachDebugger | Op::Observe)),
+            "the wait touched the page: {calls:?}"
+        );
+        // Control is back: acting works again, under the re-acquired lease.
+        h.rt.act(&h.s, h.tab, &sample_act_params(), Some(token)).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn page_criteria_are_read_by_observing_without_input() {
+        let h = handed_off().await;
+        h.page.set_content(h.tab, "[e1] textbox \"Password\"");
+        h.page.fake.clear_calls();
+        let until = serde_json::json!([
+            {"kind": "textPresent", "text": "Welcome back"},
+            {"kind": "disappears", "text": "Password"},
+            {"kind": "appears", "role": "button", "name": "log out"}
+        ]);
+        let mut w = start(&h, until, None);
+        w.looked(2).await;
+        h.page.set_content(h.tab, "# Account\n[e4] button \"Log out\"\nWelcome back, Ada");
+        let end = w.task.await.unwrap().unwrap();
+        let HandoffEnd::Completed { evidence, .. } = end else { panic!("not completed: {end:?}") };
+        assert!(evidence.iter().all(|r| r.passed), "{evidence:?}");
+        let calls = h.page.fake.calls();
+        assert!(calls.iter().any(|c| c.op == Op::Observe), "page criteria are read with an observation");
+        assert!(calls.iter().all(|c| c.op != Op::Act), "no input while waiting: {calls:?}");
+    }
+
+    #[tokio::test]
+    async fn deadline_on_the_runtime_clock_leaves_the_tab_handed_off() {
+        let h = handed_off().await;
+        let mut w = start(&h, serde_json::json!([{"kind": "url", "contains": "/never"}]), None);
+        w.looked(1).await;
+        h.clock.advance(300_000);
+        let end = w.task.await.unwrap().unwrap();
+        let HandoffEnd::TimedOut { evidence, url, waited_ms } = end else { panic!("not timed out: {end:?}") };
+        assert!(waited_ms >= 300_000);
+        assert_eq!(url, "https://a.test/login");
+        assert!(!evidence[0].passed && evidence[0].detail.contains("a.test/login"), "{evidence:?}");
+        let status = h.rt.status(&h.s).await.unwrap();
+        assert!(status.write_leases.is_empty(), "no lease after a timeout");
+        let view = status.tabs.iter().find(|v| v.tab == h.tab).unwrap();
+        assert_eq!(view.provenance, Provenance::Handoff, "still handed off");
+        assert_eq!(h.rt.inspect(|e| e.handoff_waiting(h.tab).cloned()), None);
+    }
+
+    #[tokio::test]
+    async fn the_user_closing_the_tab_ends_the_wait() {
+        let h = handed_off().await;
+        let mut w = start(&h, serde_json::json!([{"kind": "navigated"}]), Some(Duration::from_secs(60)));
+        w.looked(1).await;
+        h.page.user_close(h.tab);
+        let end = w.task.await.unwrap().unwrap();
+        assert!(matches!(end, HandoffEnd::TabClosed { .. }), "{end:?}");
+        assert_eq!(h.rt.inspect(|e| e.handoff_waiting(h.tab).cloned()), None);
+    }
+
+    #[tokio::test]
+    async fn turn_end_cancels_the_wait_and_keeps_the_page() {
+        let h = handed_off().await;
+        let mut w = start(&h, serde_json::json!([{"kind": "url", "contains": "/home"}]), None);
+        w.looked(1).await;
+        let report = h.rt.end_turn(&h.s).await.unwrap();
+        assert!(report.ok && report.closed.is_empty(), "{report:?}");
+        let err = w.task.await.unwrap().unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Cancelled, "{err}");
+        assert!(err.message.contains("stays handed off"), "{err}");
+        assert!(h.page.fake.is_open(h.tab), "the handed-off page is kept");
+        assert!(h.page.fake.violations().is_empty());
+    }
+
+    #[tokio::test]
+    async fn bad_waits_are_refused_before_waiting() {
+        let h = handed_off().await;
+        let url = || serde_json::from_value(serde_json::json!([{"kind": "url", "contains": "/x"}])).unwrap();
+        let none = |_: &HandoffProgress| {};
+        let long = HandoffWait { until: url(), timeout: Some(Duration::from_secs(3 * 3600)) };
+        let err = h.rt.await_handoff(&h.s, h.tab, &long, &none).await.unwrap_err();
+        assert!(err.kind == ErrorKind::InvalidRequest && err.message.contains("at most 1800000 ms"), "{err}");
+        let empty = HandoffWait { until: Vec::new(), timeout: None };
+        assert_eq!(h.rt.await_handoff(&h.s, h.tab, &empty, &none).await.unwrap_err().kind, ErrorKind::InvalidRequest);
+        let other = h.rt.open_tab(&h.s, "https://a.test/other").await.unwrap().tab;
+        let not_handed = HandoffWait { until: url(), timeout: None };
+        let err = h.rt.await_handoff(&h.s, other, &not_handed, &none).await.unwrap_err();
+        assert!(err.message.contains("not handed off"), "{err}");
+    }
+}

@@ -7,6 +7,8 @@
 //! - **The de-duplication log** ([`dedup`], BRIEF §6): request id, payload hash, dispatch state and
 //!   expiry. An action marked dispatched whose completion was never written reads back as
 //!   `unknown` after a restart and can never be handed out for dispatch again.
+//! - **The owned-tab ledger** ([`owned`]): the tabs a broker holds that a crash would leak, by the
+//!   browser's own target id, so the next broker turns a dead one's tabs into recovery records.
 //! - **The audit metadata ring** ([`audit`], BRIEF §8): action types, opaque handles, codes,
 //!   timings, policy decisions and origins, bounded by age (24 h) and size (20 MB) by default. Its
 //!   record type cannot hold page text, URL paths or queries, form values or screenshots.
@@ -45,7 +47,7 @@
 //! read (the `sqlite3` shell) can still inspect the file.
 //!
 //! # Layout
-//! - [`recovery`], [`dedup`], [`audit`]: the three tables' types and operations.
+//! - [`recovery`], [`dedup`], [`owned`], [`audit`]: the four tables' types and operations.
 //! - [`hash`]: payload hashes over canonical JSON.
 //! - [`types`]: time, opaque ids, codes, origins, outcomes.
 //! - [`error`]: [`JournalError`], whose messages say what to do next.
@@ -55,6 +57,7 @@ pub mod audit;
 pub mod dedup;
 pub mod error;
 pub mod hash;
+pub mod owned;
 pub mod recovery;
 mod schema;
 pub mod types;
@@ -128,7 +131,14 @@ pub struct JournalConfig {
     /// A hard cap on the database size in bytes (SQLite's `max_page_count`); writes beyond it fail
     /// with [`JournalError::Full`]. `None` (the default): only the disk limits it.
     pub max_file_bytes: Option<u64>,
+    /// SQLite's page cache for this connection, in KiB (default [`DEFAULT_CACHE_KIB`]). The journal's working set
+    /// is a few index and tail pages; SQLite's own default (2 MiB) only fills the broker's memory as the audit ring
+    /// grows.
+    pub cache_kib: u32,
 }
+
+/// The default page cache of a journal connection, in KiB.
+pub const DEFAULT_CACHE_KIB: u32 = 256;
 
 impl Default for JournalConfig {
     fn default() -> Self {
@@ -138,6 +148,7 @@ impl Default for JournalConfig {
             audit: AuditLimits::default(),
             resolved_retention: Duration::from_secs(7 * 24 * 60 * 60),
             max_file_bytes: None,
+            cache_kib: DEFAULT_CACHE_KIB,
         }
     }
 }
@@ -236,6 +247,8 @@ impl Journal {
         conn.pragma_update(None, "trusted_schema", "OFF").map_err(sql)?;
         conn.pragma_update(None, "secure_delete", "FAST").map_err(sql)?;
         conn.pragma_update(None, "journal_size_limit", 4 * 1024 * 1024).map_err(sql)?;
+        // A negative cache_size is in KiB.
+        conn.pragma_update(None, "cache_size", -i64::from(config.cache_kib.max(64))).map_err(sql)?;
         if let Some(max_bytes) = config.max_file_bytes {
             let page_size: i64 = conn.pragma_query_value(None, "page_size", |row| row.get(0)).map_err(sql)?;
             let pages = max_bytes.div_ceil(u64::try_from(page_size.max(512)).unwrap_or(4096)).max(1);
@@ -484,6 +497,18 @@ mod tests {
             journal.audit(&AuditRecord::new(UnixMillis(5), AuditAction::Stop)).unwrap();
             assert_eq!(synchronous(&journal), routine, "{durability:?}: audit");
         }
+    }
+
+    #[test]
+    fn the_page_cache_is_bounded_as_configured() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path().join("j.sqlite3"), JournalConfig::default()).unwrap();
+        let cache: i64 = journal.conn.pragma_query_value(None, "cache_size", |row| row.get(0)).unwrap();
+        assert_eq!(cache, -i64::from(DEFAULT_CACHE_KIB));
+        let config = JournalConfig { cache_kib: 1024, ..JournalConfig::default() };
+        let journal = Journal::open(dir.path().join("k.sqlite3"), config).unwrap();
+        let cache: i64 = journal.conn.pragma_query_value(None, "cache_size", |row| row.get(0)).unwrap();
+        assert_eq!(cache, -1024);
     }
 
     #[test]

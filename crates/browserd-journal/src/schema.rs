@@ -99,10 +99,22 @@ pub(crate) const MIGRATIONS: &[&str] = &[
         UPDATE meta SET value = value - OLD.cost WHERE key = 'audit_bytes';
     END;
     ",
+    // v4: the owned-tab ledger (tabs a crash would leak, by durable browser and tab keys).
+    r"
+    CREATE TABLE owned_tab (
+        browser     TEXT NOT NULL,
+        tab         TEXT NOT NULL,
+        session     TEXT NOT NULL,
+        op          TEXT NOT NULL CHECK (op IN ('close', 'release')),
+        incarnation INTEGER NOT NULL,
+        created_at  INTEGER NOT NULL,
+        PRIMARY KEY (browser, tab)
+    ) STRICT, WITHOUT ROWID;
+    ",
 ];
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 const _: () = assert!(MIGRATIONS.len() == SCHEMA_VERSION as usize, "one migration per schema version");
 
 /// Reads `PRAGMA user_version`.

@@ -112,4 +112,11 @@ pub trait ToolBackend: Send + Sync + 'static {
 
     /// `tools.list`: the tools visible to the session now (empty when its tools are inactive).
     async fn list_tools(&self, session: &SessionId) -> Result<Vec<ToolSpec>, ErrorData>;
+
+    /// A counter that moves each time the owner of browser state says this process's tool set changed (the
+    /// broker's `tools.changed`); the MCP layer forwards each change as `notifications/tools/list_changed`.
+    /// `None`: the backend never announces changes.
+    fn tools_changed(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
 }

@@ -10,6 +10,8 @@
 //!   answers `CANCELLED` (or the result, if it finished first). An action cancelled after dispatch may still have
 //!   taken effect, so the error says to observe before repeating.
 //! - Progress: the broker sends none; the MCP layer's heartbeat covers long calls.
+//! - The broker's `tools.changed` notifications (activation, the advanced tier, a reset) move the
+//!   [`ToolBackend::tools_changed`] counter; the MCP layer turns each into `notifications/tools/list_changed`.
 
 use async_trait::async_trait;
 use browserd_broker::client::{Client, ConnectOptions};
@@ -22,7 +24,7 @@ use browserd_protocol::methods::{MethodParams, ToolsListParams};
 use browserd_protocol::tools::{ToolCallParams, ToolSpec};
 use browserd_protocol::{ErrorCode, ErrorData, SessionId};
 use serde_json::Value;
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{ProgressReporter, ToolBackend, ToolRequest};
@@ -36,6 +38,8 @@ pub struct BrokerBackend {
     connect: ConnectOptions,
     advanced: bool,
     state: Mutex<Connection>,
+    /// Counts the broker's `tools.changed` notifications on every connection this backend made.
+    changed: watch::Sender<u64>,
 }
 
 #[derive(Debug, Default)]
@@ -56,7 +60,7 @@ impl BrokerBackend {
     /// A backend reaching the broker as `connect` says; `advanced` asks `tools.activate` for the advanced tier.
     #[must_use]
     pub fn new(connect: ConnectOptions, advanced: bool) -> Self {
-        Self { connect, advanced, state: Mutex::new(Connection::default()) }
+        Self { connect, advanced, state: Mutex::new(Connection::default()), changed: watch::Sender::new(0) }
     }
 
     /// The default: the user's broker (started on demand), as the MCP component.
@@ -73,6 +77,17 @@ impl BrokerBackend {
             return Ok(client.clone());
         }
         let client = Client::connect(&self.connect).await.map_err(browserd_broker::ClientError::into_error_data)?;
+        if let Some(mut notes) = client.take_notifications() {
+            // Ends with the connection.
+            let changed = self.changed.clone();
+            tokio::spawn(async move {
+                while let Some(note) = notes.recv().await {
+                    if note.method == browserd_protocol::methods::TOOLS_CHANGED {
+                        changed.send_modify(|n| *n += 1);
+                    }
+                }
+            });
+        }
         for owned in &mut state.sessions {
             let params = SessionOpenParams {
                 host: owned.host,
@@ -172,5 +187,9 @@ impl ToolBackend for BrokerBackend {
 
     async fn list_tools(&self, session: &SessionId) -> Result<Vec<ToolSpec>, ErrorData> {
         Ok(self.call(&ToolsListParams { session: session.clone() }).await?.tools)
+    }
+
+    fn tools_changed(&self) -> Option<watch::Receiver<u64>> {
+        Some(self.changed.subscribe())
     }
 }

@@ -12,6 +12,7 @@
 //! | `notifications/cancelled` | the backend call's cancellation token |
 //! | `_meta.progressToken` | `notifications/progress` from backend updates, plus a heartbeat while the call runs |
 //! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
+//! | the broker's `tools.changed` (activation, the advanced tier, a reset) | `notifications/tools/list_changed` (`tools.listChanged` is advertised) |
 //!
 //! Results are compact JSON text plus `structuredContent`; failures are `isError: true` results whose
 //! text is `{"error": {code, message, nextStep, ...}}`; screenshots become image content plus a file

@@ -97,6 +97,16 @@ struct Inner {
     options: ServerOptions,
     screenshots: ScreenshotStore,
     state: Mutex<State>,
+    /// Forwards the backend's tool-set changes to the client; started with the first call.
+    forwarder: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self.forwarder.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+            task.abort();
+        }
+    }
 }
 
 /// The rmcp handler. Cheap to clone; all clones share one session.
@@ -128,7 +138,34 @@ impl McpServer {
         let screenshots = ScreenshotStore::new(options.screenshot_dir.clone());
         let state = State { identity: options.identity.clone(), open: None, closed: false };
         let call_prefix = crate::host::generated_session_id();
-        Self { inner: Arc::new(Inner { backend, call_prefix, options, screenshots, state: Mutex::new(state) }) }
+        Self {
+            inner: Arc::new(Inner {
+                backend,
+                call_prefix,
+                options,
+                screenshots,
+                state: Mutex::new(state),
+                forwarder: std::sync::Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Starts forwarding the backend's tool-set changes (the broker's `tools.changed`: activation, the advanced
+    /// tier, a reset) to the client as `notifications/tools/list_changed`, once per server.
+    fn forward_tool_changes(&self, peer: &Peer<RoleServer>) {
+        let mut forwarder = self.inner.forwarder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if forwarder.is_some() {
+            return;
+        }
+        let Some(mut changed) = self.inner.backend.tools_changed() else { return };
+        let peer = peer.clone();
+        *forwarder = Some(tokio::spawn(async move {
+            while changed.changed().await.is_ok() {
+                if let Err(error) = peer.notify_tool_list_changed().await {
+                    tracing::debug!(%error, "tools/list_changed not sent");
+                }
+            }
+        }));
     }
 
     /// The tools this server offers, in catalog order, before any session narrows them.
@@ -270,6 +307,7 @@ impl McpServer {
         let token = context.meta.get_progress_token();
         let call_id = Some(format!("{}:{}", self.inner.call_prefix, context.id));
 
+        self.forward_tool_changes(&context.peer);
         let mut retried = false;
         loop {
             let session = self.prepare(codex.as_ref(), client).await?;
@@ -292,7 +330,7 @@ impl McpServer {
                 }
                 Err(error) => return Err(error),
                 Ok(value) => {
-                    if tool == ProtocolTool::ContextReset {
+                    if tool == ProtocolTool::ContextReset && self.inner.backend.tools_changed().is_none() {
                         // The session's tools are hidden now; tell the host to list them again.
                         if let Err(error) = context.peer.notify_tool_list_changed().await {
                             tracing::debug!(%error, "tools/list_changed not sent");

@@ -648,3 +648,93 @@ fn offered_tools_follow_the_catalog() {
     let names: Vec<String> = server.offered_tools().iter().map(|t| t.name.to_string()).collect();
     assert_eq!(names, core_names());
 }
+
+/// `browserd mcp --advanced` (the server with `advanced` on, over the real broker backend) against a broker whose
+/// `[advanced]` policy enables the tier, on a real managed Chromium: the broker's `tools.changed` reaches the client
+/// as `notifications/tools/list_changed`, `tools/list` then shows the broker's tool set with the advanced tools, and
+/// `browser_evaluate` runs in the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advanced_mcp_server_evaluates_through_a_broker_that_enables_the_tier() {
+    use browserd_broker::Broker;
+    use browserd_broker::client::{Client, ConnectOptions};
+    use browserd_broker::config::{AdvancedConfig, BrokerConfig};
+    use browserd_mcp::BrokerBackend;
+    use browserd_protocol::hello::ComponentRole;
+
+    const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+    let site = browserd_test_support::fixtures::FixtureSite::start().await.unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = browserd_ipc::RuntimeDir::ensure(temp.path().join("rt")).unwrap();
+    let config = BrokerConfig {
+        chromium_path: Some(CHROMIUM.into()),
+        profile_dir: Some(temp.path().join("profile")),
+        idle_exit_secs: 0,
+        advanced: AdvancedConfig { enabled: true, ..AdvancedConfig::default() },
+        ..BrokerConfig::default()
+    };
+    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
+    let running = tokio::spawn({
+        let broker = broker.clone();
+        let dir = dir.clone();
+        async move { broker.run(&dir).await }
+    });
+    let connect = ConnectOptions {
+        role: ComponentRole::Mcp,
+        runtime_dir: Some(dir.path().to_path_buf()),
+        spawn: false,
+        timeout: Some(std::time::Duration::from_secs(60)),
+        broker_exe: None,
+    };
+    let mut ready = false;
+    for _ in 0..500 {
+        if Client::connect(&connect).await.is_ok() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(ready, "the broker started");
+
+    let mut advanced = options();
+    advanced.advanced = true;
+    let (server_io, client_io) = tokio::io::duplex(1 << 22);
+    let backend = Arc::new(BrokerBackend::new(connect, true));
+    let server = tokio::spawn(browserd_mcp::serve(backend, advanced, server_io, std::future::pending::<()>()));
+    let (progress, _progress_rx) = mpsc::unbounded_channel();
+    let (changed, mut tools_changed) = mpsc::unbounded_channel();
+    let config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("test-client", "1.0"));
+    let client = TestClient { config, progress, tools_changed: changed }.serve(client_io).await.unwrap();
+    let info = client.peer_info().unwrap();
+    assert!(info.capabilities.tools.as_ref().and_then(|t| t.list_changed) == Some(true), "{info:?}");
+
+    let opened = client.call_tool(call("browser_open", json!({"url": site.url("/form.html")}))).await.unwrap();
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    let tab = text_json(&opened)["tab"].as_u64().unwrap();
+    // Activating the session (core and advanced tiers) changed its tool set: the broker said so, and the client heard.
+    tokio::time::timeout(std::time::Duration::from_secs(30), tools_changed.recv()).await.unwrap().unwrap();
+    let names: Vec<String> = client.list_all_tools().await.unwrap().iter().map(|t| t.name.to_string()).collect();
+    for tool in ["browser_open", "browser_evaluate", "browser_console", "browser_network"] {
+        assert!(names.iter().any(|n| n == tool), "{tool} in {names:?}");
+    }
+    assert!(!names.iter().any(|n| n == "browser_cdp"), "raw CDP stays off without `raw_cdp`: {names:?}");
+
+    let result = client
+        .call_tool(call(
+            "browser_evaluate",
+            json!({"tab": tab, "expression": "document.querySelectorAll('input').length > 0"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(text_json(&result)["value"], true);
+    let result = client.call_tool(call("browser_cdp", json!({"tab": tab, "method": "Page.reload"}))).await.unwrap();
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(text_json(&result)["error"]["code"], "CAPABILITY_NOT_ACTIVATED", "{result:?}");
+
+    client.cancel().await.unwrap();
+    let outcome = server.await.unwrap().unwrap();
+    assert!(matches!(outcome, ShutdownOutcome::Closed(ref result) if result.ok), "{outcome:?}");
+    broker.shutdown_token().cancel();
+    running.await.unwrap().unwrap();
+    site.shutdown().await;
+}

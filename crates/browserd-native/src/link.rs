@@ -143,10 +143,76 @@ pub struct StopReport {
     pub via: String,
     pub control_epoch: u64,
     pub dropped_inputs: u64,
+    /// How many inputs the gate had dispatched when it closed (inputs dispatched after Stop = the gate's count later
+    /// minus this; it must stay 0).
+    #[serde(default)]
+    pub dispatched_before_stop: u64,
     #[serde(default)]
     pub detached: Vec<i64>,
     #[serde(default)]
     pub reason: Option<String>,
+    /// Measured inside the service worker from the start of Stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timings: Option<StopTimings>,
+    /// What browserd last saw and did through this link when Stop arrived (filled in by the link, not the extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_evidence: Option<Box<StopEvidence>>,
+}
+
+/// Times inside the service worker, in milliseconds from the start of Stop.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopTimings {
+    /// The gate was closed (no input passes after this).
+    pub gate_closed_ms: f64,
+    /// The debugger was detached from every tab.
+    pub detached_ms: f64,
+}
+
+/// The last observation and action browserd made through the extension: `USER_STOPPED` carries it, so the agent (and
+/// the user) see where the work stood when Stop was pressed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StopEvidence {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_observation: Option<ObservationEvidence>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_action: Option<ActionEvidence>,
+}
+
+/// A compact record of one observation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObservationEvidence {
+    /// The agent session that observed.
+    pub session: String,
+    /// browserd's tab id (as on the wire).
+    pub tab: u64,
+    /// The observation revision of the tab.
+    pub revision: u64,
+    /// The observation's cursor (as returned to the agent).
+    pub cursor: String,
+    pub url: String,
+    pub title: String,
+}
+
+/// A compact record of one action: in flight until it returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionEvidence {
+    /// The agent session that acted.
+    pub session: String,
+    /// browserd's tab id (as on the wire).
+    pub tab: u64,
+    /// The action's trace id (as in its `ActionResult`).
+    pub trace_id: String,
+    /// The action kind (`click`, `type`, …).
+    pub action: String,
+    /// `inFlight` while it runs, then its outcome (`succeeded`, `failed`, …) or `error`.
+    pub state: String,
+    /// The error code when it did not succeed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
 }
 
 /// Something the broker should know about.
@@ -180,6 +246,7 @@ pub(crate) struct LinkInner {
     closed: watch::Sender<Option<String>>,
     epoch: AtomicU64,
     call_timeout: Duration,
+    evidence: Mutex<StopEvidence>,
 }
 
 /// A paired extension. Cheap to clone.
@@ -357,18 +424,6 @@ impl ExtensionLink {
         lock(&self.inner.relay).discover = on;
     }
 
-    /// Arms the target probe: the relay answers the next `Target.activateTarget` itself (nothing is activated) and
-    /// keeps its target id for [`ExtensionLink::take_target_probe`]. Used to learn which target a provider handle
-    /// names; callers serialise probes.
-    pub fn arm_target_probe(&self) {
-        lock(&self.inner.relay).probe = Some(None);
-    }
-
-    /// Disarms the probe and returns the target id it caught, if any.
-    pub fn take_target_probe(&self) -> Option<String> {
-        lock(&self.inner.relay).probe.take().flatten()
-    }
-
     /// The tab id of a CDP target id, as the relay knows it (tabs listed, created or attached through this link).
     pub fn tab_of_target(&self, target_id: &str) -> Option<i64> {
         lock(&self.inner.relay).tab_by_target.get(target_id).copied()
@@ -448,7 +503,7 @@ impl ExtensionLink {
     /// detaches (pages stay). Sent on the priority lane.
     pub async fn stop(&self, reason: &str) -> Result<StopReport, ExtensionError> {
         let v = self.call_lane("stop", json!({"reason": reason}), true).await?;
-        let report: StopReport = parse(v, "stop")?;
+        let report = self.with_evidence(parse(v, "stop")?);
         self.note_stop(report.control_epoch);
         self.relay_detached(&report.detached, "stopped").await;
         Ok(report)
@@ -459,6 +514,34 @@ impl ExtensionLink {
     pub async fn cancel_inputs(&self, tab_id: Option<i64>) -> Result<u64, ExtensionError> {
         let v = self.call_lane("cancel", json!({"tabId": tab_id}), true).await?;
         Ok(v["droppedInputs"].as_u64().unwrap_or(0))
+    }
+
+    /// Records the latest observation made through this link (Stop reports carry it).
+    pub fn note_observation(&self, observation: ObservationEvidence) {
+        lock(&self.inner.evidence).last_observation = Some(observation);
+    }
+
+    /// Records the latest action made through this link, in flight or finished (Stop reports carry it).
+    pub fn note_action(&self, action: ActionEvidence) {
+        lock(&self.inner.evidence).last_action = Some(action);
+    }
+
+    /// The evidence a Stop now would report.
+    pub fn evidence(&self) -> StopEvidence {
+        lock(&self.inner.evidence).clone()
+    }
+
+    /// Carries evidence over from an earlier link (the extension paired again).
+    pub fn set_evidence(&self, evidence: StopEvidence) {
+        *lock(&self.inner.evidence) = evidence;
+    }
+
+    fn with_evidence(&self, mut report: StopReport) -> StopReport {
+        let evidence = self.evidence();
+        if evidence != StopEvidence::default() {
+            report.last_evidence = Some(Box::new(evidence));
+        }
+        report
     }
 
     fn note_stop(&self, epoch: u64) {
@@ -656,6 +739,7 @@ async fn handshake(
         events,
         closed,
         call_timeout: options.call_timeout,
+        evidence: Mutex::new(StopEvidence::default()),
     });
     let link = ExtensionLink { inner };
 
@@ -773,6 +857,7 @@ impl ExtensionLink {
         match kind {
             "stopped" => {
                 if let Ok(report) = serde_json::from_value::<StopReport>(msg.clone()) {
+                    let report = self.with_evidence(report);
                     self.note_stop(report.control_epoch);
                     self.relay_detached(&report.detached, "stopped").await;
                     let _ = self.inner.events.send(LinkEvent::Stopped(report));

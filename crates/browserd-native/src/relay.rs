@@ -44,8 +44,6 @@ pub(crate) struct RelayState {
     pub(crate) owner_session: HashMap<i64, String>,
     /// The session `Target.createTarget` opens tabs for, when a caller set one (else the transport's session).
     pub(crate) create_session: Option<String>,
-    /// Armed target probe: the next `Target.activateTarget` is answered locally and its target id kept here.
-    pub(crate) probe: Option<Option<String>>,
     /// Attachment generation per tab: each new attachment gets a new synthesized session id (`tab-<id>.<gen>`), because
     /// CDP clients treat a detached session id as dead for good.
     pub(crate) attach_gen: HashMap<i64, u64>,
@@ -328,15 +326,6 @@ impl RelayTransport {
                 });
             }
             "Target.closeTarget" | "Target.activateTarget" | "Target.attachToTarget" => {
-                if method == "Target.activateTarget" {
-                    let mut st = self.state();
-                    if let Some(slot) = st.probe.as_mut() {
-                        *slot = params["targetId"].as_str().map(str::to_owned);
-                        drop(st);
-                        self.ready.push_back(reply(cdp_id, json!({})));
-                        return;
-                    }
-                }
                 let known = self.tab_of_target(&params);
                 let target = params["targetId"].as_str().unwrap_or_default().to_owned();
                 let method = method.to_owned();

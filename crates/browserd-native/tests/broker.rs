@@ -33,6 +33,8 @@ struct Setup {
     _root: tempfile::TempDir,
 }
 
+const EXT_ID: &str = browserd_native::install::DEV_EXTENSION_ID;
+
 fn extension_dir() -> PathBuf {
     std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../../extension")).unwrap()
 }
@@ -155,6 +157,35 @@ impl Setup {
     /// Like [`Setup::page_text`] for a numeric expression.
     async fn page_text_number(&self, url: &str, expr: &str) -> u64 {
         self.page_text(url, &format!("String({expr})")).await.parse().unwrap_or(0)
+    }
+
+    /// Runs `expr` (awaited) in the extension's service worker over the harness's own DevTools pipe and returns its
+    /// value. `globalThis.browserd` there exposes `status()` and the keyboard command's listener.
+    async fn sw_eval(&self, expr: &str) -> Value {
+        let cdp = self.browser.cdp();
+        let t = Duration::from_secs(10);
+        let targets = cdp.call(None, "Target.getTargets", json!({}), t).await.unwrap();
+        let sw = targets["targetInfos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["type"] == "service_worker" && x["url"].as_str().unwrap_or_default().contains(EXT_ID))
+            .expect("the extension's service worker is running")["targetId"]
+            .clone();
+        let att = cdp.call(None, "Target.attachToTarget", json!({"targetId": sw, "flatten": true}), t).await.unwrap();
+        let session = browserd_cdp::SessionId(att["sessionId"].as_str().unwrap().to_owned());
+        let r = cdp
+            .call(
+                Some(&session),
+                "Runtime.evaluate",
+                json!({"expression": expr, "awaitPromise": true, "returnByValue": true}),
+                t,
+            )
+            .await
+            .unwrap();
+        let _ = cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.0}), t).await;
+        assert!(r.get("exceptionDetails").is_none(), "{expr} threw in the service worker: {r}");
+        r["result"]["value"].clone()
     }
 
     /// The extension's status (ownership records, gate) through a probe-free path: the harness's own DevTools pipe
@@ -327,6 +358,13 @@ async fn stop_in_the_extension_reports_user_stopped_to_the_caller_and_no_input_f
     assert_eq!(e.code(), ErrorCode::UserStopped, "{e}");
     let details = e.error_data().and_then(|d| d.details.clone()).expect("USER_STOPPED carries the Stop evidence");
     assert_eq!(details["stop"]["via"], "popup", "{details}");
+    let evidence = &details["stop"]["lastEvidence"];
+    assert_eq!(evidence["lastObservation"]["url"], form_url.as_str(), "{details}");
+    assert_eq!(
+        (evidence["lastAction"]["action"].as_str(), evidence["lastAction"]["state"].as_str()),
+        (Some("type"), Some("inFlight")),
+        "{details}"
+    );
     assert!(details["stop"]["controlEpoch"].as_u64().unwrap() > 1, "{details}");
     let len_at_stop = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert!(len_at_stop < 600, "Stop cut the typing short: {len_at_stop}");
@@ -453,11 +491,285 @@ async fn the_user_closing_a_leased_tab_mid_action_gives_a_typed_result() {
     };
     let (typed, ()) = tokio::join!(typing, close);
     let typed = typed.expect("a typed action result, not a transport error");
-    assert_eq!(typed["outcome"], "failed", "{typed}");
+    // Input was reaching the page when the tab went away: the outcome is unknown (never "failed", never replayed).
+    assert_eq!((&typed["outcome"], &typed["code"]), (&json!("unknown"), &json!("TARGET_CLOSED")), "{typed}");
+    assert_eq!(typed["dispatch"], "dispatched", "{typed}");
     assert_eq!(typed["effects"]["tabsClosed"], json!([format!("t{tab}")]), "the result names the closed tab: {typed}");
     let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
     assert!(listed["tabs"].as_array().unwrap().iter().all(|t| t["tab"] != tab), "{listed}");
     let next = c.tool(s, "browser_observe", json!({"tab": tab})).await.unwrap_err();
     assert_eq!(next.code(), ErrorCode::TargetClosed, "{next}");
+    h.stop().await;
+}
+
+/// The typed `USER_STOPPED` details: the extension's Stop report with the last evidence the broker had.
+fn stop_details(e: &browserd_broker::client::ClientError) -> Value {
+    assert_eq!(e.code(), ErrorCode::UserStopped, "{e}");
+    e.error_data().and_then(|d| d.details.clone()).expect("USER_STOPPED carries the Stop report")["stop"].clone()
+}
+
+/// Waits until the form's name field has some typed text (a long typing action is in flight).
+async fn until_typing(h: &Setup, url: &str) {
+    while h.page_text_number(url, "document.getElementById('fullName')?.value.length ?? 0").await <= 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The keyboard Stop command, as far as headless Chromium lets a test go: it cannot press `Alt+Shift+S`, so this test
+/// checks that the manifest's `stop-agent` command is registered with the browser (`chrome.commands.getAll`) and that
+/// the service worker's `chrome.commands.onCommand` listener is the function it then calls (`hasListener`), and calls
+/// that very listener with `stop-agent` in the service worker (`Runtime.evaluate` over the harness's own DevTools
+/// pipe) while a long typing action runs through the broker. Not exercised: the browser turning a key press into the
+/// command event (Chromium's own shortcut handling).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keyboard_stop_command_closes_the_gate_and_reports_user_stopped_with_the_last_evidence() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
+    let tab = opened["tab"].as_u64().unwrap();
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let fill = json!({"action": "fill", "target": name, "value": "Ada",
+                      "expected": [{"kind": "value", "target": name, "equals": "Ada"}]});
+    let filled = c.tool(s, "browser_act", fill).await.unwrap();
+    assert_eq!(filled["outcome"], "succeeded", "{filled}");
+    let fill_trace = filled["traceId"].as_str().unwrap().to_owned();
+    let last = c.tool(s, "browser_observe", json!({})).await.unwrap();
+
+    let command =
+        h.sw_eval("chrome.commands.getAll().then((all) => all.find((c) => c.name === 'stop-agent') ?? null)").await;
+    assert_eq!(command["name"], "stop-agent", "the manifest's command is registered: {command}");
+    assert_eq!(h.sw_eval("chrome.commands.onCommand.hasListener(browserd.onCommand)").await, json!(true));
+    let before = h.sw_eval("browserd.status()").await;
+    assert_eq!(before["gate"]["stopped"], false, "{before}");
+    assert_eq!(before["gate"]["leases"].as_array().map(Vec::len), Some(1), "the fill's lease: {before}");
+
+    let text = "abcdefghij".repeat(60);
+    let typing = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": text}));
+    let press = async {
+        until_typing(&h, &form_url).await;
+        h.sw_eval("browserd.onCommand('stop-agent')").await
+    };
+    let (typed, report) = tokio::join!(typing, press);
+    assert_eq!(report["via"], "keyboard", "{report}");
+    let stop = stop_details(&typed.expect_err("the action in flight at Stop does not complete"));
+    assert_eq!(stop["via"], "keyboard", "{stop}");
+    assert_eq!(stop["controlEpoch"], report["controlEpoch"], "{stop}");
+    // The last evidence: the latest observation and the action that was in flight, with its trace id.
+    let seen = &stop["lastEvidence"]["lastObservation"];
+    assert_eq!(seen["tab"], tab, "{stop}");
+    assert_eq!(seen["url"], form_url.as_str(), "{stop}");
+    assert_eq!(seen["title"], last["title"], "{stop}");
+    assert_eq!(seen["cursor"], last["cursor"], "the last observation is the one the agent saw last: {stop}");
+    let acting = &stop["lastEvidence"]["lastAction"];
+    assert_eq!((acting["action"].as_str(), acting["state"].as_str()), (Some("type"), Some("inFlight")), "{stop}");
+    assert_eq!(acting["tab"], tab, "{stop}");
+    let trace = acting["traceId"].as_str().unwrap_or_default();
+    assert!(!trace.is_empty() && trace != fill_trace, "the typing action's own trace id: {stop}");
+
+    // The gate is closed in the extension: no lease, and nothing more reaches the page.
+    let after = h.sw_eval("browserd.status()").await;
+    assert_eq!(after["gate"]["stopped"], true, "{after}");
+    assert_eq!(after["gate"]["leases"], json!([]), "{after}");
+    assert_eq!(after["lastStop"]["via"], "keyboard", "{after}");
+    assert_eq!(
+        after["gate"]["dispatched"], after["lastStop"]["dispatchedBeforeStop"],
+        "no input passed the gate: {after}"
+    );
+    let len_at_stop = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
+    assert!(len_at_stop < 603, "Stop cut the typing short: {len_at_stop}");
+    let again = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": "zzz"})).await;
+    assert_eq!(again.unwrap_err().code(), ErrorCode::LeaseRevoked);
+    let len_after = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
+    assert_eq!(len_after, len_at_stop, "no input after Stop");
+    h.stop().await;
+}
+
+/// A service-worker restart (the worker target closed over the harness's own DevTools pipe, then woken by a tab
+/// event) leaves no valid lease, end to end through the broker: the new worker's gate holds none, the old refs are
+/// refused before any input, and resuming takes a full observation and a new lease with a higher fencing token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_worker_restart_leaves_no_valid_lease_through_the_broker() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
+    let scratch = TabId(opened["tab"].as_u64().unwrap());
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let fill = |v: &str| {
+        json!({"action": "fill", "target": name, "value": v,
+               "expected": [{"kind": "value", "target": name, "equals": v}]})
+    };
+    assert_eq!(c.tool(s, "browser_act", fill("Ada")).await.unwrap()["outcome"], "succeeded");
+    let before = h.sw_eval("browserd.status()").await;
+    let old_token = before["gate"]["leases"][0]["token"].as_u64().expect("the fill's lease in the extension");
+    let old_epoch = before["gate"]["epoch"].as_u64().unwrap();
+    let old_instance = before["instance"].clone();
+
+    let cdp = h.browser.cdp();
+    let t = Duration::from_secs(10);
+    let targets = cdp.call(None, "Target.getTargets", json!({}), t).await.unwrap();
+    let sw = targets["targetInfos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["type"] == "service_worker" && x["url"].as_str().unwrap_or_default().contains(EXT_ID))
+        .expect("the extension's service worker")["targetId"]
+        .clone();
+    cdp.call(None, "Target.closeTarget", json!({"targetId": sw}), t).await.unwrap();
+    let mut after = None;
+    for i in 0..300 {
+        if i % 20 == 0 {
+            // A tab event wakes the stopped worker.
+            let _ = cdp.call(None, "Target.createTarget", json!({"url": "about:blank"}), t).await;
+        }
+        if let Ok(Some(p)) = browserd_native::link::probe(&h.socket).await
+            && p["instance"] != old_instance
+        {
+            after = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let after = after.expect("a new service-worker instance pairs with the broker");
+    assert!(after["controlEpoch"].as_u64().unwrap() > old_epoch, "{after}");
+    let status = h.sw_eval("browserd.status()").await;
+    assert_eq!(status["gate"]["leases"], json!([]), "the new worker holds no lease: {status}");
+
+    // The old ref and the old lease do not pass: refused before any input (the value stays "Ada").
+    let mut refused = None;
+    for _ in 0..50 {
+        match c.tool(s, "browser_act", fill("Grace")).await {
+            Err(e) if e.code() == ErrorCode::ConnectionLost => tokio::time::sleep(Duration::from_millis(100)).await,
+            other => {
+                refused = Some(other);
+                break;
+            }
+        }
+    }
+    let refused = refused.expect("an answer once the broker moved to the new link");
+    let e = refused.expect_err("an action with the refs and lease from before the restart is refused");
+    assert_eq!(e.code(), ErrorCode::LeaseRevoked, "{e}");
+    let value = h.page_text(&form_url, "document.getElementById('fullName').value").await;
+    assert_eq!(value, "Ada", "nothing was dispatched");
+    let status = h.sw_eval("browserd.status()").await;
+    assert_eq!(status["gate"]["dispatched"], 0, "no input reached the new worker's gate: {status}");
+
+    // Resuming: a full observation, then a new lease with a higher fencing token.
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let acted = c
+        .tool(
+            s,
+            "browser_act",
+            json!({"action": "fill", "target": name, "value": "Grace",
+                   "expected": [{"kind": "value", "target": name, "equals": "Grace"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    let status = h.sw_eval("browserd.status()").await;
+    let new_token = status["gate"]["leases"][0]["token"].as_u64().expect("a lease granted to the new worker");
+    assert!(new_token > old_token, "a new lease, not the old one re-used: {new_token} vs {old_token}");
+    // Ownership records survived the restart (chrome.storage.session): turn end may close the tab the agent opened.
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })
+        .await
+        .unwrap();
+    assert_eq!(end.closed, vec![scratch], "{end:?}");
+    h.stop().await;
+}
+
+/// Another session's tab is refused through the broker, naming the holder, before anything reaches the browser.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sessions_tab_is_refused_naming_the_holder() {
+    let h = start().await;
+    let (c, a) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    let opened = c.tool(a, "browser_open", json!({"url": form_url})).await.unwrap();
+    let tab = opened["tab"].as_u64().unwrap();
+    let obs = c.tool(a, "browser_observe", json!({})).await.unwrap();
+    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+
+    let b = c
+        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-other".into(), label: None })
+        .await
+        .unwrap()
+        .session;
+    c.call(&ToolsActivateParams { session: b.clone(), advanced: false }).await.unwrap();
+    let listed = c.tool(&b, "browser_list", json!({})).await.unwrap();
+    let row = listed["tabs"].as_array().unwrap().iter().find(|t| t["tab"] == tab).cloned().expect("listed");
+    assert_eq!(row["provenance"], "otherSession", "{listed}");
+    let attempts = [
+        ("browser_observe", json!({"tab": tab})),
+        ("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Mallory"})),
+        ("browser_claim", json!({"tab": tab})),
+        ("browser_close", json!({"tabs": [tab]})),
+    ];
+    for (tool, args) in attempts {
+        let e = c.tool(&b, tool, args).await.expect_err(tool);
+        assert_eq!(e.code(), ErrorCode::OtherSessionTab, "{tool}: {e}");
+        let holder = e.error_data().and_then(|d| d.holder_session.clone());
+        assert_eq!(holder.as_ref(), Some(a), "{tool} names the holder: {e}");
+    }
+    let value = h.page_text(&form_url, "document.getElementById('fullName').value").await;
+    assert_eq!(value, "", "nothing reached the page");
+    let urls: Vec<String> = h.user_tabs().await.iter().map(|t| t["url"].as_str().unwrap().to_owned()).collect();
+    assert!(urls.contains(&form_url), "the tab is still open: {urls:?}");
+    // The holder still works on it.
+    let acted = c
+        .tool(
+            a,
+            "browser_act",
+            json!({"action": "fill", "target": name, "value": "Ada",
+                   "expected": [{"kind": "value", "target": name, "equals": "Ada"}]}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    h.stop().await;
+}
+
+/// Stop from the broker (`browserd stop`) in the middle of a `browser_batch` through the extension: the batch reports
+/// `USER_STOPPED`, the step in flight is cut short and no later step dispatches any input.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_in_the_middle_of_a_batch_dispatches_no_further_input() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let form_url = h.site.url("/form.html");
+    c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let content = obs["content"].as_str().unwrap();
+    let name = ref_of(content, "textbox \"Full name\"");
+    let notes = ref_of(content, "textbox \"Notes\"");
+    let email = ref_of(content, "textbox \"Email\"");
+    let steps = json!([
+        {"action": "type", "target": name, "value": "abcdefghij".repeat(60)},
+        {"action": "type", "target": notes, "value": "later step"},
+        {"action": "fill", "target": email, "value": "ada@example.org"},
+    ]);
+    let batch = c.tool(s, "browser_batch", json!({"steps": steps}));
+    let stop = async {
+        until_typing(&h, &form_url).await;
+        c.stop_gate().await.unwrap()
+    };
+    let (batched, stopped) = tokio::join!(batch, stop);
+    assert_eq!(stopped.code, ErrorCode::UserStopped);
+    let e = batched.expect_err("the batch in flight at Stop does not complete");
+    assert_eq!(stop_details(&e)["via"], "broker", "{e}");
+    let read = |id: &str| format!("document.getElementById('{id}').value");
+    let len_at_stop = h.page_text_number(&form_url, &format!("{}.length", read("fullName"))).await;
+    assert!(len_at_stop < 600, "Stop cut the first step short: {len_at_stop}");
+    // The extension's own count: nothing passed its gate after Stop.
+    let status = h.sw_eval("browserd.status()").await;
+    assert_eq!(status["gate"]["stopped"], true, "the extension's gate closed too: {status}");
+    assert_eq!(status["lastStop"]["via"], "broker", "{status}");
+    assert_eq!(status["gate"]["dispatched"], status["lastStop"]["dispatchedBeforeStop"], "{status}");
+    let len_after = h.page_text_number(&form_url, &format!("{}.length", read("fullName"))).await;
+    assert_eq!(len_after, len_at_stop, "no input after Stop");
+    assert_eq!(h.page_text(&form_url, &read("notes")).await, "", "the later steps never ran");
+    assert_eq!(h.page_text(&form_url, &read("email")).await, "", "the later steps never ran");
     h.stop().await;
 }

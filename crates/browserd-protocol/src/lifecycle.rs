@@ -374,6 +374,9 @@ pub struct ToolSet {
     /// Why the advanced tier was refused, when asked for and refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub advanced_refused: Option<UnsupportedReason>,
+    /// What to do to get the advanced tier, when it was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advanced_next_step: Option<String>,
     /// Names of the tools now visible.
     pub names: Vec<String>,
 }

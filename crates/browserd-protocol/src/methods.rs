@@ -2,7 +2,9 @@
 //! server can dispatch and validate by name and a client gets the result type from the params.
 //!
 //! Requests go client → broker; `tools.changed` is the one notification, broker → client, sent
-//! when a session's tool set changes (activation, context reset, session close).
+//! when a session's tool set changes (activation, context reset, session close). The `broker.*`
+//! methods are the broker's own controls (cancel one request, graceful shutdown, the stop gate,
+//! the session's current tab); they are typed and parsed like every other method.
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -11,7 +13,7 @@ use serde_json::Value;
 
 use crate::errors::{ErrorCode, ErrorData};
 use crate::hello::{HelloParams, HelloResult};
-use crate::ids::SessionId;
+use crate::ids::{SessionId, TabId};
 use crate::jsonrpc::{Notification, Request, RequestId, Validate, parse_params};
 use crate::lifecycle::{
     CleanupResult, ClientDisconnectParams, ClientDisconnectResult, ContextResetParams, ContextResetResult,
@@ -19,7 +21,7 @@ use crate::lifecycle::{
     TurnBeginParams, TurnBeginResult, TurnEndParams, TurnEndResult,
 };
 use crate::schema;
-use crate::tools::{ToolCall, ToolCallParams, ToolSpec};
+use crate::tools::{ListedTab, ToolCall, ToolCallParams, ToolSpec};
 
 /// Whether a method expects a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -48,6 +50,73 @@ pub struct ToolsListResult {
     /// Catalog entries.
     pub tools: Vec<ToolSpec>,
 }
+
+/// Params of `broker.cancel`: cancel one in-flight request of the same connection (MCP cancellation).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BrokerCancelParams {
+    /// The id of the request to cancel; it then answers `CANCELLED`.
+    pub request_id: RequestId,
+}
+
+impl Validate for BrokerCancelParams {}
+
+/// Result of `broker.cancel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerCancelResult {
+    /// `false` when the request had already finished (or never existed on this connection).
+    pub cancelled: bool,
+}
+
+/// Params of `broker.shutdown` (none): graceful stop; open sessions are disposed and the managed browser closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerShutdownParams {}
+
+impl Validate for BrokerShutdownParams {}
+
+/// Result of `broker.shutdown`: sent before the broker stops accepting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerShutdownResult {
+    /// Always `true`: the shutdown has started.
+    pub ok: bool,
+}
+
+/// Params of `broker.stopGate` (none): stop every controlled tab's page work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StopGateParams {}
+
+impl Validate for StopGateParams {}
+
+/// Result of `broker.stopGate`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StopGateResult {
+    /// Always `USER_STOPPED`: what the cancelled requests report.
+    pub code: ErrorCode,
+    /// Requests that were waiting and were cancelled.
+    pub queued_cancelled: u32,
+    /// Page operations that were running and were told to stop.
+    pub running_cancelled: u32,
+    /// Write leases dropped (resuming needs a new lease and a fresh observation).
+    pub leases_released: u32,
+}
+
+/// Params of `broker.selectTab`: choose which of the session's own tabs `browser_observe`, `browser_act` and
+/// `browser_batch` work on when they name no tab.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SelectTabParams {
+    /// Session.
+    pub session: SessionId,
+    /// One of the session's own tabs.
+    pub tab: TabId,
+}
+
+impl Validate for SelectTabParams {}
 
 /// A method's params type, tied to its method and result type.
 pub trait MethodParams: Serialize + DeserializeOwned + Validate + JsonSchema {
@@ -177,6 +246,10 @@ methods! {
     ClientDisconnect, CLIENT_DISCONNECT = "client.disconnect", Request, ClientDisconnectParams => ClientDisconnectResult;
     Status, STATUS = "status", Request, StatusParams => StatusResult;
     ToolsChanged, TOOLS_CHANGED = "tools.changed", Notification, ToolSet => ();
+    BrokerCancel, BROKER_CANCEL = "broker.cancel", Request, BrokerCancelParams => BrokerCancelResult;
+    BrokerShutdown, BROKER_SHUTDOWN = "broker.shutdown", Request, BrokerShutdownParams => BrokerShutdownResult;
+    BrokerStopGate, BROKER_STOP_GATE = "broker.stopGate", Request, StopGateParams => StopGateResult;
+    BrokerSelectTab, BROKER_SELECT_TAB = "broker.selectTab", Request, SelectTabParams => ListedTab;
 }
 
 impl MethodCall {
@@ -321,12 +394,38 @@ mod tests {
     }
 
     #[test]
+    fn broker_controls_are_typed_methods() {
+        let cancel = MethodCall::parse(BROKER_CANCEL, Some(&json!({"requestId": 7}))).unwrap();
+        assert_eq!(cancel, MethodCall::BrokerCancel(BrokerCancelParams { request_id: RequestId::Number(7) }));
+        let err = MethodCall::parse(BROKER_CANCEL, None).unwrap_err();
+        assert!(err.message.contains("requestId"), "{}", err.message);
+        assert_eq!(MethodCall::parse(BROKER_SHUTDOWN, None).unwrap().method(), Method::BrokerShutdown);
+        assert_eq!(MethodCall::parse(BROKER_STOP_GATE, Some(&json!({}))).unwrap().method(), Method::BrokerStopGate);
+        let select = MethodCall::parse(BROKER_SELECT_TAB, Some(&json!({"session": "s1", "tab": 3}))).unwrap();
+        assert_eq!(
+            select,
+            MethodCall::BrokerSelectTab(SelectTabParams { session: SessionId::new("s1"), tab: TabId(3) })
+        );
+        let result = StopGateResult {
+            code: ErrorCode::UserStopped,
+            queued_cancelled: 1,
+            running_cancelled: 0,
+            leases_released: 2,
+        };
+        let wire = serde_json::to_value(&result).unwrap();
+        assert_eq!(wire["code"], "USER_STOPPED");
+        assert_eq!(wire["leasesReleased"], 2);
+        assert!(Method::BrokerSelectTab.result_schema().is_some());
+    }
+
+    #[test]
     fn tools_changed_is_a_notification() {
         let set = ToolSet {
             session: SessionId::new("s1"),
             tools: ToolActivation::Inactive,
             advanced: false,
             advanced_refused: None,
+            advanced_next_step: None,
             names: Vec::new(),
         };
         let note = notification(&set).unwrap();

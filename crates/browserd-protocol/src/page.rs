@@ -5,7 +5,8 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// An opaque, frame-qualified reference to an operable node, e.g. `e12` or `f2e7`, taken from an observation.
+/// An opaque, frame-qualified reference to an operable node, e.g. `e12` or `f2e7`, taken from an observation
+/// (a trailing letter, as in `e12b`, marks a later browser connection).
 /// `role "name"` (e.g. `button "Save"`) is also accepted and must match exactly one node.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
@@ -59,6 +60,10 @@ pub struct ObserveParams {
     /// Only observe inside this node (expand a truncated region).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub within: Option<NodeRef>,
+    /// With `within` (a table, grid, list, tree or listbox): show only these of its rows/items; a virtual list is
+    /// scrolled to render them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<ObserveWindow>,
     /// Return only what changed since this cursor (from a previous observation's `cursor`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
@@ -68,6 +73,82 @@ pub struct ObserveParams {
     /// Maximum size of `content` in bytes (default 81920).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u32>,
+    /// What to do when a write (act, batch, open) is running on the tab: `consistent` (default) waits for it, up to
+    /// a bound; `allowStale` answers at once with the page as last seen, marked `stale`.
+    #[serde(default, skip_serializing_if = "ReadMode::is_consistent")]
+    pub read: ReadMode,
+}
+
+/// How a read treats a write that is running on the same tab.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ReadMode {
+    /// Wait for the running write to finish, then read (a write longer than the broker's bound gives `stale`).
+    #[default]
+    Consistent,
+    /// Do not wait: the page as last observed, marked `stale` and naming the running write.
+    AllowStale,
+}
+
+impl ReadMode {
+    /// Whether this is the default.
+    #[must_use]
+    pub fn is_consistent(&self) -> bool {
+        *self == Self::Consistent
+    }
+}
+
+/// Whether an observation reflects a write that was running on its tab when the read was asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ConsistencyState {
+    /// Read after the write finished: the page includes its effects.
+    Consistent,
+    /// Read without waiting: the page as last observed before the write; refs may be void once it finishes.
+    Stale,
+}
+
+/// Set on an observation asked for while a write ran on the same tab; left out when no write was running.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadConsistency {
+    /// Consistent (waited for the write) or stale (did not wait).
+    pub state: ConsistencyState,
+    /// The running write's trace id (the caller's `callId` when it sent one).
+    pub write_trace: String,
+    /// The tool of the running write, e.g. `browser_act`.
+    pub write_tool: String,
+}
+
+/// Rows or items of the `within` node to show: `offset..offset + limit`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ObserveWindow {
+    /// Items to skip (0 = first). Header rows are always shown and not counted.
+    #[serde(default)]
+    pub offset: u32,
+    /// Items to show (default 50).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// Default number of items in an observation window.
+pub const DEFAULT_WINDOW_LIMIT: u32 = 50;
+
+/// The rows or items a windowed observation shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WindowShown {
+    /// Index of the first item shown (0-based; item `offset + 1` of the list).
+    pub offset: u32,
+    /// Items shown.
+    pub count: u32,
+    /// All items, when known (`aria-setsize`/`aria-rowcount`, or every item is in the document).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<u32>,
+    /// More items follow: observe again with `offset` = this `offset + count`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// Default limit of operable nodes in one observation.
@@ -156,11 +237,13 @@ pub struct Observation {
     /// The compact line rendering of the page, framed as untrusted content. Empty for a diff.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub content: String,
-    /// Frames of the page (main frame first); left out when the main frame is the only one.
-    #[serde(default, skip_serializing_if = "only_main_frame")]
+    /// Frames of the page, main frame first (in-process only: on the wire each frame's URL is on its `iframe` line
+    /// of `content`, and a ref from an older document of a frame fails on its own with the reason).
+    #[serde(skip)]
     pub frames: Vec<FrameSummary>,
-    /// Operable nodes listed.
-    #[serde(default)]
+    /// Operable nodes listed (in-process only: on the wire they are the refs of `content`, and `truncated` counts
+    /// the ones left out).
+    #[serde(skip)]
     pub node_count: u32,
     /// Set when content was left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,6 +278,13 @@ pub struct Observation {
     /// Screenshot, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<Screenshot>,
+    /// With `window`: the items actually shown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<WindowShown>,
+    /// Set when a write ran on the tab as the read was asked for: whether this read waited for it (`consistent`) or
+    /// shows the page from before it (`stale`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consistency: Option<ReadConsistency>,
 }
 
 impl LoadState {
@@ -203,11 +293,6 @@ impl LoadState {
     pub fn is_complete(&self) -> bool {
         *self == Self::Complete
     }
-}
-
-/// Whether `frames` says nothing beyond the observation itself: at most the main frame, in process.
-fn only_main_frame(frames: &[FrameSummary]) -> bool {
-    frames.len() <= 1 && frames.iter().all(|f| f.frame.is_empty() && !f.out_of_process)
 }
 
 /// Image format of a screenshot.
@@ -688,6 +773,9 @@ pub struct ActionResult {
     /// Candidates (`AMBIGUOUS_TARGET`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidates: Vec<String>,
+    /// Why the target is stale (`STALE_TARGET`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stale_reason: Option<StaleReason>,
     /// Effects seen while the page settled.
     #[serde(default)]
     pub effects: Effects,
@@ -700,6 +788,39 @@ pub struct ActionResult {
     /// Fresh observation, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observation: Option<Box<Observation>>,
+}
+
+/// Why a ref no longer points at what the caller saw (`STALE_TARGET`). Every one means: observe again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StaleReason {
+    /// The browser connection changed (reconnect or relaunch) after the ref was issued.
+    ConnectionChanged,
+    /// The page or the ref's frame loaded a new document.
+    DocumentChanged,
+    /// The ref's frame was removed.
+    FrameRemoved,
+    /// The node was removed from the document (e.g. re-rendered).
+    NodeRemoved,
+    /// The node's role or name changed since it was observed; the message says how.
+    NodeChanged,
+    /// The tab is gone.
+    TabClosed,
+}
+
+impl StaleReason {
+    /// The wire name, e.g. `connectionChanged`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::ConnectionChanged => "connectionChanged",
+            Self::DocumentChanged => "documentChanged",
+            Self::FrameRemoved => "frameRemoved",
+            Self::NodeRemoved => "nodeRemoved",
+            Self::NodeChanged => "nodeChanged",
+            Self::TabClosed => "tabClosed",
+        }
+    }
 }
 
 /// Stable action result codes.
@@ -794,15 +915,16 @@ mod tests {
         let v = serde_json::to_value(&o).unwrap();
         let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         keys.sort_unstable();
-        assert_eq!(keys, ["content", "cursor", "nodeCount", "url"]);
+        assert_eq!(keys, ["content", "cursor", "url"]);
         let child =
             FrameSummary { frame: "f1".into(), url: "http://b/".into(), out_of_process: true, document_epoch: 1 };
-        let o = Observation { frames: vec![main, child], load_state: LoadState::Loading, ..o };
+        let o = Observation { frames: vec![main, child], node_count: 2, load_state: LoadState::Loading, ..o };
         let v = serde_json::to_value(&o).unwrap();
-        assert_eq!(v["frames"][1]["frame"], "f1");
+        assert!(v.get("frames").is_none() && v.get("nodeCount").is_none(), "in-process only: {v}");
         assert_eq!(v["loadState"], "loading");
         let back: Observation = serde_json::from_value(v).unwrap();
-        assert_eq!(back.frames, o.frames);
+        assert_eq!(back.load_state, LoadState::Loading);
+        assert_eq!(back.url, o.url);
     }
 
     #[test]
@@ -817,5 +939,27 @@ mod tests {
         assert_eq!(v["covering"]["ref"], "e9");
         assert_eq!(v["dispatch"], "notDispatched");
         assert_eq!(v["postcondition"], "unverified");
+    }
+
+    #[test]
+    fn stale_reasons_and_windows_use_their_wire_names() {
+        for r in [
+            StaleReason::ConnectionChanged,
+            StaleReason::DocumentChanged,
+            StaleReason::FrameRemoved,
+            StaleReason::NodeRemoved,
+            StaleReason::NodeChanged,
+            StaleReason::TabClosed,
+        ] {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
+        let r = ActionResult { stale_reason: Some(StaleReason::NodeChanged), ..Default::default() };
+        assert_eq!(serde_json::to_value(&r).unwrap()["staleReason"], "nodeChanged");
+        let p: ObserveParams = serde_json::from_str(r#"{"within":"e3","window":{"offset":500,"limit":20}}"#).unwrap();
+        assert_eq!(p.window, Some(ObserveWindow { offset: 500, limit: Some(20) }));
+        assert!(serde_json::from_str::<ObserveParams>(r#"{"window":{"offset":1,"size":2}}"#).is_err());
+        let w = WindowShown { offset: 500, count: 20, total: Some(10_000), truncated: true };
+        let v = serde_json::to_value(Observation { window: Some(w), ..Default::default() }).unwrap();
+        assert_eq!(v["window"], serde_json::json!({"offset": 500, "count": 20, "total": 10000, "truncated": true}));
     }
 }

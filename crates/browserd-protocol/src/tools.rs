@@ -18,7 +18,7 @@ use crate::lifecycle::{
     AutoTurnCleanup, BridgeState, CapabilityStatus, CleanupResult, ContextResetResult, Limits, MarkKind, Provenance,
     RecoveryRecord, ResourceState,
 };
-use crate::page::{ActParams, ActionResult, Observation, ObserveParams};
+use crate::page::{ActParams, ActionResult, Expectation, ExpectationResult, Observation, ObserveParams};
 use crate::schema;
 
 /// Most steps one `browser_batch` may run.
@@ -224,27 +224,20 @@ pub struct MarkResult {
     pub mark: MarkKind,
 }
 
-/// A machine-checkable sign that the user finished a handoff.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub enum HandoffUntil {
-    /// The URL contains this.
-    UrlContains(String),
-    /// The page shows this text.
-    TextPresent(String),
-}
+/// The `until` kinds a handoff can wait for: they are checked by reading the tab, never by acting on it.
+pub const HANDOFF_UNTIL_KINDS: [&str; 5] = ["url", "textPresent", "appears", "disappears", "navigated"];
 
 /// Params of `browser_handoff`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct HandoffParams {
     /// Tab id.
     pub tab: TabId,
     /// What the user must do.
     pub message: String,
-    /// Wait until this holds (or timeoutMs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until: Option<HandoffUntil>,
+    /// Wait until all of these hold (kinds url, textPresent, appears, disappears, navigated), or timeoutMs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub until: Vec<Expectation>,
     /// Wait at most this long (default 300000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
@@ -256,7 +249,7 @@ pub struct HandoffParams {
 pub enum HandoffStatus {
     /// Handed over; not waiting.
     WaitingForUser,
-    /// `until` held.
+    /// `until` held; you control the tab again.
     Completed,
     /// `until` did not hold in time.
     TimedOut,
@@ -265,13 +258,22 @@ pub enum HandoffStatus {
 }
 
 /// What `browser_handoff` returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct HandoffResult {
     /// Tab id.
     pub tab: TabId,
     /// Status.
     pub status: HandoffStatus,
+    /// One result per `until` entry, as last checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<ExpectationResult>,
+    /// The tab's URL when the wait ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// How long the wait took.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waited_ms: Option<u64>,
 }
 
 /// Params of `browser_close`.
@@ -462,6 +464,9 @@ pub struct NetworkParams {
     /// Only failed requests (network error or status ≥ 400).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub failed_only: bool,
+    /// Show URLs with their query string (left out by default: it often holds tokens).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_query: bool,
     /// Most entries to return (default 50).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u32>,
@@ -560,10 +565,38 @@ impl Validate for HandoffParams {
         if self.message.trim().is_empty() {
             return Err("message must tell the user what to do".to_owned());
         }
-        if self.timeout_ms.is_some() && self.until.is_none() {
+        if self.timeout_ms.is_some() && self.until.is_empty() {
             return Err("timeoutMs needs `until` (what to wait for)".to_owned());
         }
+        if self.timeout_ms == Some(0) {
+            return Err("timeoutMs must be at least 1".to_owned());
+        }
+        for exp in &self.until {
+            if let Some(kind) = unsupported_handoff_kind(exp) {
+                return Err(format!(
+                    "`until` kind `{kind}` is unsupported for a handoff (it cannot be checked without acting on the \
+                     page); use {}",
+                    HANDOFF_UNTIL_KINDS.join(", ")
+                ));
+            }
+        }
         Ok(())
+    }
+}
+
+/// The wire name of an `until` entry a handoff cannot wait for, if it is one.
+fn unsupported_handoff_kind(exp: &Expectation) -> Option<&'static str> {
+    match exp {
+        Expectation::Url { .. }
+        | Expectation::TextPresent { .. }
+        | Expectation::Appears { .. }
+        | Expectation::Disappears { .. }
+        | Expectation::Navigated => None,
+        Expectation::Value { .. } => Some("value"),
+        Expectation::State { .. } => Some("state"),
+        Expectation::NewTab => Some("newTab"),
+        Expectation::Dialog => Some("dialog"),
+        Expectation::DownloadFinished => Some("downloadFinished"),
     }
 }
 
@@ -884,9 +917,21 @@ mod tests {
         assert!(wait.unwrap_err().message.contains("until"));
         let ok = ToolCall::parse(
             BROWSER_HANDOFF,
-            &json!({"tab": 1, "message": "log in", "until": {"urlContains": "/home"}}),
+            &json!({"tab": 1, "message": "log in", "until": [{"kind": "url", "contains": "/home"}]}),
         );
-        assert!(matches!(ok, Ok(ToolCall::Handoff(HandoffParams { until: Some(HandoffUntil::UrlContains(_)), .. }))));
+        let ToolCall::Handoff(HandoffParams { until, .. }) = ok.unwrap() else { panic!("not a handoff") };
+        assert!(matches!(until.as_slice(), [crate::page::Expectation::Url { .. }]));
+        let value = ToolCall::parse(
+            BROWSER_HANDOFF,
+            &json!({"tab": 1, "message": "log in", "until": [{"kind": "value", "target": "e1", "equals": "x"}]}),
+        );
+        let message = value.unwrap_err().message;
+        assert!(message.contains("`value` is unsupported") && message.contains("textPresent"), "{message}");
+        let zero = ToolCall::parse(
+            BROWSER_HANDOFF,
+            &json!({"tab": 1, "message": "log in", "until": [{"kind": "navigated"}], "timeoutMs": 0}),
+        );
+        assert!(zero.unwrap_err().message.contains("at least 1"));
         let raw = ToolCall::parse(BROWSER_CDP, &json!({"tab": 1, "method": "M.x", "params": [1]})).unwrap_err();
         assert!(raw.message.contains("invalid type"), "{}", raw.message);
     }

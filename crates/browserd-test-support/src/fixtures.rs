@@ -116,6 +116,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Selected: none",
     },
     FixturePage {
+        path: "/large-table.html",
+        category: "large-table",
+        description: "A 1000-row table with a button per row, read by window",
+        marker: "Viewing: none",
+    },
+    FixturePage {
         path: "/long-list.html",
         category: "long-list",
         description: "A plain list of 1000 items",
@@ -213,6 +219,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/frame-inner.html", include_str!("../fixtures/frame-inner.html")),
     ("/shadow.html", include_str!("../fixtures/shadow.html")),
     ("/virtual-list.html", include_str!("../fixtures/virtual-list.html")),
+    ("/large-table.html", include_str!("../fixtures/large-table.html")),
     ("/canvas.html", include_str!("../fixtures/canvas.html")),
     ("/dialogs.html", include_str!("../fixtures/dialogs.html")),
     ("/popup.html", include_str!("../fixtures/popup.html")),
@@ -222,6 +229,8 @@ const STATIC: &[(&str, &str)] = &[
     ("/toast.html", include_str!("../fixtures/toast.html")),
     ("/never-idle.html", include_str!("../fixtures/never-idle.html")),
     ("/clickables.html", include_str!("../fixtures/clickables.html")),
+    ("/hostile.html", include_str!("../fixtures/hostile.html")),
+    ("/transient-cover.html", include_str!("../fixtures/transient-cover.html")),
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");

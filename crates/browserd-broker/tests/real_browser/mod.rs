@@ -1,0 +1,164 @@
+//! A broker over a real managed Chromium and the loopback fixture site, plus "the user": a second, independent
+//! DevTools connection to the same browser (`--remote-debugging-port` next to browserd's pipe) that does what a
+//! person would — navigate, change the page, open or close tabs — without going through browserd.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use browserd_broker::client::{Client, ConnectOptions};
+use browserd_broker::config::BrokerConfig;
+use browserd_broker::lazy::BrowserTarget;
+use browserd_broker::server::Broker;
+use browserd_cdp::{Cdp, LaunchOptions, SessionId as CdpSession, connect_ws};
+use browserd_ipc::RuntimeDir;
+use browserd_protocol::SessionId;
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, ToolsActivateParams};
+use browserd_test_support::fixtures::FixtureSite;
+use serde_json::{Value, json};
+use tempfile::TempDir;
+use tokio::task::JoinHandle;
+
+const CALL: Duration = Duration::from_secs(20);
+
+pub struct Real {
+    pub site: FixtureSite,
+    pub c: Client,
+    pub s: SessionId,
+    profile: PathBuf,
+    task: JoinHandle<Result<browserd_broker::server::RunSummary, browserd_broker::server::BrokerError>>,
+    _tmp: TempDir,
+}
+
+impl Real {
+    /// A broker (managed Chromium launched on first use), a client, and an open session with tools active.
+    pub async fn start(host_session: &str) -> Real {
+        let site = FixtureSite::start().await.unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rt");
+        let rdir = RuntimeDir::ensure(&dir).unwrap();
+        let profile = tmp.path().join("profile");
+        let target = BrowserTarget::Managed(Box::new(LaunchOptions {
+            user_data_dir: Some(profile.clone()),
+            env: vec![("XDG_CONFIG_HOME".into(), tmp.path().join("xdg").display().to_string())],
+            extra_args: vec!["--remote-debugging-port=0".into()],
+            window_size: Some((1000, 800)),
+            ..LaunchOptions::default()
+        }));
+        let broker = Broker::with_target(target, BrokerConfig { idle_exit_secs: 0, ..BrokerConfig::default() });
+        let task = tokio::spawn({
+            let broker = broker.clone();
+            async move { broker.run(&rdir).await }
+        });
+        let options = ConnectOptions {
+            role: ComponentRole::Cli,
+            runtime_dir: Some(dir.clone()),
+            spawn: false,
+            timeout: Some(Duration::from_secs(120)),
+            broker_exe: None,
+        };
+        let mut client = None;
+        for _ in 0..500 {
+            if let Ok(c) = Client::connect(&options).await {
+                client = Some(c);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let c = client.expect("the broker listens");
+        let opened = c
+            .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session.into(), label: None })
+            .await
+            .unwrap();
+        let s = opened.session;
+        c.call(&ToolsActivateParams { session: s.clone(), advanced: false }).await.unwrap();
+        Real { site, c, s, profile, task, _tmp: tmp }
+    }
+
+    /// A tool call that must succeed.
+    pub async fn tool(&self, name: &str, args: Value) -> Value {
+        self.c.tool(&self.s, name, args).await.unwrap_or_else(|e| panic!("{name} failed: {e}"))
+    }
+
+    /// Returns once the session no longer holds `tab`'s write lease: the handoff has let go of the tab and its wait
+    /// is about to begin (it holds the lease before: every tab here was opened and navigated by an action).
+    pub async fn until_let_go(&self, tab: &Value) {
+        let id = tab.as_u64().unwrap();
+        for _ in 0..3000 {
+            let status = self.c.call(&StatusParams::default()).await.unwrap();
+            if status.write_leases.iter().all(|l| l.tab.0 != id) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("the handoff never released the write lease of tab {id}");
+    }
+
+    /// The user's own DevTools connection (the browser must be running: call a tool first).
+    pub async fn user(&self) -> User {
+        let file = self.profile.join("DevToolsActivePort");
+        let mut port = None;
+        for _ in 0..500 {
+            if let Ok(text) = std::fs::read_to_string(&file)
+                && let Some(p) = text.lines().next().and_then(|l| l.trim().parse::<u16>().ok())
+            {
+                port = Some(p);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let port = port.expect("the browser wrote DevToolsActivePort");
+        User { cdp: connect_ws(&format!("http://127.0.0.1:{port}")).await.unwrap() }
+    }
+
+    pub async fn finish(self) {
+        self.c.shutdown_broker().await.unwrap();
+        drop(self.c);
+        tokio::time::timeout(Duration::from_secs(60), self.task).await.unwrap().unwrap().unwrap();
+        self.site.shutdown().await;
+    }
+}
+
+/// The person at the browser, through a DevTools connection browserd does not know about.
+pub struct User {
+    cdp: Cdp,
+}
+
+impl User {
+    async fn target_with(&self, url_part: &str) -> String {
+        let targets = self.cdp.call(None, "Target.getTargets", json!({}), CALL).await.unwrap();
+        let found = targets["targetInfos"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["type"] == "page" && t["url"].as_str().unwrap_or_default().contains(url_part))
+            .unwrap_or_else(|| panic!("no page with {url_part}: {targets}"));
+        found["targetId"].as_str().unwrap().to_owned()
+    }
+
+    /// Run a script in the page whose URL contains `url_part` (as the user's own clicks and typing would).
+    pub async fn run_in(&self, url_part: &str, script: &str) {
+        let target = self.target_with(url_part).await;
+        let attached =
+            self.cdp.call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), CALL).await;
+        let session = CdpSession(attached.unwrap()["sessionId"].as_str().unwrap().to_owned());
+        self.cdp
+            .call(Some(&session), "Runtime.evaluate", json!({"expression": script, "userGesture": true}), CALL)
+            .await
+            .unwrap();
+        let _ = self.cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), CALL).await;
+    }
+
+    /// Close the tab whose URL contains `url_part`.
+    pub async fn close(&self, url_part: &str) {
+        let target = self.target_with(url_part).await;
+        self.cdp.call(None, "Target.closeTarget", json!({"targetId": target}), CALL).await.unwrap();
+    }
+
+    /// Open a tab of the user's own.
+    pub async fn open(&self, url: &str) {
+        self.cdp.call(None, "Target.createTarget", json!({"url": url}), CALL).await.unwrap();
+    }
+}
