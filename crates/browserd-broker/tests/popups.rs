@@ -43,7 +43,7 @@ async fn an_agent_popup_is_a_scratch_tab_and_user_tabs_stay_the_users() {
     }
     let popup = find(&listed, "via=link").unwrap_or_else(|| panic!("the popup is listed: {listed}")).clone();
     assert_eq!(popup["provenance"], "agentCreated", "{listed}");
-    assert_eq!(format!("t{}", popup["tab"]), opened[0].as_str().unwrap(), "the effect names the same tab");
+    assert_eq!(popup["tab"], opened[0], "the effect names the same tab id as browser_list");
     let mine = find(&listed, "mine=1").unwrap_or_else(|| panic!("the user's tab is listed: {listed}"));
     assert_eq!(mine["provenance"], "user", "{listed}");
     let by_page = find(&listed, "via=page").unwrap_or_else(|| panic!("the page's popup is listed: {listed}"));

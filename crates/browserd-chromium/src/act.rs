@@ -2207,8 +2207,8 @@ impl Run<'_> {
             match ev {
                 LogEvent::Navigated(u) | LogEvent::SameDocument(u) => e.navigated = Some(u),
                 LogEvent::Dialog(d) => e.dialog = Some(d),
-                LogEvent::Popup(h) => e.tabs_opened.push(h.to_string()),
-                LogEvent::TabClosed(h) => e.tabs_closed.push(h.to_string()),
+                LogEvent::Popup(h) => e.tabs_opened.push(browserd_protocol::TabId(h.0)),
+                LogEvent::TabClosed(h) => e.tabs_closed.push(browserd_protocol::TabId(h.0)),
                 LogEvent::Console(c) => {
                     if e.console_errors.len() < 5 {
                         e.console_errors.push(c);

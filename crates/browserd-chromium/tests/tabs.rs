@@ -59,7 +59,7 @@ async fn popups_emit_tab_created_with_opener_and_self_close_is_by_user() {
         }
     }
     let popup = popup.expect("TabCreated with the opener");
-    assert_eq!(r.effects.tabs_opened, vec![popup.to_string()]);
+    assert_eq!(r.effects.tabs_opened, vec![browserd_protocol::TabId(popup.0)]);
     // The page closes itself: reported as not closed by browserd.
     let r = p
         .act(&ctx(), popup, &ActParams::new(ActionKind::Navigate).value("javascript:window.close()").timeout_ms(3000))

@@ -992,14 +992,14 @@ impl Runtime {
     ///
     /// Unsupported over the extension relay: its ownership records let a session close only tabs it created
     /// itself, so an adopted popup could never be closed; popups there stay the user's until claimed.
-    async fn adopt_popups(&self, session: &SessionKey, reported: &[String]) {
+    async fn adopt_popups(&self, session: &SessionKey, reported: &[browserd_protocol::TabId]) {
         if self.inner.provider.kind() == ProviderKind::Extension {
             return;
         }
         self.drain_events(session).await;
         let unknown = reported
             .iter()
-            .filter_map(|h| h.strip_prefix('t').and_then(|n| n.parse().ok()).map(TabHandle))
+            .map(|t| TabHandle(t.0))
             .any(|t| self.engine().tabs().get(t).is_none());
         if unknown {
             // The action saw a tab whose creation event has not arrived yet: read the tab list instead.

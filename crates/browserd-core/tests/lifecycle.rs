@@ -625,7 +625,7 @@ mod popups {
         page.popup_on_next_act("https://a.test/popup-target.html");
         let result = rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
         assert_eq!(result.effects.tabs_opened.len(), 1, "the effect summary names the new tab");
-        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].trim_start_matches('t').parse().unwrap());
+        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].0);
         assert_eq!(provenance(&rt, &s, popup), Provenance::AgentCreated);
         assert_eq!(page.fake.owner(popup), Some(s.clone()), "the browser records the session's control");
         assert_eq!(page.fake.calls_to(Op::ClaimTab, popup).len(), 1);
@@ -647,7 +647,7 @@ mod popups {
         let (page, rt, s, tab) = agent(ProviderKind::Fake).await;
         page.popup_on_next_act("https://a.test/popup-target.html");
         let result = rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
-        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].trim_start_matches('t').parse().unwrap());
+        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].0);
         rt.mark_deliverable(&s, popup).await.unwrap();
         let report = rt.end_turn(&s).await.unwrap();
         assert_eq!(report.closed, vec![tab], "{report:?}");
@@ -681,7 +681,7 @@ mod popups {
         let (page, rt, s, tab) = agent(ProviderKind::Extension).await;
         page.popup_on_next_act("https://a.test/popup-target.html");
         let result = rt.act(&s, tab, &sample_act_params(), None).await.unwrap();
-        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].trim_start_matches('t').parse().unwrap());
+        let popup: TabHandle = TabHandle(result.effects.tabs_opened[0].0);
         rt.list_tabs(&s).await.unwrap();
         assert_eq!(provenance(&rt, &s, popup), Provenance::User, "unsupported there: no adoption");
         assert!(page.fake.calls_to(Op::ClaimTab, popup).is_empty());

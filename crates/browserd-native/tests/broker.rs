@@ -494,7 +494,7 @@ async fn the_user_closing_a_leased_tab_mid_action_gives_a_typed_result() {
     // Input was reaching the page when the tab went away: the outcome is unknown (never "failed", never replayed).
     assert_eq!((&typed["outcome"], &typed["code"]), (&json!("unknown"), &json!("TARGET_CLOSED")), "{typed}");
     assert_eq!(typed["dispatch"], "dispatched", "{typed}");
-    assert_eq!(typed["effects"]["tabsClosed"], json!([format!("t{tab}")]), "the result names the closed tab: {typed}");
+    assert_eq!(typed["effects"]["tabsClosed"], json!([tab]), "the result names the closed tab: {typed}");
     let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
     assert!(listed["tabs"].as_array().unwrap().iter().all(|t| t["tab"] != tab), "{listed}");
     let next = c.tool(s, "browser_observe", json!({"tab": tab})).await.unwrap_err();

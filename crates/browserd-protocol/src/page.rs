@@ -707,12 +707,12 @@ pub struct Effects {
     /// Node focused after the action.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub focused: Option<String>,
-    /// Tabs opened (handles).
+    /// Tabs opened (their ids, as `browser_list` shows them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tabs_opened: Vec<String>,
-    /// Tabs closed (handles).
+    pub tabs_opened: Vec<crate::ids::TabId>,
+    /// Tabs closed (their ids).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tabs_closed: Vec<String>,
+    pub tabs_closed: Vec<crate::ids::TabId>,
     /// A dialog that opened.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dialog: Option<DialogInfo>,

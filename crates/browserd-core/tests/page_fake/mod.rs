@@ -188,7 +188,7 @@ impl Provider for PageFake {
             self.fake.release_tab(&page, popup).await?;
             self.pages.lock().unwrap().entry(popup).or_default().opener = Some(tab);
             let _ = self.events.send(ProviderEvent::TabCreated(self.current(popup)));
-            result.effects.tabs_opened.push(popup.to_string());
+            result.effects.tabs_opened.push(browserd_protocol::TabId(popup.0));
         }
         Ok(result)
     }
