@@ -123,6 +123,15 @@ pub enum Command {
         /// Most operable nodes listed.
         #[arg(long)]
         max_nodes: Option<u32>,
+        /// Read a window of the table or list named by `--within`: skip this many items.
+        #[arg(long, requires = "within")]
+        offset: Option<u32>,
+        /// Read a window of the table or list named by `--within`: at most this many items (default 50).
+        #[arg(long, requires = "within")]
+        limit: Option<u32>,
+        /// Do not wait for a write running on the tab: answer at once from the last observation, marked stale.
+        #[arg(long)]
+        allow_stale: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -217,6 +226,13 @@ pub enum Command {
         tab: u64,
         /// What the user must do.
         message: String,
+        /// Wait until these hold, as a JSON list of expectations, e.g. `[{"kind":"url","contains":"/done"}]`
+        /// (kinds url, navigated, textPresent, appears, disappears).
+        #[arg(long)]
+        until: Option<String>,
+        /// With `--until`: wait at most this long (default 300000, i.e. 5 minutes).
+        #[arg(long, requires = "until")]
+        timeout_ms: Option<u64>,
         #[command(flatten)]
         common: Common,
     },
@@ -758,19 +774,10 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
         Command::Open { url, background, observe, .. } => {
             (BROWSER_OPEN, json!({"url": url, "background": background, "observe": observe}))
         }
-        Command::Observe { tab, screenshot, within, since, max_nodes, .. } => {
+        Command::Observe { tab, screenshot, within, since, max_nodes, offset, limit, allow_stale, .. } => {
             select(tab).await?;
-            let mut args = json!({"screenshot": screenshot});
-            if let Some(w) = within {
-                args["within"] = json!(w);
-            }
-            if let Some(s) = since {
-                args["since"] = json!(s);
-            }
-            if let Some(n) = max_nodes {
-                args["maxNodes"] = json!(n);
-            }
-            (BROWSER_OBSERVE, args)
+            let read = ObserveRead { within, since, max_nodes, offset, limit, allow_stale };
+            (BROWSER_OBSERVE, observe_args(screenshot, read))
         }
         Command::Act { action, target, value, tab, args, timeout_ms, observe, .. } => {
             select(tab).await?;
@@ -804,7 +811,15 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
         }
         Command::List { .. } => (BROWSER_LIST, json!({})),
         Command::Claim { tab, observe, .. } => (BROWSER_CLAIM, json!({"tab": tab, "observe": observe})),
-        Command::Handoff { tab, message, .. } => (BROWSER_HANDOFF, json!({"tab": tab, "message": message})),
+        Command::Handoff { tab, message, until, timeout_ms, .. } => {
+            if until.is_some() {
+                let secs = timeout_ms.unwrap_or(300_000) / 1000;
+                eprintln!(
+                    "browserd: tab {tab} is the user's now; waiting up to {secs} s for the --until criteria (Ctrl-C stops waiting, the page stays)"
+                );
+            }
+            (BROWSER_HANDOFF, handoff_args(tab, &message, until.as_deref(), timeout_ms)?)
+        }
         Command::Reset { .. } => (BROWSER_CONTEXT_RESET, json!({})),
         Command::Eval { expression, tab, no_await, .. } => {
             let expression = if expression == "-" { read_stdin("the expression")? } else { expression };
@@ -1094,6 +1109,54 @@ pub fn status_text(st: &StatusResult) -> String {
     out.join("\n")
 }
 
+/// What `browserd observe` asks for beyond the screenshot.
+#[derive(Debug, Default)]
+struct ObserveRead {
+    within: Option<String>,
+    since: Option<String>,
+    max_nodes: Option<u32>,
+    offset: Option<u32>,
+    limit: Option<u32>,
+    allow_stale: bool,
+}
+
+/// The `browser_observe` arguments of `browserd observe`.
+fn observe_args(screenshot: bool, read: ObserveRead) -> Value {
+    let mut args = json!({"screenshot": screenshot});
+    if let Some(w) = read.within {
+        args["within"] = json!(w);
+    }
+    if let Some(s) = read.since {
+        args["since"] = json!(s);
+    }
+    if let Some(n) = read.max_nodes {
+        args["maxNodes"] = json!(n);
+    }
+    if read.offset.is_some() || read.limit.is_some() {
+        let mut window = json!({"offset": read.offset.unwrap_or(0)});
+        if let Some(l) = read.limit {
+            window["limit"] = json!(l);
+        }
+        args["window"] = window;
+    }
+    if read.allow_stale {
+        args["read"] = json!("allowStale");
+    }
+    args
+}
+
+/// The `browser_handoff` arguments of `browserd handoff`; `until` is a JSON list of expectations.
+fn handoff_args(tab: u64, message: &str, until: Option<&str>, timeout_ms: Option<u64>) -> Result<Value, ErrorData> {
+    let mut args = json!({"tab": tab, "message": message});
+    if let Some(raw) = until {
+        args["until"] = parse_json(raw, "--until")?;
+    }
+    if let Some(ms) = timeout_ms {
+        args["timeoutMs"] = json!(ms);
+    }
+    Ok(args)
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -1148,6 +1211,51 @@ mod tests {
         assert!(matches!(cli.command, Command::Mark { tab: 4, kind: MarkArg::Handoff, .. }));
         let cli = TestCli::try_parse_from(["browserd", "cleanup", "--keep", "1,2"]).unwrap();
         assert!(matches!(cli.command, Command::Cleanup { ref keep, .. } if keep == &[1, 2]));
+    }
+
+    #[test]
+    fn observe_window_and_stale_reads_and_handoff_until_build_valid_tool_calls() {
+        let cli = TestCli::try_parse_from([
+            "browserd",
+            "observe",
+            "--within",
+            "e5",
+            "--offset",
+            "500",
+            "--limit",
+            "20",
+            "--allow-stale",
+        ])
+        .unwrap();
+        let Command::Observe { screenshot, within, since, max_nodes, offset, limit, allow_stale, .. } = cli.command
+        else {
+            panic!("observe")
+        };
+        let args = observe_args(screenshot, ObserveRead { within, since, max_nodes, offset, limit, allow_stale });
+        assert_eq!(
+            args,
+            json!({"screenshot": false, "within": "e5", "window": {"offset": 500, "limit": 20}, "read": "allowStale"})
+        );
+        browserd_protocol::tools::ToolCall::parse(BROWSER_OBSERVE, &args).expect("a valid browser_observe call");
+        assert!(TestCli::try_parse_from(["browserd", "observe", "--offset", "5"]).is_err(), "a window needs --within");
+
+        let cli = TestCli::try_parse_from([
+            "browserd",
+            "handoff",
+            "3",
+            "Log in, please",
+            "--until",
+            r#"[{"kind":"url","contains":"/done"}]"#,
+            "--timeout-ms",
+            "60000",
+        ])
+        .unwrap();
+        let Command::Handoff { tab, message, until, timeout_ms, .. } = cli.command else { panic!("handoff") };
+        let args = handoff_args(tab, &message, until.as_deref(), timeout_ms).unwrap();
+        assert_eq!(args["until"][0]["contains"], "/done");
+        browserd_protocol::tools::ToolCall::parse(BROWSER_HANDOFF, &args).expect("a valid browser_handoff call");
+        let bad = handoff_args(3, "x", Some("[{"), None).unwrap_err();
+        assert!(bad.message.contains("--until is not valid JSON"), "{bad:?}");
     }
 
     #[test]
