@@ -221,6 +221,11 @@ fn audit_action(name: &str) -> Option<browserd_journal::audit::AuditAction> {
         "browser_mark_deliverable" | "browser_mark_handoff" => A::Mark,
         "browser_cleanup" => A::TaskFinalize,
         "browser_handoff" => A::Handoff,
+        "browser_claim" => A::TabOpen,
+        "browser_evaluate" => A::Evaluate,
+        "browser_console" => A::ConsoleRead,
+        "browser_network" => A::NetworkRead,
+        "browser_cdp" => A::RawProtocol,
         _ => return None,
     })
 }
@@ -267,8 +272,13 @@ impl DedupLog {
         record.request = note.call_id.map(OpaqueId::digest_of);
         let compact = compact(result);
         record.trace = compact.trace.clone();
-        if matches!(action, browserd_journal::audit::AuditAction::Act | browserd_journal::audit::AuditAction::Batch)
-            || result.is_err()
+        if matches!(
+            action,
+            browserd_journal::audit::AuditAction::Act
+                | browserd_journal::audit::AuditAction::Batch
+                | browserd_journal::audit::AuditAction::Evaluate
+                | browserd_journal::audit::AuditAction::RawProtocol
+        ) || result.is_err()
         {
             record.outcome = Some(compact.outcome);
             record.dispatch = Some(compact.dispatch);

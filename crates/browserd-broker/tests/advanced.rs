@@ -83,9 +83,11 @@ impl Harness {
         note.params.unwrap()
     }
 
-    async fn shutdown(self) {
+    /// Stops the broker; the returned directory (journal, profile) lives as long as the caller keeps it.
+    async fn shutdown(self) -> tempfile::TempDir {
         self.client.shutdown_broker().await.unwrap();
         let _ = tokio::time::timeout(Duration::from_secs(30), self.broker.shutdown_token().cancelled()).await;
+        self._tmp
     }
 }
 
@@ -260,5 +262,32 @@ async fn an_enabled_policy_brings_the_advanced_tools_on_a_real_chromium() {
     h.client.call(&ContextResetParams { session: s.clone(), disconnect_client: false }).await.unwrap();
     let reset = h.next_note().await;
     assert_eq!((reset["tools"].as_str(), reset["advanced"].as_bool()), (Some("inactive"), Some(false)), "{reset}");
-    h.shutdown().await;
+    let kept = h.shutdown().await;
+    let journal = kept.path().join("journal.sqlite3");
+
+    // Every advanced call is audited as metadata: its kind, outcome and code, never the script, value or URL.
+    // The broker's task lets go of its journal just after the shutdown token fires.
+    let mut opened = None;
+    for _ in 0..300 {
+        match browserd_journal::Journal::open(&journal, Default::default()) {
+            Ok(j) => {
+                opened = Some(j);
+                break;
+            }
+            Err(browserd_journal::JournalError::Busy { .. }) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(e) => panic!("cannot open the journal: {e}"),
+        }
+    }
+    let j = opened.expect("the stopped broker releases its journal");
+    let recent = j.audit_recent(500).unwrap();
+    let actions: Vec<&str> = recent.iter().map(|e| e.record.action.as_str()).collect();
+    for wanted in ["evaluate", "console.read", "network.read", "cdp"] {
+        assert!(actions.contains(&wanted), "{wanted} missing from {actions:?}");
+    }
+    let denied = recent.iter().find(|e| {
+        e.record.action.as_str() == "cdp" && e.record.code.as_ref().is_some_and(|c| c.as_str() == "POLICY_DENIED")
+    });
+    assert!(denied.is_some(), "the denied raw command is audited with its code");
+    let evaluated = recent.iter().find(|e| e.record.action.as_str() == "evaluate").unwrap();
+    assert!(evaluated.record.outcome.is_some(), "an evaluation records its outcome like an action");
 }

@@ -95,6 +95,14 @@ stored_enum! {
         BrowserConnect => "browser.connect",
         /// A browser disconnected.
         BrowserDisconnect => "browser.disconnect",
+        /// Script was evaluated in a page (advanced tier; neither the script nor its value is kept here).
+        Evaluate => "evaluate",
+        /// Console messages were read (advanced tier; the messages are not kept here).
+        ConsoleRead => "console.read",
+        /// Network requests were read (advanced tier; the URLs are not kept here).
+        NetworkRead => "network.read",
+        /// A raw protocol command was sent (advanced tier; its parameters are not kept here).
+        RawProtocol => "cdp",
     }
 }
 
