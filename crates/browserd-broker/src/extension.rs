@@ -346,6 +346,19 @@ impl Provider for ExtensionProvider {
         }
         caps.0.insert(Capability::ClaimUserTabs, CapabilityState::Supported);
         caps.0.insert(Capability::TabGroups, CapabilityState::Supported);
+        // Script evaluation and raw protocol commands would pass around the extension's last-hop gate (lease,
+        // fencing token, Stop), so the relay does not offer them.
+        for cap in [Capability::Evaluate, Capability::RawProtocol] {
+            caps.0.insert(
+                cap,
+                CapabilityState::Unsupported {
+                    reason: UnsupportedReason::ByImplementation,
+                    detail: "unsupported over the extension relay: it would bypass the last-hop gate; use a managed \
+                             or remote browser for the advanced tier"
+                        .to_owned(),
+                },
+            );
+        }
         if let Some(reason) = self.link().closed_reason() {
             for state in caps.0.values_mut() {
                 *state = CapabilityState::Unsupported {

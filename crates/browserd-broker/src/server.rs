@@ -1139,7 +1139,12 @@ impl Broker {
     }
 
     async fn stop_gate(&self) -> StopGateResult {
-        let result = self.stop_page_work(Some(json!({"via": "broker", "reason": "browserd stop"}))).await;
+        let mut evidence = json!({"via": "broker", "reason": "browserd stop"});
+        evidence["lastEvidence"] = match self.lazy.as_ref().and_then(|l| l.extension_in_use()) {
+            Some(ext) => serde_json::to_value(ext.last_evidence()).unwrap_or(Value::Null),
+            None => self.page_evidence(),
+        };
+        let result = self.stop_page_work(Some(evidence)).await;
         // The extension closes its own gate too (no input passes it after this), detaches and keeps the pages.
         if let Some(ext) = self.lazy.as_ref().and_then(|l| l.extension_in_use()) {
             match tokio::time::timeout(crate::extension::STOP_TIMEOUT, ext.link().stop("browserd stop")).await {
@@ -1153,6 +1158,39 @@ impl Broker {
             }
         }
         result
+    }
+
+    /// Where the work stood on each tab that was being controlled when Stop came: the write running there (its
+    /// trace id and tool) and the tab's latest observation (URL, title, revision; no page text).
+    fn page_evidence(&self) -> Value {
+        let tabs: Vec<TabHandle> = self.runtime.inspect(|engine| {
+            engine
+                .tabs()
+                .iter()
+                .filter(|r| engine.write_leases().get(r.tab).is_some() || self.gate.is_running(r.tab))
+                .map(|r| r.tab)
+                .collect()
+        });
+        let entries: Vec<Value> = tabs
+            .into_iter()
+            .map(|tab| {
+                let mut entry = json!({"tab": to_proto::tab_id(tab)});
+                if let Some(write) = self.gate.running_write(tab) {
+                    entry["runningWrite"] = json!({"trace": write.trace, "tool": write.tool});
+                }
+                if let Some(obs) = self.gate.last_observation(tab) {
+                    let mut last = serde_json::Map::new();
+                    for field in ["url", "title", "revision", "cursor"] {
+                        if let Some(v) = obs.get(field) {
+                            last.insert(field.to_owned(), v.clone());
+                        }
+                    }
+                    entry["lastObservation"] = Value::Object(last);
+                }
+                entry
+            })
+            .collect();
+        json!({"tabs": entries})
     }
 
     /// Cancels queued and running page work (they report `USER_STOPPED`) and releases every write lease: resuming

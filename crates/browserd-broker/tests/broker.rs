@@ -307,6 +307,7 @@ async fn the_stop_gate_cancels_running_and_queued_work() {
     let a = h.client().await;
     let sa = h.session(&a, HostKind::Pi, "a").await;
     open_tab(&a, &sa).await;
+    let seen = a.tool(&sa, "browser_observe", json!({})).await.unwrap();
     // Whichever of the two requests gets the tab first runs for a long time; the other waits behind it.
     h.fake.set_delay(Duration::from_secs(5));
     let running = tokio::spawn({
@@ -330,7 +331,12 @@ async fn the_stop_gate_cancels_running_and_queued_work() {
     assert_eq!((stop.queued_cancelled, stop.running_cancelled), (1, 1));
     for task in [running, queued] {
         let err = task.await.unwrap().unwrap_err();
-        assert_eq!(err.error_data().unwrap().code, ErrorCode::UserStopped, "{err}");
+        let data = err.error_data().unwrap();
+        assert_eq!(data.code, ErrorCode::UserStopped, "{err}");
+        // USER_STOPPED carries the last evidence: the tab that was being worked on and its latest observation.
+        let evidence = &data.details.as_deref().expect("details")["stop"]["lastEvidence"]["tabs"][0];
+        assert_eq!(evidence["lastObservation"]["url"], seen["url"], "{data:?}");
+        assert!(evidence["tab"].is_u64(), "{data:?}");
     }
     h.fake.set_delay(Duration::ZERO);
     // Work after the stop runs again (with a new lease).

@@ -517,4 +517,23 @@ mod tests {
         tab.remove_frame("main");
         assert!(tab.frames.is_empty(), "descendants go with their frame");
     }
+
+    #[test]
+    fn a_frame_moving_to_its_own_process_is_a_new_document_whose_loader_is_learned_later() {
+        let (main, child) = (SessionId("main".into()), SessionId("child".into()));
+        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None);
+        tab.upsert_frame("main", None, "L1", "http://a/", &main, false);
+        tab.upsert_frame("oop", Some("main".into()), "P0", "about:blank", &main, false);
+        let before = tab.frames["oop"].doc_epoch;
+        // Target.attachedToTarget: the frame moves to the child session; its loader id is not known yet.
+        tab.upsert_frame("oop", None, "", "http://b/", &child, true);
+        tab.new_document_of_unknown_loader("oop");
+        let moved = tab.frames["oop"].doc_epoch;
+        assert!(moved > before, "the OOPIF holds a new document");
+        // An observation here binds refs to `moved`; the child's frame tree then tells the loader id.
+        tab.upsert_frame("oop", None, "C1", "http://b/", &child, true);
+        assert_eq!(tab.frames["oop"].doc_epoch, moved, "learning the loader id keeps the refs valid");
+        tab.upsert_frame("oop", None, "C2", "http://b/next", &child, true);
+        assert!(tab.frames["oop"].doc_epoch > moved, "a real navigation afterwards is a new document");
+    }
 }

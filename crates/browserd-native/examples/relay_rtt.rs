@@ -8,7 +8,8 @@
 //! - browser launch → extension paired → tab open → first observation → first verified click (fresh profile each).
 //!
 //! `cargo build --release -p browserd-native --bins --examples && target/release/examples/relay_rtt \
-//!  [n=1000] [stops=30] [reconnects=12] [launches=5]`
+//!  [n=1000] [stops=30] [reconnects=12] [launches=5]` (`RELAY_LOG=browserd_native=debug` prints the endpoint's log;
+//! add `browserd_cdp::chromium_stderr=trace` and `BROWSERD_LOG=debug` for the native host's).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -233,6 +234,7 @@ async fn stop_gate(env: &Env, stops: usize) -> anyhow::Result<()> {
         "Stop: {stops} stops with 4 input streams each; {dispatched_total} inputs dispatched in all, {dropped} dropped \
          while queued, {after_stop} dispatched after Stop"
     );
+    anyhow::ensure!(after_stop == 0, "{after_stop} inputs passed the gate after Stop");
     Ok(())
 }
 
