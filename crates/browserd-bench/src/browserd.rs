@@ -19,6 +19,9 @@ use serde_json::json;
 use crate::observer::{Addressable, Observation, Observer, ObserverError};
 use crate::report::TimingRow;
 
+/// Untimed pause before each change of the page in `browserd-cold` runs.
+const COLD_PAUSE: Duration = Duration::from_millis(200);
+
 /// Which observation budget the observer asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Budget {
@@ -200,6 +203,9 @@ impl BrowserdObserver {
         let toucher = if self.cold { Some(self.attach_page(url).await?) } else { None };
         for run in 0..runs.max(1) {
             if let Some(session) = &toucher {
+                // An agent's think time (untimed): work an observation leaves running (browserd confirms fresh
+                // accessibility trees with one more DOM snapshot after it returns) is done before the next change.
+                tokio::time::sleep(COLD_PAUSE).await;
                 self.touch_page(url, session, run).await?;
             }
             let (text, observation, ms) = self.observe_once(url, tab).await?;

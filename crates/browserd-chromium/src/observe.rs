@@ -1,5 +1,7 @@
 //! Observation: the accessibility tree of every frame merged with a DOM snapshot (identity, geometry, clickability),
 //! rendered as compact lines with stable, document-bound refs; budgets, region expansion, diffs and staleness checks.
+//! A session's accessibility trees are reused while its page state (DOM snapshot + focus and script-set states) is
+//! unchanged.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -478,6 +480,13 @@ impl AxCache {
 
     fn put(&mut self, session: SessionId, key: u64, trees: HashMap<String, Arc<AxTree>>) {
         self.entries.insert(session, (key, trees));
+    }
+
+    /// Forgets sessions the tab no longer has (a detached out-of-process frame).
+    fn keep_sessions<'a>(&mut self, sessions: impl Iterator<Item = &'a SessionId>) {
+        let live: HashSet<&SessionId> = sessions.collect();
+        self.entries.retain(|s, _| live.contains(s));
+        self.worlds.retain(|s, _| live.contains(s));
     }
 }
 
@@ -1383,8 +1392,9 @@ async fn build_in(
     let mut misses = Vec::new();
     let mut trees: HashMap<String, Arc<AxTree>> = HashMap::new();
     {
-        let st = p.st();
-        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        let mut st = p.st();
+        let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
+        t.ax_cache.keep_sessions(sessions.iter().map(|(s, _)| s));
         for ((session, ids), state) in sessions.iter().zip(states) {
             let (snapshot, digest) = state.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
             let key = session_key(digest, ids, &epochs);
