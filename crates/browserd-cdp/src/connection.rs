@@ -318,7 +318,7 @@ impl SessionEvents {
 /// The smallest pending-table size at which abandoned entries (timed out or cancelled callers) are swept.
 const SWEEP_MIN: usize = 64;
 /// How many detached sessions are remembered, so that late calls on them fail with the detach reason.
-const DETACHED_MEMORY: usize = 4096;
+const DETACHED_MEMORY: usize = 1024;
 
 struct Pending {
     session: Option<SessionId>,

@@ -325,8 +325,11 @@ impl ChromiumProvider {
     }
 
     /// The serialisation lock of a tab's page operations.
+    /// Locks of closed tabs are dropped when no operation holds them, so the map stays as large as the open tabs.
     pub(crate) fn tab_lock(&self, tab: TabHandle) -> Arc<tokio::sync::Mutex<()>> {
+        let open: std::collections::HashSet<TabHandle> = self.st().tabs.keys().copied().collect();
         let mut locks = self.tab_locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        locks.retain(|t, lock| *t == tab || open.contains(t) || Arc::strong_count(lock) > 1);
         locks.entry(tab).or_default().clone()
     }
 }

@@ -9,7 +9,7 @@ use browserd_protocol::{DialogInfo, DownloadInfo, LoadState};
 /// How many observation revisions per tab are kept for diffs.
 pub(crate) const HISTORY_WINDOW: usize = 16;
 /// How many log records are kept.
-const LOG_CAP: usize = 4096;
+const LOG_CAP: usize = 1024;
 
 /// One frame of a tab.
 #[derive(Debug, Clone)]

@@ -25,7 +25,7 @@
 //! | detach this session's debugger | yes | yes (unless asked not to) | yes | yes |
 //! | tools | unchanged | unchanged | inactive only if everything succeeded | inactive |
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use crate::Millis;
 use crate::activation::{DeactivationCause, ToolActivation};
@@ -39,6 +39,11 @@ use crate::provider::{
 use crate::recovery::{RecoveryAction, RecoveryLog, RecoveryRecord};
 use crate::tabs::{Ended, Mark, MarkKind, Origin, Provenance, ResourceState, TabRecord, TabTable};
 use crate::write_lease::WriteLeases;
+
+/// How many closed sessions are remembered after their records are removed (a bounded tombstone ring): their
+/// operations keep answering `SESSION_CLOSED`, a re-open of their key is refused, and `browser_status` still reads
+/// them. Older ones are forgotten entirely.
+pub const MAX_CLOSED_SESSIONS: usize = 512;
 
 /// Engine configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -406,7 +411,10 @@ pub struct SessionStatus {
 #[derive(Debug)]
 pub struct Lifecycle {
     config: LifecycleConfig,
+    /// Open sessions, and closed ones something still refers to (a recovery record, an owned tab, a lease, …).
     sessions: BTreeMap<SessionKey, Session>,
+    /// Closed sessions nothing refers to any more, newest last, at most [`MAX_CLOSED_SESSIONS`].
+    retired: VecDeque<Session>,
     tabs: TabTable,
     debugger: DebuggerLeases,
     writes: WriteLeases,
@@ -446,6 +454,7 @@ impl Lifecycle {
         Self {
             config,
             sessions: BTreeMap::new(),
+            retired: VecDeque::new(),
             tabs: TabTable::new(),
             debugger,
             writes: WriteLeases::new(),
@@ -468,15 +477,68 @@ impl Lifecycle {
         &self.config
     }
 
-    /// A session.
+    /// A session: an open one, a closed one still tracked, or a recently closed one from the tombstone ring.
     #[must_use]
     pub fn session(&self, key: &SessionKey) -> Option<&Session> {
-        self.sessions.get(key)
+        self.sessions.get(key).or_else(|| self.retired_session(key))
     }
 
-    /// Every session (open and closed).
+    fn retired_session(&self, key: &SessionKey) -> Option<&Session> {
+        self.retired.iter().rev().find(|s| &s.key == key)
+    }
+
+    /// Every tracked session: the open ones, and closed ones something still refers to (see
+    /// [`Self::reap_closed_sessions`]). Closed sessions already removed are not listed.
     pub fn sessions(&self) -> impl Iterator<Item = &Session> {
         self.sessions.values()
+    }
+
+    /// How many sessions are tracked (open, or closed with something left); see [`Self::sessions`].
+    #[must_use]
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// How many removed closed sessions the tombstone ring remembers (at most [`MAX_CLOSED_SESSIONS`]).
+    #[must_use]
+    pub fn closed_tombstones(&self) -> usize {
+        self.retired.len()
+    }
+
+    /// Whether the closed session `key` still has something the engine must keep it for: a pending recovery
+    /// record, a live tab it owns (retained, finalizing, cleanup pending), a debugger or write lease, a handoff wait,
+    /// a running action, a popup waiting for adoption, or a step handed to the driver and not yet answered.
+    fn still_referenced(&self, key: &SessionKey) -> bool {
+        self.recovery.for_session(key).next().is_some()
+            || self.tabs.iter().any(|r| r.alive && r.owned_by(key))
+            || self.debugger.iter().any(|(_, l)| &l.session == key)
+            || self.tabs.iter().any(|r| self.writes.get(r.tab).is_some_and(|l| &l.holder == key))
+            || self.awaiting.values().any(|s| s == key)
+            || self.acting.values().any(|s| s == key)
+            || self.popups.iter().any(|(s, ..)| s == key)
+            || self.in_flight.values().any(|step| &step.session == key)
+    }
+
+    /// Remove closed sessions nothing refers to any more (see `still_referenced`) from the session map; each moves
+    /// to the bounded tombstone ring, so its operations still answer `SESSION_CLOSED` and its key cannot be opened
+    /// again while it is remembered. Called by [`Self::complete`]; the driver calls it too after events that may have
+    /// resolved the last record. Returns the removed keys.
+    pub fn reap_closed_sessions(&mut self) -> Vec<SessionKey> {
+        let done: Vec<SessionKey> = self
+            .sessions
+            .values()
+            .filter(|s| s.closed.is_some() && !self.still_referenced(&s.key))
+            .map(|s| s.key.clone())
+            .collect();
+        for key in &done {
+            if let Some(session) = self.sessions.remove(key) {
+                self.retired.push_back(session);
+            }
+        }
+        while self.retired.len() > MAX_CLOSED_SESSIONS {
+            self.retired.pop_front();
+        }
+        done
     }
 
     /// The tab table.
@@ -641,6 +703,9 @@ impl Lifecycle {
 
     /// Open a session. Idempotent for an open session; a closed key is refused.
     pub fn open_session(&mut self, key: &SessionKey, now: Millis) -> Result<(), CoreError> {
+        if self.retired_session(key).is_some() {
+            return Err(CoreError::session_closed(key));
+        }
         match self.sessions.get(key) {
             Some(s) if s.closed.is_some() => Err(CoreError::session_closed(key)),
             Some(_) => Ok(()),
@@ -663,17 +728,31 @@ impl Lifecycle {
 
     fn live(&self, key: &SessionKey) -> Result<&Session, CoreError> {
         match self.sessions.get(key) {
-            None => Err(CoreError::unknown_session(key)),
+            None => Err(self.missing_session(key)),
             Some(s) if s.closed.is_some() => Err(CoreError::session_closed(key)),
             Some(s) => Ok(s),
         }
     }
 
     fn live_mut(&mut self, key: &SessionKey) -> Result<&mut Session, CoreError> {
+        if !self.sessions.contains_key(key) {
+            return Err(self.missing_session(key));
+        }
         match self.sessions.get_mut(key) {
             None => Err(CoreError::unknown_session(key)),
             Some(s) if s.closed.is_some() => Err(CoreError::session_closed(key)),
             Some(s) => Ok(s),
+        }
+    }
+
+    /// The error for a key with no tracked session: `SESSION_CLOSED` for a remembered closed session, otherwise
+    /// `UNKNOWN_SESSION`.
+    #[must_use]
+    pub fn missing_session(&self, key: &SessionKey) -> CoreError {
+        if self.retired_session(key).is_some() {
+            CoreError::session_closed(key)
+        } else {
+            CoreError::unknown_session(key)
         }
     }
 
@@ -840,7 +919,7 @@ impl Lifecycle {
 
     /// `browser_status`.
     pub fn status(&self, key: &SessionKey) -> Result<SessionStatus, CoreError> {
-        let s = self.sessions.get(key).ok_or_else(|| CoreError::unknown_session(key))?;
+        let s = self.session(key).ok_or_else(|| CoreError::unknown_session(key))?;
         Ok(SessionStatus {
             session: key.clone(),
             tools_active: s.activation.is_active(),
@@ -1113,6 +1192,12 @@ impl Lifecycle {
     /// failed steps stay as recovery records, retried later by any operation of the runtime.
     /// Idempotent: closing a closed session only retries its recovery records.
     pub fn plan_close(&mut self, key: &SessionKey, reason: CloseReason, now: Millis) -> Result<Plan, CoreError> {
+        if !self.sessions.contains_key(key) && self.retired_session(key).is_some() {
+            // Closed earlier and already removed: nothing is left to retry.
+            let mut plan = Plan::new(key, Boundary::Close(reason));
+            plan.repeated = true;
+            return Ok(plan);
+        }
         let s = self.sessions.get_mut(key).ok_or_else(|| CoreError::unknown_session(key))?;
         if s.closed.is_some() {
             let mut plan = self.plan_recovery(key, now);
@@ -1548,6 +1633,7 @@ impl Lifecycle {
         report.tools_active = self.sessions.get(key).is_some_and(|s| s.activation.is_active());
         report.bridge = self.bridge.state();
         report.pending_recovery = pending;
+        self.reap_closed_sessions();
         report
     }
 }

@@ -20,7 +20,7 @@
 //! connected, and retries pending recovery records (the session's own, then those of closed
 //! sessions).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -352,6 +352,13 @@ impl Runtime {
         f(&lock(&self.inner.engine))
     }
 
+    /// How many sessions the runtime keeps per-session state for (serial locks): the sessions the engine tracks,
+    /// plus any removed one whose lock was still held at removal.
+    #[must_use]
+    pub fn session_slots(&self) -> usize {
+        lock(&self.inner.slots).len()
+    }
+
     fn now(&self) -> Millis {
         self.inner.clock.now()
     }
@@ -382,7 +389,22 @@ impl Runtime {
     }
 
     fn slot(&self, session: &SessionKey) -> Result<SessionLock, CoreError> {
-        lock(&self.inner.slots).get(session).cloned().ok_or_else(|| CoreError::unknown_session(session))
+        let slot = lock(&self.inner.slots).get(session).cloned();
+        // A closed session already removed from the engine still answers `SESSION_CLOSED` while remembered.
+        slot.ok_or_else(|| self.engine().missing_session(session))
+    }
+
+    /// Drops the per-session state (serial lock, handoff-wait token) of sessions the engine no longer tracks: closed
+    /// sessions with nothing left (see [`Lifecycle::reap_closed_sessions`]). A lock someone still holds or waits for
+    /// is kept until a later call; such a waiter finds the session closed.
+    fn prune_sessions(&self) {
+        let tracked: BTreeSet<SessionKey> = {
+            let mut engine = self.engine();
+            engine.reap_closed_sessions();
+            engine.sessions().map(|s| s.key().clone()).collect()
+        };
+        lock(&self.inner.slots).retain(|key, slot| tracked.contains(key) || Arc::strong_count(slot) > 1);
+        lock(&self.inner.waits).retain(|key, _| tracked.contains(key));
     }
 
     fn ctx(&self, session: &SessionKey, timeout: Duration) -> OpContext {
@@ -531,6 +553,7 @@ impl Runtime {
                 self.execute(plan).await;
             }
         }
+        self.prune_sessions();
     }
 
     /// Retry every pending recovery record now (own and orphaned). Returns how many remain.
@@ -567,11 +590,28 @@ impl Runtime {
     /// `session.close`: final cleanup (close scratch tabs, release claims, keep marked pages
     /// dropping their ownership metadata, detach debugger), tools hidden, session closed.
     /// Failed steps stay as recovery records and are retried later, even after a switch.
+    /// Closing a closed session only retries its recovery records (a session removed meanwhile answers an empty,
+    /// successful report). Once nothing refers to a closed session any more its records are removed; see
+    /// [`Lifecycle::reap_closed_sessions`].
     pub async fn close_session(&self, session: &SessionKey, reason: CloseReason) -> Result<CleanupReport, CoreError> {
         self.cancel_handoff_waits(session);
-        let slot = self.slot(session)?;
-        let _serial = slot.lock().await;
-        self.close_locked(session, reason).await
+        let slot = match self.slot(session) {
+            Ok(slot) => slot,
+            Err(e) if e.kind == ErrorKind::SessionClosed => {
+                let now = self.now();
+                let mut engine = self.engine();
+                let plan = engine.plan_close(session, reason, now)?;
+                return Ok(engine.complete(&plan, &[], now));
+            }
+            Err(e) => return Err(e),
+        };
+        let report = {
+            let _serial = slot.lock().await;
+            self.close_locked(session, reason).await
+        };
+        drop(slot);
+        self.prune_sessions();
+        report
     }
 
     async fn close_locked(&self, session: &SessionKey, reason: CloseReason) -> Result<CleanupReport, CoreError> {
@@ -997,10 +1037,7 @@ impl Runtime {
             return;
         }
         self.drain_events(session).await;
-        let unknown = reported
-            .iter()
-            .map(|t| TabHandle(t.0))
-            .any(|t| self.engine().tabs().get(t).is_none());
+        let unknown = reported.iter().map(|t| TabHandle(t.0)).any(|t| self.engine().tabs().get(t).is_none());
         if unknown {
             // The action saw a tab whose creation event has not arrived yet: read the tab list instead.
             let ctx = self.ctx(session, self.inner.config.op_timeout);

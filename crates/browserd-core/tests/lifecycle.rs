@@ -687,3 +687,106 @@ mod popups {
         assert!(page.fake.calls_to(Op::ClaimTab, popup).is_empty());
     }
 }
+
+// ----- closed sessions are removed once nothing refers to them (bounded memory over many sessions) -----
+
+mod closed_sessions {
+    use browserd_core::error::ErrorKind;
+    use browserd_core::lifecycle::{CloseReason, MAX_CLOSED_SESSIONS};
+    use browserd_core::provider::ProviderErrorKind;
+    use browserd_core::tabs::MAX_TOMBSTONES;
+    use browserd_test_support::fake_provider::{FaultKind, Op, Times};
+
+    use super::support::{harness, key, kind};
+
+    #[tokio::test]
+    async fn a_thousand_open_close_cycles_leave_the_session_maps_bounded() {
+        let h = harness();
+        let keeper = h.session("keeper").await;
+        for n in 0..1000 {
+            let s = h.session(&format!("cycle-{n}")).await;
+            let tab = h.open(&s).await;
+            let closed = h.rt.close_tabs(&s, &[tab], &[]).await.unwrap();
+            assert_eq!(closed.closed, vec![tab], "{closed:?}");
+            let report = h.rt.close_session(&s, CloseReason::HostExit).await.unwrap();
+            assert!(report.ok && report.pending_recovery == 0, "{report:?}");
+        }
+        let (tracked, tombstones, tabs) =
+            h.rt.inspect(|e| (e.session_count(), e.closed_tombstones(), e.tabs().iter().count()));
+        assert_eq!(tracked, 1, "only the open session is tracked; every closed one was removed");
+        assert_eq!(tombstones, MAX_CLOSED_SESSIONS, "the closed-session ring is bounded");
+        assert_eq!(h.rt.session_slots(), 1, "the runtime dropped the serial locks of removed sessions");
+        assert!(tabs <= MAX_TOMBSTONES, "closed tab records are bounded: {tabs}");
+        // The open session was untouched by all of it.
+        assert!(h.rt.status(&keeper).await.unwrap().tools_active);
+        h.open(&keeper).await;
+        h.assert_no_violations();
+    }
+
+    #[tokio::test]
+    async fn a_removed_closed_session_still_answers_session_closed() {
+        let h = harness();
+        let s = h.session("gone").await;
+        let tab = h.open(&s).await;
+        let report = h.rt.close_session(&s, CloseReason::SessionEnd).await.unwrap();
+        assert_eq!(report.closed, vec![tab]);
+        assert_eq!(h.rt.inspect(|e| (e.session_count(), e.closed_tombstones())), (0, 1));
+        assert_eq!(h.rt.session_slots(), 0);
+
+        // Every operation answers SESSION_CLOSED (not UNKNOWN_SESSION), and the key cannot be opened again.
+        assert_eq!(kind(h.rt.open_tab(&s, "http://127.0.0.1/again").await), ErrorKind::SessionClosed);
+        assert_eq!(kind(h.rt.begin_turn(&s).await), ErrorKind::SessionClosed);
+        assert_eq!(kind(h.rt.activate_tools(&s).await), ErrorKind::SessionClosed);
+        assert_eq!(kind(h.rt.end_turn(&s).await), ErrorKind::SessionClosed);
+        assert_eq!(kind(h.rt.open_session(&s).await), ErrorKind::SessionClosed);
+        assert_eq!(kind(h.rt.check_tool_snapshot(&s, 1)), ErrorKind::SessionClosed);
+        // Status still reads it, closed with tools hidden.
+        let status = h.rt.status(&s).await.unwrap();
+        assert_eq!(status.closed, Some(CloseReason::SessionEnd));
+        assert!(!status.tools_active && status.recovery.is_empty());
+        // Closing again is idempotent: nothing left to do.
+        let again = h.rt.close_session(&s, CloseReason::SessionEnd).await.unwrap();
+        assert!(again.ok && again.closed.is_empty() && !again.tools_active, "{again:?}");
+        // A key never opened is still unknown.
+        assert_eq!(kind(h.rt.begin_turn(&key("never")).await), ErrorKind::UnknownSession);
+        h.assert_no_violations();
+    }
+
+    #[tokio::test]
+    async fn a_closed_session_is_kept_until_its_last_recovery_record_resolves() {
+        let h = harness();
+        let s = h.session("failing").await;
+        let tab = h.open(&s).await;
+        h.fake.inject(Op::CloseTab, Some(tab), FaultKind::Fail(ProviderErrorKind::Internal), Times::Once);
+        let report = h.rt.close_session(&s, CloseReason::AgentDisposed).await.unwrap();
+        assert!(!report.ok && report.pending_recovery == 1, "{report:?}");
+        // Still tracked: it owns a tab whose close failed, with a recovery record.
+        assert_eq!(h.rt.inspect(|e| (e.session_count(), e.closed_tombstones())), (1, 0));
+        assert_eq!(h.rt.session_slots(), 1);
+        assert_eq!(h.rt.inspect(|e| e.orphaned_recovery_sessions()), vec![s.clone()]);
+        assert_eq!(kind(h.rt.open_tab(&s, "http://127.0.0.1/x").await), ErrorKind::SessionClosed);
+
+        // The timer's retry succeeds: the tab is closed, and only then is the session removed.
+        h.clock.advance(500);
+        assert_eq!(h.rt.tick().await, None);
+        assert!(!h.fake.is_open(tab));
+        assert_eq!(h.rt.inspect(|e| (e.session_count(), e.closed_tombstones())), (0, 1));
+        assert_eq!(h.rt.session_slots(), 0);
+        assert_eq!(h.rt.status(&s).await.unwrap().closed, Some(CloseReason::AgentDisposed));
+        h.assert_no_violations();
+    }
+
+    #[tokio::test]
+    async fn the_oldest_closed_sessions_are_forgotten_beyond_the_ring() {
+        let h = harness();
+        for n in 0..=MAX_CLOSED_SESSIONS {
+            let s = h.session(&format!("r{n}")).await;
+            h.rt.close_session(&s, CloseReason::SessionEnd).await.unwrap();
+        }
+        assert_eq!(h.rt.inspect(|e| e.closed_tombstones()), MAX_CLOSED_SESSIONS);
+        // The newest is remembered as closed; the oldest fell out of the ring and reads as unknown.
+        let newest = key(&format!("r{MAX_CLOSED_SESSIONS}"));
+        assert_eq!(kind(h.rt.begin_turn(&newest).await), ErrorKind::SessionClosed);
+        assert_eq!(kind(h.rt.begin_turn(&key("r0")).await), ErrorKind::UnknownSession);
+    }
+}
