@@ -75,7 +75,8 @@ fn proc_status(pid: u32, field: &str) -> Option<u64> {
     line[field.len() + 1..].split_whitespace().next()?.parse().ok()
 }
 
-struct Broker {
+/// A `browserd broker run` process in a temporary home; killed when dropped.
+pub(crate) struct Broker {
     child: std::process::Child,
     dir: tempfile::TempDir,
 }
@@ -88,7 +89,7 @@ impl Drop for Broker {
 }
 
 impl Broker {
-    fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -96,11 +97,11 @@ impl Broker {
         proc_status(self.pid(), "VmRSS").unwrap_or(0)
     }
 
-    fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
     }
 
-    fn options(&self) -> ConnectOptions {
+    pub(crate) fn options(&self) -> ConnectOptions {
         ConnectOptions {
             role: ComponentRole::Mcp,
             runtime_dir: Some(self.dir.path().join("run/browserd")),
@@ -112,13 +113,14 @@ impl Broker {
 }
 
 /// The `browserd` binary: `--browserd`, else next to this executable.
-fn browserd_exe(args: &Args) -> PathBuf {
+pub(crate) fn browserd_exe(args: &Args) -> PathBuf {
     args.browserd.clone().unwrap_or_else(|| {
         std::env::current_exe().ok().and_then(|p| p.parent().map(|d| d.join("browserd"))).unwrap_or_default()
     })
 }
 
-fn start(exe: &Path, chromium: Option<&Path>) -> Result<Broker, String> {
+/// Starts `browserd broker run` in a fresh temporary home with a managed (headless) Chromium.
+pub(crate) fn start(exe: &Path, chromium: Option<&Path>) -> Result<Broker, String> {
     if !exe.is_file() {
         return Err(format!(
             "no browserd binary at {}; build it (`cargo build --release -p browserd`) or pass --browserd",
@@ -155,7 +157,8 @@ fn start(exe: &Path, chromium: Option<&Path>) -> Result<Broker, String> {
     Ok(Broker { child, dir })
 }
 
-async fn connect(broker: &Broker) -> Result<Client, String> {
+/// Connects to the broker (`hello` included), retrying while it starts up.
+pub(crate) async fn connect(broker: &Broker) -> Result<Client, String> {
     let options = broker.options();
     let mut last = String::new();
     for _ in 0..400 {

@@ -3,6 +3,7 @@
 //! every interactive element of the generated pages is addressable, one JSON object per line.
 
 pub mod addressability;
+pub mod broker_rtt;
 pub mod broker_soak;
 pub mod browserd;
 pub mod observer;

@@ -41,7 +41,12 @@ pub struct Args {
     /// cycles against `browserd broker run` (module `broker_soak`). 0 (the default) runs the observation benchmarks.
     #[arg(long, default_value_t = 0)]
     pub broker_soak: usize,
-    /// The `browserd` executable for `--broker-soak` (default: next to this binary).
+    /// Measure broker round trips instead: connect + `hello`, a warm `status`, and `browser_observe`/`browser_act`
+    /// tool calls through `browserd broker run` next to the same provider calls in process, this many calls each
+    /// (module `broker_rtt`). 0 (the default) runs the observation benchmarks.
+    #[arg(long, default_value_t = 0)]
+    pub broker_rtt: usize,
+    /// The `browserd` executable for `--broker-soak` and `--broker-rtt` (default: next to this binary).
     #[arg(long)]
     pub browserd: Option<PathBuf>,
     /// Observers to run (repeatable); default: all of them.
@@ -158,6 +163,9 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
 pub async fn run(args: Args) -> Result<usize, RunError> {
     if args.broker_soak > 0 {
         return Ok(crate::broker_soak::run(&args).await);
+    }
+    if args.broker_rtt > 0 {
+        return Ok(crate::broker_rtt::run(&args).await);
     }
     if args.runs == 0 {
         return Err(RunError::Usage("--runs must be at least 1".into()));
