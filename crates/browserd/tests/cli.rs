@@ -1,0 +1,123 @@
+//! CLI snapshot tests: the real `browserd` binary's help texts and a readable session (open, observe, act, mark,
+//! list, close) against the broker it starts on demand with a real managed Chromium, pinned with insta.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A home for one test: the broker's socket, its config, journal and Chromium profile all live here.
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Self {
+        Self(tempfile::tempdir().unwrap())
+    }
+
+    fn dir(&self, name: &str) -> std::path::PathBuf {
+        let d = self.0.path().join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        d
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_browserd"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", self.dir("run"))
+            .env("XDG_CONFIG_HOME", self.dir("config"))
+            .env("XDG_STATE_HOME", self.dir("state"))
+            .env("HOME", self.0.path())
+            .env_remove("BROWSERD_ADVANCED")
+            .env_remove("BROWSERD_REMOTE_CDP")
+            .output()
+            .expect("runs browserd")
+    }
+
+    /// Runs a command that must succeed and returns its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "browserd {args:?} failed ({:?}): {stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        // Stop the broker this test started (and its Chromium); nothing is left running.
+        let _ = self.run(&["broker", "stop"]);
+    }
+}
+
+/// The first word of the line that starts with `prefix` (e.g. a tab id after "tab ").
+fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no line starting with {prefix:?} in:\n{text}"))
+}
+
+#[test]
+fn help_texts_are_pinned() {
+    let home = Home::new();
+    let mut all = String::new();
+    for args in [
+        vec!["--help"],
+        vec!["open", "--help"],
+        vec!["observe", "--help"],
+        vec!["act", "--help"],
+        vec!["handoff", "--help"],
+        vec!["status", "--help"],
+        vec!["stop", "--help"],
+    ] {
+        all.push_str(&format!("$ browserd {}\n{}\n", args.join(" "), home.ok(&args)));
+    }
+    insta::assert_snapshot!("help", all);
+}
+
+#[test]
+fn a_readable_session_open_observe_act_mark_close() {
+    let home = Home::new();
+    let page = "data:text/html,<title>Greeter</title><h1>Greeter</h1><label>Name <input id=n></label>\
+                <button onclick=\"o.textContent='Hello, '+n.value\">Greet</button><p id=o>Nobody greeted</p>";
+    let s = ["--session", "cli-snapshot"];
+    let with = |args: &[&str]| -> Vec<String> { args.iter().chain(s.iter()).map(|a| (*a).to_owned()).collect() };
+    let run = |args: &[&str]| -> String {
+        let v = with(args);
+        home.ok(&v.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+
+    let mut transcript = String::new();
+    let opened = run(&["open", page]);
+    let tab = word_after(&opened, "tab ").to_owned();
+    // The title in `open`'s line is whatever the tab had when it was created (the URL while loading, or the title).
+    let open_line = opened.lines().next().unwrap_or_default().replace(&tab, "<tab>");
+    let open_line = open_line.split(" — ").next().unwrap_or_default().to_owned();
+    transcript.push_str(&format!("$ browserd open <page>\n{open_line} — <title>\n\n"));
+    let observed = run(&["observe"]);
+    transcript.push_str(&format!("$ browserd observe\n{observed}\n"));
+    let filled = run(&["act", "fill", "e1", "Ada"]);
+    transcript.push_str(&format!("$ browserd act fill e1 Ada\n{filled}\n"));
+    let clicked = run(&["act", "click", "e2", "--observe"]);
+    transcript.push_str(&format!("$ browserd act click e2 --observe\n{clicked}\n"));
+    let marked = run(&["mark", &tab, "deliverable"]);
+    transcript.push_str(&format!("$ browserd mark <tab> deliverable\n{}\n", marked.replace(&tab, "<tab>")));
+    let closed = run(&["close", &tab]);
+    transcript.push_str(&format!("$ browserd close <tab>\n{}\n", closed.replace(&tab, "<tab>")));
+    let page_url = page.to_owned();
+    insta::assert_snapshot!("session", transcript.replace(&page_url, "<page>"));
+
+    // The same call with --json is one JSON object that parses as the tool's result.
+    let listed = run(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&listed).expect("--json prints JSON");
+    assert!(v.get("tabs").is_some_and(serde_json::Value::is_array), "{v}");
+    assert!(Path::new(&home.0.path().join("run/browserd")).is_dir(), "the broker's socket directory is in the home");
+}
