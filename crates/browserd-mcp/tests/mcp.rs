@@ -288,6 +288,22 @@ async fn initialize_2025_11_25_and_list_exactly_the_core_tools_with_their_schema
         assert_eq!(output, Some(spec.output_schema), "{}", spec.name);
     }
     assert!(h.backend.events().is_empty(), "listing tools opens no browser session");
+
+    // What a host shows its model: each tool's name, description and input parameters, pinned (the full schemas are
+    // pinned by the protocol crate's schema snapshot).
+    let listing: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let params: Vec<String> = t
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|p| p.keys().cloned().collect())
+                .unwrap_or_default();
+            serde_json::json!({"name": t.name, "description": t.description, "params": params})
+        })
+        .collect();
+    insta::assert_json_snapshot!("tools_list", listing);
 }
 
 #[tokio::test]
