@@ -218,7 +218,11 @@ impl ChromiumProvider {
     pub(crate) async fn wait_until_ready(&self, tab: TabHandle, deadline: Instant) -> Result<(), ProviderError> {
         let session = self.ensure_attached(tab, deadline).await?;
         let stop = deadline.min(Instant::now() + READY_WAIT_CAP);
-        let expects_page = self.st().tabs.get(&tab).is_some_and(|t| !t.url.is_empty() && t.url != "about:blank");
+        let expects_page = self
+            .st()
+            .tabs
+            .get(&tab)
+            .is_some_and(|t| t.awaiting_url.is_some() || (!t.url.is_empty() && t.url != "about:blank"));
         let expr = json!({"expression": "[document.readyState, location.href]", "returnByValue": true});
         loop {
             let r = self.call(Some(&session), "Runtime.evaluate", expr.clone(), stop).await;
@@ -226,7 +230,16 @@ impl ChromiumProvider {
                 Ok(v) => {
                     let state = v["result"]["value"][0].as_str().unwrap_or("loading");
                     let href = v["result"]["value"][1].as_str().unwrap_or("");
-                    state != "loading" && !(expects_page && href == "about:blank")
+                    let blank = href.is_empty() || href == "about:blank";
+                    if !blank && let Some(t) = self.st().tabs.get_mut(&tab) {
+                        // A real document is showing: from now on an about:blank is the page's own choice. The
+                        // target-info event with its URL may still be on its way: the page's own word is newer.
+                        t.awaiting_url = None;
+                        if t.url.is_empty() || t.url == "about:blank" {
+                            href.clone_into(&mut t.url);
+                        }
+                    }
+                    state != "loading" && !(expects_page && blank)
                 }
                 // A navigation can destroy the context mid-call; look again.
                 Err(_) => false,
@@ -431,7 +444,13 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
             if let Some(h) = info["targetId"].as_str().and_then(|id| st.by_target.get(id).copied())
                 && let Some(t) = st.tabs.get_mut(&h)
             {
-                let url = info["url"].as_str().unwrap_or_default();
+                let mut url = info["url"].as_str().unwrap_or_default();
+                // A new target reports an empty URL (or the initial about:blank) before its first document commits;
+                // that must not replace the URL browserd created it with or the one the page already reported.
+                if url.is_empty() || (url == "about:blank" && t.awaiting_url.is_some()) {
+                    url = t.url.as_str();
+                }
+                let url = url.to_owned();
                 let title = info["title"].as_str().unwrap_or_default();
                 if t.url != url || t.title != title {
                     url.clone_into(&mut t.url);
@@ -862,6 +881,15 @@ impl Provider for ChromiumProvider {
         let mut st = self.st();
         let (h, _) = register_page(&mut st, &self.alloc, &info)
             .ok_or_else(|| ProviderError::new(ProviderErrorKind::Internal, "the browser returned no target id"))?;
+        if let Some(t) = st.tabs.get_mut(&h)
+            && url != "about:blank"
+        {
+            t.awaiting_url = Some(url.clone());
+            // The target may already have been registered from its creation event, with the initial blank URL.
+            if t.url.is_empty() || t.url == "about:blank" {
+                t.url.clone_from(&url);
+            }
+        }
         Ok(Self::tab_info(&st.tabs[&h], !req.background))
     }
 

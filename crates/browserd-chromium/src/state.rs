@@ -284,6 +284,9 @@ pub(crate) struct Tab {
     pub(crate) images: crate::point::ImageLog,
     /// Accessibility trees reused while the page state is unchanged (observation's hot path).
     pub(crate) ax_cache: crate::observe::AxCache,
+    /// The URL browserd created the tab with, until the tab is seen showing a real document: target-info events
+    /// report the initial `about:blank` (or an empty URL) first, and an observation must not read that document.
+    pub(crate) awaiting_url: Option<String>,
 }
 
 impl Tab {
@@ -316,6 +319,7 @@ impl Tab {
             load_state: LoadState::Complete,
             images: crate::point::ImageLog::default(),
             ax_cache: crate::observe::AxCache::default(),
+            awaiting_url: None,
         }
     }
 
