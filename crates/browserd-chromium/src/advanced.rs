@@ -439,16 +439,23 @@ pub(crate) async fn console(
     let since = params.since.unwrap_or(0);
     let limit = read_limit(params.limit);
     let min = params.level.unwrap_or(ConsoleLevel::Debug);
-    let mut matching = ring.console.iter().filter(|(seq, e)| *seq > since && e.level >= min);
-    let entries: Vec<(u64, ConsoleEntry)> = matching.by_ref().take(limit).cloned().collect();
-    let more = matching.next().is_some();
-    let cursor = if more { entries.last().map_or(since, |(s, _)| *s) } else { ring.console_seq.max(since) };
+    let matching = ring.console.iter().filter(|(seq, e)| *seq > since && e.level >= min).cloned();
+    let (entries, cursor, more) = page(matching, limit, since, ring.console_seq);
     Ok(ConsoleResult {
-        entries: entries.into_iter().map(|(_, e)| e).collect(),
+        entries,
         cursor,
         truncated: more || ring.lost_after.is_some_and(|(c, _)| c >= since) || ring.console_dropped > since,
         spill: None,
     })
+}
+
+/// One page of `matching` (sequence number, item) pairs: at most `limit` items, the cursor to read on from (the last
+/// item taken when more match, else everything up to `newest` has been seen), and whether more match.
+fn page<T>(mut matching: impl Iterator<Item = (u64, T)>, limit: usize, since: u64, newest: u64) -> (Vec<T>, u64, bool) {
+    let taken: Vec<(u64, T)> = matching.by_ref().take(limit).collect();
+    let more = matching.next().is_some();
+    let cursor = if more { taken.last().map_or(since, |(s, _)| *s) } else { newest.max(since) };
+    (taken.into_iter().map(|(_, item)| item).collect(), cursor, more)
 }
 
 /// `browser_network`: requests first seen after `since`, filtered, oldest first, at most `limit`.
@@ -469,15 +476,13 @@ pub(crate) async fn network(
         e.url = display_url(&e.url, params.include_query);
         (r.seq, e)
     };
-    let mut matching = ring.network.iter().filter(|r| r.seq > since).map(shown).filter(|(_, e)| {
+    let matching = ring.network.iter().filter(|r| r.seq > since).map(shown).filter(|(_, e)| {
         params.url_contains.as_deref().is_none_or(|needle| e.url.contains(needle))
             && (!params.failed_only || e.error.is_some() || e.status.is_some_and(|s| s >= 400))
     });
-    let requests: Vec<(u64, NetworkEntry)> = matching.by_ref().take(limit).collect();
-    let more = matching.next().is_some();
-    let cursor = if more { requests.last().map_or(since, |(s, _)| *s) } else { ring.network_seq.max(since) };
+    let (requests, cursor, more) = page(matching, limit, since, ring.network_seq);
     Ok(NetworkResult {
-        requests: requests.into_iter().map(|(_, e)| e).collect(),
+        requests,
         cursor,
         truncated: more || ring.lost_after.is_some_and(|(_, n)| n >= since) || ring.network_dropped > since,
         spill: None,

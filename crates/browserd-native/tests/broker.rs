@@ -39,6 +39,12 @@ fn extension_dir() -> PathBuf {
     std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../../extension")).unwrap()
 }
 
+/// A `fill` of `target` with `value` that checks the field holds it.
+fn fill_checked(target: &str, value: &str) -> Value {
+    json!({"action": "fill", "target": target, "value": value,
+           "expected": [{"kind": "value", "target": target, "equals": value}]})
+}
+
 fn ref_of(content: &str, needle: &str) -> String {
     let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
     let start = line.find('[').unwrap() + 1;
@@ -128,6 +134,15 @@ async fn start() -> Setup {
 }
 
 impl Setup {
+    /// Opens the form fixture in `session` and reads its "Full name" field: (page URL, tab id, the field's ref).
+    async fn open_form(&self, session: &SessionId) -> (String, u64, String) {
+        let form_url = self.site.url("/form.html");
+        let opened = self.client.tool(session, "browser_open", json!({"url": form_url})).await.unwrap();
+        let tab = opened["tab"].as_u64().unwrap();
+        let obs = self.client.tool(session, "browser_observe", json!({})).await.unwrap();
+        (form_url, tab, ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\""))
+    }
+
     async fn stop(self) {
         self.client.shutdown_broker().await.unwrap();
         drop(self.client);
@@ -309,10 +324,7 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
 async fn stop_in_the_extension_reports_user_stopped_to_the_caller_and_no_input_follows() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
-    let form_url = h.site.url("/form.html");
-    c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let (form_url, _, name) = h.open_form(s).await;
     // The extension's popup, opened over the harness's own DevTools pipe, ready to press Stop.
     let cdp = h.browser.cdp();
     let t = Duration::from_secs(10);
@@ -381,15 +393,9 @@ async fn stop_in_the_extension_reports_user_stopped_to_the_caller_and_no_input_f
 async fn killing_the_native_host_repairs_and_keeps_tabs_and_ownership() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
-    let form_url = h.site.url("/form.html");
-    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
-    let scratch = TabId(opened["tab"].as_u64().unwrap());
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
-    let fill = |v: &str| {
-        json!({"action": "fill", "target": name, "value": v,
-               "expected": [{"kind": "value", "target": name, "equals": v}]})
-    };
+    let (form_url, scratch, name) = h.open_form(s).await;
+    let scratch = TabId(scratch);
+    let fill = |v: &str| fill_checked(&name, v);
     assert_eq!(c.tool(s, "browser_act", fill("Ada")).await.unwrap()["outcome"], "succeeded");
 
     // Kill the native host in the middle of a long typing action: the browser sees the port drop, the extension
@@ -470,11 +476,7 @@ async fn killing_the_native_host_repairs_and_keeps_tabs_and_ownership() {
 async fn the_user_closing_a_leased_tab_mid_action_gives_a_typed_result() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
-    let form_url = h.site.url("/form.html");
-    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
-    let tab = opened["tab"].as_u64().unwrap();
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let (form_url, tab, name) = h.open_form(s).await;
     let text = "abcdefghij".repeat(60);
     let typing = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": text}));
     let close = async {
@@ -525,13 +527,8 @@ async fn until_typing(h: &Setup, url: &str) {
 async fn keyboard_stop_command_closes_the_gate_and_reports_user_stopped_with_the_last_evidence() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
-    let form_url = h.site.url("/form.html");
-    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
-    let tab = opened["tab"].as_u64().unwrap();
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
-    let fill = json!({"action": "fill", "target": name, "value": "Ada",
-                      "expected": [{"kind": "value", "target": name, "equals": "Ada"}]});
+    let (form_url, tab, name) = h.open_form(s).await;
+    let fill = fill_checked(&name, "Ada");
     let filled = c.tool(s, "browser_act", fill).await.unwrap();
     assert_eq!(filled["outcome"], "succeeded", "{filled}");
     let fill_trace = filled["traceId"].as_str().unwrap().to_owned();
@@ -593,15 +590,9 @@ async fn keyboard_stop_command_closes_the_gate_and_reports_user_stopped_with_the
 async fn service_worker_restart_leaves_no_valid_lease_through_the_broker() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
-    let form_url = h.site.url("/form.html");
-    let opened = c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
-    let scratch = TabId(opened["tab"].as_u64().unwrap());
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
-    let fill = |v: &str| {
-        json!({"action": "fill", "target": name, "value": v,
-               "expected": [{"kind": "value", "target": name, "equals": v}]})
-    };
+    let (form_url, scratch, name) = h.open_form(s).await;
+    let scratch = TabId(scratch);
+    let fill = |v: &str| fill_checked(&name, v);
     assert_eq!(c.tool(s, "browser_act", fill("Ada")).await.unwrap()["outcome"], "succeeded");
     let before = h.sw_eval("browserd.status()").await;
     let old_token = before["gate"]["leases"][0]["token"].as_u64().expect("the fill's lease in the extension");
@@ -687,11 +678,7 @@ async fn service_worker_restart_leaves_no_valid_lease_through_the_broker() {
 async fn another_sessions_tab_is_refused_naming_the_holder() {
     let h = start().await;
     let (c, a) = (&h.client, &h.session);
-    let form_url = h.site.url("/form.html");
-    let opened = c.tool(a, "browser_open", json!({"url": form_url})).await.unwrap();
-    let tab = opened["tab"].as_u64().unwrap();
-    let obs = c.tool(a, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let (form_url, tab, name) = h.open_form(a).await;
 
     let b = c
         .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-other".into(), label: None })
