@@ -536,6 +536,14 @@ async fn act_inner(
             }
             run.res.code = Some(f.code.into());
             run.res.message = Some(unknown_message(&f.message));
+            if f.code == TARGET_CLOSED {
+                // The browser's target-destroyed event may still be on its way: give it a moment, so the effect
+                // summary below names the tab when the tab itself (not only a frame) went away.
+                let until = deadline.min(Instant::now() + Duration::from_millis(500));
+                while p.st().tabs.contains_key(&tab) && Instant::now() < until {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
         }
         Err(f) => {
             run.res.outcome = f.outcome;
