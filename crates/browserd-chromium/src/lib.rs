@@ -12,6 +12,7 @@
 
 mod act;
 mod advanced;
+mod ax;
 mod input;
 mod observe;
 mod point;
@@ -19,5 +20,6 @@ mod provider;
 mod screenshot;
 mod state;
 
+pub use ax::AxStats;
 pub use provider::{ChromiumConfig, ChromiumProvider};
 pub use screenshot::DEFAULT_MAX_SIZE;
