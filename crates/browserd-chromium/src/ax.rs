@@ -154,6 +154,9 @@ struct Fact {
     kind: Kind,
     /// `<label>`.
     label: bool,
+    /// An autonomous custom element (a `-` in its tag): it may set its role and states through `ElementInternals`,
+    /// which no DOM snapshot shows.
+    custom: bool,
     /// Inside `<head>`, `<style>`, `<script>`, `<template>`, ...: not rendered, but may change everything (styles,
     /// the title).
     unrendered: bool,
@@ -172,6 +175,8 @@ pub(crate) struct FrameFacts {
     referrers: HashMap<Box<str>, Vec<i64>>,
     /// Some element uses `aria-owns` (it moves nodes in the accessibility tree: subtree reads cannot be bounded).
     owns: bool,
+    /// Hosts of closed shadow roots: focus can move inside them without any sign the page-state reader can see.
+    closed_hosts: Vec<i64>,
 }
 
 /// Attributes whose id references make another element's name, description or state depend on the target.
@@ -262,6 +267,7 @@ pub(crate) fn snapshot_facts(v: &Value) -> HashMap<String, FrameFacts> {
                     _ => Kind::Other,
                 },
                 label: tag == "label",
+                custom: ty == 1 && tag.contains('-'),
                 unrendered,
                 id,
                 label_for,
@@ -291,6 +297,16 @@ pub(crate) fn snapshot_facts(v: &Value) -> HashMap<String, FrameFacts> {
         rare("contentDocumentIndex", 15, true);
         rare("pseudoType", 16, true);
         rare("shadowRootType", 17, true);
+        let shadow = &n["shadowRootType"];
+        for (k, i) in shadow["index"].as_array().into_iter().flatten().enumerate() {
+            if let Some(i) = idx(i).filter(|i| *i < count)
+                && shadow["value"].get(k).map(&s) == Some("closed")
+                && let Some(host) = parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok())
+                && let Some(b) = backend.get(host).and_then(Value::as_i64)
+            {
+                ff.closed_hosts.push(b);
+            }
+        }
         let layout = &d["layout"];
         let styles = layout["styles"].as_array();
         let texts = layout["text"].as_array();
@@ -620,6 +636,29 @@ fn undo_injection(rel: &mut HashMap<String, AxNode>, backend: i64) {
     }
 }
 
+/// More elements than this that must be read at every observation ([`volatile`]) read the frame whole instead.
+pub(crate) const MAX_VOLATILE: usize = 32;
+
+/// The elements of a frame whose accessibility can change without any trace in the DOM snapshot or the page-state
+/// signature, so they are read again at every observation: custom elements the tree shows with a role of their own
+/// (set through `ElementInternals`, or in a way a later `ElementInternals` call can change) alone, and hosts of
+/// closed shadow roots with their subtree (focus moves inside them unseen). `(backend, with subtree)`.
+pub(crate) fn volatile(tree: &AxTree, facts: &FrameFacts) -> Vec<(i64, bool)> {
+    let mut out: Vec<(i64, bool)> = facts.closed_hosts.iter().map(|b| (*b, true)).collect();
+    for n in tree.nodes.values() {
+        let Some(b) = n.backend else { continue };
+        if !n.ignored
+            && !matches!(n.role.as_str(), "generic" | "none" | "GenericContainer")
+            && facts.nodes.get(&b).is_some_and(|f| f.custom)
+            && !out.iter().any(|(x, _)| *x == b)
+        {
+            out.push((b, false));
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
 /// The focused element per the tree (`focused` property), if any.
 pub(crate) fn focused_backend(tree: &AxTree) -> Option<i64> {
     tree.nodes.values().find(|n| n.flag("focused") && n.role != "RootWebArea").and_then(|n| n.backend)
@@ -672,6 +711,8 @@ pub(crate) struct Entry {
     pub(crate) signature: Arc<str>,
     /// Document epoch of each frame.
     pub(crate) epochs: HashMap<String, u64>,
+    /// Per frame, the elements read again at every observation ([`volatile`]).
+    pub(crate) volatile: HashMap<String, Vec<(i64, bool)>>,
 }
 
 /// Parsed accessibility trees of a tab's sessions, each kept with the page state it was read in: reused whole while

@@ -1326,6 +1326,15 @@ async fn build_in(
             let state = state.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
             let key = session_key(state.digest, ids, &epochs);
             match t.ax_cache.entry(session).filter(|e| e.key == key) {
+                // Elements whose accessibility can change unseen are read again even when nothing else changed.
+                Some(cached) if cached.volatile.values().any(|v| !v.is_empty()) => misses.push(Miss {
+                    session: session.clone(),
+                    ids: ids.clone(),
+                    key,
+                    signature: state.signature,
+                    facts: Some(Arc::clone(&cached.facts)),
+                    base: Some(cached.clone()),
+                }),
                 Some(cached) => {
                     p.ax_stats.reused.fetch_add(ids.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     trees.extend(cached.trees.iter().map(|(id, tree)| (id.clone(), Arc::clone(tree))));
@@ -1345,7 +1354,7 @@ async fn build_in(
     // Misses: each frame's tree is brought up to date from the session's cached entry — re-reading only the
     // subtrees whose DOM facts changed — or read whole. The result is cached only once the state, read again after
     // it, is still the one read before it (`StateReader::confirm`): a cached tree always belongs to its key.
-    for m in &mut misses {
+    for m in misses.iter_mut().filter(|m| m.facts.is_none()) {
         if let Some(i) = sessions.iter().position(|(s, _)| *s == m.session) {
             m.facts = Some(Arc::new(crate::ax::snapshot_facts(&snapshots[i])));
         }
@@ -1392,7 +1401,11 @@ async fn build_in(
             && let (Some(signature), Some(facts)) = (m.signature, m.facts)
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
-            let entry = Entry { key: m.key, trees: fresh.clone(), facts, signature, epochs: epochs.clone() };
+            let volatile = fresh
+                .iter()
+                .filter_map(|(id, tree)| Some((id.clone(), crate::ax::volatile(tree, facts.get(id)?))))
+                .collect();
+            let entry = Entry { key: m.key, trees: fresh.clone(), facts, signature, epochs: epochs.clone(), volatile };
             drop(rt.spawn(reader.clone().confirm(m.session, m.ids, entry)));
         }
         trees.extend(fresh);
@@ -1594,10 +1607,29 @@ fn plan_refresh(m: &Miss, frame: &str, epochs: &HashMap<String, u64>, moved: Opt
     {
         return Refresh::Full("script-set state changed");
     }
-    match (base.facts.get(frame), m.facts.as_ref().and_then(|f| f.get(frame))) {
-        (Some(old), Some(new)) => crate::ax::plan_frame(old, new, moved.unwrap_or_default()),
-        _ => Refresh::Full("frame not in the snapshot"),
+    let volatile = base.volatile.get(frame).map(Vec::as_slice).unwrap_or_default();
+    if volatile.len() > crate::ax::MAX_VOLATILE {
+        return Refresh::Full("many elements that change unseen");
     }
+    let plan = match (base.facts.get(frame), m.facts.as_ref().and_then(|f| f.get(frame))) {
+        (Some(old), Some(new)) => crate::ax::plan_frame(old, new, moved.unwrap_or_default()),
+        _ => return Refresh::Full("frame not in the snapshot"),
+    };
+    if volatile.is_empty() {
+        return plan;
+    }
+    let (mut subtrees, mut nodes) = match plan {
+        Refresh::Reuse => (Vec::new(), Vec::new()),
+        Refresh::Partial { subtrees, nodes } => (subtrees, nodes),
+        full @ Refresh::Full(_) => return full,
+    };
+    for &(b, whole) in volatile {
+        let list = if whole { &mut subtrees } else { &mut nodes };
+        if !list.contains(&b) {
+            list.push(b);
+        }
+    }
+    Refresh::Partial { subtrees, nodes }
 }
 
 /// Brings one frame's tree up to date as planned; a subtree refresh that fails or does not merge reads the whole
