@@ -18,6 +18,7 @@ mod point;
 mod provider;
 mod screenshot;
 mod state;
+mod world;
 
 pub use provider::{ChromiumConfig, ChromiumProvider};
 pub use screenshot::DEFAULT_MAX_SIZE;
