@@ -55,8 +55,15 @@ async fn a_covered_button_made_to_look_free_is_refused_naming_the_real_cover() {
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     let o = page.observe().await;
     assert!(o.content.contains("Publish clicks: 0; promo clicks: 1"), "{}", o.content);
+    page.close().await;
+}
 
-    // The same lie inside a cross-site (out-of-process) frame: its veil claims to be a child of the button.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_covered_button_in_a_cross_site_frame_is_refused_naming_the_real_cover() {
+    // The frame runs in its own process and session; its veil claims (through `parentNode` and `elementFromPoint`)
+    // to be part of the button under it.
+    let page = Page::open("/hostile-actions.html").await;
+    let o = page.observe().await;
     let confirm = ref_of(&o, "button \"Confirm order\"");
     assert!(confirm.starts_with('f'), "the button is in a frame: {confirm}");
     let r = page.act(ActParams::new(ActionKind::Click).target(&confirm).timeout_ms(3000)).await;
@@ -69,11 +76,10 @@ async fn a_covered_button_made_to_look_free_is_refused_naming_the_real_cover() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hidden_and_disabled_buttons_made_to_look_usable_are_refused() {
+async fn a_hidden_button_made_to_look_visible_is_refused() {
     let page = Page::open("/hostile-actions.html").await;
     let o = page.observe().await;
     let ghost = ref_of(&o, "button \"Delete all\"");
-    let archive = ref_of(&o, "button \"Archive\"");
     let hide = ref_of(&o, "button \"Hide the delete button\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&hide)).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
@@ -82,32 +88,53 @@ async fn hidden_and_disabled_buttons_made_to_look_usable_are_refused() {
     let r = page.act(ActParams::new(ActionKind::Click).target(&ghost).timeout_ms(3000)).await;
     not_actionable(&r);
     assert!(r.message.as_deref().unwrap().contains("hidden"), "{r:#?}");
-    // Disabled, while the page's `disabled` getter and `closest` say it is not.
-    let r = page.act(ActParams::new(ActionKind::Click).target(&archive).timeout_ms(3000)).await;
-    not_actionable(&r);
-    assert!(r.message.as_deref().unwrap().contains("disabled"), "{r:#?}");
     let o = page.observe().await;
     assert!(o.content.contains("trap clicks: 0; delete clicks: 0"), "nothing was clicked: {}", o.content);
     page.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn select_and_text_input_are_done_and_verified_by_the_truth() {
-    // The page makes choosing an option a no-op and `select.value` read back whatever was asked for; the note reads
-    // "forged", its `select()` does nothing and `setSelectionRange` puts any caret at the start.
+async fn a_disabled_button_made_to_look_enabled_is_refused() {
+    // The page's `disabled` getter and `closest` say it is enabled; a click on it would do nothing, so taking their
+    // word would report a click that did nothing as a success.
+    let page = Page::open("/hostile-actions.html").await;
+    let o = page.observe().await;
+    let archive = ref_of(&o, "button \"Archive\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&archive).timeout_ms(3000)).await;
+    not_actionable(&r);
+    assert!(r.message.as_deref().unwrap().contains("disabled"), "{r:#?}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_select_that_lies_is_set_and_verified_by_the_truth() {
+    // The page makes choosing an option a no-op and `select.value` read back whatever was asked for.
     let page = Page::open("/hostile-actions.html").await;
     let o = page.observe().await;
     let plan = ref_of(&o, "combobox \"Plan\"");
-    let note = ref_of(&o, "textbox \"Note\"");
     let r = page.act(ActParams::new(ActionKind::Select).target(&plan).value("Pro")).await;
     assert_eq!((r.outcome, r.dispatch, r.code.as_deref()), (Outcome::Succeeded, Dispatch::Observed, None), "{r:#?}");
     assert_eq!(r.effects.value.as_deref(), Some("pro"), "{r:#?}");
-    // Typing appends at the real end of the text.
+    // The page's own record (kept by its change handler with the real getter), read from the accessibility tree: not
+    // through any script of browserd's, whose word alone could be a lie believed twice.
+    let o = page.observe().await;
+    assert!(o.content.contains("Plan (truth): pro;"), "{}", o.content);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_field_that_lies_is_typed_into_and_verified_by_the_truth() {
+    // The note reads "forged", its `select()` does nothing and `setSelectionRange` puts any caret at the start.
+    let page = Page::open("/hostile-actions.html").await;
+    let o = page.observe().await;
+    let note = ref_of(&o, "textbox \"Note\"");
+    // Typing appends at the real end of the text (the page's caret would put it first, and the read-back would
+    // still see a longer text).
     let r = page.act(ActParams::new(ActionKind::Type).target(&note).value(" sharp")).await;
     assert_eq!((r.outcome, r.dispatch), (Outcome::Succeeded, Dispatch::Observed), "{r:#?}");
     assert_eq!(r.effects.value.as_deref(), Some("Meeting at noon sharp"), "{r:#?}");
-    let r = page.act(ActParams::new(ActionKind::Wait).expect(text("note (truth): Meeting at noon sharp"))).await;
-    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    let o = page.observe().await;
+    assert!(o.content.contains("note (truth): Meeting at noon sharp"), "{}", o.content);
     // Fill replaces the real text, and the value expectation reads the truth.
     let r = page
         .act(
@@ -119,9 +146,8 @@ async fn select_and_text_input_are_done_and_verified_by_the_truth() {
         .await;
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     assert_eq!(r.effects.value.as_deref(), Some("Rescheduled"), "{r:#?}");
-    let r =
-        page.act(ActParams::new(ActionKind::Wait).expect(text("Plan (truth): pro; note (truth): Rescheduled"))).await;
-    assert_eq!(r.postcondition, Postcondition::Passed, "the page's own record agrees: {r:#?}");
+    let o = page.observe().await;
+    assert!(o.content.contains("note (truth): Rescheduled"), "the page's own record agrees: {}", o.content);
     page.close().await;
 }
 
@@ -394,9 +420,9 @@ async fn losing_the_world_after_input_makes_the_outcome_unknown_never_success() 
     let m = r.message.as_deref().unwrap();
     assert!(m.contains("isolated world") && m.contains("already sent") && m.contains("observe"), "{m}");
     assert_eq!(r.effects.value, None, "no value is reported without a read-back: {r:#?}");
-    // The text was in fact typed: once the world is back, the truth reads so.
+    // The text was in fact typed, as the page's own record shows.
     g.set(OPEN);
-    let r = g.act(ActParams::new(ActionKind::Wait).expect(text("note (truth): Rescheduled"))).await;
-    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    let o = g.observe().await;
+    assert!(o.content.contains("note (truth): Rescheduled"), "{}", o.content);
     g.p.close_tab(&ctx(), g.tab).await.unwrap();
 }
