@@ -19,6 +19,7 @@ mod point;
 mod provider;
 mod screenshot;
 mod state;
+mod world;
 
 pub use ax::AxStats;
 pub use provider::{ChromiumConfig, ChromiumProvider};
