@@ -374,6 +374,19 @@ struct Run<'a> {
     /// Set as soon as a command that changes the page (input, navigation, selection, files, dialog) is handed to the
     /// browser; read by the caller when the action is cancelled midway.
     sent: &'a AtomicBool,
+    /// Nodes of the target resolved into browserd's world ahead of the first check (see [`Run::prefetch`]), each used
+    /// once.
+    prefetched: std::sync::Mutex<Vec<Prefetched>>,
+}
+
+/// A node resolved into browserd's world ahead of its first use: where it lives, the context it was resolved in, and
+/// its object id.
+struct Prefetched {
+    session: SessionId,
+    frame: String,
+    backend: i64,
+    context: i64,
+    object: String,
 }
 
 fn index(i: usize) -> u32 {
@@ -523,9 +536,10 @@ async fn act_inner(
         last_built: None,
         unverified: Vec::new(),
         sent,
+        prefetched: std::sync::Mutex::new(Vec::new()),
     };
     run.res.timings.queue = ms(queue);
-    if !matches!(
+    let foreground = !matches!(
         params.action,
         ActionKind::Wait
             | ActionKind::Dialog
@@ -533,17 +547,24 @@ async fn act_inner(
             | ActionKind::Back
             | ActionKind::Forward
             | ActionKind::Reload
-    ) {
-        run.ensure_visible().await;
-    }
-    if run.dialog_open().is_none() {
-        // The tracker must be in place before any input, so effects of this action are seen.
-        let _ = run.tracker_context(false).await;
-    }
-    // The nodes must still be what the caller saw (`nodeVersion`), checked before any input.
+    );
+    // Before any input, and independent of each other, so done together: the page is brought forward if hidden and
+    // the effect tracker is in place (so effects of this action are seen); the nodes must still be what the caller
+    // saw (`nodeVersion`); and the target is resolved into browserd's world for its first check. The time counts as
+    // resolving the target.
     let targets = [params.target.as_ref(), params.to.as_ref()];
     let v0 = Instant::now();
-    let versions = crate::observe::check_node_versions(p, tab, &targets, deadline).await;
+    let page = async {
+        if foreground {
+            run.ensure_visible().await;
+        }
+        if run.dialog_open().is_none() {
+            let _ = run.tracker_context(false).await;
+        }
+    };
+    let (versions, (), prefetched) =
+        tokio::join!(crate::observe::check_node_versions(p, tab, &targets, deadline), page, run.prefetch(params));
+    *run.prefetched.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = prefetched;
     let versions_ms = ms(v0.elapsed());
     let result = match versions {
         Ok(()) => run.perform(params).await,
@@ -641,11 +662,14 @@ async fn act_inner(
         }
     }
     let blocked = p.st().tabs.get(&tab).is_some_and(|t| t.dialog.is_some());
+    // The action's objects are released without waiting for the answer: the command is queued before the tab is
+    // free for the next action, so it reaches the browser before anything that action sends.
     for s in run.sessions_used.iter().filter(|_| !blocked) {
-        let _ = p
-            .cdp
-            .call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_millis(200))
-            .await;
+        let release = json!({"objectGroup": GROUP});
+        if let Ok(q) = p.cdp.enqueue(Some(s), "Runtime.releaseObjectGroup", release, Duration::from_millis(200)).await {
+            // The answer is waited for elsewhere: a command whose answer nobody waits for is not sent.
+            drop(tokio::spawn(q.answer()));
+        }
     }
     run.res.timings.serialize = ms(s0.elapsed());
     Ok(run.res)
@@ -654,6 +678,19 @@ async fn act_inner(
 impl Run<'_> {
     fn dialog_open(&self) -> Option<browserd_protocol::DialogInfo> {
         self.p.st().tabs.get(&self.tab).and_then(|t| t.dialog.clone())
+    }
+
+    /// Resolves once a dialog is open on the tab (at once if one is).
+    async fn dialog_opened(&self) {
+        loop {
+            let notified = self.p.dialog_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.dialog_open().is_some() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Resolves a target (a ref, or `role "name"` matched against the latest observation).
@@ -731,8 +768,61 @@ impl Run<'_> {
         self.node(&res.session, &res.frame_id, res.backend).await
     }
 
+    /// The target's nodes (the node, and the node the mouse points at when another) resolved into browserd's world
+    /// ahead of the first check, so that doing so costs no round trip of its own: only with a world context already
+    /// remembered for the node's document (one is never made here, so every object of the action belongs to the one
+    /// context), and nothing on failure (the first check then resolves the node itself and reports what fails).
+    async fn prefetch(&self, params: &ActParams) -> Vec<Prefetched> {
+        // A node cannot be resolved while a dialog blocks the page (the answer waits for the dialog): given up as soon
+        // as one is open.
+        tokio::select! {
+            () = self.dialog_opened() => Vec::new(),
+            nodes = self.prefetch_nodes(params) => nodes,
+        }
+    }
+
+    async fn prefetch_nodes(&self, params: &ActParams) -> Vec<Prefetched> {
+        let Some(target) = params.target.as_ref().map(|t| t.as_str().trim()) else { return Vec::new() };
+        if params.at.is_some()
+            || crate::state::parse_ref(target).is_none()
+            || matches!(params.action, ActionKind::Wait | ActionKind::Dialog | ActionKind::Navigate)
+        {
+            return Vec::new();
+        }
+        let Ok(res) = resolve_ref(self.p, self.tab, target) else { return Vec::new() };
+        let Some(context) = world::remembered(self.p, self.tab, &res.session, &res.frame_id) else { return Vec::new() };
+        let mut backends = vec![res.backend];
+        if res.point_backend != res.backend {
+            backends.push(res.point_backend);
+        }
+        let resolved = futures_util::future::join_all(backends.iter().map(|b| {
+            let params = json!({"backendNodeId": b, "executionContextId": context, "objectGroup": GROUP});
+            self.p.call(Some(&res.session), "DOM.resolveNode", params, self.deadline)
+        }))
+        .await;
+        backends
+            .into_iter()
+            .zip(resolved)
+            .filter_map(|(backend, r)| {
+                let object = r.ok()?["object"]["objectId"].as_str()?.to_owned();
+                Some(Prefetched { session: res.session.clone(), frame: res.frame_id.clone(), backend, context, object })
+            })
+            .collect()
+    }
+
     /// A node of `frame` (rendered by `session`) as an object of browserd's isolated world there.
     async fn node(&self, session: &SessionId, frame: &str, backend: i64) -> Result<String, Fail> {
+        let early = {
+            let mut pre = self.prefetched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let at = pre.iter().position(|n| n.session == *session && n.frame == frame && n.backend == backend);
+            at.map(|i| pre.swap_remove(i))
+        };
+        // Used only while its context is still the remembered one of the node's document.
+        if let Some(n) = early
+            && world::remembered(self.p, self.tab, session, frame) == Some(n.context)
+        {
+            return Ok(n.object);
+        }
         match world::node(self.p, self.tab, session, frame, backend, GROUP, self.deadline).await {
             Ok(Some(id)) => Ok(id),
             Ok(None) => Err(Fail::new(
@@ -1546,7 +1636,7 @@ impl Run<'_> {
 
     /// A hidden (background) tab gets no frames, so the browser holds input to it for seconds: bring it to the
     /// front first. Only done when the page reports itself hidden.
-    async fn ensure_visible(&mut self) {
+    async fn ensure_visible(&self) {
         if self.dialog_open().is_some() {
             return;
         }
