@@ -269,6 +269,18 @@ fn unknown_message(why: &str) -> String {
     )
 }
 
+/// The failure of an action (other than `dialog`) tried while a dialog is open.
+fn blocked_by(d: &browserd_protocol::DialogInfo) -> Fail {
+    Fail::new(
+        codes::DIALOG_BLOCKING,
+        format!(
+            "a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first",
+            d.kind,
+            truncate(&d.message, 80)
+        ),
+    )
+}
+
 /// The box of a node in top-level viewport coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct QuadBox {
@@ -562,16 +574,39 @@ async fn act_inner(
             let _ = run.tracker_context(false).await;
         }
     };
-    let (versions, (), prefetched) =
-        tokio::join!(crate::observe::check_node_versions(p, tab, &targets, deadline), page, run.prefetch(params));
+    // The browser answers the version check only once a dialog that blocks the page is closed: it is not waited for
+    // while one is open.
+    let versions = async {
+        if run.dialog_open().is_some() {
+            return None;
+        }
+        tokio::select! {
+            r = crate::observe::check_node_versions(p, tab, &targets, deadline) => Some(r),
+            () = run.dialog_opened() => None,
+        }
+    };
+    let (versions, (), prefetched) = tokio::join!(versions, page, run.prefetch(params));
     *run.prefetched.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = prefetched;
+    let versions = match versions {
+        Some(v) => Ok(v),
+        // Checked now if the dialog is gone; otherwise the action stops at the dialog, before any input.
+        None if run.dialog_open().is_none() => {
+            Ok(crate::observe::check_node_versions(p, tab, &targets, deadline).await)
+        }
+        None if params.action == ActionKind::Dialog => Ok(Ok(())),
+        None => Err(run.dialog_open().map_or_else(
+            || Fail::new(codes::DIALOG_BLOCKING, "a dialog blocked the page; handle it with the dialog action first"),
+            |d| blocked_by(&d),
+        )),
+    };
     let versions_ms = ms(v0.elapsed());
     let result = match versions {
-        Ok(()) => run.perform(params).await,
-        Err((reason, message)) => {
+        Ok(Ok(())) => run.perform(params).await,
+        Ok(Err((reason, message))) => {
             run.res.stale_reason = Some(reason);
             Err(Fail::new(codes::STALE_TARGET, message))
         }
+        Err(f) => Err(f),
     };
     run.res.timings.resolve += versions_ms;
     match result {
@@ -1660,14 +1695,7 @@ impl Run<'_> {
         if params.action != ActionKind::Dialog
             && let Some(d) = self.dialog_open()
         {
-            return Err(Fail::new(
-                codes::DIALOG_BLOCKING,
-                format!(
-                    "a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first",
-                    d.kind,
-                    truncate(&d.message, 80)
-                ),
-            ));
+            return Err(blocked_by(&d));
         }
         let pointable =
             matches!(params.action, ActionKind::Click | ActionKind::Dblclick | ActionKind::Hover | ActionKind::Drag);
