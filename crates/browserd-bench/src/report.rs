@@ -25,7 +25,7 @@ pub struct ObserveRow {
     pub bytes: usize,
     /// o200k_base tokens of the observation text.
     pub tokens: usize,
-    /// UTF-8 bytes of the page rendering inside the tool's envelope (browserd: `Observation.content`), when the
+    /// UTF-8 bytes of the page rendering inside the tool's envelope (browserd: `Observation.untrusted_content`), when the
     /// text has an envelope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content_bytes: Option<usize>,

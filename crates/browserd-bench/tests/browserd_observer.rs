@@ -29,8 +29,8 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     assert_eq!(page.ms_runs.len(), 2);
     assert_eq!(page.failures, 0);
     let parsed: Observation = serde_json::from_str(&page.text).expect("the text is a serialised Observation");
-    assert_eq!(page.content.as_deref(), Some(parsed.content.as_str()));
-    assert!(parsed.content.starts_with("<untrusted-page-content>"), "{}", parsed.content);
+    assert_eq!(page.content.as_deref(), Some(parsed.untrusted_content.as_str()));
+    assert!(parsed.untrusted_content.starts_with("# Duplicate names\n"), "{}", parsed.untrusted_content);
     let refs = observer.addressable(&page.text);
     assert_eq!(refs.iter().filter(|r| r.role == "button" && r.name == "Delete").count(), 5, "{refs:?}");
     let truth = operable_elements("/duplicates.html").expect("ground truth");

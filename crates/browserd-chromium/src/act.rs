@@ -572,7 +572,7 @@ async fn act_inner(
             run.res.observation = Some(Box::new(Observation {
                 url: b.url.clone(),
                 title: b.title.clone(),
-                content: render(&b.lines),
+                untrusted_content: render(&b.lines),
                 frames: b.frames.clone(),
                 node_count: b.node_count,
                 truncated: b.truncated.clone(),

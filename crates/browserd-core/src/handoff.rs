@@ -16,8 +16,8 @@ pub fn needs_page(until: &[Expectation]) -> bool {
     })
 }
 
-/// What one check saw: the URL when the handoff began, the URL now, and the observation content (`None` when the
-/// page was not observed, or could not be).
+/// What one check saw: the URL when the handoff began, the URL now, and the observation's `untrustedContent` (`None`
+/// when the page was not observed, or could not be).
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     /// The tab's URL when the handoff began.
@@ -136,8 +136,7 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    const PAGE: &str =
-        "<untrusted-page-content>\n# Signed in\n[e1] button \"Log out\"\nWelcome back, Ada\n</untrusted-page-content>";
+    const PAGE: &str = "# Signed in\n[e1] button \"Log out\"\nWelcome back, Ada";
 
     #[test]
     fn url_and_navigation_need_no_page() {
