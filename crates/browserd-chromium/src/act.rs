@@ -576,7 +576,7 @@ async fn act_inner(
                 frames: b.frames.clone(),
                 node_count: b.node_count,
                 truncated: b.truncated.clone(),
-                cursor: format!("{}.{}.{}", p.epoch, tab.0, t.map_or(0, |t| t.revision)),
+                cursor: crate::observe::cursor(p, t.map_or(0, |t| t.revision)),
                 revision: t.map_or(0, |t| t.revision),
                 connection_epoch: p.epoch,
                 dialog: t.and_then(|t| t.dialog.clone()),

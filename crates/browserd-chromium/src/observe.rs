@@ -1818,8 +1818,9 @@ pub(crate) fn commit_seen(p: &ChromiumProvider, tab: TabHandle, nodes: &[NodeSum
     }
 }
 
-fn cursor(p: &ChromiumProvider, tab: TabHandle, rev: u64) -> String {
-    format!("{}.{}.{}", p.epoch, tab.0, rev)
+/// The cursor of a revision on this provider's connection (`7`, `7b`; see [`crate::state::cursor_string`]).
+pub(crate) fn cursor(p: &ChromiumProvider, rev: u64) -> String {
+    crate::state::cursor_string(p.epoch, rev)
 }
 
 /// Brings item `offset` of a list into the document before a windowed read: when the page renders only the items
@@ -1971,21 +1972,17 @@ pub(crate) async fn observe(
             };
             obs.untrusted_content = render(&[line]);
             obs.revision = t.revision;
-            obs.cursor = cursor(p, tab, t.revision);
+            obs.cursor = cursor(p, t.revision);
         } else if within.is_some() {
             obs.untrusted_content = render(&built.lines);
             obs.revision = t.revision;
-            obs.cursor = cursor(p, tab, t.revision);
+            obs.cursor = cursor(p, t.revision);
         } else {
-            let base = params.since.as_ref().map(|c| {
-                let prefix = format!("{}.{}.", p.epoch, tab.0);
-                c.strip_prefix(&prefix)
-                    .and_then(|r| r.parse::<u64>().ok())
-                    .and_then(|rev| t.history.iter().find(|(r, _)| *r == rev).map(|(_, l)| (c.clone(), l.clone())))
-            });
+            let base =
+                params.since.as_ref().map(|c| t.revision_lines(p.epoch, c).map(|lines| (c.clone(), lines.to_vec())));
             let rev = t.push_revision(built.lines.clone());
             obs.revision = rev;
-            obs.cursor = cursor(p, tab, rev);
+            obs.cursor = cursor(p, rev);
             match base {
                 Some(Some((since, old))) => {
                     let (added, removed) = diff(&old, &built.lines);

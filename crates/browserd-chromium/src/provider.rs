@@ -371,6 +371,7 @@ fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Value) -> Optio
         info["url"].as_str().unwrap_or_default().to_owned(),
         info["title"].as_str().unwrap_or_default().to_owned(),
         opener,
+        st.revisions.clone(),
     );
     st.tabs.insert(h, tab);
     st.by_target.insert(target, h);

@@ -1,5 +1,5 @@
 //! Real-Chromium observation tests: a snapshot of every fixture page (refs redacted), ref stability and staleness,
-//! budgets and region expansion, diffs with cursors, frames, and the untrusted-content frame.
+//! budgets and region expansion, diffs with cursors, frames, and page text kept inside `untrustedContent`.
 mod common;
 
 use browserd_protocol::{ActParams, ActionKind, Expectation, ObserveParams};
@@ -152,6 +152,27 @@ async fn diffs_follow_a_cursor_and_old_cursors_resync() {
     let old = page.observe_with(ObserveParams { since: Some(o.cursor.clone()), ..Default::default() }).await;
     assert!(old.resync_required);
     page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cursor_of_another_tab_resyncs_with_a_full_observation() {
+    let a = Page::open("/toast.html").await;
+    let b = Page::open("/toast.html").await;
+    let oa = a.observe().await;
+    let ob = b.observe().await;
+    assert_ne!(oa.cursor, ob.cursor, "two tabs never share a cursor");
+    let digits = oa.cursor.trim_end_matches(|c: char| c.is_ascii_lowercase());
+    assert!(!digits.is_empty() && digits.bytes().all(|c| c.is_ascii_digit()), "a number and a tag: {}", oa.cursor);
+    // The same page in both tabs: a wrong diff against tab A's lines would look empty, not like a resync.
+    let crossed = b.observe_with(ObserveParams { since: Some(oa.cursor.clone()), ..Default::default() }).await;
+    assert!(crossed.resync_required, "{crossed:?}");
+    assert!(crossed.diff.is_none());
+    assert!(crossed.untrusted_content.contains("button \"Save\""), "{}", crossed.untrusted_content);
+    // Tab B's own cursor still diffs.
+    let own = b.observe_with(ObserveParams { since: Some(crossed.cursor.clone()), ..Default::default() }).await;
+    assert!(!own.resync_required && own.diff.is_some(), "{own:?}");
+    a.close().await;
+    b.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

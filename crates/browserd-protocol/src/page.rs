@@ -64,7 +64,8 @@ pub struct ObserveParams {
     /// scrolled to render them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<ObserveWindow>,
-    /// Return only what changed since this cursor (from a previous observation's `cursor`).
+    /// Return only what changed since this cursor (a previous observation's `cursor` of the same tab; any other
+    /// gives a full observation with `resyncRequired`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
     /// Maximum operable nodes listed (default 120).
@@ -251,13 +252,14 @@ pub struct Observation {
     /// Set when content was left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truncated: Option<Truncation>,
-    /// Pass as `since` to get only changes next time (`connection.tab.revision`).
+    /// Pass as `since` to get only changes next time (opaque; good for this tab only).
     #[serde(default)]
     pub cursor: String,
-    /// Observation revision of this tab (in-process only; on the wire it is the last part of `cursor`).
+    /// Observation revision (in-process only; on the wire it is the number of `cursor`). Revision numbers are
+    /// counted per browser connection across all its tabs, so one number names one tab's revision.
     #[serde(skip)]
     pub revision: u64,
-    /// Connection epoch (in-process only; on the wire it is the first part of `cursor`).
+    /// Connection epoch (in-process only; on the wire it is the letter tag ending `cursor`, none on the first).
     #[serde(skip)]
     pub connection_epoch: u64,
     /// Changes since `since`, when asked.
@@ -910,7 +912,7 @@ mod tests {
             url: "http://a/".into(),
             untrusted_content: "[e1] button \"Go\"".into(),
             frames: vec![main.clone()],
-            cursor: "2.1.4".into(),
+            cursor: "4b".into(),
             revision: 4,
             connection_epoch: 2,
             ..Default::default()
