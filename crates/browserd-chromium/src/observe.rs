@@ -539,8 +539,8 @@ struct Renderer<'a> {
     containers: Vec<(String, i64)>,
     expand: Vec<(String, i64)>,
     context: Vec<String>,
-    /// Interactive lines: (line index, role, name, context chain from outermost to nearest).
-    inter: Vec<(usize, String, String, Vec<String>)>,
+    /// Interactive lines, in order.
+    inter: Vec<Operable>,
     /// Depth of table rows being rendered (their cells share one line, joined with ` | `).
     row_depth: u32,
     /// Depth of operable ancestors (heuristic clickables inside them get no ref of their own).
@@ -551,6 +551,27 @@ struct Renderer<'a> {
     window: Option<WindowState>,
     /// Tables and lists being walked, innermost last.
     collections: Vec<(String, i64)>,
+}
+
+/// An interactive line, for disambiguation.
+struct Operable {
+    /// Index in `Built::lines`.
+    line: usize,
+    role: String,
+    name: String,
+    /// Context chain, outermost first.
+    context: Vec<String>,
+    /// Where the line's value (`: Draft`) starts in its text (its length when it has none): context is inserted
+    /// there, so the value, which may hold any text, always ends the line.
+    tail: usize,
+}
+
+impl Operable {
+    /// Adds `extra` (` (in …)`) to the line, before its value.
+    fn annotate(&mut self, lines: &mut [Line], extra: &str) {
+        lines[self.line].text.insert_str(self.tail, extra);
+        self.tail += extra.len();
+    }
 }
 
 fn quote(s: &str, max: usize) -> String {
@@ -1060,7 +1081,7 @@ impl Renderer<'_> {
             return;
         }
         let Some(pos) = lines.iter().position(|l| l.node_ref.is_some()) else { return };
-        if self.inter[inter_start].0 != start + pos {
+        if self.inter[inter_start].line != start + pos {
             return;
         }
         let cells: Vec<&str> = lines.iter().filter(|l| l.node_ref.is_none()).map(|l| l.text.as_str()).collect();
@@ -1068,16 +1089,17 @@ impl Renderer<'_> {
             return;
         }
         let context = truncate(&cells.join(" | "), 120);
-        let mut line = self.out.lines[start + pos].clone();
-        let _ = write!(line.text, " (row: {context})");
         let removed: usize = lines.iter().map(|l| l.text.len() + usize::from(l.indent) * 2 + 1).sum();
-        self.bytes = self.bytes.saturating_sub(removed) + line.text.len() + usize::from(line.indent) * 2 + 1;
+        let line = self.out.lines.remove(start + pos);
         self.out.lines.truncate(start);
         self.out.lines.push(line);
         let entry = &mut self.inter[inter_start];
-        entry.0 = start;
+        entry.line = start;
+        entry.annotate(&mut self.out.lines, &format!(" (row: {context})"));
+        let line = &self.out.lines[start];
+        self.bytes = self.bytes.saturating_sub(removed) + line.text.len() + usize::from(line.indent) * 2 + 1;
         // The row text tells it apart from its namesakes in other rows; only identical rows still need context.
-        entry.2 = format!("{}\u{0}{context}", entry.2);
+        entry.name = format!("{}\u{0}{context}", entry.name);
     }
 
     /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
@@ -1161,12 +1183,15 @@ impl Renderer<'_> {
         }
         let is_password = states.iter().any(|s| s == "type=password");
         let value = n.value.clone();
+        // The value ends the line, after everything else (context is inserted before it): `: Draft`.
+        let mut value_suffix = String::new();
+        let clean_value = value.split_whitespace().collect::<Vec<_>>().join(" ");
         if matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider")
-            && !value.is_empty()
+            && !clean_value.is_empty()
             && value != name
         {
-            let v = if is_password { "•••".to_owned() } else { quote(&value, 60) };
-            let _ = write!(line, " value={v}");
+            let v = if is_password { "•••".to_owned() } else { truncate(&clean_value, 60) };
+            value_suffix = format!(": {v}");
             states.push(format!("value={value}"));
         } else if shown == "textbox"
             && value.is_empty()
@@ -1203,10 +1228,18 @@ impl Renderer<'_> {
             let inner = self.click_descendant(frame, ax, id, 0);
             self.refs.set_click_backend(&r, inner);
         }
-        let ctx = self.context.clone();
+        let tail = line.len();
+        line.push_str(&value_suffix);
+        let context = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
-            self.inter.push((idx, shown.to_owned(), name.trim().to_owned(), ctx));
+            self.inter.push(Operable {
+                line: idx,
+                role: shown.to_owned(),
+                name: name.trim().to_owned(),
+                context,
+                tail,
+            });
             self.refs.describe(&r, shown, name.trim(), &states);
             self.refs.observed(&r, facts);
             self.out.nodes.push(NodeSummary {
@@ -1249,47 +1282,40 @@ impl Renderer<'_> {
     /// container, heading) that no other line of the group shares; an ordinal only where no context is enough.
     fn disambiguate(&mut self) {
         let mut groups: HashMap<(String, String), Vec<usize>> = HashMap::new();
-        for (i, (_, role, name, _)) in self.inter.iter().enumerate() {
-            groups.entry((role.clone(), name.clone())).or_default().push(i);
+        for (i, o) in self.inter.iter().enumerate() {
+            groups.entry((o.role.clone(), o.name.clone())).or_default().push(i);
         }
         for idxs in groups.values().filter(|g| g.len() > 1) {
             let mut unresolved: HashMap<Option<String>, Vec<usize>> = HashMap::new();
+            let mut extras = Vec::new();
             for &i in idxs {
-                let chain = &self.inter[i].3;
-                let unique = chain
-                    .iter()
-                    .rev()
-                    .find(|c| idxs.iter().filter(|&&j| j != i).all(|&j| !self.inter[j].3.contains(c)));
+                let chain = &self.inter[i].context;
+                let others = || idxs.iter().filter(|&&j| j != i).map(|&j| &self.inter[j].context);
+                let unique = chain.iter().rev().find(|c| others().all(|o| !o.contains(c)));
                 // Else the nearest context with the nearest outer one that, together, no other line shares.
                 let pair = || {
                     let (near, outer) = chain.split_last()?;
-                    let far = outer.iter().rev().find(|c| {
-                        idxs.iter()
-                            .filter(|&&j| j != i)
-                            .all(|&j| !(self.inter[j].3.contains(near) && self.inter[j].3.contains(c)))
-                    })?;
+                    let far = outer.iter().rev().find(|c| others().all(|o| !(o.contains(near) && o.contains(c))))?;
                     Some(format!("{near} in {far}"))
                 };
                 match unique.cloned().or_else(pair) {
-                    Some(c) => {
-                        let extra = format!(" (in {c})");
-                        let line = self.inter[i].0;
-                        self.out.lines[line].text.push_str(&extra);
-                    }
+                    Some(c) => extras.push((i, format!(" (in {c})"))),
                     None => unresolved.entry(chain.last().cloned()).or_default().push(i),
                 }
             }
             for (ctx, members) in &unresolved {
                 let total = members.len();
                 for (nth, &i) in members.iter().enumerate() {
-                    let line = self.inter[i].0;
                     let extra = match (ctx, total) {
                         (Some(c), 1) => format!(" (in {c})"),
                         (Some(c), _) => format!(" (in {c}; {} of {total})", nth + 1),
                         (None, _) => format!(" ({} of {})", nth + 1, total),
                     };
-                    self.out.lines[line].text.push_str(&extra);
+                    extras.push((i, extra));
                 }
+            }
+            for (i, extra) in extras {
+                self.inter[i].annotate(&mut self.out.lines, &extra);
             }
         }
     }
@@ -1314,7 +1340,7 @@ impl Renderer<'_> {
             }
         }
         for entry in &mut self.inter {
-            entry.0 -= removed_before[entry.0];
+            entry.line -= removed_before[entry.line];
         }
         self.out.lines = keep;
     }
@@ -2035,6 +2061,17 @@ mod tests {
         ];
         assert_eq!(render(&lines), "# Title\n  [e1] link \"a\" -> /x [e9] button \"Pay\"\n    tab here ");
         assert_eq!(render(&[]), "");
+    }
+
+    #[test]
+    fn context_goes_before_the_value_which_ends_the_line() {
+        let text = "[e1] textbox \"Email\": a (in b) c";
+        let mut lines = vec![line(Some("e1"), text)];
+        let tail = text.find(": a").unwrap();
+        let mut o = Operable { line: 0, role: "textbox".into(), name: "Email".into(), context: Vec::new(), tail };
+        o.annotate(&mut lines, " (row: x | y)");
+        o.annotate(&mut lines, " (in \"Billing\")");
+        assert_eq!(lines[0].text, "[e1] textbox \"Email\" (row: x | y) (in \"Billing\"): a (in b) c");
     }
 
     #[test]

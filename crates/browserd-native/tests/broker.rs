@@ -448,7 +448,7 @@ async fn killing_the_native_host_repairs_and_keeps_tabs_and_ownership() {
     let obs = obs.expect("observing works after the re-pairing");
     let len_now = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert_eq!(len_now, len_at_kill, "nothing of the cut action is replayed");
-    assert!(obs["untrustedContent"].as_str().unwrap().contains("textbox \"Full name\" focused value=\"Ada"), "{obs}");
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("textbox \"Full name\" focused: Ada"), "{obs}");
     let name = ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
     let acted = c
         .tool(
