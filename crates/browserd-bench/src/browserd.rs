@@ -500,7 +500,7 @@ mod tests {
     fn parses_refs_roles_names_and_states() {
         let content = "# Clickables\n[e1] clickable \"Open the billing card\"\n\
                        Terms:\n[e2] focusable \"Focusable panel\"\ntree \"Files\":\n  [e4] treeitem \"Documents\" branch \
-                       collapsed\n  [e12] button \"Delete\" (in listitem \"Invoice 1042\" in region \"Inbox\")\n\
+                       collapsed\n  [e12] button \"Delete\" (in \"Invoice 1042\" in \"Inbox\")\n\
                        iframe \"Same-origin frame\" [f2]:\n  [f2e5] textbox \"Inner input\"\n\
                        [e6] link \"Settings\" -> #settings-panel\n[e7] button \"Say \\\"hi\\\"\"\n\
                        [e8] region \"Inbox\":\n[e9] textbox type=email\n[x1] button \"Not a ref\"\n\
@@ -534,7 +534,7 @@ mod tests {
 
     #[test]
     fn find_ref_needs_exactly_one_match() {
-        let content = "[e1] button \"Save\"\n[e2] button \"Delete\" (in listitem \"A\")\n[e3] button \"Delete\"";
+        let content = "[e1] button \"Save\"\n[e2] button \"Delete\" (in \"A\")\n[e3] button \"Delete\"";
         assert_eq!(find_ref(content, "button", "Save").as_deref(), Some("e1"));
         assert_eq!(find_ref(content, "button", "Delete"), None);
         assert_eq!(find_ref(content, "link", "Save"), None);

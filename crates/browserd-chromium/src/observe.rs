@@ -559,7 +559,7 @@ struct Operable {
     line: usize,
     role: String,
     name: String,
-    /// Context chain, outermost first.
+    /// Context chain, outermost first: the quoted names of the rows, items, containers and headings around it.
     context: Vec<String>,
     /// Where the line's value (`: Draft`) starts in its text (its length when it has none): context is inserted
     /// there, so the value, which may hold any text, always ends the line.
@@ -949,8 +949,8 @@ impl Renderer<'_> {
                 self.push(indent, None, truncate(&text, 120));
             }
             let q = quote(&n.name, 40);
-            if !self.context.last().is_some_and(|c| c.ends_with(&q)) {
-                self.context.push(format!("heading {q}"));
+            if self.context.last() != Some(&q) {
+                self.context.push(q);
             }
             for c in &children {
                 self.walk(frame, c, indent + 1, true);
@@ -969,7 +969,7 @@ impl Renderer<'_> {
                 t.clone_from(&n.name);
             }
             if !t.trim().is_empty() {
-                self.context.push(format!("row {}", quote(&t, 40)));
+                self.context.push(quote(&t, 40));
             }
             let start = self.out.lines.len();
             let inter_start = self.inter.len();
@@ -1006,10 +1006,8 @@ impl Renderer<'_> {
             let start_bytes = self.bytes;
             let idx = self.push(indent, container_ref.as_ref().map(|(r, _)| r.clone()), label);
             let ctx_len = self.context.len();
-            if !n.name.is_empty() && !matches!(role.as_str(), "row") {
-                self.context.push(format!("{role} {}", quote(&n.name, 40)));
-            } else if role == "row" && !n.name.is_empty() {
-                self.context.push(format!("row {}", quote(&n.name, 40)));
+            if !n.name.is_empty() {
+                self.context.push(quote(&n.name, 40));
             }
             if let Some(b) = n.backend {
                 self.containers.push((frame.to_owned(), b));
@@ -1035,7 +1033,7 @@ impl Renderer<'_> {
             let mut t = String::new();
             self.first_text(ax, id, &mut t);
             if !t.is_empty() {
-                self.context.push(format!("{role} {}", quote(&t, 40)));
+                self.context.push(quote(&t, 40));
             }
         }
         let block = matches!(
@@ -1279,7 +1277,11 @@ impl Renderer<'_> {
     }
 
     /// Adds context to interactive lines that share a role and name: the nearest context (row, list item, named
-    /// container, heading) that no other line of the group shares; an ordinal only where no context is enough.
+    /// container, heading) that no other line of the group shares, `(in "Team lunch")`; else the nearest with the
+    /// nearest outer one that together no other line shares, `(in "Invoice 1042" in "Inbox")`; an ordinal only where
+    /// no context is enough, `(in "Inbox"; 2 of 3)`. A context is the quoted name (or first text) of its row, item,
+    /// container or heading, which the lines above show with their role; contexts are compared as shown, so two
+    /// lines never get the same annotation.
     fn disambiguate(&mut self) {
         let mut groups: HashMap<(String, String), Vec<usize>> = HashMap::new();
         for (i, o) in self.inter.iter().enumerate() {

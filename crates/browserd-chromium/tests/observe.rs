@@ -176,6 +176,38 @@ async fn a_cursor_of_another_tab_resyncs_with_a_full_observation() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_get_the_least_context_that_tells_them_apart() {
+    let html = "data:text/html,<title>t</title><button>Go</button><button>Go</button>\
+        <section aria-label=Inbox><ul><li>Invoice <button>Delete</button></li><li>Lunch <button>Delete</button></li>\
+        </ul></section><section aria-label=Archive><ul><li>Invoice <button>Delete</button></li>\
+        <li>Memo <button>Delete</button></li></ul></section>\
+        <section aria-label=Tools><button>Open</button></section>\
+        <section aria-label=Other><ul><li>Tools <button>Open</button></li></ul></section>";
+    let page = Page::open(html).await;
+    let o = page.observe().await;
+    let shown: Vec<&str> =
+        o.untrusted_content.lines().filter_map(|l| l.trim_start().split_once("] ").map(|(_, rest)| rest)).collect();
+    assert_eq!(
+        shown,
+        [
+            "button \"Go\" (1 of 2)",
+            "button \"Go\" (2 of 2)",
+            "button \"Delete\" (in \"Invoice\" in \"Inbox\")",
+            "button \"Delete\" (in \"Lunch\")",
+            "button \"Delete\" (in \"Invoice\" in \"Archive\")",
+            "button \"Delete\" (in \"Memo\")",
+            // A region and a list item with the same name: contexts are compared as shown, so the list item's
+            // line takes its region instead.
+            "button \"Open\" (in \"Tools\")",
+            "button \"Open\" (in \"Other\")",
+        ],
+        "{}",
+        o.untrusted_content
+    );
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_selects_and_duplicates_render_in_few_lines() {
     let html = "data:text/html,<title>t</title><table><tr><th>Name</th><th>Plan</th><th>Action</th></tr>\
         <tr><td>Ann</td><td>Pro</td><td><button>Edit</button></td></tr>\
@@ -195,8 +227,8 @@ async fn rows_selects_and_duplicates_render_in_few_lines() {
         "Name | Plan | Action",
         "button \"Edit\" (row: Ann | Pro)",
         "button \"Edit\" (row: Bob | Free)",
-        "button \"Delete\" (in listitem \"Mail\")",
-        "button \"Delete\" (in listitem \"Lunch\")",
+        "button \"Delete\" (in \"Mail\")",
+        "button \"Delete\" (in \"Lunch\")",
         "combobox \"Size\" options=[Small|Large]: Small",
     ] {
         assert!(lines.contains(&want), "missing {want:?} in\n{}", o.untrusted_content);

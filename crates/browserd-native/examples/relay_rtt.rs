@@ -286,7 +286,7 @@ async fn first_action(host_bin: &Path, site: &FixtureSite, launches: usize) -> a
         let line = o
             .untrusted_content
             .lines()
-            .find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\""))
+            .find(|l| l.contains("button \"Delete\" (in \"Team lunch\""))
             .context("the button is observed")?;
         let start = line.find('[').context("ref")? + 1;
         let r#ref = &line[start..start + line[start..].find(']').context("ref")?];

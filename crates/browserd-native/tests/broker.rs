@@ -280,8 +280,8 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     c.tool(s, "browser_claim", json!({"tab": tab})).await.unwrap();
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
     let content = obs["untrustedContent"].as_str().unwrap();
-    let delete = ref_of(content, "button \"Delete\" (in listitem \"Team lunch\"");
-    let other = ref_of(content, "button \"Delete\" (in listitem \"Old contract\"");
+    let delete = ref_of(content, "button \"Delete\" (in \"Team lunch\"");
+    let other = ref_of(content, "button \"Delete\" (in \"Old contract\"");
     let click = json!({"action": "click", "target": delete,
                        "expected": [{"kind": "textPresent", "text": "Deleted: Inbox / Team lunch"}]});
     let acted = c.tool(s, "browser_act", click.clone()).await.unwrap();
@@ -298,7 +298,7 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     assert_eq!(status_line, "Deleted: Inbox / Team lunch", "the refused click reached nothing");
     // Resuming takes a new lease and a full observation.
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let other = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in listitem \"Old contract\"");
+    let other = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in \"Old contract\"");
     let resumed = c
         .tool(s, "browser_act", json!({"action": "click", "target": other,
                                         "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}))

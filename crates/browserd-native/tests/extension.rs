@@ -129,7 +129,7 @@ async fn provider_observes_and_clicks_through_the_relay() {
     let line = o
         .untrusted_content
         .lines()
-        .find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\""))
+        .find(|l| l.contains("button \"Delete\" (in \"Team lunch\""))
         .expect(&o.untrusted_content);
     let start = line.find('[').unwrap() + 1;
     let r#ref = &line[start..start + line[start..].find(']').unwrap()];
