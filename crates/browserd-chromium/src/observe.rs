@@ -1276,16 +1276,19 @@ impl Renderer<'_> {
         }
     }
 
-    /// Adds context to interactive lines that share a role and name: the nearest context (row, list item, named
-    /// container, heading) that no other line of the group shares, `(in "Team lunch")`; else the nearest with the
-    /// nearest outer one that together no other line shares, `(in "Invoice 1042" in "Inbox")`; an ordinal only where
-    /// no context is enough, `(in "Inbox"; 2 of 3)`. A context is the quoted name (or first text) of its row, item,
-    /// container or heading, which the lines above show with their role; contexts are compared as shown, so two
-    /// lines never get the same annotation.
+    /// Adds context to interactive lines of one frame that share a role and name: the nearest context (row, list
+    /// item, named container, heading) that no other line of the group shares, `(in "Team lunch")`; else the nearest
+    /// with the nearest outer one that together no other line shares, `(in "Invoice 1042" in "Inbox")`; an ordinal
+    /// only where no context is enough, `(in "Inbox"; 2 of 3)`. A context is the quoted name (or first text) of its
+    /// row, item, container or heading, which the lines above show with their role; contexts are compared as shown,
+    /// so two lines never get the same annotation.
     fn disambiguate(&mut self) {
-        let mut groups: HashMap<(String, String), Vec<usize>> = HashMap::new();
+        // Namesakes in different frames are told apart by their refs already: `[f2e1]` is in the frame whose line
+        // reads `iframe "…" [f2]`, `[e5]` in the page itself.
+        let mut groups: HashMap<(u32, String, String), Vec<usize>> = HashMap::new();
         for (i, o) in self.inter.iter().enumerate() {
-            groups.entry((o.role.clone(), o.name.clone())).or_default().push(i);
+            let frame = self.out.lines[o.line].node_ref.as_deref().and_then(crate::state::parse_ref).map(|r| r.frame);
+            groups.entry((frame.unwrap_or(0), o.role.clone(), o.name.clone())).or_default().push(i);
         }
         for idxs in groups.values().filter(|g| g.len() > 1) {
             let mut unresolved: HashMap<Option<String>, Vec<usize>> = HashMap::new();
