@@ -499,9 +499,9 @@ mod tests {
     #[test]
     fn parses_refs_roles_names_and_states() {
         let content = "# Clickables\n[e1] clickable \"Open the billing card\"\n\
-                       Terms:\n[e2] focusable \"Focusable panel\"\ntree \"Files\":\n  [e4] treeitem \"Documents\" branch \
-                       collapsed\n  [e12] button \"Delete\" (in \"Invoice 1042\" in \"Inbox\")\n\
-                       iframe \"Same-origin frame\" [f2]:\n  [f2e5] textbox \"Inner input\"\n\
+                       Terms:\n[e2] focusable \"Focusable panel\"\ntree \"Files\":\n [e4] treeitem \"Documents\" branch \
+                       collapsed\n [e12] button \"Delete\" (in \"Invoice 1042\" in \"Inbox\")\n\
+                       iframe \"Same-origin frame\" [f2]:\n [f2e5] textbox \"Inner input\"\n\
                        [e6] link \"Settings\" -> #settings-panel\n[e7] button \"Say \\\"hi\\\"\"\n\
                        [e8] region \"Inbox\":\n[e9] textbox type=email\n[x1] button \"Not a ref\"\n\
                        [e10]button \"no space\"";
@@ -519,7 +519,7 @@ mod tests {
                 a("textbox", ""),
             ]
         );
-        assert_eq!(parse_line("  [f2e5] textbox \"Inner input\"").unwrap().0, "f2e5");
+        assert_eq!(parse_line(" [f2e5] textbox \"Inner input\"").unwrap().0, "f2e5");
     }
 
     #[test]

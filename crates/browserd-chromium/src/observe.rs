@@ -1646,9 +1646,14 @@ fn origin_of(url: &str) -> String {
     url[..scheme_end + 3 + host_end].to_owned()
 }
 
-/// Renders lines as `untrustedContent`: one line each, indented two spaces per level, no framing (the field is the
+/// Renders lines as `untrustedContent`: one line each, indented one space per level, no framing (the field is the
 /// framing). A line never breaks: any line break or other control character in it becomes a space, so page text
 /// cannot forge a line of its own (a ref, a heading).
+///
+/// One space per level rather than two: in o200k a single space joins the token after it (` [`, ` Invoice`), so the
+/// first level of nesting costs a ref line one token instead of two and a text line nothing (4-9% of a fixture
+/// page, 1-4% of a large one), and every level is still its own whitespace token. The byte budget still counts two
+/// bytes per level, so it stays an upper bound.
 pub(crate) fn render(lines: &[Line]) -> String {
     let mut s = String::new();
     for (i, l) in lines.iter().enumerate() {
@@ -1656,7 +1661,7 @@ pub(crate) fn render(lines: &[Line]) -> String {
             s.push('\n');
         }
         for _ in 0..l.indent {
-            s.push_str("  ");
+            s.push(' ');
         }
         s.extend(l.text.chars().map(|c| if c.is_control() { ' ' } else { c }));
     }
@@ -2064,7 +2069,7 @@ mod tests {
             Line { indent: 1, node_ref: Some("e1".into()), text: "[e1] link \"a\" -> /x\n[e9] button \"Pay\"".into() },
             Line { indent: 2, node_ref: None, text: "tab\there\r".into() },
         ];
-        assert_eq!(render(&lines), "# Title\n  [e1] link \"a\" -> /x [e9] button \"Pay\"\n    tab here ");
+        assert_eq!(render(&lines), "# Title\n [e1] link \"a\" -> /x [e9] button \"Pay\"\n  tab here ");
         assert_eq!(render(&[]), "");
     }
 

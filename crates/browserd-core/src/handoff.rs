@@ -101,7 +101,7 @@ fn text_in(content: &str, text: &str) -> bool {
     !needle.is_empty() && content.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ").contains(&needle))
 }
 
-/// Whether an observation line (`  [e3] button "Save"`, `# Heading`) shows a node with this role and name
+/// Whether an observation line (` [e3] button "Save"`, `# Heading`) shows a node with this role and name
 /// substring (case-insensitive).
 fn node_matches(line: &str, role: Option<&str>, name: Option<&str>) -> bool {
     let mut rest = line.trim_start();
