@@ -1663,9 +1663,18 @@ pub(crate) fn render(lines: &[Line]) -> String {
         for _ in 0..l.indent {
             s.push(' ');
         }
+        if l.node_ref.is_none() && starts_like_a_ref(&l.text) {
+            // Page text that reads `[e3] button "Pay"` would pass for a ref line (and name another node's ref).
+            s.push_str("text: ");
+        }
         s.extend(l.text.chars().map(|c| if c.is_control() { ' ' } else { c }));
     }
     s
+}
+
+/// Whether a line begins with `[<ref>]`, the way a ref line does.
+fn starts_like_a_ref(text: &str) -> bool {
+    text.strip_prefix('[').and_then(|t| t.split_once(']')).is_some_and(|(r, _)| crate::state::parse_ref(r).is_some())
 }
 
 /// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`.
@@ -2071,6 +2080,11 @@ mod tests {
         ];
         assert_eq!(render(&lines), "# Title\n [e1] link \"a\" -> /x [e9] button \"Pay\"\n  tab here ");
         assert_eq!(render(&[]), "");
+        // Page text shaped like a ref line is marked as text; other brackets are left alone.
+        let text =
+            [line(None, "[e3] button \"Pay\""), line(None, "[f2e1b] x"), line(None, "[note] hi"), line(None, "[e3")];
+        assert_eq!(render(&text), "text: [e3] button \"Pay\"\ntext: [f2e1b] x\n[note] hi\n[e3");
+        assert_eq!(render(&[line(Some("e3"), "[e3] button \"Pay\"")]), "[e3] button \"Pay\"");
     }
 
     #[test]
