@@ -287,7 +287,7 @@ async fn measure(args: &crate::run::Args, n: usize, site: &FixtureSite, out: &mu
         chromium,
         budget: Budget::Default,
         call_timeout: std::time::Duration::from_secs(60),
-        cold: false,
+        change: crate::browserd::PageChange::None,
     };
     let mut observer = match BrowserdObserver::start(&options).await {
         Ok(o) => o,

@@ -60,16 +60,29 @@ pub struct BrowserdOptions {
     pub budget: Budget,
     /// Deadline of one provider call (navigation, observation, action).
     pub call_timeout: Duration,
-    /// Change the page a little before every timed observation (untimed), so that no observation can reuse what
-    /// an earlier one read: the cost of observing a page that changed since (observer `browserd-cold`).
-    pub cold: bool,
+    /// How the page is changed before every timed observation (untimed).
+    pub change: PageChange,
+}
+
+/// What changes on the page between timed observations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PageChange {
+    /// Nothing: the observation may reuse what the previous one read (observers `browserd`, `browserd-unbounded`).
+    #[default]
+    None,
+    /// An attribute of `<html>`: the whole page may have changed, so every accessibility tree is read whole
+    /// (observer `browserd-cold`, the worst case).
+    Whole,
+    /// The text of one paragraph, as a counter or a status line changes after an action: only that element's
+    /// part of the accessibility tree is read again (observer `browserd-changed`, the common case).
+    Small,
 }
 
 /// browserd's own observation and action loop on a managed Chromium.
 pub struct BrowserdObserver {
     name: &'static str,
     params: ObserveParams,
-    cold: bool,
+    change: PageChange,
     call_timeout: Duration,
     provider: Arc<ChromiumProvider>,
     browser: Option<ManagedBrowser>,
@@ -86,7 +99,11 @@ impl std::fmt::Debug for BrowserdObserver {
 impl BrowserdObserver {
     /// Launches a headless managed Chromium (1280×720 window, like the Playwright MCP run) and connects the provider.
     pub async fn start(options: &BrowserdOptions) -> Result<BrowserdObserver, ObserverError> {
-        let name = if options.cold { "browserd-cold" } else { options.budget.observer_name() };
+        let name = match options.change {
+            PageChange::Whole => "browserd-cold",
+            PageChange::Small => "browserd-changed",
+            PageChange::None => options.budget.observer_name(),
+        };
         let start_error = |reason: String| ObserverError::Start { observer: name.into(), reason };
         if !options.chromium.is_file() {
             return Err(start_error(format!(
@@ -113,7 +130,7 @@ impl BrowserdObserver {
         Ok(BrowserdObserver {
             name,
             params: options.budget.params(),
-            cold: options.cold,
+            change: options.change,
             call_timeout: options.call_timeout,
             provider,
             browser: Some(browser),
@@ -200,7 +217,7 @@ impl BrowserdObserver {
     async fn observe_open(&self, url: &str, tab: TabHandle, runs: usize) -> Result<Observation, ObserverError> {
         let mut ms_runs = Vec::with_capacity(runs);
         let mut last = None;
-        let toucher = if self.cold { Some(self.attach_page(url).await?) } else { None };
+        let toucher = if self.change == PageChange::None { None } else { Some(self.attach_page(url).await?) };
         for run in 0..runs.max(1) {
             if let Some(session) = &toucher {
                 // An agent's think time (untimed): work an observation leaves running (browserd confirms fresh
@@ -305,7 +322,14 @@ impl BrowserdObserver {
     /// Sets a data attribute on `<html>` (untimed): the smallest DOM change, which nothing read before survives.
     async fn touch_page(&self, url: &str, session: &SessionId, run: usize) -> Result<(), ObserverError> {
         let Some(browser) = &self.browser else { return Err(self.page_error(url, "the browser is shut down")) };
-        let expression = format!("document.documentElement.dataset.benchRun = '{run}'");
+        let expression = match self.change {
+            PageChange::Small => format!(
+                "(() => {{ const p = document.querySelector('main p, p, li, td, h1, span') || document.body; \
+                 const t = p.firstChild && p.firstChild.nodeType === 3 ? p.firstChild : p.insertBefore(document.createTextNode(''), p.firstChild); \
+                 t.data = t.data.replace(/^\\[run \\d+\\] /, '') ; t.data = '[run {run}] ' + t.data; }})()"
+            ),
+            _ => format!("document.documentElement.dataset.benchRun = '{run}'"),
+        };
         browser
             .cdp()
             .call(Some(session), "Runtime.evaluate", json!({"expression": expression}), self.call_timeout)

@@ -14,7 +14,7 @@ use browserd_test_support::fixtures::{BenchElement, FixtureSite, generate_elemen
 use clap::Parser;
 
 use crate::addressability;
-use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget};
+use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
 use crate::observer::{Observer, ObserverError};
 use crate::playwright::{PlaywrightMcp, PlaywrightOptions};
 use crate::report::{self, CompareRow, ErrorRow, MachineRow, ObserveRow};
@@ -22,7 +22,8 @@ use crate::stats::{Summary, round3};
 use crate::tokens::count_tokens;
 
 /// Every observer this binary knows, in run order; the first is the baseline of the `compare` rows.
-pub const OBSERVERS: &[&str] = &["playwright-mcp", "browserd", "browserd-unbounded", "browserd-cold"];
+pub const OBSERVERS: &[&str] =
+    &["playwright-mcp", "browserd", "browserd-unbounded", "browserd-changed", "browserd-cold"];
 
 /// Command-line options.
 #[derive(Debug, Clone, Parser)]
@@ -191,11 +192,16 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
             }
             Ok(Box::new(PlaywrightMcp::start(&options).await?))
         }
-        "browserd" | "browserd-cold" | "browserd-unbounded" => {
+        "browserd" | "browserd-cold" | "browserd-changed" | "browserd-unbounded" => {
             let budget = if name == "browserd-unbounded" { Budget::Unbounded } else { Budget::Default };
             let chromium = args.chromium.clone().unwrap_or_else(|| PlaywrightOptions::from_env().chromium);
-            let cold = name == "browserd-cold";
-            let options = BrowserdOptions { chromium, budget, call_timeout: std::time::Duration::from_secs(60), cold };
+            let change = match name {
+                "browserd-cold" => PageChange::Whole,
+                "browserd-changed" => PageChange::Small,
+                _ => PageChange::None,
+            };
+            let options =
+                BrowserdOptions { chromium, budget, call_timeout: std::time::Duration::from_secs(60), change };
             Ok(Box::new(BrowserdObserver::start(&options).await?))
         }
         other => Err(ObserverError::Start {
@@ -292,7 +298,8 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
             }
         }
         // Clicks do not depend on what the observation may reuse: `browserd` measures them.
-        let observer_clicks = if name == "browserd-cold" { &[][..] } else { clicks };
+        let observer_clicks =
+            if matches!(name.as_str(), "browserd-cold" | "browserd-changed") { &[][..] } else { clicks };
         for click in observer_clicks {
             step += 1;
             eprintln!(
@@ -704,8 +711,9 @@ mod tests {
     async fn unknown_observer_is_refused_by_name() {
         let Err(e) = start_observer("nope", &args(&[])).await else { panic!("an unknown observer started") };
         assert!(
-            e.to_string()
-                .contains("unknown observer; known: playwright-mcp, browserd, browserd-unbounded, browserd-cold"),
+            e.to_string().contains(
+                "unknown observer; known: playwright-mcp, browserd, browserd-unbounded, browserd-changed, browserd-cold"
+            ),
             "{e}"
         );
     }

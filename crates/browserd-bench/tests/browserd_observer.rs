@@ -4,7 +4,7 @@
 //! of its own (fresh-broker refs). Only the shape of the results is asserted, never timing.
 
 use browserd_bench::addressability;
-use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget};
+use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
 use browserd_bench::observer::Observer;
 use browserd_bench::playwright::PlaywrightOptions;
 use browserd_protocol::{ActionResult, Observation, Outcome, Postcondition};
@@ -15,7 +15,7 @@ fn options(budget: Budget) -> BrowserdOptions {
         chromium: PlaywrightOptions::from_env().chromium,
         budget,
         call_timeout: std::time::Duration::from_secs(60),
-        cold: false,
+        change: PageChange::None,
     }
 }
 
@@ -78,7 +78,7 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     Box::new(unbounded).close().await;
 
     // The cold observer changes the page before every run and still shows the same page with the same refs.
-    let mut cold = BrowserdObserver::start(&BrowserdOptions { cold: true, ..options(Budget::Default) })
+    let mut cold = BrowserdObserver::start(&BrowserdOptions { change: PageChange::Whole, ..options(Budget::Default) })
         .await
         .expect("launch Chromium");
     assert_eq!(cold.name(), "browserd-cold");
@@ -89,6 +89,23 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     assert!(report.complete(), "{report:?}");
     assert!(cold.timings(3).await.is_empty(), "the round trip is measured once, by `browserd`");
     Box::new(cold).close().await;
+
+    // The changed observer edits one paragraph before every run: the page shows the edit, every element stays
+    // addressable.
+    let mut changed =
+        BrowserdObserver::start(&BrowserdOptions { change: PageChange::Small, ..options(Budget::Default) })
+            .await
+            .expect("launch Chromium");
+    assert_eq!(changed.name(), "browserd-changed");
+    let page = changed.observe(&site.url("/form.html"), 3).await.expect("observe form.html changed");
+    assert_eq!((page.ms_runs.len(), page.failures), (3, 0));
+    assert!(page.text.contains("[run 2]"), "the last edit shows: {}", page.text);
+    let report = addressability::check(
+        &operable_elements("/form.html").expect("ground truth"),
+        &changed.addressable(&page.text),
+    );
+    assert!(report.complete(), "{report:?}");
+    Box::new(changed).close().await;
     site.shutdown().await;
 }
 

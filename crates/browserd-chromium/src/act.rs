@@ -1,5 +1,7 @@
 //! Actions: resolve the target, check actionability (attached, visible, stable, enabled/editable, hit test), dispatch
-//! real input, settle, gather effects and verify `expected` under one deadline; de-duplication by request id.
+//! real input, settle, gather effects and verify `expected` under one deadline; de-duplication by request id. Every
+//! script of an action runs on nodes resolved into browserd's isolated world ([`crate::world`]); when that world
+//! cannot be had the step fails closed (nothing sent, or `unknown` once input was sent, or `unverified`).
 
 // `Fail` carries the covering element and candidates by value; it is built once per failed action.
 #![allow(clippy::result_large_err)]
@@ -7,7 +9,6 @@
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use crate::observe::{Built, RefError, Resolved, build, diff, render, resolve_ref
 use crate::point::{IMAGE_WINDOW, current_viewport, map_point};
 use crate::provider::{ChromiumProvider, Dedup, gone, remaining, truncate};
 use crate::state::{Line, LogEvent};
+use crate::world::{self, WORLD, WorldError};
 
 /// How long an obstacle that is still changing (a fading toast, a moving target) is waited for before
 /// `NOT_ACTIONABLE`.
@@ -41,14 +43,10 @@ const QUIET_EXPECTING_MS: f64 = 15.0;
 const MAX_SETTLE: Duration = Duration::from_millis(600);
 const GROUP: &str = "browserd-act";
 
-/// The isolated world the effect tracker lives in. Page scripts share the DOM with it but not its globals or
-/// built-ins, so they can neither see the tracker nor break it (by replacing `MutationObserver`, `Array.prototype.push`,
-/// `Element.prototype.getAttribute`, ...). Text expectations and value read-backs are evaluated there too.
-const TRACKER_WORLD: &str = "browserd-effects";
-
-/// The effect tracker, run in [`TRACKER_WORLD`] of every document: DOM quiet time and live-region / toast text for
-/// effect summaries. Idempotent.
-const TRACKER: &str = r#"(() => {
+/// The effect tracker, run in browserd's isolated world ([`crate::world`]) of every document: DOM quiet time and
+/// live-region / toast text for effect summaries. Page scripts can neither see it nor break it (by replacing
+/// `MutationObserver`, `Array.prototype.push`, `Element.prototype.getAttribute`, ...). Idempotent.
+pub(crate) const TRACKER: &str = r#"(() => {
   if (window.__browserd) return;
   const st = { last: performance.now(), ann: [] };
   window.__browserd = st;
@@ -75,37 +73,19 @@ const TRACKER: &str = r#"(() => {
 /// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements]`.
 const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return null; return [performance.now() - b.last, b.ann.splice(0)]; })()";
 
-/// Execution contexts of the tracker world, remembered per frame document: a new document gets a new context, so a
-/// navigation makes the entry unused and the next lookup creates the world again.
-static TRACKER_CONTEXTS: Mutex<Vec<(TrackerKey, i64)>> = Mutex::new(Vec::new());
-/// (provider epoch, session, the frame's document epoch — unique within a tab).
-type TrackerKey = (u64, SessionId, u64);
-/// How many remembered contexts are kept (oldest dropped first).
-const TRACKER_CONTEXTS_KEPT: usize = 256;
-
-fn tracker_contexts() -> std::sync::MutexGuard<'static, Vec<(TrackerKey, i64)>> {
-    TRACKER_CONTEXTS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Installs the effect tracker in [`TRACKER_WORLD`] of a page or frame session: for every later document (before
-/// its scripts run) and for the current one. Only the registration for later documents must succeed; the current
-/// document is covered again when an action starts.
+/// Installs the effect tracker in browserd's isolated world of a page or frame session: for every later document
+/// (before its scripts run) and for the current one. Only the registration for later documents must succeed; the
+/// current document is covered again when an action starts.
 pub(crate) async fn install_tracker(cdp: &Cdp, session: &SessionId, timeout: Duration) -> Result<(), CdpError> {
     let s = Some(session);
     let (registered, tree) = tokio::join!(
-        cdp.call(
-            s,
-            "Page.addScriptToEvaluateOnNewDocument",
-            json!({"source": TRACKER, "worldName": TRACKER_WORLD}),
-            timeout
-        ),
+        cdp.call(s, "Page.addScriptToEvaluateOnNewDocument", json!({"source": TRACKER, "worldName": WORLD}), timeout),
         cdp.call(s, "Page.getFrameTree", json!({}), timeout),
     );
     registered?;
     if let Some(frame) = tree.ok().as_ref().and_then(|t| t["frameTree"]["frame"]["id"].as_str())
-        && let Ok(w) = cdp
-            .call(s, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": TRACKER_WORLD}), timeout)
-            .await
+        && let Ok(w) =
+            cdp.call(s, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": WORLD}), timeout).await
     {
         let _ = cdp
             .call(s, "Runtime.evaluate", json!({"expression": TRACKER, "contextId": w["executionContextId"]}), timeout)
@@ -115,7 +95,9 @@ pub(crate) async fn install_tracker(cdp: &Cdp, session: &SessionId, timeout: Dur
 }
 
 /// One round trip of actionability for same-process targets: state, scroll into view, box in top-level viewport
-/// coordinates (through same-origin frames), running animations, and whether the centre point hits the target.
+/// coordinates (through same-origin frames), running animations, and whether the centre point hits the target. Runs
+/// on the node as an object of browserd's isolated world, so the built-ins it calls (`getComputedStyle`,
+/// `elementFromPoint`, `getClientRects`, `closest`, `parentNode`, ...) are the browser's, whatever the page replaced.
 const CHECK: &str = r"function(pointNode, checkHit) {
   const e = this; const el = e.nodeType === 1 ? e : e.parentElement;
   const out = { connected: e.isConnected };
@@ -159,6 +141,8 @@ const CHECK: &str = r"function(pointNode, checkHit) {
 
 /// The tab or frame went away (the protocol's `codes` has no constant for it yet).
 const TARGET_CLOSED: &str = browserd_protocol::ErrorCode::TargetClosed.as_str();
+/// The input was sent and whether it took effect could not be established.
+const OUTCOME_UNKNOWN: &str = browserd_protocol::ErrorCode::OutcomeUnknown.as_str();
 
 /// A failure that ends the action.
 #[derive(Debug)]
@@ -174,6 +158,9 @@ struct Fail {
     /// The node that would receive the input instead of the target (session, frame id, backend id); described as
     /// `covering` only when the failure is final.
     cover_at: Option<(SessionId, String, i64)>,
+    /// browserd's isolated world could not be used, so a check or read-back could not be made out of the page's
+    /// reach (it is never made in the page's world instead).
+    world: bool,
 }
 
 impl Fail {
@@ -186,6 +173,7 @@ impl Fail {
             candidates: Vec::new(),
             link: false,
             cover_at: None,
+            world: false,
         }
     }
 
@@ -221,9 +209,41 @@ fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
     if dispatched { f.unknown() } else { f }
 }
 
+/// What a look for a text found.
+enum Seen {
+    Present,
+    Absent,
+    /// Not found where it could be read, and some frame could not be read out of the page's reach (why).
+    Unverifiable(String),
+    /// Not found before the look was cut short (the deadline passed, or the link failed: judged by the caller).
+    Unread,
+}
+
+/// A failure to use browserd's isolated world while `what`: a link failure is one like any other call's; otherwise the
+/// step fails closed (see [`Fail::world`]), and `act_inner` says whether anything had been sent.
+fn world_fail(e: WorldError, what: &str) -> Fail {
+    match e {
+        WorldError::Link(e) => cdp_fail(&e, what, false),
+        WorldError::Unavailable(why) => Fail {
+            world: true,
+            ..Fail::new(
+                codes::ACTION_FAILED,
+                format!(
+                    "{what}: browserd could not use its isolated world in this frame ({why}); it never checks or reads \
+                     the page from the page's own world, where the page's scripts could fake the answer"
+                ),
+            )
+        },
+        WorldError::Script(why) => Fail::new(
+            codes::ACTION_FAILED,
+            format!("{what}: browserd's script failed ({why}); observe the page and try another way"),
+        ),
+    }
+}
+
 /// Whether a protocol error says the target or its session went away while the command was handled (Chromium's
 /// and `chrome.debugger`'s wordings).
-fn target_went_away(message: &str) -> bool {
+pub(crate) fn target_went_away(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     [
         "detached while handling",
@@ -345,9 +365,16 @@ struct Run<'a> {
     announced: Vec<String>,
     sessions_used: Vec<SessionId>,
     last_built: Option<Built>,
+    /// The expectations (indices) whose latest completed check could not be made out of the page's reach. A check cut
+    /// short by the deadline leaves the entry as it was; a definite answer removes it.
+    unverified: Vec<u32>,
     /// Set as soon as a command that changes the page (input, navigation, selection, files, dialog) is handed to the
     /// browser; read by the caller when the action is cancelled midway.
     sent: &'a AtomicBool,
+}
+
+fn index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -491,6 +518,7 @@ async fn act_inner(
         announced: Vec::new(),
         sessions_used: vec![session],
         last_built: None,
+        unverified: Vec::new(),
         sent,
     };
     run.res.timings.queue = ms(queue);
@@ -507,7 +535,7 @@ async fn act_inner(
     }
     if run.dialog_open().is_none() {
         // The tracker must be in place before any input, so effects of this action are seen.
-        run.tracker_context(false).await;
+        let _ = run.tracker_context(false).await;
     }
     // The nodes must still be what the caller saw (`nodeVersion`), checked before any input.
     let targets = [params.target.as_ref(), params.to.as_ref()];
@@ -545,10 +573,32 @@ async fn act_inner(
                 }
             }
         }
+        Err(f) if f.world && sent.load(Ordering::SeqCst) => {
+            // The input was sent and its read-back could not be made out of the page's reach: unknown, never
+            // success on the page's word, never "failed".
+            run.res.outcome = Outcome::Unknown;
+            if run.res.dispatch == Dispatch::NotDispatched {
+                run.res.dispatch = Dispatch::Dispatched;
+            }
+            run.res.code = Some(OUTCOME_UNKNOWN.into());
+            run.res.message = Some(format!(
+                "{}; the input was already sent, so whether it took effect is unknown: it is not retried \
+                 automatically — observe the page before deciding to act again",
+                f.message
+            ));
+        }
         Err(f) => {
             run.res.outcome = f.outcome;
             run.res.code = Some(f.code.into());
-            run.res.message = Some(f.message);
+            run.res.message = Some(if f.world {
+                format!(
+                    "{}; nothing was sent to the page — observe again and retry; if it keeps failing, this browser \
+                     connection does not let browserd check this frame: act on the page another way",
+                    f.message
+                )
+            } else {
+                f.message
+            });
             run.res.covering = f.covering;
             run.res.candidates = f.candidates;
         }
@@ -672,29 +722,26 @@ impl Run<'_> {
         }
     }
 
+    /// The ref's node as an object of browserd's isolated world in its frame (see [`crate::world`]): every script
+    /// browserd runs on a node runs there, never in the page's own world.
     async fn object(&self, res: &Resolved) -> Result<String, Fail> {
-        match self
-            .p
-            .call(
-                Some(&res.session),
-                "DOM.resolveNode",
-                json!({"backendNodeId": res.backend, "objectGroup": GROUP}),
-                self.deadline,
-            )
-            .await
-        {
-            Ok(v) => v["object"]["objectId"]
-                .as_str()
-                .map(str::to_owned)
-                .ok_or_else(|| Fail::new(codes::STALE_TARGET, "the node was removed from the document; observe again")),
-            Err(CdpError::Protocol { message, .. }) if !target_went_away(&message) => Err(Fail::new(
+        self.node(&res.session, &res.frame_id, res.backend).await
+    }
+
+    /// A node of `frame` (rendered by `session`) as an object of browserd's isolated world there.
+    async fn node(&self, session: &SessionId, frame: &str, backend: i64) -> Result<String, Fail> {
+        match world::node(self.p, self.tab, session, frame, backend, GROUP, self.deadline).await {
+            Ok(Some(id)) => Ok(id),
+            Ok(None) => Err(Fail::new(
                 codes::STALE_TARGET,
                 "the node was removed from the document; observe again and use the new ref",
             )),
-            Err(e) => Err(cdp_fail(&e, "resolving the node", false)),
+            Err(e) => Err(world_fail(e, "resolving the node")),
         }
     }
 
+    /// Calls browserd's function `f` on `object` (an object of browserd's world, from [`Run::node`]): it runs in that
+    /// world, with the browser's built-ins.
     async fn call_on(&self, session: &SessionId, object: &str, f: &str, args: Value) -> Result<Value, Fail> {
         let v = self
             .p
@@ -709,12 +756,16 @@ impl Run<'_> {
         if let Some(ex) = v.get("exceptionDetails") {
             return Err(Fail::new(
                 codes::ACTION_FAILED,
-                format!("page script failed: {}", ex["text"].as_str().unwrap_or("exception")),
+                format!(
+                    "browserd's script failed in its isolated world ({}); observe the page and try another way",
+                    ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("an exception")
+                ),
             ));
         }
         Ok(v["result"]["value"].clone())
     }
 
+    /// The node's state without geometry (for a file input, which is often visually hidden).
     async fn probe(&self, res: &Resolved, obj: &str) -> Result<Value, Fail> {
         const PROBE: &str = r"function() {
           const e = this; const el = e.nodeType === 1 ? e : e.parentElement;
@@ -791,21 +842,12 @@ impl Run<'_> {
           }
           return [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height), Math.round(opacity * 100), animating];
         }";
-        let Some((session, _, backend)) = &f.cover_at else {
+        let Some((session, frame, backend)) = &f.cover_at else {
             let moving = f.message.contains("moving");
             return (json!(f.message), moving);
         };
-        let obj = self
-            .p
-            .call(
-                Some(session),
-                "DOM.resolveNode",
-                json!({"backendNodeId": backend, "objectGroup": GROUP}),
-                self.deadline,
-            )
-            .await
-            .ok()
-            .and_then(|v| v["object"]["objectId"].as_str().map(str::to_owned));
+        // A node that cannot be read (gone, or no isolated world) reads as changing: it is watched, never believed.
+        let obj = self.node(session, frame, *backend).await.ok();
         let state = match obj {
             Some(obj) => self.call_on(session, &obj, COVER_STATE, json!([])).await.unwrap_or(Value::Null),
             None => Value::Null,
@@ -965,17 +1007,11 @@ impl Run<'_> {
         }
         let hit_frame = h["frameId"].as_str().unwrap_or(&res.frame_id).to_owned();
         if hit_frame == res.frame_id {
-            let hobj = self
-                .p
-                .call(
-                    Some(&res.session),
-                    "DOM.resolveNode",
-                    json!({"backendNodeId": hb, "objectGroup": GROUP}),
-                    self.deadline,
-                )
+            // The node at the point, in the same world as the target: whether it is inside the target is decided
+            // by the browser's `parentNode`/`closest`, not the page's.
+            let hobj = world::node(self.p, self.tab, &res.session, &hit_frame, hb, GROUP, self.deadline)
                 .await
-                .ok()
-                .and_then(|v| v["object"]["objectId"].as_str().map(str::to_owned));
+                .map_err(|e| world_fail(e, "reading the node at the click point"))?;
             if let Some(hobj) = hobj {
                 const INSIDE: &str = r"function(h) {
                   for (let n = h; n; n = n.parentNode || n.host) { if (n === this) return true; }
@@ -1013,9 +1049,9 @@ impl Run<'_> {
             ));
         };
         let session = self.session.clone();
-        let now = current_viewport(self.p, &session, self.deadline)
+        let now = current_viewport(self.p, self.tab, &session, self.deadline)
             .await
-            .map_err(|e| cdp_fail(&e, "reading the viewport", false))?;
+            .map_err(|e| world_fail(e, "reading the viewport"))?;
         let m = map_point(&geom, pt, epoch, &now).map_err(|r| Fail::new(r.code, r.message))?;
         if let Some((dx, dy)) = m.scrolled {
             self.res.message = Some(format!(
@@ -1029,11 +1065,11 @@ impl Run<'_> {
             // Moving the point with the page is wrong for content that does not scroll with it.
             let (ox, oy) = (m.x + dx, m.y + dy);
             let mut pinned = None;
-            if self.pinned(hs, *backend).await? {
+            if self.pinned(hs, frame, *backend).await? {
                 pinned = Some(("now lands on", hs.clone(), frame.clone(), *backend));
             } else if ox >= 0.0 && oy >= 0.0 && ox < now.width && oy < now.height {
                 let (os, of, ob) = self.node_at(ox, oy).await?;
-                if self.pinned(&os, ob).await? {
+                if self.pinned(&os, &of, ob).await? {
                     pinned = Some(("was on", os, of, ob));
                 }
             }
@@ -1054,17 +1090,10 @@ impl Run<'_> {
                 // The browser routes input to out-of-process frames by the last composited frame's hit-test data:
                 // let both renderers present a frame so a recent scroll is reflected before the input is sent.
                 let main = self.session.clone();
+                let until = self.deadline.min(Instant::now() + Duration::from_millis(500));
                 for s in [&main, &hs] {
-                    let _ = self
-                        .p
-                        .cdp
-                        .call(
-                            Some(s),
-                            "Runtime.evaluate",
-                            json!({"expression": "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))", "awaitPromise": true}),
-                            remaining(self.deadline).min(Duration::from_millis(500)),
-                        )
-                        .await;
+                    let frames = "new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))";
+                    let _ = world::eval(self.p, self.tab, s, frames, until).await;
                 }
             }
             if report_hit {
@@ -1076,7 +1105,7 @@ impl Run<'_> {
     }
 
     /// Whether a node is inside fixed- or sticky-positioned content (which does not scroll with the page).
-    async fn pinned(&self, session: &SessionId, backend: i64) -> Result<bool, Fail> {
+    async fn pinned(&self, session: &SessionId, frame: &str, backend: i64) -> Result<bool, Fail> {
         const PINNED: &str = r"function() {
           for (let e = this.nodeType === 1 ? this : this.parentElement; e; e = e.parentElement || (e.getRootNode() && e.getRootNode().host)) {
             const p = getComputedStyle(e).position;
@@ -1084,20 +1113,11 @@ impl Run<'_> {
           }
           return false;
         }";
-        let Ok(o) = self
-            .p
-            .call(
-                Some(session),
-                "DOM.resolveNode",
-                json!({"backendNodeId": backend, "objectGroup": GROUP}),
-                self.deadline,
-            )
+        let obj = world::node(self.p, self.tab, session, frame, backend, GROUP, self.deadline)
             .await
-        else {
-            return Ok(false);
-        };
-        let Some(obj) = o["object"]["objectId"].as_str() else { return Ok(false) };
-        Ok(self.call_on(session, obj, PINNED, json!([])).await? == json!(true))
+            .map_err(|e| world_fail(e, "checking whether the point is on fixed content"))?;
+        let Some(obj) = obj else { return Ok(false) };
+        Ok(self.call_on(session, &obj, PINNED, json!([])).await? == json!(true))
     }
 
     /// The node that receives input at a top-level viewport point: its session, frame id and backend id. Descends into
@@ -1208,10 +1228,10 @@ impl Run<'_> {
             }
         }
         if name.is_empty()
-            && let Ok(o) = self.p.call(Some(session), "DOM.resolveNode", json!({"backendNodeId": chosen, "objectGroup": GROUP}), self.deadline).await
-            && let Some(oid) = o["object"]["objectId"].as_str()
+            // Read in browserd's world, so the page cannot rename what covers the target.
+            && let Ok(oid) = self.node(session, frame, chosen).await
             && let Ok(v) = self
-                .call_on(session, oid, "function(){ const e = this.nodeType === 1 ? this : this.parentElement; return (e && (e.getAttribute('aria-label') || e.id && ('#' + e.id) || '')) + '|' + ((e && e.textContent) || '').trim().replace(/\\s+/g, ' ').slice(0, 60); }", json!([]))
+                .call_on(session, &oid, "function(){ const e = this.nodeType === 1 ? this : this.parentElement; return (e && (e.getAttribute('aria-label') || e.id && ('#' + e.id) || '')) + '|' + ((e && e.textContent) || '').trim().replace(/\\s+/g, ' ').slice(0, 60); }", json!([]))
                 .await
         {
             let s = v.as_str().unwrap_or_default();
@@ -1395,29 +1415,9 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The node as an object of the tracker world, where the page's scripts cannot change what its properties
-    /// read (`value`, `checked`, ...); the page's own world when the tracker world is not available.
-    async fn world_object(&self, res: &Resolved) -> Result<String, Fail> {
-        if let Some(ctx) = self.world_context(&res.session, &res.frame_id, false).await
-            && let Ok(v) = self
-                .p
-                .call(
-                    Some(&res.session),
-                    "DOM.resolveNode",
-                    json!({"backendNodeId": res.backend, "executionContextId": ctx, "objectGroup": GROUP}),
-                    self.deadline,
-                )
-                .await
-            && let Some(id) = v["object"]["objectId"].as_str()
-        {
-            return Ok(id.to_owned());
-        }
-        self.object(res).await
-    }
-
     /// What a field holds, read out of the page's reach.
     async fn read_value(&self, res: &Resolved) -> Result<String, Fail> {
-        let obj = self.world_object(res).await?;
+        let obj = self.object(res).await?;
         let v = self
             .call_on(
                 &res.session,
@@ -1429,8 +1429,9 @@ impl Run<'_> {
         Ok(v.as_str().unwrap_or_default().to_owned())
     }
 
+    /// Whether a checkbox, radio or switch is checked (`None`: it is none of them), read out of the page's reach.
     async fn checked(&self, res: &Resolved) -> Result<Option<bool>, Fail> {
-        let obj = self.world_object(res).await?;
+        let obj = self.object(res).await?;
         let v = self
             .call_on(&res.session, &obj, "function(){ if (this.type === 'checkbox' || this.type === 'radio') return this.checked; const a = this.getAttribute && this.getAttribute('aria-checked'); return a === null ? null : a === 'true'; }", json!([]))
             .await?;
@@ -1444,12 +1445,14 @@ impl Run<'_> {
             return;
         }
         let s = self.session.clone();
-        if self.eval(&s, "document.visibilityState").await.ok() != Some(json!("hidden")) {
+        // A page that cannot be read is not brought to the front on a guess (that would take the user's focus).
+        if self.eval("document.visibilityState", "reading the page's visibility").await.ok() != Some(json!("hidden")) {
             return;
         }
         let _ = self.p.call(Some(&s), "Page.bringToFront", json!({}), self.deadline).await;
         for _ in 0..20 {
-            if self.eval(&s, "document.visibilityState").await.ok() != Some(json!("hidden")) {
+            let seen = self.eval("document.visibilityState", "reading the page's visibility").await.ok();
+            if seen != Some(json!("hidden")) {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -1811,53 +1814,18 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The execution context of the tracker world in the tab's current main-frame document. Looked up (and the
-    /// tracker installed) when none is remembered for this document, or when `fresh`.
-    async fn tracker_context(&self, fresh: bool) -> Option<i64> {
-        let (session, frame) = {
-            let st = self.p.st();
-            (self.session.clone(), st.tabs.get(&self.tab)?.target_id.clone())
-        };
-        self.world_context(&session, &frame, fresh).await
-    }
-
-    /// The execution context of the tracker world in the current document of `frame` (the root frame of `session`):
-    /// remembered per document epoch; created, with the tracker installed, when none is remembered or when `fresh`.
-    async fn world_context(&self, session: &SessionId, frame: &str, fresh: bool) -> Option<i64> {
-        // A frame missing from the records has no document epoch: its context is looked up each time.
-        let epoch = self.p.st().tabs.get(&self.tab)?.frames.get(frame).map(|f| f.doc_epoch);
-        let key = epoch.map(|e| (self.p.epoch, session.clone(), e));
-        if !fresh
-            && let Some(key) = &key
-            && let Some((_, id)) = tracker_contexts().iter().find(|(k, _)| k == key)
-        {
-            return Some(*id);
-        }
-        let t = remaining(self.deadline).min(Duration::from_millis(2000));
-        let s = Some(session);
-        let w = self
-            .p
-            .cdp
-            .call(s, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": TRACKER_WORLD}), t)
-            .await
-            .ok()?;
-        let id = w["executionContextId"].as_i64()?;
-        let _ = self.p.cdp.call(s, "Runtime.evaluate", json!({"expression": TRACKER, "contextId": id}), t).await;
-        if let Some(key) = key {
-            let mut c = tracker_contexts();
-            c.retain(|(k, _)| *k != key);
-            c.push((key, id));
-            if c.len() > TRACKER_CONTEXTS_KEPT {
-                c.remove(0);
-            }
-        }
-        Some(id)
+    /// The execution context of browserd's world in the tab's current main-frame document (the effect tracker is
+    /// installed when it is made). Looked up when none is remembered for this document, or when `fresh`.
+    async fn tracker_context(&self, fresh: bool) -> Result<i64, WorldError> {
+        let frame = world::root_frame(self.p, self.tab, &self.session)
+            .ok_or_else(|| WorldError::Link(CdpError::TargetClosed { reason: "the tab closed".into() }))?;
+        world::context(self.p, self.tab, &self.session, &frame, fresh, self.deadline).await
     }
 
     /// Reads (and drains) the tracker of the current main-frame document; `None` when it cannot be read.
     async fn read_tracker(&self) -> Option<Value> {
         for fresh in [false, true] {
-            let id = self.tracker_context(fresh).await?;
+            let id = self.tracker_context(fresh).await.ok()?;
             let r = self
                 .p
                 .cdp
@@ -1868,7 +1836,8 @@ impl Run<'_> {
                     remaining(self.deadline).min(Duration::from_millis(2000)),
                 )
                 .await;
-            // An error means the context is gone (a new document): look it up again, once.
+            // An error means the context is gone (a new document), and `null` a world without the tracker: look it
+            // up again (installing the tracker), once.
             if let Ok(v) = r
                 && v.get("exceptionDetails").is_none()
                 && !v["result"]["value"].is_null()
@@ -1879,18 +1848,10 @@ impl Run<'_> {
         None
     }
 
-    async fn eval(&self, session: &SessionId, expr: &str) -> Result<Value, CdpError> {
-        let v = self
-            .p
-            .cdp
-            .call(
-                Some(session),
-                "Runtime.evaluate",
-                json!({"expression": expr, "returnByValue": true}),
-                remaining(self.deadline).min(Duration::from_millis(2000)),
-            )
-            .await?;
-        Ok(v["result"]["value"].clone())
+    /// Evaluates `expr` in browserd's world of the tab's main frame (never in the page's own world); `what` names the
+    /// step in a failure.
+    async fn eval(&self, expr: &str, what: &str) -> Result<Value, Fail> {
+        world::eval(self.p, self.tab, &self.session, expr, self.deadline).await.map_err(|e| world_fail(e, what))
     }
 
     async fn scroll(&mut self, params: &ActParams) -> Result<(), Fail> {
@@ -1908,10 +1869,7 @@ impl Run<'_> {
                 (x, y, Some(self.object(res).await?), res.session.clone())
             }
             None => {
-                let v = self
-                    .eval(&self.session, "[innerWidth / 2, innerHeight / 2]")
-                    .await
-                    .map_err(|e| cdp_fail(&e, "reading the viewport", false))?;
+                let v = self.eval("[innerWidth / 2, innerHeight / 2]", "reading the viewport").await?;
                 (v[0].as_f64().unwrap_or(400.0), v[1].as_f64().unwrap_or(300.0), None, self.session.clone())
             }
         };
@@ -2003,10 +1961,13 @@ impl Run<'_> {
     async fn scroll_pos(&self, session: &SessionId, obj: Option<&str>, f: &str) -> Result<Value, Fail> {
         match obj {
             Some(o) => self.call_on(session, o, f, json!([])).await,
-            None => self
-                .eval(session, "(() => { const e = document.scrollingElement; return [scrollX, scrollY, innerWidth, innerHeight, e.scrollWidth, e.scrollHeight]; })()")
+            None => {
+                self.eval(
+                    "(() => { const e = document.scrollingElement; return [scrollX, scrollY, innerWidth, innerHeight, e.scrollWidth, e.scrollHeight]; })()",
+                    "reading the scroll position",
+                )
                 .await
-                .map_err(|e| cdp_fail(&e, "reading the scroll position", false)),
+            }
         }
     }
 
@@ -2015,7 +1976,7 @@ impl Run<'_> {
             Some(o) => self.call_on(session, o, f, json!([{"value": t}])).await,
             None => {
                 let expr = format!("({f}).call(null, {})", serde_json::to_string(t).unwrap_or_default());
-                self.eval(session, &expr).await.map_err(|e| cdp_fail(&e, "searching the text", false))
+                self.eval(&expr, "searching the text").await
             }
         }
     }
@@ -2100,7 +2061,7 @@ impl Run<'_> {
             }
             if committed
                 && polls % 10 == 9
-                && self.eval(&s, "document.readyState").await.ok() == Some(json!("complete"))
+                && self.eval("document.readyState", "reading the load state").await.ok() == Some(json!("complete"))
             {
                 break;
             }
@@ -2236,53 +2197,52 @@ impl Run<'_> {
         e.announced = self.announced.iter().take(5).cloned().collect();
     }
 
-    /// Whether `text` is shown in the page or any of its frames. Read from the tracker world, so a page cannot fake
-    /// the answer (by replacing `String.prototype.includes` or `innerText`); from the page's own world only when the
-    /// tracker world is not available.
-    async fn text_present(&self, text: &str) -> bool {
-        let roots: Vec<(SessionId, String)> = {
+    /// Whether `text` is shown in the page or any of its frames. Read in browserd's world, so a page cannot fake the
+    /// answer (by replacing `String.prototype.includes` or `innerText`). A frame whose world cannot be had is never
+    /// read from the page's own world instead: without a match elsewhere the answer is [`Seen::Unverifiable`] (and
+    /// [`Seen::Unread`] when a look was cut short).
+    async fn text_present(&self, text: &str) -> Seen {
+        let roots: Vec<SessionId> = {
             let st = self.p.st();
-            let Some(t) = st.tabs.get(&self.tab) else { return false };
-            let mut v: Vec<(SessionId, String)> = t.session.iter().map(|s| (s.clone(), t.target_id.clone())).collect();
-            v.extend(t.children.iter().map(|(s, f)| (s.clone(), f.clone())));
-            v
+            let Some(t) = st.tabs.get(&self.tab) else {
+                return Seen::Unverifiable("the tab closed".into());
+            };
+            t.session.iter().cloned().chain(t.children.keys().cloned()).collect()
         };
         let expr = format!(
             "(() => {{ const t = {}; const has = (d) => {{ try {{ if (d.body && d.body.innerText.includes(t)) return true; for (const f of d.querySelectorAll('iframe')) {{ try {{ if (f.contentDocument && has(f.contentDocument)) return true; }} catch (e) {{}} }} }} catch (e) {{}} return false; }}; return has(document); }})()",
             serde_json::to_string(text).unwrap_or_default()
         );
-        for (s, frame) in roots {
-            let mut found = None;
-            for fresh in [false, true] {
-                let Some(id) = self.world_context(&s, &frame, fresh).await else { break };
-                let r = self
-                    .p
-                    .cdp
-                    .call(
-                        Some(&s),
-                        "Runtime.evaluate",
-                        json!({"expression": expr, "contextId": id, "returnByValue": true}),
-                        remaining(self.deadline).min(Duration::from_millis(2000)),
-                    )
-                    .await;
-                // An error means the context is gone (a new document): look it up again, once.
-                if let Ok(v) = r
-                    && v.get("exceptionDetails").is_none()
-                {
-                    found = Some(v["result"]["value"] == json!(true));
-                    break;
-                }
-            }
-            // Without the isolated world the text is not looked for at all: the page's own world could answer
-            // anything (its `String.prototype.includes` is the page's), and a forged pass is worse than a wait that
-            // runs out. The caller's wait looks again until its deadline.
-            if found == Some(true) {
-                return true;
+        let (mut unread, mut cut) = (None, false);
+        for s in roots {
+            match world::eval(self.p, self.tab, &s, &expr, self.deadline).await {
+                Ok(Value::Bool(true)) => return Seen::Present,
+                Ok(_) => {}
+                // Cut short by the deadline (or a lost link, judged by the caller).
+                Err(WorldError::Link(_)) => cut = true,
+                Err(e) => unread = Some(e.to_string()),
             }
         }
-        false
+        match (unread, cut) {
+            (Some(why), _) => Seen::Unverifiable(why),
+            (None, true) => Seen::Unread,
+            (None, false) => Seen::Absent,
+        }
     }
 
+    /// Records whether expectation `i` could be checked out of the page's reach (`Some(false)`: it could not;
+    /// `None`: the check was cut short, which proves nothing either way).
+    fn verifiable(&mut self, i: usize, checked: Option<bool>) {
+        let i = index(i);
+        match checked {
+            Some(true) => self.unverified.retain(|x| *x != i),
+            Some(false) if !self.unverified.contains(&i) => self.unverified.push(i),
+            _ => {}
+        }
+    }
+
+    /// Checks the expectations once. Those that could not be checked out of the page's reach fail and are listed in
+    /// `self.unverified`: they are never passed on the page's word.
     async fn check(&mut self, exps: &[Expectation]) -> Vec<ExpectationResult> {
         let mut out = Vec::new();
         let evs = {
@@ -2317,16 +2277,39 @@ impl Run<'_> {
                     (url.contains(contains.as_str()), format!("url is {}", truncate(&url, 120)))
                 }
                 _ if dialog.is_some() => (false, "a dialog blocks the page; cannot check".into()),
-                Expectation::TextPresent { text } => {
-                    let ok = self.text_present(text).await;
-                    (ok, if ok { "text found".into() } else { "text not found".into() })
-                }
+                Expectation::TextPresent { text } => match self.text_present(text).await {
+                    Seen::Present => {
+                        self.verifiable(i, Some(true));
+                        (true, "text found".into())
+                    }
+                    Seen::Absent => {
+                        self.verifiable(i, Some(true));
+                        (false, "text not found".into())
+                    }
+                    Seen::Unverifiable(why) => {
+                        self.verifiable(i, Some(false));
+                        (false, format!("not found, and could not be checked everywhere: {why}"))
+                    }
+                    Seen::Unread => (false, "text not found before the deadline".into()),
+                },
                 Expectation::Value { target, equals } => match resolve_ref(self.p, self.tab, target.as_str()) {
                     Ok(res) => match self.read_value(&res).await {
-                        Ok(v) => (v == *equals, format!("value is {:?}", truncate(&v, 80))),
-                        Err(f) => (false, f.message),
+                        Ok(v) => {
+                            self.verifiable(i, Some(true));
+                            (v == *equals, format!("value is {:?}", truncate(&v, 80)))
+                        }
+                        Err(f) => {
+                            // Not readable out of the page's reach is not "does not hold"; a read cut short proves
+                            // nothing (a lost link is judged after); a field that is gone does not hold the value.
+                            let checked = if f.world { Some(false) } else { (!f.link).then_some(true) };
+                            self.verifiable(i, checked);
+                            (false, f.message)
+                        }
                     },
-                    Err(_) => (false, format!("{target} is stale or unknown")),
+                    Err(_) => {
+                        self.verifiable(i, Some(true));
+                        (false, format!("{target} is stale or unknown"))
+                    }
                 },
                 Expectation::Appears { role, name } => {
                     let found = self.last_built.as_ref().and_then(|b| {
@@ -2351,11 +2334,28 @@ impl Run<'_> {
                             detail = format!("{t} is still shown");
                         }
                     }
-                    if let Some(tx) = text
-                        && self.text_present(tx).await
-                    {
-                        gone = false;
-                        detail = format!("{tx:?} is still on the page");
+                    if let Some(tx) = text {
+                        // Not seeing a text where it cannot be read, or not in time, is no evidence that it is gone.
+                        match self.text_present(tx).await {
+                            Seen::Present => {
+                                self.verifiable(i, Some(true));
+                                gone = false;
+                                detail = format!("{tx:?} is still on the page");
+                            }
+                            Seen::Absent => self.verifiable(i, Some(true)),
+                            Seen::Unverifiable(why) => {
+                                self.verifiable(i, Some(!gone));
+                                if gone {
+                                    gone = false;
+                                    detail = format!("whether {tx:?} is gone could not be checked: {why}");
+                                }
+                            }
+                            Seen::Unread if gone => {
+                                gone = false;
+                                detail = format!("whether {tx:?} is gone was not checked before the deadline");
+                            }
+                            Seen::Unread => {}
+                        }
                     }
                     (gone, detail)
                 }
@@ -2382,7 +2382,7 @@ impl Run<'_> {
                     }
                 }
             };
-            out.push(ExpectationResult { index: u32::try_from(i).unwrap_or(u32::MAX), passed, detail });
+            out.push(ExpectationResult { index: index(i), passed, detail });
         }
         out
     }
@@ -2456,11 +2456,45 @@ impl Run<'_> {
             self.link_lost_while_settling(params, &f);
         } else if !params.expected.is_empty() {
             let all = self.res.expectations.iter().all(|r| r.passed);
-            self.res.postcondition = if all { Postcondition::Passed } else { Postcondition::Failed };
+            // Failed only when some expectation is known not to hold; when every one that did not pass could not be
+            // checked out of the page's reach, nothing is known.
+            let unverifiable =
+                !all && self.res.expectations.iter().filter(|r| !r.passed).all(|r| self.unverified.contains(&r.index));
+            self.res.postcondition = if all {
+                Postcondition::Passed
+            } else if unverifiable {
+                Postcondition::Unverified
+            } else {
+                Postcondition::Failed
+            };
             if all && self.res.dispatch == Dispatch::Dispatched {
                 self.res.dispatch = Dispatch::Observed;
             }
-            if !all && self.res.code.is_none() {
+            if unverifiable && self.res.code.is_none() {
+                let why: Vec<String> = self
+                    .res
+                    .expectations
+                    .iter()
+                    .filter(|r| !r.passed)
+                    .map(|r| format!("#{}: {}", r.index, r.detail))
+                    .collect();
+                let why = why.join("; ");
+                if self.sent.load(Ordering::SeqCst) {
+                    self.res.outcome = Outcome::Unknown;
+                    self.res.code = Some(OUTCOME_UNKNOWN.into());
+                    self.res.message = Some(format!(
+                        "the input was sent but the expectation could not be verified out of the page's reach ({why}); \
+                         its effect is unknown: it is not retried automatically — observe the page before acting again"
+                    ));
+                } else {
+                    self.res.outcome = Outcome::Failed;
+                    self.res.code = Some(codes::ACTION_FAILED.into());
+                    self.res.message = Some(format!(
+                        "the expectation could not be verified out of the page's reach ({why}); nothing was sent to \
+                         the page — observe it instead"
+                    ));
+                }
+            } else if !all && self.res.code.is_none() {
                 self.res.code = Some(codes::EXPECTATION_FAILED.into());
                 let failed: Vec<String> = self
                     .res

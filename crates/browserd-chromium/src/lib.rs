@@ -12,12 +12,15 @@
 
 mod act;
 mod advanced;
+mod ax;
 mod input;
 mod observe;
 mod point;
 mod provider;
 mod screenshot;
 mod state;
+mod world;
 
+pub use ax::AxStats;
 pub use provider::{ChromiumConfig, ChromiumProvider};
 pub use screenshot::DEFAULT_MAX_SIZE;

@@ -18,6 +18,8 @@ use browserd_protocol::{
 use futures_util::future::join_all;
 use serde_json::{Value, json};
 
+pub(crate) use crate::ax::AxCache;
+use crate::ax::{AxNode, AxTree, Entry, Refresh, SubtreeRead};
 use crate::provider::{ChromiumProvider, cdp_err, gone, truncate};
 use crate::state::{Line, NodeFacts, RefTable};
 
@@ -134,80 +136,6 @@ impl DomNode {
     fn attr(&self, name: &str) -> Option<&str> {
         self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct AxNode {
-    ignored: bool,
-    role: String,
-    name: String,
-    value: String,
-    props: Vec<(String, Value)>,
-    children: Vec<String>,
-    backend: Option<i64>,
-}
-
-impl AxNode {
-    fn prop(&self, name: &str) -> Option<&Value> {
-        self.props.iter().find(|(k, _)| k == name).map(|(_, v)| v)
-    }
-    fn flag(&self, name: &str) -> bool {
-        match self.prop(name) {
-            Some(Value::Bool(b)) => *b,
-            Some(Value::String(s)) => s == "true",
-            _ => false,
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct AxTree {
-    nodes: HashMap<String, AxNode>,
-    root: Option<String>,
-}
-
-fn parse_ax(v: &Value) -> AxTree {
-    let mut t = AxTree::default();
-    let mut has_parent = HashSet::new();
-    for n in v["nodes"].as_array().into_iter().flatten() {
-        if n["role"]["value"] == "InlineTextBox" {
-            continue; // Never rendered (its static text is); a quarter of a text-heavy tree.
-        }
-        let id = n["nodeId"].as_str().unwrap_or_default().to_owned();
-        let children: Vec<String> =
-            n["childIds"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(str::to_owned)).collect();
-        has_parent.extend(children.iter().cloned());
-        let props = n["properties"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|p| (p["name"].as_str().unwrap_or_default().to_owned(), p["value"]["value"].clone()))
-            .collect();
-        let text = |v: &Value| match v {
-            Value::String(s) => s.clone(),
-            Value::Null => String::new(),
-            other => other.to_string(),
-        };
-        t.nodes.insert(
-            id.clone(),
-            AxNode {
-                ignored: n["ignored"].as_bool().unwrap_or(false),
-                role: n["role"]["value"].as_str().unwrap_or_default().to_owned(),
-                name: text(&n["name"]["value"]),
-                value: text(&n["value"]["value"]),
-                props,
-                children,
-                backend: n["backendDOMNodeId"].as_i64(),
-            },
-        );
-        if t.root.is_none() && n["parentId"].is_null() {
-            t.root = Some(id);
-        }
-    }
-    if t.root.is_none() {
-        t.root = t.nodes.keys().find(|k| !has_parent.contains(*k)).cloned();
-    }
-    t
 }
 
 /// Parses `DOMSnapshot.captureSnapshot` into per-frame node maps.
@@ -362,8 +290,9 @@ impl StateReader {
         Some(id)
     }
 
-    /// One session's page state: its DOM snapshot and a digest of the snapshot and [`PAGE_STATE`].
-    async fn read(&self, session: &SessionId) -> Result<(Value, u64), browserd_cdp::CdpError> {
+    /// One session's page state: its DOM snapshot, a digest of the snapshot and [`PAGE_STATE`], and the signature
+    /// itself (`None` when it could not be read: the state is then unlike any other).
+    async fn read(&self, session: &SessionId) -> Result<PageState, browserd_cdp::CdpError> {
         let world = self.world(session).await;
         let signature = async {
             let id = world?;
@@ -385,33 +314,61 @@ impl StateReader {
         let snapshot = snapshot?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         hash_value(&snapshot, &mut h);
-        match signature.as_ref().and_then(|v| v["result"]["value"].as_str()) {
+        let signature: Option<Arc<str>> = signature.as_ref().and_then(|v| v["result"]["value"].as_str()).map(Arc::from);
+        match &signature {
             Some(s) => s.hash(&mut h),
             // No signature (e.g. a context being replaced): a state no other read has.
             None => Instant::now().hash(&mut h),
         }
-        Ok((snapshot, h.finish()))
+        Ok(PageState { snapshot, digest: h.finish(), signature })
     }
 
-    /// Caches freshly read trees once the session's state, read again after them, is still `key`: then no change
-    /// happened while they were read. Runs after the observation has returned (it needs nothing from it).
-    async fn confirm(
-        self,
-        session: SessionId,
-        ids: Vec<String>,
-        epochs: HashMap<String, u64>,
-        key: u64,
-        trees: HashMap<String, Arc<AxTree>>,
-    ) {
-        let Ok((snapshot, digest)) = self.read(&session).await else { return };
-        drop(snapshot);
-        if session_key(digest, &ids, &epochs) == key
+    /// The backend node id of the element that has the focus in a session's documents (through open shadow roots
+    /// and same-process frames), read in [`STATE_WORLD`].
+    async fn focused(&self, session: &SessionId) -> Option<i64> {
+        let id = self.world(session).await?;
+        let expr = json!({"expression": DEEP_FOCUS, "contextId": id, "objectGroup": STATE_WORLD});
+        let r = self.call(session, "Runtime.evaluate", expr).await.ok()?;
+        let object = r["result"]["objectId"].as_str()?.to_owned();
+        let node = self.call(session, "DOM.describeNode", json!({"objectId": object})).await;
+        let _ = self.call(session, "Runtime.releaseObject", json!({"objectId": object})).await;
+        node.ok()?["node"]["backendNodeId"].as_i64()
+    }
+
+    /// Caches freshly read trees once the session's state, read again after them, is still `entry.key`: then no
+    /// change happened while they were read. Runs after the observation has returned (it needs nothing from it).
+    async fn confirm(self, session: SessionId, ids: Vec<String>, entry: Entry) {
+        let Ok(state) = self.read(&session).await else { return };
+        drop(state.snapshot);
+        if session_key(state.digest, &ids, &entry.epochs) == entry.key
             && let Some(t) = self.st().tabs.get_mut(&self.tab)
         {
-            t.ax_cache.put(session, key, trees);
+            t.ax_cache.put(session, entry);
         }
     }
 }
+
+/// What [`StateReader::read`] reads of one session.
+struct PageState {
+    snapshot: Value,
+    digest: u64,
+    signature: Option<Arc<str>>,
+}
+
+/// The deepest focused element: `document.activeElement`, then into open shadow roots and same-process frames.
+const DEEP_FOCUS: &str = r"(() => {
+  let a = document.activeElement;
+  for (let i = 0; a && i < 64; i++) {
+    if (a.shadowRoot && a.shadowRoot.activeElement) { a = a.shadowRoot.activeElement; continue; }
+    if (a.tagName === 'IFRAME' || a.tagName === 'FRAME') {
+      let d = null;
+      try { d = a.contentDocument; } catch (_) { d = null; }
+      if (d && d.activeElement) { a = d.activeElement; continue; }
+    }
+    break;
+  }
+  return a;
+})()";
 
 /// Digests JSON (object keys in their order; scroll offsets left out: scrolling alone does not change the tree).
 fn hash_value(v: &Value, h: &mut impl std::hash::Hasher) {
@@ -458,36 +415,6 @@ fn session_key(digest: u64, frame_ids: &[String], epochs: &HashMap<String, u64>)
         epochs.get(id).hash(&mut h);
     }
     h.finish()
-}
-
-/// Parsed accessibility trees of a tab's sessions, each kept with the page state it was read in and reused while
-/// the session's state is the same (see [`StateReader::read`]).
-#[derive(Debug, Default)]
-pub(crate) struct AxCache {
-    entries: HashMap<SessionId, (u64, HashMap<String, Arc<AxTree>>)>,
-    /// [`STATE_WORLD`] per session: (document epoch of the session's top frame, execution context).
-    worlds: HashMap<SessionId, (u64, i64)>,
-}
-
-impl AxCache {
-    fn world(&self, session: &SessionId, epoch: u64) -> Option<i64> {
-        self.worlds.get(session).filter(|(e, _)| *e == epoch).map(|(_, id)| *id)
-    }
-
-    fn get(&self, session: &SessionId, key: u64) -> Option<&HashMap<String, Arc<AxTree>>> {
-        self.entries.get(session).filter(|(k, _)| *k == key).map(|(_, trees)| trees)
-    }
-
-    fn put(&mut self, session: SessionId, key: u64, trees: HashMap<String, Arc<AxTree>>) {
-        self.entries.insert(session, (key, trees));
-    }
-
-    /// Forgets sessions the tab no longer has (a detached out-of-process frame).
-    fn keep_sessions<'a>(&mut self, sessions: impl Iterator<Item = &'a SessionId>) {
-        let live: HashSet<&SessionId> = sessions.collect();
-        self.entries.retain(|s, _| live.contains(s));
-        self.worlds.retain(|s, _| live.contains(s));
-    }
 }
 
 /// What one node looked like (for expectations).
@@ -1427,21 +1354,60 @@ async fn build_in(
         let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
         t.ax_cache.keep_sessions(sessions.iter().map(|(s, _)| s));
         for ((session, ids), state) in sessions.iter().zip(states) {
-            let (snapshot, digest) = state.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
-            let key = session_key(digest, ids, &epochs);
-            match t.ax_cache.get(session, key) {
-                Some(cached) => trees.extend(cached.iter().map(|(id, tree)| (id.clone(), Arc::clone(tree)))),
-                None => misses.push((session.clone(), ids.clone(), key)),
+            let state = state.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
+            let key = session_key(state.digest, ids, &epochs);
+            match t.ax_cache.entry(session).filter(|e| e.key == key) {
+                // Elements whose accessibility can change unseen are read again even when nothing else changed.
+                Some(cached) if cached.volatile.values().any(|v| !v.is_empty()) => misses.push(Miss {
+                    session: session.clone(),
+                    ids: ids.clone(),
+                    key,
+                    signature: state.signature,
+                    facts: Some(Arc::clone(&cached.facts)),
+                    base: Some(cached.clone()),
+                }),
+                Some(cached) => {
+                    p.ax_stats.reused.fetch_add(ids.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                    trees.extend(cached.trees.iter().map(|(id, tree)| (id.clone(), Arc::clone(tree))));
+                }
+                None => misses.push(Miss {
+                    session: session.clone(),
+                    ids: ids.clone(),
+                    key,
+                    signature: state.signature,
+                    base: t.ax_cache.entry(session).cloned(),
+                    facts: None,
+                }),
             }
-            snapshots.push(snapshot);
+            snapshots.push(state.snapshot);
         }
     }
-    // Misses: every frame's tree. They are cached only once the state, read again after them, is still the one
-    // read before them (`StateReader::confirm`): a cached tree always belongs to the state it is keyed by.
-    let refetch = join_all(misses.iter().map(|(session, ids, _)| {
-        join_all(
-            ids.iter().map(|id| p.call(Some(session), "Accessibility.getFullAXTree", json!({"frameId": id}), deadline)),
-        )
+    // Misses: each frame's tree is brought up to date from the session's cached entry — re-reading only the
+    // subtrees whose DOM facts changed — or read whole. The result is cached only once the state, read again after
+    // it, is still the one read before it (`StateReader::confirm`): a cached tree always belongs to its key.
+    for m in misses.iter_mut().filter(|m| m.facts.is_none()) {
+        if let Some(i) = sessions.iter().position(|(s, _)| *s == m.session) {
+            m.facts = Some(Arc::new(crate::ax::snapshot_facts(&snapshots[i])));
+        }
+    }
+    let focus = join_all(misses.iter().map(|m| async {
+        // Focus is the one script-visible state an incremental refresh follows: the elements it left and reached.
+        let base = m.base.as_ref()?;
+        let (old, new): (&str, &str) = (&base.signature, m.signature.as_deref()?);
+        if old == new || crate::ax::non_focus_state(old) != crate::ax::non_focus_state(new) {
+            return None;
+        }
+        let mut moved: Vec<i64> = base.trees.values().filter_map(|t| crate::ax::focused_backend(t)).collect();
+        moved.extend(reader.focused(&m.session).await);
+        Some(moved)
+    }))
+    .await;
+    let refetch = join_all(misses.iter().zip(&focus).map(|(m, moved)| {
+        join_all(m.ids.iter().map(|id| {
+            let plan = plan_refresh(m, id, &epochs, moved.as_deref());
+            let base = m.base.as_ref().and_then(|b| b.trees.get(id)).cloned();
+            read_tree(p, &m.session, id, plan, base, deadline)
+        }))
     }))
     .await;
     let ax_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
@@ -1449,22 +1415,29 @@ async fn build_in(
     let t_render = Instant::now();
     // Large CDP answers are freed off the observation's path.
     let mut garbage = Vec::new();
-    for ((session, ids, key), axs) in misses.into_iter().zip(refetch) {
+    for (m, axs) in misses.into_iter().zip(refetch) {
         let mut fresh = HashMap::new();
         let mut complete = true;
-        for (id, r) in ids.iter().zip(axs) {
+        for (id, r) in m.ids.iter().zip(axs) {
             match r {
-                Ok(v) => {
-                    fresh.insert(id.clone(), Arc::new(parse_ax(&v)));
-                    garbage.push(v);
+                Ok((tree, raw)) => {
+                    fresh.insert(id.clone(), tree);
+                    garbage.extend(raw);
                 }
                 Err(e) if *id == main_frame => return Err(cdp_err(&e, "reading the accessibility tree")),
                 Err(_) => complete = false, // A frame that went away mid-observation is shown as not loaded.
             }
         }
-        if complete && let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let confirm = reader.clone().confirm(session, ids, epochs.clone(), key, fresh.clone());
-            drop(rt.spawn(confirm));
+        if complete
+            && let (Some(signature), Some(facts)) = (m.signature, m.facts)
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let volatile = fresh
+                .iter()
+                .filter_map(|(id, tree)| Some((id.clone(), crate::ax::volatile(tree, facts.get(id)?))))
+                .collect();
+            let entry = Entry { key: m.key, trees: fresh.clone(), facts, signature, epochs: epochs.clone(), volatile };
+            drop(rt.spawn(reader.clone().confirm(m.session, m.ids, entry)));
         }
         trees.extend(fresh);
     }
@@ -1637,6 +1610,132 @@ async fn build_in(
         "observation built"
     );
     Ok(out)
+}
+
+/// A session whose trees are not cached for its current state.
+struct Miss {
+    session: SessionId,
+    ids: Vec<String>,
+    key: u64,
+    signature: Option<Arc<str>>,
+    /// The session's cached entry from an earlier state, if any: the base of an incremental refresh.
+    base: Option<Entry>,
+    /// The DOM facts of the current snapshot.
+    facts: Option<Arc<HashMap<String, crate::ax::FrameFacts>>>,
+}
+
+/// How one frame of a missed session is brought up to date. `moved`: the elements focus left and reached, when
+/// focus is all the page-state signature says changed (`None`: the signature says more, or nothing).
+fn plan_refresh(m: &Miss, frame: &str, epochs: &HashMap<String, u64>, moved: Option<&[i64]>) -> Refresh {
+    let Some(base) = &m.base else { return Refresh::Full("first read") };
+    let Some(signature) = &m.signature else { return Refresh::Full("page state unreadable") };
+    if base.epochs.get(frame) != epochs.get(frame) || !base.trees.contains_key(frame) {
+        return Refresh::Full("new document");
+    }
+    if moved.is_none()
+        && base.signature != *signature
+        && crate::ax::non_focus_state(&base.signature) != crate::ax::non_focus_state(signature)
+    {
+        return Refresh::Full("script-set state changed");
+    }
+    let volatile = base.volatile.get(frame).map(Vec::as_slice).unwrap_or_default();
+    if volatile.len() > crate::ax::MAX_VOLATILE {
+        return Refresh::Full("many elements that change unseen");
+    }
+    let plan = match (base.facts.get(frame), m.facts.as_ref().and_then(|f| f.get(frame))) {
+        (Some(old), Some(new)) => crate::ax::plan_frame(old, new, moved.unwrap_or_default()),
+        _ => return Refresh::Full("frame not in the snapshot"),
+    };
+    if volatile.is_empty() {
+        return plan;
+    }
+    let (mut subtrees, mut nodes) = match plan {
+        Refresh::Reuse => (Vec::new(), Vec::new()),
+        Refresh::Partial { subtrees, nodes } => (subtrees, nodes),
+        full @ Refresh::Full(_) => return full,
+    };
+    for &(b, whole) in volatile {
+        let list = if whole { &mut subtrees } else { &mut nodes };
+        if !list.contains(&b) {
+            list.push(b);
+        }
+    }
+    Refresh::Partial { subtrees, nodes }
+}
+
+/// Brings one frame's tree up to date as planned; a subtree refresh that fails or does not merge reads the whole
+/// tree instead. Returns the tree and the raw answer to free later.
+async fn read_tree(
+    p: &ChromiumProvider,
+    session: &SessionId,
+    frame: &str,
+    plan: Refresh,
+    base: Option<Arc<AxTree>>,
+    deadline: Instant,
+) -> Result<(Arc<AxTree>, Option<Value>), browserd_cdp::CdpError> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let why = match (plan, base) {
+        (Refresh::Reuse, Some(base)) => {
+            p.ax_stats.reused.fetch_add(1, Relaxed);
+            return Ok((base, None));
+        }
+        (Refresh::Partial { subtrees, nodes }, Some(base)) => {
+            let roots: Vec<(i64, bool)> =
+                subtrees.iter().map(|b| (*b, true)).chain(nodes.iter().map(|b| (*b, false))).collect();
+            let reads = join_all(roots.iter().map(|&(b, whole)| async move {
+                let q = async {
+                    if !whole {
+                        return Ok(Value::Null);
+                    }
+                    p.call(Some(session), "Accessibility.queryAXTree", json!({"backendNodeId": b}), deadline).await
+                };
+                let r = p.call(
+                    Some(session),
+                    "Accessibility.getPartialAXTree",
+                    json!({"backendNodeId": b, "fetchRelatives": true}),
+                    deadline,
+                );
+                let (q, r) = tokio::join!(q, r);
+                let nodes = |v: Value| match v {
+                    Value::Object(mut o) => match o.remove("nodes") {
+                        Some(Value::Array(a)) => a,
+                        _ => Vec::new(),
+                    },
+                    _ => Vec::new(),
+                };
+                Ok::<_, browserd_cdp::CdpError>(SubtreeRead {
+                    backend: b,
+                    whole,
+                    subtree: nodes(q?),
+                    relatives: nodes(r?),
+                })
+            }))
+            .await;
+            match reads.into_iter().collect::<Result<Vec<_>, _>>() {
+                Ok(reads) => match crate::ax::merge(&base, &reads) {
+                    Some(tree) => {
+                        p.ax_stats.subtrees.fetch_add(1, Relaxed);
+                        tracing::debug!(
+                            frame,
+                            subtrees = subtrees.len(),
+                            nodes = nodes.len(),
+                            "accessibility tree refreshed by subtree"
+                        );
+                        return Ok((Arc::new(tree), None));
+                    }
+                    None => "subtree reads did not merge",
+                },
+                Err(browserd_cdp::CdpError::Protocol { .. }) => "a subtree read was refused",
+                Err(e) => return Err(e),
+            }
+        }
+        (Refresh::Full(why), _) => why,
+        (_, None) => "nothing cached",
+    };
+    p.ax_stats.full.fetch_add(1, Relaxed);
+    tracing::debug!(frame, why, "accessibility tree read whole");
+    let v = p.call(Some(session), "Accessibility.getFullAXTree", json!({"frameId": frame}), deadline).await?;
+    Ok((Arc::new(crate::ax::parse_full(&v)), Some(v)))
 }
 
 fn origin_of(url: &str) -> String {

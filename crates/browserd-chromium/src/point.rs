@@ -5,11 +5,13 @@ use std::collections::VecDeque;
 
 use std::time::Instant;
 
-use browserd_cdp::{CdpError, SessionId};
+use browserd_cdp::SessionId;
+use browserd_core::provider::TabHandle;
 use browserd_protocol::{ImagePoint, codes};
 use serde_json::json;
 
 use crate::provider::ChromiumProvider;
+use crate::world::{self, WorldError};
 
 /// How many screenshots per tab keep their geometry for coordinate actions.
 pub(crate) const IMAGE_WINDOW: usize = 8;
@@ -43,21 +45,20 @@ pub(crate) struct Viewport {
     pub(crate) dpr: f64,
 }
 
-/// Reads the top-level viewport of a page session the way screenshots record it.
+/// Reads the top-level viewport of a page session the way screenshots record it. The device pixel ratio is read in
+/// browserd's isolated world: the page's own `devicePixelRatio` is replaceable, and a forged one would map a
+/// screenshot point to another place than the one shown.
 pub(crate) async fn current_viewport(
     p: &ChromiumProvider,
+    tab: TabHandle,
     session: &SessionId,
     deadline: Instant,
-) -> Result<Viewport, CdpError> {
-    let m = p.call(Some(session), "Page.getLayoutMetrics", json!({}), deadline).await?;
-    let d = p
-        .call(
-            Some(session),
-            "Runtime.evaluate",
-            json!({"expression": "window.devicePixelRatio", "returnByValue": true}),
-            deadline,
-        )
-        .await?;
+) -> Result<Viewport, WorldError> {
+    let (m, dpr) = tokio::join!(
+        p.call(Some(session), "Page.getLayoutMetrics", json!({}), deadline),
+        world::eval(p, tab, session, "window.devicePixelRatio", deadline),
+    );
+    let (m, dpr) = (m.map_err(WorldError::Link)?, dpr?);
     let vv = &m["cssVisualViewport"];
     let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
     Ok(Viewport {
@@ -66,7 +67,7 @@ pub(crate) async fn current_viewport(
         scroll_x: vv["pageX"].as_f64().unwrap_or(0.0),
         scroll_y: vv["pageY"].as_f64().unwrap_or(0.0),
         zoom,
-        dpr: d["result"]["value"].as_f64().unwrap_or(1.0) * zoom,
+        dpr: dpr.as_f64().unwrap_or(1.0) * zoom,
     })
 }
 

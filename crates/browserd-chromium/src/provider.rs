@@ -66,6 +66,8 @@ pub struct ChromiumProvider {
     discovered: tokio::sync::OnceCell<()>,
     /// Advanced-tier records (console/network rings); empty until the first advanced call.
     pub(crate) advanced: crate::advanced::Advanced,
+    /// How observations got their accessibility trees.
+    pub(crate) ax_stats: crate::ax::AxCounters,
 }
 
 impl std::fmt::Debug for ChromiumProvider {
@@ -119,6 +121,7 @@ impl ChromiumProvider {
             pump,
             discovered: tokio::sync::OnceCell::new(),
             advanced: crate::advanced::Advanced::default(),
+            ax_stats: crate::ax::AxCounters::default(),
         })
     }
 
@@ -153,6 +156,20 @@ impl ChromiumProvider {
             OpContext::new(browserd_core::provider::SessionKey("connect".into()), Duration::from_secs(10), "connect");
         provider.connect(&ctx).await?;
         Ok(provider)
+    }
+
+    /// How observations on this connection got their accessibility trees so far (frame reads by kind): for
+    /// benchmarks and diagnostics.
+    pub fn ax_stats(&self) -> crate::ax::AxStats {
+        self.ax_stats.snapshot()
+    }
+
+    /// Drops every cached accessibility tree, so that each tab's next observation reads its trees whole (the
+    /// reference an incremental refresh is checked against; also a diagnostic when a page looks wrong).
+    pub fn clear_ax_cache(&self) {
+        for t in self.st().tabs.values_mut() {
+            t.ax_cache = crate::ax::AxCache::default();
+        }
     }
 
     pub(crate) fn st(&self) -> MutexGuard<'_, State> {

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::observe::{RefError, resolve_ref};
 use crate::point::{ImageGeom, Viewport, current_viewport};
 use crate::provider::{ChromiumProvider, cdp_err, gone};
+use crate::world::WorldError;
 
 static IMAGES: AtomicU64 = AtomicU64::new(0);
 
@@ -40,16 +41,19 @@ pub(crate) async fn capture(
     let sx = vv["pageX"].as_f64().unwrap_or(0.0);
     let sy = vv["pageY"].as_f64().unwrap_or(0.0);
     let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
-    let dpr_v = p
-        .call(
-            Some(&session),
-            "Runtime.evaluate",
-            json!({"expression": "window.devicePixelRatio", "returnByValue": true}),
-            deadline,
-        )
-        .await
-        .map_err(|e| cdp_err(&e, "reading the device pixel ratio"))?;
-    let dpr = dpr_v["result"]["value"].as_f64().unwrap_or(1.0) * zoom;
+    // Read in browserd's isolated world: the page's `devicePixelRatio` is replaceable, and a forged one would make
+    // the image's recorded geometry map points to places other than the ones shown.
+    let dpr_v = crate::world::eval(p, tab, &session, "window.devicePixelRatio", deadline).await.map_err(|e| match e {
+        WorldError::Link(e) => cdp_err(&e, "reading the device pixel ratio"),
+        e => ProviderError::new(
+            ProviderErrorKind::Refused,
+            format!(
+                "reading the device pixel ratio: {e}; browserd never takes it from the page's own world — retry, and \
+                 if it keeps failing observe the page instead"
+            ),
+        ),
+    })?;
+    let dpr = dpr_v.as_f64().unwrap_or(1.0) * zoom;
     let (mut cur_x, mut cur_y) = (sx, sy);
     let (x, y, w, h, beyond) = if let Some(target) = &opts.target {
         let res = match resolve_ref(p, tab, target.as_str()) {
@@ -110,7 +114,7 @@ pub(crate) async fn capture(
     if beyond {
         // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
         // Chromium: record the viewport the page has now, which is what later coordinate actions are checked against.
-        if let Ok(v) = current_viewport(p, &session, deadline).await {
+        if let Ok(v) = current_viewport(p, tab, &session, deadline).await {
             (vw, vh) = (v.width, v.height);
             (cur_x, cur_y) = (v.scroll_x, v.scroll_y);
         }

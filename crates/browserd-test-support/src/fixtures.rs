@@ -207,7 +207,10 @@ const PAGES: &[FixturePage] = &[
     },
 ];
 
-/// Static files embedded at build time, by path.
+/// Static files embedded at build time, by path. Pages here but not in [`PAGES`] serve one test each and are kept out
+/// of the index and the benchmarks: `/hostile.html`, `/hostile-actions.html` and its cross-site `/hostile-frame.html`
+/// (pages whose scripts lie to anything running in their world), `/transient-cover.html`. A page names the other
+/// site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -230,6 +233,8 @@ const STATIC: &[(&str, &str)] = &[
     ("/never-idle.html", include_str!("../fixtures/never-idle.html")),
     ("/clickables.html", include_str!("../fixtures/clickables.html")),
     ("/hostile.html", include_str!("../fixtures/hostile.html")),
+    ("/hostile-actions.html", include_str!("../fixtures/hostile-actions.html")),
+    ("/hostile-frame.html", include_str!("../fixtures/hostile-frame.html")),
     ("/transient-cover.html", include_str!("../fixtures/transient-cover.html")),
 ];
 
@@ -395,13 +400,12 @@ fn typed(status: StatusCode, content_type: &'static str, body: String) -> Respon
     response
 }
 
-async fn static_file(uri: Uri) -> Response {
+async fn static_file(State(state): State<SiteState>, uri: Uri) -> Response {
     let path = uri.path();
     match STATIC.iter().find(|(p, _)| *p == path) {
-        Some((p, body)) => {
-            let content_type = if p.ends_with(".css") { "text/css; charset=utf-8" } else { "text/html; charset=utf-8" };
-            typed(StatusCode::OK, content_type, (*body).to_owned())
-        }
+        Some((p, body)) if p.ends_with(".css") => typed(StatusCode::OK, "text/css; charset=utf-8", (*body).to_owned()),
+        // Pages that embed the other site name it as `{{OTHER_ORIGIN}}`.
+        Some((_, body)) => html(body.replace("{{OTHER_ORIGIN}}", &state.other_origin)),
         None => typed(
             StatusCode::NOT_FOUND,
             "text/plain; charset=utf-8",

@@ -1,0 +1,295 @@
+//! Real-Chromium differential tests of the incremental accessibility-tree refresh: after each DOM or state change,
+//! the observation built by re-reading only the changed subtrees must equal the one built from whole trees read
+//! fresh (the cache cleared), and the refresh must really have been incremental where the change allows it.
+mod common;
+
+use std::time::Duration;
+
+use browserd_chromium::AxStats;
+use browserd_core::provider::Provider;
+use browserd_protocol::Observation;
+use common::{Page, ctx, env};
+
+/// How a change must be refreshed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// By subtree reads only (no whole-tree read).
+    Subtrees,
+    /// Whole trees (the change cannot be bounded).
+    Full,
+    /// Either (random changes).
+    Any,
+}
+
+fn stats() -> AxStats {
+    env().provider.ax_stats()
+}
+
+async fn run(page: &Page, script: &str) {
+    let params = browserd_protocol::tools::EvaluateParams {
+        tab: browserd_protocol::TabId(page.tab.0),
+        expression: script.to_owned(),
+        await_promise: true,
+    };
+    let r = env().provider.evaluate(&ctx(), page.tab, &params).await.unwrap();
+    assert_eq!(r.exception, None, "the change script ran: {script}");
+}
+
+/// Observes until the page's trees are cached for its current state: an observation reads no tree whole (and
+/// re-reads at most the elements that are read at every observation).
+async fn settle(page: &Page) -> Observation {
+    for _ in 0..100 {
+        let before = stats();
+        let o = page.observe().await;
+        let after = stats();
+        if after.full == before.full && (after.reused > before.reused || after.subtrees > before.subtrees) {
+            return o;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the page's trees were never cached: is the page still changing?");
+}
+
+/// Applies `script`, observes (incremental), then observes again from whole trees, and compares.
+async fn check(page: &Page, what: &str, script: &str, expect: Expect) -> Observation {
+    settle(page).await;
+    run(page, script).await;
+    let before = stats();
+    let incremental = page.observe().await;
+    let after = stats();
+    let (subtrees, full) = (after.subtrees - before.subtrees, after.full - before.full);
+    match expect {
+        Expect::Subtrees => {
+            assert!(
+                subtrees > 0 && full == 0,
+                "{what}: refreshed by subtrees ({subtrees}) without whole reads ({full})"
+            )
+        }
+        Expect::Full => assert!(full > 0, "{what}: read whole ({full}), subtrees {subtrees}"),
+        Expect::Any => {}
+    }
+    env().provider.clear_ax_cache();
+    let reference = page.observe().await;
+    assert_eq!(incremental.content, reference.content, "{what}: incremental and whole-tree observations differ");
+    assert_eq!(incremental.focused, reference.focused, "{what}: focus");
+    assert_eq!(incremental.modal, reference.modal, "{what}: modal");
+    assert_eq!(incremental.title, reference.title, "{what}: title");
+    incremental
+}
+
+const PAGE: &str = "data:text/html,<title>Inc</title>
+<main><h1 id=h>Orders</h1>
+<p>Intro <b>text</b></p>
+<span id=lbl>Customer</span><input id=cust aria-labelledby=lbl>
+<span id=desc>Required field</span><input id=d aria-label=Described aria-describedby=desc>
+<label>Phone <input id=phone></label>
+<label for=mail id=maillabel>Mail</label><input id=mail>
+<button id=save>Save</button>
+<button id=tog aria-expanded=false aria-controls=panel>More</button>
+<div id=panel hidden><a href='x.html'>Hidden link</a></div>
+<input type=checkbox id=cb aria-label=Agree>
+<select id=sel aria-label=Country><option value=a>Alpha</option><option value=b>Beta</option></select>
+<ul id=list><li>One <button>Edit</button></li><li>Two <button>Edit</button></li></ul>
+<table><caption>People</caption><tr><th>Name</th><th>Age</th></tr><tr><td>Ann</td><td>30</td></tr></table>
+<div id=host></div>
+<details id=det><summary>Details</summary><p>Inside</p></details>
+<p id=count>Count: 0</p>
+<div id=filler></div>
+</main>
+<script>
+const r = document.getElementById('host').attachShadow({mode: 'open'});
+r.innerHTML = '<button id=inner>Shadow button</button><span>shadow text</span>';
+const f = document.getElementById('filler');
+for (let i = 0; i < 60; i++) { const p = document.createElement('p'); p.textContent = 'Filler ' + i; f.appendChild(p); }
+</script>";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subtree_refreshes_match_whole_tree_reads() {
+    use Expect::{Full, Subtrees};
+    let page = Page::open(PAGE).await;
+    let cases: &[(&str, &str, Expect)] = &[
+        ("text of a heading", "document.getElementById('h').textContent = 'Invoices'", Subtrees),
+        ("text inside a button", "document.getElementById('save').textContent = 'Store'", Subtrees),
+        ("counter text", "document.getElementById('count').textContent = 'Count: 1'", Subtrees),
+        (
+            "text of a button beside a list marker",
+            "document.querySelector('#list li button').textContent = 'Change'",
+            Subtrees,
+        ),
+        ("labelledby target text", "document.getElementById('lbl').textContent = 'Client'", Subtrees),
+        ("describedby target text", "document.getElementById('desc').textContent = 'Optional'", Subtrees),
+        ("text of an enclosing label", "document.querySelector('label').firstChild.data = 'Mobile '", Subtrees),
+        ("text of a for-label", "document.getElementById('maillabel').textContent = 'E-mail'", Subtrees),
+        ("for-label retargeted", "document.getElementById('maillabel').htmlFor = 'phone'", Subtrees),
+        ("value set by script", "document.getElementById('mail').value = 'a@b.c'", Subtrees),
+        ("checked set by script", "document.getElementById('cb').checked = true", Subtrees),
+        ("select value", "document.getElementById('sel').value = 'b'", Subtrees),
+        ("disabled", "document.getElementById('save').disabled = true", Subtrees),
+        ("aria-label", "document.getElementById('tog').setAttribute('aria-label', 'Show more')", Subtrees),
+        (
+            "expanded and shown",
+            "document.getElementById('tog').setAttribute('aria-expanded', 'true'); \
+             document.getElementById('panel').hidden = false",
+            Subtrees,
+        ),
+        ("hidden again", "document.getElementById('panel').style.display = 'none'", Subtrees),
+        ("aria-hidden", "document.getElementById('list').setAttribute('aria-hidden', 'true')", Subtrees),
+        ("aria-hidden removed", "document.getElementById('list').removeAttribute('aria-hidden')", Subtrees),
+        (
+            "list item added",
+            "const li = document.createElement('li'); li.innerHTML = 'Three <button>Edit</button>'; \
+             document.getElementById('list').appendChild(li)",
+            Subtrees,
+        ),
+        ("list item removed", "document.querySelector('#list li').remove()", Subtrees),
+        (
+            "table row added",
+            "document.querySelector('table').insertRow().innerHTML = '<td>Bob</td><td>41</td>'",
+            Subtrees,
+        ),
+        ("role changed", "document.getElementById('count').setAttribute('role', 'status')", Subtrees),
+        (
+            "shadow DOM text",
+            "document.getElementById('host').shadowRoot.getElementById('inner').textContent = 'Shadow saved'",
+            Subtrees,
+        ),
+        ("details opened", "document.getElementById('det').open = true", Subtrees),
+        ("focus moved", "document.getElementById('phone').focus()", Subtrees),
+        (
+            "focus moved into a shadow root",
+            "document.getElementById('host').shadowRoot.getElementById('inner').focus()",
+            Subtrees,
+        ),
+        ("focus left", "document.activeElement.blur(); document.body.focus()", Subtrees),
+        ("element moved", "document.getElementById('h').after(document.getElementById('save'))", Subtrees),
+        (
+            "most of the main element replaced",
+            "document.querySelector('main').insertAdjacentHTML('afterbegin', '<h2>New</h2><button>Only</button>')",
+            Subtrees,
+        ),
+        ("title changed", "document.title = 'Inc 2'", Full),
+        (
+            "style added",
+            "const s = document.createElement('style'); s.textContent = 'b { display: none }'; document.head.appendChild(s)",
+            Full,
+        ),
+        ("indeterminate (script-set state)", "document.getElementById('cb').indeterminate = true", Full),
+    ];
+    for (what, script, expect) in cases {
+        check(&page, what, script, *expect).await;
+    }
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_refresh_by_subtree_too() {
+    let page = Page::open("/iframes.html").await;
+    let o = check(
+        &page,
+        "text in a same-origin frame",
+        "document.querySelector('iframe').contentDocument.body.querySelector('p').textContent = 'Changed inner'",
+        Expect::Subtrees,
+    )
+    .await;
+    assert!(o.content.contains("Changed inner"), "{}", o.content);
+    check(&page, "text in the main frame", "document.querySelector('h1').textContent = 'Frames'", Expect::Subtrees)
+        .await;
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_page_refreshes_one_changed_element() {
+    let page = Page::open("/gen/elements?n=1000").await;
+    let o = check(
+        &page,
+        "one button of 1000 elements",
+        "document.querySelector('main button').textContent = 'Renamed'",
+        Expect::Subtrees,
+    )
+    .await;
+    assert!(o.content.contains("button \"Renamed\""), "{}", o.content);
+    page.close().await;
+}
+
+/// A seeded series of random changes (text, attributes, visibility, insertions, removals, moves, values, focus) on
+/// a generated page: after every one the incremental observation equals the whole-tree one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_changes_match_whole_tree_reads() {
+    let page = Page::open("/gen/elements?n=100").await;
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    const OPS: &[&str] = &[
+        "e.textContent = 'Changed ' + K",
+        "e.setAttribute('aria-label', 'Label ' + K)",
+        "e.hidden = !e.hidden",
+        "e.setAttribute('aria-hidden', e.getAttribute('aria-hidden') === 'true' ? 'false' : 'true')",
+        "e.style.display = e.style.display === 'none' ? '' : 'none'",
+        "const n = document.createElement('button'); n.textContent = 'Added ' + K; e.appendChild(n)",
+        "if (e.parentElement && e.parentElement !== document.body) e.remove()",
+        "const t = all[(K * 7) % all.length]; if (!t.contains(e) && !e.contains(t)) t.after(e)",
+        "if ('value' in e && e.tagName !== 'BUTTON') e.value = 'v' + K",
+        "if ('checked' in e) e.checked = !e.checked",
+        "if ('disabled' in e) e.disabled = !e.disabled",
+        "e.setAttribute('role', ['button', 'status', 'note', 'link'][K % 4])",
+        "if (e.focus) e.focus()",
+        "e.setAttribute('tabindex', '0')",
+        "e.insertAdjacentHTML('beforeend', '<span>more ' + K + '</span>')",
+    ];
+    let mut incremental = 0;
+    for step in 0..60 {
+        let op = OPS[(next() % OPS.len() as u64) as usize];
+        let k = next() % 10_000;
+        let script = format!(
+            "(() => {{ const all = document.querySelectorAll('main *'); if (!all.length) return; const K = {k}; \
+             const e = all[K % all.length]; {op}; }})()"
+        );
+        let before = stats();
+        check(&page, &format!("step {step}: {op} (K={k})"), &script, Expect::Any).await;
+        if stats().subtrees > before.subtrees {
+            incremental += 1;
+        }
+    }
+    assert!(incremental >= 30, "most random changes are refreshed by subtree: {incremental} of 60");
+    page.close().await;
+}
+
+/// What no DOM snapshot or page-state signature shows — a custom element's `ElementInternals` states, focus moving
+/// inside a closed shadow root — is read again at every observation, cached trees or not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn states_the_snapshot_cannot_see_are_read_every_time() {
+    let page = Page::open(
+        "data:text/html,<title>Unseen</title><p>Custom widgets</p>
+         <my-check id=c tabindex=0>Agree</my-check><div id=h></div>
+         <script>
+         customElements.define('my-check', class extends HTMLElement {
+           constructor() { super(); this.i = this.attachInternals(); this.i.role = 'checkbox'; this.i.ariaChecked = 'false'; }
+         });
+         const root = document.getElementById('h').attachShadow({mode: 'closed'});
+         root.innerHTML = '<button id=a>First</button><button id=b>Second</button>';
+         window.focusIn = (id) => root.getElementById(id).focus();
+         </script>",
+    )
+    .await;
+    let first = page.observe().await;
+    assert!(first.content.contains("checkbox \"Agree\" unchecked"), "{}", first.content);
+    // Cached trees for this state (an observation that reads nothing whole).
+    let _ = page.observe().await;
+    let o =
+        check(&page, "ElementInternals state", "document.getElementById('c').i.ariaChecked = 'true'", Expect::Subtrees)
+            .await;
+    assert!(o.content.contains("checkbox \"Agree\" checked"), "{}", o.content);
+    let o = check(&page, "focus into a closed shadow root", "focusIn('a')", Expect::Any).await;
+    let focused = |o: &Observation, name: &str| {
+        let line = o.content.lines().find(|l| l.contains(&format!("button \"{name}\""))).expect("the button is shown");
+        o.focused.as_ref().is_some_and(|f| line.contains(&format!("[{}]", f.as_str())))
+    };
+    assert!(focused(&o, "First"), "{o:#?}");
+    let o = check(&page, "focus moved inside the closed shadow root", "focusIn('b')", Expect::Subtrees).await;
+    assert!(focused(&o, "Second"), "{o:#?}");
+    page.close().await;
+}
