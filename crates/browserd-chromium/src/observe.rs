@@ -214,7 +214,8 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
 /// What the accessibility tree depends on that a DOM snapshot does not show: the focused element (per document and
 /// open shadow root), and elements in states set by script without an attribute (indeterminate, invalid, open
 /// popover, modal). An in-process frame whose document cannot be read while it holds the focus makes the state
-/// unique, so nothing is reused for it.
+/// unique, so nothing is reused for it. Returned as `[document.readyState, location.href, signature]`: the first two
+/// tell whether the document is ready to be observed (no extra round trip for it), only the signature is state.
 const PAGE_STATE: &str = r"(() => {
   const out = [];
   const idx = (e) => { let i = 0; while ((e = e.previousElementSibling)) i++; return i; };
@@ -234,7 +235,7 @@ const PAGE_STATE: &str = r"(() => {
       }
     }
   }
-  return out.join(' ');
+  return [document.readyState, location.href, out.join(' ')];
 })()";
 
 /// The isolated world [`PAGE_STATE`] runs in: page scripts can neither see nor patch what runs there.
@@ -314,13 +315,15 @@ impl StateReader {
         let snapshot = snapshot?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
         hash_value(&snapshot, &mut h);
-        let signature: Option<Arc<str>> = signature.as_ref().and_then(|v| v["result"]["value"].as_str()).map(Arc::from);
+        let value = signature.as_ref().map(|v| &v["result"]["value"]);
+        let signature: Option<Arc<str>> = value.and_then(|v| v[2].as_str()).map(Arc::from);
+        let document = value.and_then(|v| Some((v[0].as_str()?.to_owned(), v[1].as_str()?.to_owned())));
         match &signature {
             Some(s) => s.hash(&mut h),
             // No signature (e.g. a context being replaced): a state no other read has.
             None => Instant::now().hash(&mut h),
         }
-        Ok(PageState { snapshot, digest: h.finish(), signature })
+        Ok(PageState { snapshot, digest: h.finish(), signature, document })
     }
 
     /// The backend node id of the element that has the focus in a session's documents (through open shadow roots
@@ -353,6 +356,8 @@ struct PageState {
     snapshot: Value,
     digest: u64,
     signature: Option<Arc<str>>,
+    /// The top document's `readyState` and URL (`None` when the state could not be read).
+    document: Option<(String, String)>,
 }
 
 /// The deepest focused element: `document.activeElement`, then into open shadow roots and same-process frames.
@@ -440,6 +445,9 @@ pub(crate) struct Built {
     pub(crate) url: String,
     /// The items a windowed read showed.
     pub(crate) window: Option<WindowShown>,
+    /// The main document was ready to be observed: loaded past `loading`, and not the initial blank document of a
+    /// tab that is opening a page (see [`note_document`]).
+    pub(crate) ready: bool,
 }
 
 struct FrameMeta {
@@ -1287,10 +1295,12 @@ pub(crate) async fn build(
     max_bytes: usize,
     deadline: Instant,
 ) -> Result<Built, ProviderError> {
-    build_in(p, tab, within, None, max_nodes, max_bytes, deadline).await
+    build_in(p, tab, within, None, max_nodes, max_bytes, true, deadline).await
 }
 
-/// [`build`], showing only the items `offset..offset + limit` of `within` when `window` is given.
+/// [`build`], showing only the items `offset..offset + limit` of `within` when `window` is given. Unless `force`, a
+/// main document that is not ready yet ends the build right after the page-state read, with `ready: false`.
+#[allow(clippy::too_many_arguments)]
 async fn build_in(
     p: &ChromiumProvider,
     tab: TabHandle,
@@ -1298,6 +1308,7 @@ async fn build_in(
     window: Option<(u32, u32)>,
     max_nodes: u32,
     max_bytes: usize,
+    force: bool,
     deadline: Instant,
 ) -> Result<Built, ProviderError> {
     let main_session = p.ensure_attached(tab, deadline).await?;
@@ -1305,7 +1316,7 @@ async fn build_in(
         let st = p.st();
         let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
         if t.dialog.is_some() {
-            return Ok(Built { url: t.url.clone(), title: t.title.clone(), ..Default::default() });
+            return Ok(Built { url: t.url.clone(), title: t.title.clone(), ready: true, ..Default::default() });
         }
         let mut sessions: Vec<(SessionId, Vec<String>)> = vec![(main_session.clone(), Vec::new())];
         let mut frames: Vec<(&String, &crate::state::Frame)> = t.frames.iter().collect();
@@ -1346,6 +1357,13 @@ async fn build_in(
         let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
         t.frames.iter().map(|(id, f)| (id.clone(), f.doc_epoch)).collect()
     };
+    let ready = match states.first() {
+        Some(Ok(PageState { document: Some((state, href)), .. })) => note_document(p, tab, state, href),
+        _ => false, // A document being replaced: look again.
+    };
+    if !ready && !force {
+        return Ok(Built::default());
+    }
     let mut snapshots = Vec::with_capacity(sessions.len());
     let mut misses = Vec::new();
     let mut trees: HashMap<String, Arc<AxTree>> = HashMap::new();
@@ -1601,6 +1619,7 @@ async fn build_in(
     }
     out.frames = summaries;
     out.url = url;
+    out.ready = ready;
     tracing::debug!(
         snap_ms,
         ax_ms,
@@ -1611,6 +1630,50 @@ async fn build_in(
     );
     Ok(out)
 }
+
+/// Records what the main document said of itself and tells whether it is ready to be observed: past `loading`, and
+/// not the initial blank document of a tab that is opening a page.
+fn note_document(p: &ChromiumProvider, tab: TabHandle, state: &str, href: &str) -> bool {
+    let blank = href.is_empty() || href == "about:blank";
+    let mut st = p.st();
+    let Some(t) = st.tabs.get_mut(&tab) else { return true };
+    let expects_page = t.awaiting_url.is_some() || (!t.url.is_empty() && t.url != "about:blank");
+    if !blank {
+        // A real document is showing: from now on an about:blank is the page's own choice. The target-info event
+        // with its URL may still be on its way: the page's own word is newer.
+        t.awaiting_url = None;
+        if t.url.is_empty() || t.url == "about:blank" {
+            href.clone_into(&mut t.url);
+        }
+    }
+    state != "loading" && !(expects_page && blank)
+}
+
+/// Waits (until `stop`) for the main document to be ready to be observed (see [`note_document`]), looking at its
+/// `readyState` and URL every [`READY_POLL`].
+async fn wait_until_ready(p: &ChromiumProvider, tab: TabHandle, stop: Instant) -> Result<(), ProviderError> {
+    let session = p.ensure_attached(tab, stop).await?;
+    let expr = json!({"expression": "[document.readyState, location.href]", "returnByValue": true});
+    loop {
+        let ready = match p.call(Some(&session), "Runtime.evaluate", expr.clone(), stop).await {
+            Ok(v) => {
+                let value = &v["result"]["value"];
+                note_document(p, tab, value[0].as_str().unwrap_or("loading"), value[1].as_str().unwrap_or(""))
+            }
+            // A navigation can destroy the context mid-call; look again.
+            Err(_) => false,
+        };
+        if ready || Instant::now() + READY_POLL >= stop {
+            return Ok(());
+        }
+        tokio::time::sleep(READY_POLL).await;
+    }
+}
+
+/// The longest an observation waits for a loading document before it reports `loadState: loading` instead.
+const READY_WAIT_CAP: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often a document that is not ready is looked at again.
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(15);
 
 /// A session whose trees are not cached for its current state.
 struct Miss {
@@ -2088,7 +2151,14 @@ pub(crate) async fn observe(
     if let (Some((offset, _)), Some((_, backend)), Some(session)) = (window, &within, &within_session) {
         scroll_window_into_view(p, session, *backend, offset, deadline).await?;
     }
-    let built = build_in(p, tab, within.clone(), window, max_nodes, max_bytes, deadline).await?;
+    // The page-state read of the build also says whether the document is ready: a document still loading (or the
+    // initial blank document of an opening tab) is waited for, up to `READY_WAIT_CAP`, then observed as it is.
+    let stop = deadline.min(Instant::now() + READY_WAIT_CAP);
+    let mut built = build_in(p, tab, within.clone(), window, max_nodes, max_bytes, false, deadline).await?;
+    if !built.ready {
+        wait_until_ready(p, tab, stop).await?;
+        built = build_in(p, tab, within.clone(), window, max_nodes, max_bytes, true, deadline).await?;
+    }
     commit_seen(p, tab, &built.nodes);
     let mut obs = Observation {
         window: built.window,
