@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use browserd_test_support::fixtures::BenchElement;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::observer::Addressable;
 
 /// How many of a page's interactive elements an observation makes addressable.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AddressabilityReport {
     /// Interactive elements on the page (ground truth).
     pub interactive: usize,

@@ -163,7 +163,7 @@ fn act_args(tab: u64, params: ActParams) -> Result<Value, String> {
 fn observed(value: Value) -> Result<(), String> {
     let observation: Observation =
         serde_json::from_value(value).map_err(|e| format!("browser_observe did not return an observation: {e}"))?;
-    if observation.content.is_empty() {
+    if observation.untrusted_content.is_empty() {
         return Err("the observation has no content".into());
     }
     Ok(())
@@ -359,7 +359,7 @@ async fn broker_act(broker: &Broker, site: &FixtureSite, n: usize, out: &mut Out
         bt.navigate(&site.url(CLICK_PAGE)).await?;
         let observation: Observation = serde_json::from_value(bt.observe().await?)
             .map_err(|e| format!("browser_observe did not return an observation: {e}"))?;
-        let target = find_ref(&observation.content, "button", CLICK_NAME)
+        let target = find_ref(&observation.untrusted_content, "button", CLICK_NAME)
             .ok_or_else(|| format!("no button {CLICK_NAME:?} with a ref in the observation"))?;
         // The same click as in process: the clicked button has the focus afterwards.
         let params = ActParams::new(ActionKind::Click)

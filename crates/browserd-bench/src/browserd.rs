@@ -235,7 +235,7 @@ impl BrowserdObserver {
         }
         let (text, observation) = last.unwrap_or_default();
         let omitted_nodes = observation.truncated.map(|t| t.omitted_nodes);
-        Ok(Observation { text, content: Some(observation.content), ms_runs, omitted_nodes, failures: 0 })
+        Ok(Observation { text, content: Some(observation.untrusted_content), ms_runs, omitted_nodes, failures: 0 })
     }
 
     async fn click_open(
@@ -247,7 +247,7 @@ impl BrowserdObserver {
         runs: usize,
     ) -> Result<Observation, ObserverError> {
         let (_, observation, _) = self.observe_once(url, tab).await?;
-        let target = find_ref(&observation.content, role, name).ok_or_else(|| {
+        let target = find_ref(&observation.untrusted_content, role, name).ok_or_else(|| {
             self.page_error(url, format!("no {role} {name:?} with a ref in the observation (or several of them)"))
         })?;
         let mut ms_runs = Vec::with_capacity(runs);
@@ -422,10 +422,11 @@ fn serialise_error(e: &serde_json::Error) -> browserd_core::provider::ProviderEr
     )
 }
 
-/// The `content` of a serialised `Observation`; `text` itself when it is not one (already the line rendering).
+/// The `untrustedContent` of a serialised `Observation`; `text` itself when it is not one (already the line
+/// rendering).
 pub fn observation_content(text: &str) -> String {
     match serde_json::from_str::<browserd_protocol::Observation>(text) {
-        Ok(o) => o.content,
+        Ok(o) => o.untrusted_content,
         Err(_) => text.to_owned(),
     }
 }
@@ -452,8 +453,8 @@ pub fn parse_line(line: &str) -> Option<(String, String, String)> {
     Some((node_ref.to_owned(), role.to_owned(), name))
 }
 
-/// Every element `content` (the line rendering) gives a ref to. `clickable` and `focusable` (operable elements
-/// without an ARIA role) are reported as `generic`, the ground truth's word for them.
+/// Every element `untrustedContent` (the line rendering) gives a ref to. `clickable` and `focusable` (operable
+/// elements without an ARIA role) are reported as `generic`, the ground truth's word for them.
 pub fn parse_refs(content: &str) -> Vec<Addressable> {
     content
         .lines()
@@ -521,13 +522,13 @@ mod tests {
 
     #[test]
     fn parses_refs_roles_names_and_states() {
-        let content = "<untrusted-page-content>\n# Clickables\n[e1] clickable \"Open the billing card\"\n\
-                       Terms:\n[e2] focusable \"Focusable panel\"\ntree \"Files\":\n  [e4] treeitem \"Documents\" branch \
-                       collapsed\n  [e12] button \"Delete\" (in listitem \"Invoice 1042\" in region \"Inbox\")\n\
-                       iframe \"Same-origin frame\" [f2]:\n  [f2e5] textbox \"Inner input\"\n\
+        let content = "# Clickables\n[e1] clickable \"Open the billing card\"\n\
+                       Terms:\n[e2] focusable \"Focusable panel\"\ntree \"Files\":\n [e4] treeitem \"Documents\" branch \
+                       collapsed\n [e12] button \"Delete\" (in \"Invoice 1042\" in \"Inbox\")\n\
+                       iframe \"Same-origin frame\" [f2]:\n [f2e5] textbox \"Inner input\"\n\
                        [e6] link \"Settings\" -> #settings-panel\n[e7] button \"Say \\\"hi\\\"\"\n\
                        [e8] region \"Inbox\":\n[e9] textbox type=email\n[x1] button \"Not a ref\"\n\
-                       [e10]button \"no space\"\n</untrusted-page-content>";
+                       [e10]button \"no space\"";
         assert_eq!(
             parse_refs(content),
             vec![
@@ -542,7 +543,7 @@ mod tests {
                 a("textbox", ""),
             ]
         );
-        assert_eq!(parse_line("  [f2e5] textbox \"Inner input\"").unwrap().0, "f2e5");
+        assert_eq!(parse_line(" [f2e5] textbox \"Inner input\"").unwrap().0, "f2e5");
     }
 
     #[test]
@@ -557,7 +558,7 @@ mod tests {
 
     #[test]
     fn find_ref_needs_exactly_one_match() {
-        let content = "[e1] button \"Save\"\n[e2] button \"Delete\" (in listitem \"A\")\n[e3] button \"Delete\"";
+        let content = "[e1] button \"Save\"\n[e2] button \"Delete\" (in \"A\")\n[e3] button \"Delete\"";
         assert_eq!(find_ref(content, "button", "Save").as_deref(), Some("e1"));
         assert_eq!(find_ref(content, "button", "Delete"), None);
         assert_eq!(find_ref(content, "link", "Save"), None);
@@ -567,7 +568,7 @@ mod tests {
     fn content_is_read_from_the_serialised_observation() {
         let observation = browserd_protocol::Observation {
             url: "http://127.0.0.1/".into(),
-            content: "<untrusted-page-content>\n[e1] button \"Go\"\n</untrusted-page-content>".into(),
+            untrusted_content: "[e1] button \"Go\"".into(),
             ..Default::default()
         };
         let text = serde_json::to_string(&observation).unwrap();

@@ -10,8 +10,8 @@ use crate::report::TimingRow;
 pub struct Observation {
     /// The observation text exactly as a model receives it (from the last of the timed calls).
     pub text: String,
-    /// The observation's page rendering without its envelope (browserd: the `content` field of the `Observation`
-    /// JSON), when the tool wraps it in one; `None` when `text` is all there is.
+    /// The observation's page rendering without its envelope (browserd: the `untrustedContent` field of the
+    /// `Observation` JSON), when the tool wraps it in one; `None` when `text` is all there is.
     pub content: Option<String>,
     /// Wall time of each timed call, in milliseconds (navigation excluded), failed calls included.
     pub ms_runs: Vec<f64>,

@@ -1,15 +1,15 @@
 //! The rows the benchmark prints: one JSON object per line with `--json`, an aligned table line otherwise.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::addressability::AddressabilityReport;
 use crate::stats::Summary;
 
-/// One observer on one page.
-#[derive(Debug, Clone, Serialize)]
+/// One observer on one page. It is read back from the JSON line of a child process too (see `run::run_in_child`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ObserveRow {
     /// `observe` (observation calls) or `act.click` (click calls; sizes are those of the click's result).
-    pub name: &'static str,
+    pub name: String,
     /// Page size in elements for generated pages; `None` (null) for hand-written fixture pages.
     pub n: Option<usize>,
     /// Which tool observed.
@@ -25,15 +25,15 @@ pub struct ObserveRow {
     pub bytes: usize,
     /// o200k_base tokens of the observation text.
     pub tokens: usize,
-    /// UTF-8 bytes of the page rendering inside the tool's envelope (browserd: `Observation.content`), when the
-    /// text has an envelope.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// UTF-8 bytes of the page rendering inside the tool's envelope (browserd: `Observation.untrusted_content`), when
+    /// the text has an envelope.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_bytes: Option<usize>,
     /// o200k_base tokens of that page rendering.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_tokens: Option<usize>,
     /// Operable nodes the observer left out (browserd's budget of 120 nodes / 80 KiB), when it truncated.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub omitted_nodes: Option<u32>,
     /// Timed calls that failed (they are included in the timings).
     pub failures: usize,
@@ -65,7 +65,7 @@ pub struct CompareRow {
     /// Page size for generated pages.
     pub n: Option<usize>,
     /// What is compared: `observe` or `act.click`.
-    pub measure: &'static str,
+    pub measure: String,
     /// Page path.
     pub page: String,
     /// The observer compared.
@@ -146,12 +146,12 @@ impl ObserveRow {
 }
 
 /// A timing-only measurement (action loop, RPC round trip, …): `{"name", "n", "p50_ms", "p95_ms", ...}`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimingRow {
     /// What was measured, e.g. `cdp.roundtrip`.
     pub name: String,
     /// Which tool, when it is a per-observer measurement.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observer: Option<String>,
     /// The size parameter of the measurement, when it has one.
     pub n: Option<usize>,

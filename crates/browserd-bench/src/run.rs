@@ -1,5 +1,11 @@
 //! The benchmark run: start the fixture site, start each observer, observe every target page, print the rows.
 //! To add an observer, implement [`Observer`] and add one arm to [`start_observer`] and its name to [`OBSERVERS`].
+//!
+//! Each browserd observer runs in a child process of its own (this binary again, with `--child`): a browser
+//! connection's epoch is counted per process, and refs and cursors of every connection after a process's first end
+//! in a letter tag (`e12b`), which a fresh broker never shows. In its own process every browserd observer is that
+//! process's first connection, exactly what an agent sees from a broker that just started; the parent reads the
+//! child's JSON rows back for the `compare` rows. Playwright MCP runs in the parent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,6 +71,46 @@ pub struct Args {
     /// Write every observation text to DIR/<observer>/<page>.txt.
     #[arg(long)]
     pub dump: Option<PathBuf>,
+    /// Internal: this process is the child that runs one browserd observer for a parent run (see the module docs).
+    #[arg(long, hide = true)]
+    pub child: bool,
+}
+
+impl Args {
+    /// The arguments of the child process that runs the browserd observer `observer` for this run: the same pages,
+    /// runs, Chromium and dump directory, JSON rows, and no machine or `compare` rows of its own.
+    pub fn child_args(&self, observer: &str) -> Vec<std::ffi::OsString> {
+        let mut a: Vec<std::ffi::OsString> = Vec::new();
+        let mut push = |k: &str, v: std::ffi::OsString| {
+            a.push(k.into());
+            a.push(v);
+        };
+        push("--observer", observer.into());
+        push("--runs", self.runs.to_string().into());
+        push("--click-runs", self.click_runs.to_string().into());
+        push("--pages", self.pages.clone().into());
+        let sizes: Vec<String> = self.sizes.iter().map(usize::to_string).collect();
+        if !sizes.is_empty() {
+            push("--sizes", sizes.join(",").into());
+        }
+        for page in &self.page_filter {
+            push("--page", page.into());
+        }
+        if let Some(chromium) = &self.chromium {
+            push("--chromium", chromium.into());
+        }
+        if let Some(dump) = &self.dump {
+            push("--dump", dump.into());
+        }
+        a.push("--json".into());
+        a.push("--child".into());
+        a
+    }
+}
+
+/// Whether the observer runs in a child process of its own (every browserd observer, unless this is that child).
+fn runs_in_child(args: &Args, observer: &str) -> bool {
+    !args.child && observer.starts_with("browserd")
 }
 
 /// Errors that stop the whole run.
@@ -190,10 +236,11 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
         let dir = args.playwright_dir.clone().unwrap_or_else(|| PlaywrightOptions::from_env().dir);
         let _ = crate::playwright::ensure_installed(&dir).await;
     }
-    let machine = machine_row(&args).await;
-    if args.json {
-        report::print_json(&machine);
-    } else {
+    // A child's parent prints the machine row and the header.
+    let machine = if args.child { None } else { Some(machine_row(&args).await) };
+    if let Some(machine) = machine.as_ref().filter(|_| args.json) {
+        report::print_json(machine);
+    } else if let Some(machine) = &machine {
         println!(
             "machine: {} ({} CPUs, {:.1} GiB), {}; {}; node {}; @playwright/mcp {}; {} runs per page{}",
             machine.cpu,
@@ -210,10 +257,14 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
     }
 
     let mut failures = 0;
-    let mut results: BTreeMap<(&'static str, String, String), ObserveRow> = BTreeMap::new();
+    let mut results: BTreeMap<(String, String, String), ObserveRow> = BTreeMap::new();
     let clicks: &[ClickTarget] = if args.click_runs == 0 { &[] } else { CLICK_TARGETS };
     let steps = targets.len() + clicks.len();
     for name in &observers {
+        if runs_in_child(&args, name) {
+            failures += run_in_child(&args, name, &mut results).await;
+            continue;
+        }
         let mut observer = match start_observer(name, &args).await {
             Ok(observer) => observer,
             Err(e) => {
@@ -295,11 +346,11 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
             if observer == baseline {
                 continue;
             }
-            let Some(base) = results.get(&(*kind, page.clone(), baseline.clone())) else { continue };
+            let Some(base) = results.get(&(kind.clone(), page.clone(), baseline.clone())) else { continue };
             let compare = CompareRow {
                 name: "compare",
                 n: row.n,
-                measure: kind,
+                measure: kind.clone(),
                 page: page.clone(),
                 observer: observer.clone(),
                 baseline: baseline.clone(),
@@ -359,7 +410,7 @@ fn row_of(
         }));
     };
     Ok(Ok(ObserveRow {
-        name: kind,
+        name: kind.to_owned(),
         n: target.n,
         observer: observer.into(),
         page: target.path.clone(),
@@ -382,7 +433,7 @@ fn record(
     observer: &str,
     target: &Target,
     row: Result<ObserveRow, ObserverError>,
-    results: &mut BTreeMap<(&'static str, String, String), ObserveRow>,
+    results: &mut BTreeMap<(String, String, String), ObserveRow>,
     failures: &mut usize,
 ) -> bool {
     match row {
@@ -392,7 +443,7 @@ fn record(
             } else {
                 println!("{}", row.human());
             }
-            results.insert((kind, target.path.clone(), observer.to_owned()), row);
+            results.insert((kind.to_owned(), target.path.clone(), observer.to_owned()), row);
             true
         }
         Err(e) => {
@@ -411,6 +462,80 @@ fn record(
             emit_error(args, row);
             !gone
         }
+    }
+}
+
+/// Runs the browserd observer `name` in a child process (this binary with [`Args::child_args`]) and prints its
+/// rows as this run's own, keeping its `observe` and `act.click` rows for the `compare` rows. Returns the failures:
+/// none when the child succeeded, else the error rows it printed (at least one).
+async fn run_in_child(args: &Args, name: &str, results: &mut BTreeMap<(String, String, String), ObserveRow>) -> usize {
+    use tokio::io::AsyncBufReadExt;
+    let fail = |error: String| {
+        emit_error(args, ErrorRow { name: "observer", n: None, observer: name.to_owned(), page: None, error });
+        1
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(format!("cannot find this executable to run the observer in a child process: {e}")),
+    };
+    let spawned = tokio::process::Command::new(&exe)
+        .args(args.child_args(name))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => return fail(format!("cannot start {} for the observer: {e}", exe.display())),
+    };
+    let Some(stdout) = child.stdout.take() else { return fail("the child process has no stdout".into()) };
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let mut error_rows = 0;
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) else {
+            eprintln!("browserd-bench: {name}: the child printed a line that is not a row: {line}");
+            continue;
+        };
+        if value.get("error").is_some() {
+            error_rows += 1;
+            if args.json {
+                println!("{line}");
+            } else {
+                let field = |k: &str| value[k].as_str().unwrap_or("-").to_owned();
+                eprintln!("browserd-bench: FAILED {} {}: {}", field("observer"), field("page"), field("error"));
+            }
+            continue;
+        }
+        match value["name"].as_str() {
+            Some(kind @ ("observe" | "act.click")) => match serde_json::from_value::<ObserveRow>(value.clone()) {
+                Ok(row) => {
+                    if args.json {
+                        println!("{line}");
+                    } else {
+                        println!("{}", row.human());
+                    }
+                    results.insert((kind.to_owned(), row.page.clone(), row.observer.clone()), row);
+                }
+                Err(e) => eprintln!("browserd-bench: {name}: cannot read the child's row ({e}): {line}"),
+            },
+            _ if args.json => println!("{line}"),
+            _ => match serde_json::from_value::<crate::report::TimingRow>(value) {
+                Ok(row) => println!("{}", row.human()),
+                Err(_) => println!("{line}"),
+            },
+        }
+    }
+    match child.wait().await {
+        Ok(status) if status.success() => 0,
+        Ok(status) if error_rows > 0 => {
+            eprintln!("browserd-bench: {name}: the child process exited with {status}");
+            error_rows
+        }
+        Ok(status) => fail(format!(
+            "the child process running it exited with {status} and no error row; run it alone to see why: \
+             browserd-bench --observer {name}"
+        )),
+        Err(e) => fail(format!("waiting for the child process running it: {e}")),
     }
 }
 
@@ -518,6 +643,68 @@ mod tests {
         let paths: Vec<&str> = picked.iter().map(|t| t.path.as_str()).collect();
         assert_eq!(paths, ["/gen/elements?n=1000", "/form.html"]);
         assert!(targets(&args(&["--page", "no-such-page"])).is_err());
+    }
+
+    #[test]
+    fn browserd_observers_run_in_a_child_with_the_same_pages_and_budget() {
+        let parent = args(&[
+            "--observer",
+            "playwright-mcp",
+            "--observer",
+            "browserd-unbounded",
+            "--runs",
+            "3",
+            "--click-runs",
+            "0",
+            "--sizes",
+            "100,1000",
+            "--page",
+            "form",
+            "--chromium",
+            "/opt/chromium",
+            "--dump",
+            "/tmp/d",
+        ]);
+        assert!(!runs_in_child(&parent, "playwright-mcp"));
+        assert!(runs_in_child(&parent, "browserd-unbounded") && runs_in_child(&parent, "browserd-cold"));
+        let child = Args::parse_from(
+            std::iter::once(std::ffi::OsString::from("browserd-bench")).chain(parent.child_args("browserd-unbounded")),
+        );
+        assert!(child.child && child.json);
+        assert_eq!(child.observers, ["browserd-unbounded"]);
+        assert_eq!((child.runs, child.click_runs, child.sizes.clone()), (3, 0, vec![100, 1000]));
+        assert_eq!((child.pages.as_str(), child.page_filter.clone()), ("all", vec!["form".to_owned()]));
+        assert_eq!(child.chromium, Some(PathBuf::from("/opt/chromium")));
+        assert_eq!(child.dump, Some(PathBuf::from("/tmp/d")));
+        assert!(!runs_in_child(&child, "browserd-unbounded"), "the child runs its observer itself");
+    }
+
+    #[test]
+    fn observe_rows_read_back_from_a_childs_json_line() {
+        let row = ObserveRow {
+            name: "observe".into(),
+            n: None,
+            observer: "browserd".into(),
+            page: "/form.html".into(),
+            category: "form".into(),
+            timing: Summary::of(&[1.0, 2.0]).unwrap(),
+            bytes: 10,
+            tokens: 5,
+            content_bytes: Some(6),
+            content_tokens: Some(3),
+            omitted_nodes: None,
+            failures: 0,
+            addressability: Some(addressability::AddressabilityReport {
+                interactive: 2,
+                addressable: 2,
+                missing_sample: Vec::new(),
+            }),
+        };
+        let back: ObserveRow = serde_json::from_str(&serde_json::to_string(&row).unwrap()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&row).unwrap());
+        let bare = ObserveRow { addressability: None, content_bytes: None, content_tokens: None, ..row };
+        let back: ObserveRow = serde_json::from_str(&serde_json::to_string(&bare).unwrap()).unwrap();
+        assert!(back.addressability.is_none() && back.content_tokens.is_none());
     }
 
     #[tokio::test]

@@ -1,6 +1,6 @@
 //! Percentiles and summaries of timing samples (nearest-rank, so every reported figure is a measured sample).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The `p`-th percentile (0–100) of `samples` by the nearest-rank method; `None` when there are no samples or a
 /// sample is NaN.
@@ -16,7 +16,7 @@ pub fn percentile(samples: &[f64], p: f64) -> Option<f64> {
 }
 
 /// p50/p95/min/max and the number of samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     /// Median.
     pub p50_ms: f64,

@@ -1,7 +1,7 @@
 //! Real run of the browserd observer (managed Debian Chromium, browserd's Chromium provider) against the fixture site:
 //! the text is the serialised tool result, the refs parsed from it cover the page's ground truth, clicks carry a
-//! verified expectation, and the raw CDP round trip is measured. Only the shape of the results is asserted, never
-//! timing.
+//! verified expectation, and the raw CDP round trip is measured; the binary runs each browserd observer in a process
+//! of its own (fresh-broker refs). Only the shape of the results is asserted, never timing.
 
 use browserd_bench::addressability;
 use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
@@ -29,8 +29,8 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     assert_eq!(page.ms_runs.len(), 2);
     assert_eq!(page.failures, 0);
     let parsed: Observation = serde_json::from_str(&page.text).expect("the text is a serialised Observation");
-    assert_eq!(page.content.as_deref(), Some(parsed.content.as_str()));
-    assert!(parsed.content.starts_with("<untrusted-page-content>"), "{}", parsed.content);
+    assert_eq!(page.content.as_deref(), Some(parsed.untrusted_content.as_str()));
+    assert!(parsed.untrusted_content.starts_with("# Duplicate names\n"), "{}", parsed.untrusted_content);
     let refs = observer.addressable(&page.text);
     assert_eq!(refs.iter().filter(|r| r.role == "button" && r.name == "Delete").count(), 5, "{refs:?}");
     let truth = operable_elements("/duplicates.html").expect("ground truth");
@@ -107,4 +107,34 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     assert!(report.complete(), "{report:?}");
     Box::new(changed).close().await;
     site.shutdown().await;
+}
+
+/// The binary runs each browserd observer in a child process of its own, so a later observer shows the same refs
+/// and cursors as the first one: those of a fresh broker's first browser connection, without a connection tag.
+#[test]
+fn every_browserd_observer_shows_a_fresh_brokers_refs() {
+    let dump = tempfile::tempdir().expect("temporary dump directory");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_browserd-bench"))
+        .args(["--json", "--observer", "browserd", "--observer", "browserd-unbounded", "--page", "duplicates.html"])
+        .args(["--click-runs", "0", "--runs", "1", "--chromium"])
+        .arg(PlaywrightOptions::from_env().chromium)
+        .arg("--dump")
+        .arg(dump.path())
+        .output()
+        .expect("run browserd-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).expect("a JSON row")).collect();
+    let observed: Vec<&str> =
+        rows.iter().filter(|r| r["name"] == "observe").map(|r| r["observer"].as_str().unwrap()).collect();
+    assert_eq!(observed, ["browserd", "browserd-unbounded"], "{stdout}");
+    assert!(rows.iter().any(|r| r["name"] == "compare" && r["observer"] == "browserd-unbounded"), "{stdout}");
+    for observer in ["browserd", "browserd-unbounded"] {
+        let text = std::fs::read_to_string(dump.path().join(observer).join("duplicates.html.txt")).expect("a dump");
+        let o: Observation = serde_json::from_str(&text).expect("an observation");
+        assert!(o.cursor.bytes().all(|c| c.is_ascii_digit()), "{observer}: {}", o.cursor);
+        let refs: Vec<String> =
+            o.untrusted_content.lines().filter_map(browserd_bench::browserd::parse_line).map(|(r, _, _)| r).collect();
+        assert_eq!(refs, ["e1", "e2", "e3", "e4", "e5", "e6", "e7"], "{observer}:\n{}", o.untrusted_content);
+    }
 }

@@ -512,7 +512,7 @@ async fn cli_commands_print_one_line_per_item_and_json_on_request() {
     .await
     .unwrap();
     let v: Value = serde_json::from_str(&out.text).unwrap();
-    assert!(v["content"].as_str().unwrap().starts_with("fake page"), "{v}");
+    assert!(v["untrustedContent"].as_str().unwrap().starts_with("fake page"), "{v}");
 
     let err = cli::execute(&c, Command::Claim { tab: 999, observe: false, common: common.clone() }, &common)
         .await

@@ -75,7 +75,7 @@ async fn managed_chromium_open_observe_act_and_turn_end() {
     let form = c.tool(&s, "browser_open", json!({"url": site.url("/form.html")})).await.unwrap();
     let scratch = TabId(form["tab"].as_u64().unwrap());
     let obs = c.tool(&s, "browser_observe", json!({})).await.unwrap();
-    let content = obs["content"].as_str().unwrap();
+    let content = obs["untrustedContent"].as_str().unwrap();
     assert!(content.contains("textbox \"Full name\""), "{content}");
     let name = ref_of(content, "textbox \"Full name\"");
     let acted = c

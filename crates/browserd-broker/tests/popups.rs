@@ -22,7 +22,7 @@ async fn an_agent_popup_is_a_scratch_tab_and_user_tabs_stay_the_users() {
     let r = Real::start("thread-popups").await;
     let opener = r.tool("browser_open", json!({"url": r.site.url("/popup.html")})).await["tab"].clone();
     let obs = r.tool("browser_observe", json!({"tab": opener})).await;
-    let link = ref_of(obs["content"].as_str().unwrap(), "link \"Open in new tab\"");
+    let link = ref_of(obs["untrustedContent"].as_str().unwrap(), "link \"Open in new tab\"");
     let clicked = r.tool("browser_act", json!({"tab": opener, "action": "click", "target": link})).await;
     assert_eq!(clicked["outcome"], "succeeded", "{clicked}");
     let opened = clicked["effects"]["tabsOpened"].as_array().expect("the effects name the new tab").clone();
@@ -51,7 +51,7 @@ async fn an_agent_popup_is_a_scratch_tab_and_user_tabs_stay_the_users() {
 
     // The agent can work in its popup like in any of its tabs.
     let seen = r.tool("browser_observe", json!({"tab": popup["tab"]})).await;
-    assert!(seen["content"].as_str().unwrap().contains("Popup target"), "{seen}");
+    assert!(seen["untrustedContent"].as_str().unwrap().contains("Popup target"), "{seen}");
 
     let end =
         r.c.call(&TurnEndParams { session: r.s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })

@@ -221,7 +221,7 @@ async fn work_then_hang(
         call(c, &s, "browser_open", json!({"url": format!("{}/counter?scratch", site.base)}), "open-1").await.unwrap();
     let scratch = opened["tab"].as_u64().unwrap();
     let obs = c.tool(&s, "browser_observe", json!({"tab": scratch})).await.unwrap();
-    let add = ref_of(obs["content"].as_str().unwrap(), "button \"Add\"");
+    let add = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Add\"");
     let done = json!({"tab": scratch, "action": "click", "target": add});
     let clicked = call(c, &s, "browser_act", done.clone(), "click-done").await.unwrap();
     assert_eq!(clicked["outcome"], "succeeded", "{clicked}");

@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
         let t = Instant::now();
         let o = p.observe(&ctx, tab, &ObserveParams::default()).await?;
         obs.push(t.elapsed().as_secs_f64() * 1000.0);
-        size = o.content.len();
+        size = o.untrusted_content.len();
     }
     println!(
         "{{\"name\":\"observe_form\",\"n\":{n},\"p50_ms\":{:.2},\"p95_ms\":{:.2},\"bytes\":{size}}}",
@@ -53,7 +53,7 @@ async fn main() -> anyhow::Result<()> {
             let t = Instant::now();
             let o = p.observe(&ctx, tab, &ObserveParams::default()).await?;
             v.push(t.elapsed().as_secs_f64() * 1000.0);
-            size = o.content.len();
+            size = o.untrusted_content.len();
         }
         println!(
             "{{\"name\":\"observe_gen_{n_el}\",\"n\":{},\"p50_ms\":{:.2},\"p95_ms\":{:.2},\"bytes\":{size}}}",
@@ -64,7 +64,7 @@ async fn main() -> anyhow::Result<()> {
     }
     p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url("/duplicates.html"))).await?;
     let o = p.observe(&ctx, tab, &ObserveParams::default()).await?;
-    let line = o.content.lines().find(|l| l.contains("button \"Settings\"")).expect("the Settings button");
+    let line = o.untrusted_content.lines().find(|l| l.contains("button \"Settings\"")).expect("the Settings button");
     let r = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
     let mut clicks = Vec::new();
     let mut failures = 0;

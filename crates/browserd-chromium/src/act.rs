@@ -681,11 +681,11 @@ async fn act_inner(
             run.res.observation = Some(Box::new(Observation {
                 url: b.url.clone(),
                 title: b.title.clone(),
-                content: render(&b.lines),
+                untrusted_content: render(&b.lines),
                 frames: b.frames.clone(),
                 node_count: b.node_count,
                 truncated: b.truncated.clone(),
-                cursor: format!("{}.{}.{}", p.epoch, tab.0, t.map_or(0, |t| t.revision)),
+                cursor: crate::observe::cursor(p, t.map_or(0, |t| t.revision)),
                 revision: t.map_or(0, |t| t.revision),
                 connection_epoch: p.epoch,
                 dialog: t.and_then(|t| t.dialog.clone()),

@@ -28,11 +28,6 @@ use crate::state::{LogEvent, State, Tab};
 
 static EPOCHS: AtomicU64 = AtomicU64::new(0);
 
-/// The longest an observation waits for a loading document before it reports `loadState: loading` instead.
-const READY_WAIT_CAP: Duration = Duration::from_secs(5);
-/// How often the document's ready state is read while waiting.
-const READY_POLL: Duration = Duration::from_millis(15);
-
 /// Configuration of a Chromium provider.
 #[derive(Debug, Clone, Default)]
 pub struct ChromiumConfig {
@@ -228,46 +223,6 @@ impl ChromiumProvider {
         Ok(session)
     }
 
-    /// Waits (bounded) until the tab's document is no longer `loading` and, for a tab opened with a URL, until that
-    /// navigation has replaced the initial `about:blank`. A tab opened a moment ago must not be observed as an empty
-    /// page. Gives up silently at the earlier of `deadline` and [`READY_WAIT_CAP`]; the observation then reports its
-    /// load state, so nothing is claimed that is not true.
-    pub(crate) async fn wait_until_ready(&self, tab: TabHandle, deadline: Instant) -> Result<(), ProviderError> {
-        let session = self.ensure_attached(tab, deadline).await?;
-        let stop = deadline.min(Instant::now() + READY_WAIT_CAP);
-        let expects_page = self
-            .st()
-            .tabs
-            .get(&tab)
-            .is_some_and(|t| t.awaiting_url.is_some() || (!t.url.is_empty() && t.url != "about:blank"));
-        let expr = json!({"expression": "[document.readyState, location.href]", "returnByValue": true});
-        loop {
-            let r = self.call(Some(&session), "Runtime.evaluate", expr.clone(), stop).await;
-            let ready = match &r {
-                Ok(v) => {
-                    let state = v["result"]["value"][0].as_str().unwrap_or("loading");
-                    let href = v["result"]["value"][1].as_str().unwrap_or("");
-                    let blank = href.is_empty() || href == "about:blank";
-                    if !blank && let Some(t) = self.st().tabs.get_mut(&tab) {
-                        // A real document is showing: from now on an about:blank is the page's own choice. The
-                        // target-info event with its URL may still be on its way: the page's own word is newer.
-                        t.awaiting_url = None;
-                        if t.url.is_empty() || t.url == "about:blank" {
-                            href.clone_into(&mut t.url);
-                        }
-                    }
-                    state != "loading" && !(expects_page && blank)
-                }
-                // A navigation can destroy the context mid-call; look again.
-                Err(_) => false,
-            };
-            if ready || Instant::now() + READY_POLL >= stop {
-                return Ok(());
-            }
-            tokio::time::sleep(READY_POLL).await;
-        }
-    }
-
     /// Enables what a page or frame session needs and reads its frame tree.
     pub(crate) async fn setup_session(
         &self,
@@ -388,6 +343,7 @@ fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Value) -> Optio
         info["url"].as_str().unwrap_or_default().to_owned(),
         info["title"].as_str().unwrap_or_default().to_owned(),
         opener,
+        st.revisions.clone(),
     );
     st.tabs.insert(h, tab);
     st.by_target.insert(target, h);
@@ -1038,7 +994,6 @@ impl Provider for ChromiumProvider {
         let deadline = Instant::now() + ctx.timeout;
         let lock = self.tab_lock(tab);
         let _g = lock.lock().await;
-        self.wait_until_ready(tab, deadline).await?;
         crate::observe::observe(self, tab, params, deadline).await
     }
 

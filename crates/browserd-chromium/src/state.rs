@@ -1,6 +1,8 @@
 //! The provider's records: tabs, frames, documents, refs, observation history and the event log the effect summary reads.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use browserd_cdp::SessionId;
 use browserd_core::provider::{SessionKey, TabHandle};
@@ -43,6 +45,42 @@ pub(crate) fn epoch_tag(epoch: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The connection epoch a tag names (`""` → 1, `b` → 2, …); `None` for anything but ≤ 8 lowercase letters.
+fn tag_epoch(tag: &str) -> Option<u64> {
+    if !tag.bytes().all(|b| b.is_ascii_lowercase()) || tag.len() > 8 {
+        return None;
+    }
+    if tag.is_empty() {
+        return Some(1);
+    }
+    Some(tag.bytes().fold(0u64, |acc, b| acc.saturating_mul(26).saturating_add(u64::from(b - b'a') + 1)))
+}
+
+/// An observation cursor: the provider-wide revision number, then the connection tag refs carry (`7`, `7b`). One
+/// number names one revision of one tab on this connection, so a cursor needs neither the tab nor the connection
+/// spelled out.
+pub(crate) fn cursor_string(epoch: u64, revision: u64) -> String {
+    format!("{revision}{}", epoch_tag(epoch))
+}
+
+/// A cursor's parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CursorParts {
+    /// The provider-wide revision number.
+    pub(crate) revision: u64,
+    /// Connection epoch the cursor was issued on.
+    pub(crate) epoch: u64,
+}
+
+/// Parses `7`, `7b`; `None` for anything else (an old `connection.tab.revision` cursor, a ref, junk).
+pub(crate) fn parse_cursor(s: &str) -> Option<CursorParts> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    if end == 0 || (end > 1 && s.starts_with('0')) {
+        return None;
+    }
+    Some(CursorParts { revision: s[..end].parse().ok()?, epoch: tag_epoch(&s[end..])? })
+}
+
 /// A ref's parts: `f<frame>` (optional), `e<number>`, then the connection tag (optional).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RefParts {
@@ -67,16 +105,7 @@ pub(crate) fn parse_ref(s: &str) -> Option<RefParts> {
     if end == 0 {
         return None;
     }
-    let tag = &rest[end..];
-    if !tag.bytes().all(|b| b.is_ascii_lowercase()) || tag.len() > 8 {
-        return None;
-    }
-    let epoch = if tag.is_empty() {
-        1
-    } else {
-        tag.bytes().fold(0u64, |acc, b| acc.saturating_mul(26).saturating_add(u64::from(b - b'a') + 1))
-    };
-    Some(RefParts { frame, epoch })
+    Some(RefParts { frame, epoch: tag_epoch(&rest[end..])? })
 }
 
 /// The facts about a node that decide what an action on it does: its `nodeVersion` is their digest.
@@ -271,8 +300,12 @@ pub(crate) struct Tab {
     pub(crate) next_frame_key: u32,
     pub(crate) next_doc_epoch: u64,
     pub(crate) refs: RefTable,
+    /// The latest observation revisions of this tab (number, lines), at most [`HISTORY_WINDOW`].
     pub(crate) history: VecDeque<(u64, Vec<Line>)>,
+    /// This tab's latest revision (0: none yet).
     pub(crate) revision: u64,
+    /// The provider's revision counter, shared by all its tabs: a revision number names one tab's revision.
+    revisions: Arc<AtomicU64>,
     pub(crate) dialog: Option<DialogInfo>,
     pub(crate) claimed_by: Option<SessionKey>,
     pub(crate) closing: bool,
@@ -296,6 +329,7 @@ impl Tab {
         url: String,
         title: String,
         opener: Option<TabHandle>,
+        revisions: Arc<AtomicU64>,
     ) -> Self {
         Self {
             handle,
@@ -311,6 +345,7 @@ impl Tab {
             refs: RefTable::default(),
             history: VecDeque::new(),
             revision: 0,
+            revisions,
             dialog: None,
             claimed_by: None,
             closing: false,
@@ -409,9 +444,18 @@ impl Tab {
         self.frames.get(&self.target_id).map_or(0, |f| f.doc_epoch)
     }
 
-    /// Records an observation's lines as a new revision.
+    /// The lines of the revision `since` names, when it is one of this tab's revisions still in the history window,
+    /// issued on connection `epoch`. `None` (the caller resyncs with a full observation) for a cursor of another
+    /// connection or another tab, one that fell out of the window, and anything that is not a cursor: never another
+    /// revision's lines.
+    pub(crate) fn revision_lines(&self, epoch: u64, since: &str) -> Option<&[Line]> {
+        let c = parse_cursor(since.trim()).filter(|c| c.epoch == epoch)?;
+        self.history.iter().find(|(r, _)| *r == c.revision).map(|(_, lines)| lines.as_slice())
+    }
+
+    /// Records an observation's lines as a new revision (the provider's next revision number).
     pub(crate) fn push_revision(&mut self, lines: Vec<Line>) -> u64 {
-        self.revision += 1;
+        self.revision = self.revisions.fetch_add(1, Ordering::Relaxed) + 1;
         self.history.push_back((self.revision, lines));
         while self.history.len() > HISTORY_WINDOW {
             self.history.pop_front();
@@ -430,6 +474,8 @@ pub(crate) struct State {
     pub(crate) seq: u64,
     /// Download guid → tab.
     pub(crate) downloads: HashMap<String, (TabHandle, String)>,
+    /// The observation revision counter every tab draws from (see [`cursor_string`]).
+    pub(crate) revisions: Arc<AtomicU64>,
 }
 
 impl State {
@@ -491,6 +537,46 @@ mod tests {
     }
 
     #[test]
+    fn cursors_are_a_revision_number_and_the_connection_tag() {
+        assert_eq!(cursor_string(1, 7), "7");
+        assert_eq!(cursor_string(2, 7), "7b");
+        assert_eq!(cursor_string(28, 1234), "1234ab");
+        for (s, revision, epoch) in [("7", 7, 1), ("7b", 7, 2), ("1234ab", 1234, 28), ("0", 0, 1)] {
+            assert_eq!(parse_cursor(s), Some(CursorParts { revision, epoch }), "{s}");
+        }
+        for epoch in [1, 2, 26, 27, 700] {
+            assert_eq!(parse_cursor(&cursor_string(epoch, 42)), Some(CursorParts { revision: 42, epoch }));
+        }
+        for bad in ["", "b", "1.23.4", "07", "7B", "7-b", "e7", "7 b", "7abcdefghi", "99999999999999999999999"] {
+            assert_eq!(parse_cursor(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_cursor_names_one_revision_of_one_tab_on_one_connection() {
+        let counter = Arc::new(AtomicU64::new(0));
+        let tab = |h: u64| Tab::new(TabHandle(h), format!("t{h}"), String::new(), String::new(), None, counter.clone());
+        let (mut a, mut b) = (tab(1), tab(2));
+        let line = |t: &str| vec![Line { indent: 0, node_ref: None, text: t.to_owned() }];
+        let ra = a.push_revision(line("a"));
+        let rb = b.push_revision(line("b"));
+        assert_ne!(ra, rb, "revision numbers are shared by the provider's tabs");
+        let (ca, cb) = (cursor_string(1, ra), cursor_string(1, rb));
+        assert_eq!(a.revision_lines(1, &ca).map(|l| l[0].text.as_str()), Some("a"));
+        assert_eq!(a.revision_lines(1, &format!(" {ca} ")).map(|l| l[0].text.as_str()), Some("a"));
+        assert_eq!(b.revision_lines(1, &cb).map(|l| l[0].text.as_str()), Some("b"));
+        assert!(b.revision_lines(1, &ca).is_none(), "tab a's cursor on tab b resyncs");
+        assert!(a.revision_lines(2, &ca).is_none(), "a cursor of another connection resyncs");
+        assert!(a.revision_lines(2, &cursor_string(2, ra)).is_some(), "the same number on the new connection's tag");
+        assert!(a.revision_lines(1, "1.1.1").is_none() && a.revision_lines(1, "junk").is_none());
+        for i in 0..HISTORY_WINDOW {
+            a.push_revision(line(&format!("a{i}")));
+        }
+        assert!(a.revision_lines(1, &ca).is_none(), "a cursor past the window resyncs");
+        assert!(a.revision_lines(1, &cursor_string(1, a.revision)).is_some());
+    }
+
+    #[test]
     fn node_versions_count_role_and_name_only_and_say_what_changed() {
         let seen = NodeFacts::new("button", "Save");
         assert_eq!(NodeFacts::new("button", " Save\n").change_from(&seen), None, "whitespace is not a change");
@@ -509,7 +595,7 @@ mod tests {
     #[test]
     fn a_new_loader_is_a_new_document_epoch() {
         let s = SessionId("s".into());
-        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None);
+        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None, Arc::default());
         tab.upsert_frame("main", None, "L1", "http://a/", &s, false);
         let e1 = tab.main_epoch();
         tab.upsert_frame("main", None, "L1", "http://a/#x", &s, false);
@@ -525,7 +611,7 @@ mod tests {
     #[test]
     fn a_frame_moving_to_its_own_process_is_a_new_document_whose_loader_is_learned_later() {
         let (main, child) = (SessionId("main".into()), SessionId("child".into()));
-        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None);
+        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None, Arc::default());
         tab.upsert_frame("main", None, "L1", "http://a/", &main, false);
         tab.upsert_frame("oop", Some("main".into()), "P0", "about:blank", &main, false);
         let before = tab.frames["oop"].doc_epoch;

@@ -12,15 +12,16 @@ fn text(t: &str) -> Expectation {
 async fn click_with_expectation_reports_effects() {
     let page = Page::open("/duplicates.html").await;
     let o = page.observe().await;
-    let del = ref_of(&o, "button \"Delete\" (in listitem \"Team lunch\"");
+    let del = ref_of(&o, "button \"Delete\" (in \"Team lunch\"");
     let mut p = ActParams::new(ActionKind::Click).target(&del).expect(text("Deleted: Inbox / Team lunch"));
     p.observe = true;
     let r = page.act(p).await;
     let fresh = r.observation.as_ref().expect("a fresh observation was asked for");
     assert!(
-        !fresh.content.contains("listitem \"Team lunch\"") && fresh.content.contains("Old contract"),
+        !fresh.untrusted_content.lines().any(|l| l.trim() == "Team lunch" || l.contains("(in \"Team lunch\")"))
+            && fresh.untrusted_content.contains("Old contract"),
         "{}",
-        fresh.content
+        fresh.untrusted_content
     );
     assert_eq!(
         (r.outcome, r.postcondition, r.code.as_deref()),
@@ -79,7 +80,7 @@ async fn covered_target_names_the_covering_element_as_a_ref() {
     assert!(r.message.as_deref().unwrap().contains(cover.node.as_str()));
     // Nothing reached the page.
     let o2 = page.observe().await;
-    assert!(o2.content.contains("Clicked: none"));
+    assert!(o2.untrusted_content.contains("Clicked: none"));
     // Dismiss the banner, then the click goes through.
     let accept = ref_of(&o, "button \"Accept\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&accept).expect(text("Clicked: Accept"))).await;
@@ -178,7 +179,11 @@ async fn chinese_text_goes_through_ime_composition() {
     let r = page.act(ActParams::new(ActionKind::Fill).target(&zh).value("你好，世界 ok")).await;
     assert_eq!((r.outcome, r.effects.value.as_deref()), (Outcome::Succeeded, Some("你好，世界 ok")), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("compositionstart: 1") && o.content.contains("compositionend: 1"), "{}", o.content);
+    assert!(
+        o.untrusted_content.contains("compositionstart: 1") && o.untrusted_content.contains("compositionend: 1"),
+        "{}",
+        o.untrusted_content
+    );
     page.close().await;
 }
 
@@ -197,7 +202,7 @@ async fn contenteditable_and_key_chords() {
         .await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = page.observe().await;
-    assert!(!o.content.contains("Bonjour"), "{}", o.content);
+    assert!(!o.untrusted_content.contains("Bonjour"), "{}", o.untrusted_content);
     page.close().await;
 }
 
@@ -206,7 +211,7 @@ async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
     let page = Page::open("/iframes.html").await;
     let o = page.observe().await;
     let inner: Vec<String> = o
-        .content
+        .untrusted_content
         .lines()
         .filter(|l| l.contains("button \"Inner button\""))
         .map(|l| {
@@ -219,7 +224,7 @@ async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
         assert_eq!((res.outcome, res.code.as_deref()), (Outcome::Succeeded, None), "{res:#?}");
     }
     let input: Vec<String> = o
-        .content
+        .untrusted_content
         .lines()
         .filter(|l| l.contains("textbox \"Inner input\""))
         .map(|l| {
@@ -232,7 +237,7 @@ async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
         assert_eq!(res.effects.value.as_deref(), Some("inside"), "{res:#?}");
     }
     let o = page.observe().await;
-    assert_eq!(o.content.matches("Inner clicks: 1").count(), 2, "{}", o.content);
+    assert_eq!(o.untrusted_content.matches("Inner clicks: 1").count(), 2, "{}", o.untrusted_content);
     // Text expectations see into the same-origin frame and the out-of-process one.
     for t in ["Inner frame: same-origin", "Inner frame: cross-origin"] {
         let r = page.act(ActParams::new(ActionKind::Wait).expect(text(t)).timeout_ms(2000)).await;
@@ -317,7 +322,11 @@ async fn dialogs_block_input_until_handled() {
     assert_eq!(r.effects.dialog.as_ref().unwrap().message, "Proceed with the order?");
     let obs = page.observe().await;
     assert_eq!(obs.dialog.as_ref().unwrap().kind, "confirm");
-    assert!(obs.content.contains("confirm dialog \"Proceed with the order?\" blocks the page"), "{}", obs.content);
+    assert!(
+        obs.untrusted_content.contains("confirm dialog \"Proceed with the order?\" blocks the page"),
+        "{}",
+        obs.untrusted_content
+    );
     let r = page.act(ActParams::new(ActionKind::Click).target(&confirm)).await;
     assert_eq!((r.code.as_deref(), r.dispatch), (Some("DIALOG_BLOCKING"), Dispatch::NotDispatched), "{r:#?}");
     let mut d = ActParams::new(ActionKind::Dialog).expect(text("confirm dismissed"));
@@ -492,7 +501,7 @@ async fn request_ids_deduplicate_and_never_replay() {
     assert!(again.deduplicated);
     assert_eq!(again.trace_id, first.trace_id);
     let o = page.observe().await;
-    assert!(o.content.contains("Saves: 1"), "the click was not replayed: {}", o.content);
+    assert!(o.untrusted_content.contains("Saves: 1"), "the click was not replayed: {}", o.untrusted_content);
     let mut other = p.clone();
     other.action = ActionKind::Dblclick;
     let r = page.act(other).await;
@@ -553,13 +562,17 @@ async fn page_scripts_can_neither_see_nor_break_the_effect_tracker() {
     // tracker, text expectations and value read-back live in an isolated world.
     let page = Page::open("/hostile.html").await;
     let o = page.observe().await;
-    assert!(o.content.contains("Probe: clean"), "the page sees no helper: {}", o.content);
+    assert!(o.untrusted_content.contains("Probe: clean"), "the page sees no helper: {}", o.untrusted_content);
     let save = ref_of(&o, "button \"Save draft\"");
     let r = page.act(ActParams::new(ActionKind::Click).target(&save)).await;
     assert_eq!((r.outcome, r.dispatch), (Outcome::Succeeded, Dispatch::Observed), "{r:#?}");
     assert!(r.effects.announced.iter().any(|a| a == "Draft saved"), "toast text is captured: {r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("Probe: clean") && o.content.contains("Stolen: none"), "{}", o.content);
+    assert!(
+        o.untrusted_content.contains("Probe: clean") && o.untrusted_content.contains("Stolen: none"),
+        "{}",
+        o.untrusted_content
+    );
     // Text expectations are read out of the page's reach too: its `String.prototype.includes` says yes to anything.
     let r =
         page.act(ActParams::new(ActionKind::Wait).expect(text("text that is not on the page")).timeout_ms(300)).await;
@@ -586,7 +599,11 @@ async fn page_scripts_can_neither_see_nor_break_the_effect_tracker() {
     let r = page.act(ActParams::new(ActionKind::Click).target(&save)).await;
     assert!(r.effects.announced.iter().any(|a| a == "Draft saved"), "after a reload: {r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("Probe: clean") && o.content.contains("Stolen: none"), "{}", o.content);
+    assert!(
+        o.untrusted_content.contains("Probe: clean") && o.untrusted_content.contains("Stolen: none"),
+        "{}",
+        o.untrusted_content
+    );
     page.close().await;
 }
 
@@ -606,7 +623,11 @@ async fn a_fading_cover_is_waited_for_and_a_persistent_one_is_reported() {
         "{r:#?}"
     );
     let o2 = page.observe().await;
-    assert!(o2.content.contains("Notice: gone"), "the click waited for the notice, never hit it: {}", o2.content);
+    assert!(
+        o2.untrusted_content.contains("Notice: gone"),
+        "the click waited for the notice, never hit it: {}",
+        o2.untrusted_content
+    );
     // The caller's deadline bounds the wait: a cover still fading when it comes is reported, not clicked through.
     let r = page.act(ActParams::new(ActionKind::Click).target(&notice)).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
@@ -633,7 +654,7 @@ async fn a_fading_cover_is_waited_for_and_a_persistent_one_is_reported() {
     assert_eq!((cover.role.as_str(), cover.name.as_str()), ("dialog", "Maintenance notice"), "{cover:?}");
     assert!(r.message.as_deref().unwrap().contains(cover.node.as_str()), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("Continued: 1"), "{}", o.content);
+    assert!(o.untrusted_content.contains("Continued: 1"), "{}", o.untrusted_content);
     // Dismiss the banner, then the click goes through.
     let o = page.observe().await;
     let dismiss = ref_of(&o, "button \"Dismiss\"");

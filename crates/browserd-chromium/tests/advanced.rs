@@ -173,6 +173,6 @@ async fn raw_protocol_commands_reach_the_tab_and_bad_ones_are_refused() {
     assert_eq!(err.kind, ProviderErrorKind::InvalidRequest, "{err}");
     assert!(err.message.contains("browserd relies on"), "{err}");
     // Observation still works after the raw commands.
-    assert!(page.observe().await.content.contains("textbox"));
+    assert!(page.observe().await.untrusted_content.contains("textbox"));
     page.close().await;
 }

@@ -84,7 +84,11 @@ async fn headed_chromium_under_xvfb_observes_and_clicks() {
     let url = "data:text/html,<title>headed</title><button onclick=\"this.textContent='Clicked in a window'\">Press me</button>";
     let tab = p.create_tab(&ctx(), CreateTab { url: url.into(), ..Default::default() }).await.unwrap().tab;
     let o = p.observe(&ctx(), tab, &ObserveParams::default()).await.unwrap();
-    let line = o.content.lines().find(|l| l.contains("button \"Press me\"")).unwrap_or_else(|| panic!("{}", o.content));
+    let line = o
+        .untrusted_content
+        .lines()
+        .find(|l| l.contains("button \"Press me\""))
+        .unwrap_or_else(|| panic!("{}", o.untrusted_content));
     let button = line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned();
     let r = p
         .act(

@@ -54,7 +54,7 @@ async fn a_covered_button_made_to_look_free_is_refused_naming_the_real_cover() {
         page.act(ActParams::new(ActionKind::Click).target(cover.node.as_str()).expect(text("promo clicks: 1"))).await;
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("Publish clicks: 0; promo clicks: 1"), "{}", o.content);
+    assert!(o.untrusted_content.contains("Publish clicks: 0; promo clicks: 1"), "{}", o.untrusted_content);
     page.close().await;
 }
 
@@ -71,7 +71,11 @@ async fn a_covered_button_in_a_cross_site_frame_is_refused_naming_the_real_cover
     let cover = r.covering.clone().expect("the covering element in the frame is named");
     assert_eq!(cover.name, "Sponsored veil", "{cover:?}");
     let o = page.observe().await;
-    assert!(o.content.contains("Confirm clicks: 0; veil clicks: 0"), "nothing reached the frame: {}", o.content);
+    assert!(
+        o.untrusted_content.contains("Confirm clicks: 0; veil clicks: 0"),
+        "nothing reached the frame: {}",
+        o.untrusted_content
+    );
     page.close().await;
 }
 
@@ -89,7 +93,11 @@ async fn a_hidden_button_made_to_look_visible_is_refused() {
     not_actionable(&r);
     assert!(r.message.as_deref().unwrap().contains("hidden"), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("trap clicks: 0; delete clicks: 0"), "nothing was clicked: {}", o.content);
+    assert!(
+        o.untrusted_content.contains("trap clicks: 0; delete clicks: 0"),
+        "nothing was clicked: {}",
+        o.untrusted_content
+    );
     page.close().await;
 }
 
@@ -118,7 +126,7 @@ async fn a_select_that_lies_is_set_and_verified_by_the_truth() {
     // The page's own record (kept by its change handler with the real getter), read from the accessibility tree: not
     // through any script of browserd's, whose word alone could be a lie believed twice.
     let o = page.observe().await;
-    assert!(o.content.contains("Plan (truth): pro;"), "{}", o.content);
+    assert!(o.untrusted_content.contains("Plan (truth): pro;"), "{}", o.untrusted_content);
     page.close().await;
 }
 
@@ -134,7 +142,7 @@ async fn a_text_field_that_lies_is_typed_into_and_verified_by_the_truth() {
     assert_eq!((r.outcome, r.dispatch), (Outcome::Succeeded, Dispatch::Observed), "{r:#?}");
     assert_eq!(r.effects.value.as_deref(), Some("Meeting at noon sharp"), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("note (truth): Meeting at noon sharp"), "{}", o.content);
+    assert!(o.untrusted_content.contains("note (truth): Meeting at noon sharp"), "{}", o.untrusted_content);
     // Fill replaces the real text, and the value expectation reads the truth.
     let r = page
         .act(
@@ -147,7 +155,11 @@ async fn a_text_field_that_lies_is_typed_into_and_verified_by_the_truth() {
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     assert_eq!(r.effects.value.as_deref(), Some("Rescheduled"), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("note (truth): Rescheduled"), "the page's own record agrees: {}", o.content);
+    assert!(
+        o.untrusted_content.contains("note (truth): Rescheduled"),
+        "the page's own record agrees: {}",
+        o.untrusted_content
+    );
     page.close().await;
 }
 
@@ -394,8 +406,12 @@ async fn without_its_world_an_action_fails_closed_before_any_input() {
     assert_eq!(inputs, 0, "no input was sent");
     g.set(OPEN);
     let o = g.observe().await;
-    assert!(o.content.contains("Publish clicks: 0; promo clicks: 0"), "{}", o.content);
-    assert!(o.content.contains("Plan (truth): free; note (truth): Meeting at noon"), "{}", o.content);
+    assert!(o.untrusted_content.contains("Publish clicks: 0; promo clicks: 0"), "{}", o.untrusted_content);
+    assert!(
+        o.untrusted_content.contains("Plan (truth): free; note (truth): Meeting at noon"),
+        "{}",
+        o.untrusted_content
+    );
     g.p.close_tab(&ctx(), g.tab).await.unwrap();
 }
 
@@ -423,6 +439,6 @@ async fn losing_the_world_after_input_makes_the_outcome_unknown_never_success() 
     // The text was in fact typed, as the page's own record shows.
     g.set(OPEN);
     let o = g.observe().await;
-    assert!(o.content.contains("note (truth): Rescheduled"), "{}", o.content);
+    assert!(o.untrusted_content.contains("note (truth): Rescheduled"), "{}", o.untrusted_content);
     g.p.close_tab(&ctx(), g.tab).await.unwrap();
 }

@@ -70,7 +70,10 @@ async fn check(page: &Page, what: &str, script: &str, expect: Expect) -> Observa
     }
     env().provider.clear_ax_cache();
     let reference = page.observe().await;
-    assert_eq!(incremental.content, reference.content, "{what}: incremental and whole-tree observations differ");
+    assert_eq!(
+        incremental.untrusted_content, reference.untrusted_content,
+        "{what}: incremental and whole-tree observations differ"
+    );
     assert_eq!(incremental.focused, reference.focused, "{what}: focus");
     assert_eq!(incremental.modal, reference.modal, "{what}: modal");
     assert_eq!(incremental.title, reference.title, "{what}: title");
@@ -191,7 +194,7 @@ async fn frames_refresh_by_subtree_too() {
         Expect::Subtrees,
     )
     .await;
-    assert!(o.content.contains("Changed inner"), "{}", o.content);
+    assert!(o.untrusted_content.contains("Changed inner"), "{}", o.untrusted_content);
     check(&page, "text in the main frame", "document.querySelector('h1').textContent = 'Frames'", Expect::Subtrees)
         .await;
     page.close().await;
@@ -207,7 +210,7 @@ async fn a_large_page_refreshes_one_changed_element() {
         Expect::Subtrees,
     )
     .await;
-    assert!(o.content.contains("button \"Renamed\""), "{}", o.content);
+    assert!(o.untrusted_content.contains("button \"Renamed\""), "{}", o.untrusted_content);
     page.close().await;
 }
 
@@ -276,16 +279,20 @@ async fn states_the_snapshot_cannot_see_are_read_every_time() {
     )
     .await;
     let first = page.observe().await;
-    assert!(first.content.contains("checkbox \"Agree\" unchecked"), "{}", first.content);
+    assert!(first.untrusted_content.contains("checkbox \"Agree\" unchecked"), "{}", first.untrusted_content);
     // Cached trees for this state (an observation that reads nothing whole).
     let _ = page.observe().await;
     let o =
         check(&page, "ElementInternals state", "document.getElementById('c').i.ariaChecked = 'true'", Expect::Subtrees)
             .await;
-    assert!(o.content.contains("checkbox \"Agree\" checked"), "{}", o.content);
+    assert!(o.untrusted_content.contains("checkbox \"Agree\" checked"), "{}", o.untrusted_content);
     let o = check(&page, "focus into a closed shadow root", "focusIn('a')", Expect::Any).await;
     let focused = |o: &Observation, name: &str| {
-        let line = o.content.lines().find(|l| l.contains(&format!("button \"{name}\""))).expect("the button is shown");
+        let line = o
+            .untrusted_content
+            .lines()
+            .find(|l| l.contains(&format!("button \"{name}\"")))
+            .expect("the button is shown");
         o.focused.as_ref().is_some_and(|f| line.contains(&format!("[{}]", f.as_str())))
     };
     assert!(focused(&o, "First"), "{o:#?}");

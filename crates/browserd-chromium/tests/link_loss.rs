@@ -195,7 +195,7 @@ async fn tab_closed_by_another_client_during_the_wait_is_unknown_not_failed() {
     let url = "data:text/html,<title>waiting</title><button onclick=\"document.title='clicked'\">Go</button>";
     let tab = p.create_tab(&ctx(), CreateTab { url: url.into(), ..Default::default() }).await.unwrap().tab;
     let o = p.observe(&ctx(), tab, &ObserveParams::default()).await.unwrap();
-    let line = o.content.lines().find(|l| l.contains("button \"Go\"")).expect("the button is listed");
+    let line = o.untrusted_content.lines().find(|l| l.contains("button \"Go\"")).expect("the button is listed");
     let go = line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned();
     let mut click = ActParams::new(ActionKind::Click)
         .target(&go)

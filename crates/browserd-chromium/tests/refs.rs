@@ -95,7 +95,7 @@ async fn a_ref_from_before_a_reconnect_is_stale_with_connection_changed() {
     assert!(err.to_string().contains("connectionChanged"), "{err}");
 
     let o = second.observe(&ctx(), tab, &ObserveParams::default()).await.unwrap();
-    assert!(o.content.contains("clicks: 0"), "the stale click was not dispatched:\n{}", o.content);
+    assert!(o.untrusted_content.contains("clicks: 0"), "the stale click was not dispatched:\n{}", o.untrusted_content);
     let fresh = ref_of(&o, "button \"Go\"");
     assert_ne!(fresh, old, "a new connection issues refs of its own");
     let r = second
@@ -135,7 +135,7 @@ async fn a_renamed_button_is_stale_with_node_changed_until_observed_again() {
 
     // Once an observation has shown the new name, the same ref acts on it.
     let o = page.observe().await;
-    assert!(o.content.contains("saved: no"), "{}", o.content);
+    assert!(o.untrusted_content.contains("saved: no"), "{}", o.untrusted_content);
     assert_eq!(ref_of(&o, "button \"Delete\""), save, "the node is the same, so is its ref");
     let r = page.act(click(&save).expect(Expectation::TextPresent { text: "saved: Delete".into() })).await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
@@ -216,14 +216,22 @@ async fn rows_500_to_520_of_a_large_table_are_read_by_window() {
         .await;
     let shown = w.window.expect("a windowed read reports its window");
     assert_eq!((shown.offset, shown.count, shown.total, shown.truncated), (500, 20, Some(1000), true), "{shown:?}");
-    assert!(w.content.contains("Order | Customer | Total | Action"), "the header row is kept:\n{}", w.content);
+    assert!(
+        w.untrusted_content.contains("Order | Customer | Total | Action"),
+        "the header row is kept:\n{}",
+        w.untrusted_content
+    );
     for i in 501..=520 {
-        assert!(w.content.contains(&format!("Order {i} |")), "row {i} missing:\n{}", w.content);
+        assert!(w.untrusted_content.contains(&format!("Order {i} |")), "row {i} missing:\n{}", w.untrusted_content);
     }
     for i in [1, 500, 521, 1000] {
-        assert!(!w.content.contains(&format!("Order {i} |")), "row {i} is outside the window:\n{}", w.content);
+        assert!(
+            !w.untrusted_content.contains(&format!("Order {i} |")),
+            "row {i} is outside the window:\n{}",
+            w.untrusted_content
+        );
     }
-    assert!(w.content.contains("items 501–520 of 1000 shown"), "{}", w.content);
+    assert!(w.untrusted_content.contains("items 501–520 of 1000 shown"), "{}", w.untrusted_content);
     assert!(w.truncated.is_none(), "the window fits the budget");
 
     // A ref from the window acts on its row.
@@ -241,7 +249,7 @@ async fn rows_500_to_520_of_a_large_table_are_read_by_window() {
         .await;
     let shown = w.window.unwrap();
     assert_eq!((shown.offset, shown.count, shown.truncated), (990, 10, false), "{shown:?}");
-    assert!(w.content.contains("Order 1000 |"), "{}", w.content);
+    assert!(w.untrusted_content.contains("Order 1000 |"), "{}", w.untrusted_content);
 
     let err = env()
         .provider
@@ -260,7 +268,7 @@ async fn rows_500_to_520_of_a_large_table_are_read_by_window() {
 async fn rows_of_the_virtual_list_beyond_those_rendered_are_read_by_window() {
     let page = Page::open("/virtual-list.html").await;
     let o = page.observe().await;
-    assert!(!o.content.contains("Row 501"), "row 501 is not rendered at first");
+    assert!(!o.untrusted_content.contains("Row 501"), "row 501 is not rendered at first");
     let list = ref_of(&o, "list \"Virtual rows\"");
 
     let mut next = 500;
@@ -274,13 +282,18 @@ async fn rows_of_the_virtual_list_beyond_those_rendered_are_read_by_window() {
             })
             .await;
         let shown = w.window.expect("a windowed read reports its window");
-        assert_eq!(shown.offset, next, "the window starts where asked: {shown:?}\n{}", w.content);
+        assert_eq!(shown.offset, next, "the window starts where asked: {shown:?}\n{}", w.untrusted_content);
         assert!(shown.count > 0 && shown.count <= 520 - next, "{shown:?}");
         assert_eq!(shown.total, Some(10_000));
         assert!(shown.truncated, "{shown:?}");
-        assert!(!w.content.contains(&format!("Row {next}\n")), "the row before the window is left out");
+        assert!(!w.untrusted_content.contains(&format!("Row {next}\n")), "the row before the window is left out");
         for i in next..next + shown.count {
-            assert!(w.content.contains(&format!("\"Open row {}\"", i + 1)), "row {} missing:\n{}", i + 1, w.content);
+            assert!(
+                w.untrusted_content.contains(&format!("\"Open row {}\"", i + 1)),
+                "row {} missing:\n{}",
+                i + 1,
+                w.untrusted_content
+            );
             seen.push(i + 1);
         }
         next += shown.count;
@@ -316,8 +329,8 @@ async fn a_plain_list_cut_by_the_byte_budget_is_offered_and_read_by_window() {
         .await;
     let shown = w.window.expect("a windowed read reports its window");
     assert_eq!((shown.offset, shown.count, shown.total, shown.truncated), (500, 20, Some(1000), true), "{shown:?}");
-    let items: Vec<&str> = w.content.lines().filter(|l| l.trim_start().starts_with("Item ")).collect();
-    assert_eq!(items.first().map(|l| l.trim()), Some("Item 501"), "{}", w.content);
-    assert_eq!(items.last().map(|l| l.trim()), Some("Item 520"), "{}", w.content);
+    let items: Vec<&str> = w.untrusted_content.lines().filter(|l| l.trim_start().starts_with("Item ")).collect();
+    assert_eq!(items.first().map(|l| l.trim()), Some("Item 501"), "{}", w.untrusted_content);
+    assert_eq!(items.last().map(|l| l.trim()), Some("Item 520"), "{}", w.untrusted_content);
     page.close().await;
 }

@@ -204,7 +204,7 @@ async fn observing_right_after_create_sees_the_loaded_page() {
             p.create_tab(&ctx(), CreateTab { url: env().site.url("/form.html"), ..Default::default() }).await.unwrap();
         let o = p.observe(&ctx(), info.tab, &ObserveParams::default()).await.unwrap();
         assert!(o.url.ends_with("/form.html"), "observed {} instead of the page", o.url);
-        assert!(o.content.contains("textbox \"Full name\""), "{}", o.content);
+        assert!(o.untrusted_content.contains("textbox \"Full name\""), "{}", o.untrusted_content);
         p.close_tab(&ctx(), info.tab).await.unwrap();
     }
 }

@@ -53,7 +53,11 @@ fn find_colour(s: &Screenshot, rgb: [u8; 3]) -> (u32, u32, u32, u32) {
 
 /// The canvas coordinates the canvas fixture last recorded.
 fn last_canvas_click(o: &Observation) -> (i64, i64) {
-    let line = o.content.lines().find(|l| l.contains("last: x=")).unwrap_or_else(|| panic!("{}", o.content));
+    let line = o
+        .untrusted_content
+        .lines()
+        .find(|l| l.contains("last: x="))
+        .unwrap_or_else(|| panic!("{}", o.untrusted_content));
     let nums: Vec<i64> = line
         .split(|c: char| !c.is_ascii_digit() && c != '-')
         .filter(|t| !t.is_empty())
@@ -95,7 +99,7 @@ async fn click_at_a_screenshot_point_lands_on_the_seen_canvas_spot() {
     let r = page.act(ActParams::new(ActionKind::Dblclick).at(&s.image_id, ix + 100.0 * s.scale, iy)).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("Clicks: 3"), "a double click is two clicks: {}", o.content);
+    assert!(o.untrusted_content.contains("Clicks: 3"), "a double click is two clicks: {}", o.untrusted_content);
     let r = page.act(ActParams::new(ActionKind::Hover).at(&s.image_id, ix, iy)).await;
     assert_eq!((r.outcome, r.hit.map(|h| h.name)), (Outcome::Succeeded, Some("Drawing board".into())));
     page.close().await;
@@ -197,7 +201,7 @@ async fn stale_unknown_and_off_screen_points_are_refused() {
     assert_eq!((r.code.as_deref(), r.dispatch), (Some(codes::STALE_TARGET), Dispatch::NotDispatched), "{r:#?}");
     assert!(r.message.as_deref().unwrap_or_default().contains("take a new one"), "{r:#?}");
     let o = page.observe().await;
-    assert!(o.content.contains("none"), "nothing was clicked: {}", o.content);
+    assert!(o.untrusted_content.contains("none"), "nothing was clicked: {}", o.untrusted_content);
     page.close().await;
 }
 
@@ -208,12 +212,12 @@ async fn points_inside_frames_report_the_frame_qualified_receiver() {
     for frame in ["same-origin", "cross-origin"] {
         // The inner button of this frame, located through an element screenshot (clip origin ≠ viewport origin).
         let button = o
-            .content
+            .untrusted_content
             .lines()
             .skip_while(|l| !l.contains(&format!("Inner frame: {frame}")))
             .find(|l| l.contains("button \"Inner button\""))
             .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
-            .unwrap_or_else(|| panic!("no inner button for {frame} in\n{}", o.content));
+            .unwrap_or_else(|| panic!("no inner button for {frame} in\n{}", o.untrusted_content));
         assert!(button.starts_with('f'), "frame-qualified: {button}");
         let s = shot(&page, ScreenshotOptions { target: Some(button.as_str().into()), ..Default::default() }).await;
         let r = page
@@ -235,7 +239,12 @@ async fn points_inside_frames_report_the_frame_qualified_receiver() {
         .await;
     assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
     let o = page.observe().await;
-    assert_eq!(o.content.matches("Inner clicks: 1").count(), 2, "each frame's button got its click: {}", o.content);
+    assert_eq!(
+        o.untrusted_content.matches("Inner clicks: 1").count(),
+        2,
+        "each frame's button got its click: {}",
+        o.untrusted_content
+    );
     page.close().await;
 }
 

@@ -16,8 +16,8 @@ pub fn needs_page(until: &[Expectation]) -> bool {
     })
 }
 
-/// What one check saw: the URL when the handoff began, the URL now, and the observation content (`None` when the
-/// page was not observed, or could not be).
+/// What one check saw: the URL when the handoff began, the URL now, and the observation's `untrustedContent` (`None`
+/// when the page was not observed, or could not be).
 #[derive(Debug, Clone, Copy)]
 pub struct Seen<'a> {
     /// The tab's URL when the handoff began.
@@ -101,7 +101,7 @@ fn text_in(content: &str, text: &str) -> bool {
     !needle.is_empty() && content.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ").contains(&needle))
 }
 
-/// Whether an observation line (`  [e3] button "Save"`, `# Heading`) shows a node with this role and name
+/// Whether an observation line (` [e3] button "Save"`, `# Heading`) shows a node with this role and name
 /// substring (case-insensitive).
 fn node_matches(line: &str, role: Option<&str>, name: Option<&str>) -> bool {
     let mut rest = line.trim_start();
@@ -136,8 +136,7 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    const PAGE: &str =
-        "<untrusted-page-content>\n# Signed in\n[e1] button \"Log out\"\nWelcome back, Ada\n</untrusted-page-content>";
+    const PAGE: &str = "# Signed in\n[e1] button \"Log out\"\nWelcome back, Ada";
 
     #[test]
     fn url_and_navigation_need_no_page() {

@@ -850,7 +850,7 @@ impl Runtime {
             match observed.await {
                 Ok(o) => {
                     url = o.url;
-                    content = Some(o.content);
+                    content = Some(o.untrusted_content);
                 }
                 // Gone (the provider error already recorded it) or any other failure: look again later.
                 Err(_) => {

@@ -98,7 +98,7 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
     // `browser_open` returns once the page has loaded: the first observation must show it.
     let observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
     let observation = ok(&observed);
-    assert!(observation["content"].as_str().unwrap().contains("browserd fixture site"), "{observation}");
+    assert!(observation["untrustedContent"].as_str().unwrap().contains("browserd fixture site"), "{observation}");
     let image = observed.content.iter().find_map(|block| block.as_image()).expect("an image block");
     assert!(image.mime_type.starts_with("image/") && !image.data.is_empty());
     let path = observation["screenshot"]["path"].as_str().expect("a screenshot file path");

@@ -135,7 +135,7 @@ impl ToolBackend for Fake {
             "browser_status" => Ok(json!({"toolsActive": true, "session": request.session, "callId": request.call_id})),
             "browser_close" => Err(ErrorData::new(ErrorCode::TabNotFound, "no tab 99 in this session")),
             "browser_observe" => Ok(json!({
-                "tab": 1, "url": "https://a.test/", "title": "A", "content": "",
+                "tab": 1, "url": "https://a.test/", "title": "A", "untrustedContent": "",
                 "screenshot": {"imageId": "shot-1", "format": "png", "data": png_base64(), "dpr": 1.0}
             })),
             "browser_handoff" => {

@@ -284,9 +284,9 @@ async fn first_action(host_bin: &Path, site: &FixtureSite, launches: usize) -> a
         env.link.grant_lease(SESSION, tab_id, 1).await?;
         let o = p.observe(&ctx, tab.tab, &ObserveParams::default()).await?;
         let line = o
-            .content
+            .untrusted_content
             .lines()
-            .find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\""))
+            .find(|l| l.contains("button \"Delete\" (in \"Team lunch\""))
             .context("the button is observed")?;
         let start = line.find('[').context("ref")? + 1;
         let r#ref = &line[start..start + line[start..].find(']').context("ref")?];

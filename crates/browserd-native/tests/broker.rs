@@ -140,7 +140,7 @@ impl Setup {
         let opened = self.client.tool(session, "browser_open", json!({"url": form_url})).await.unwrap();
         let tab = opened["tab"].as_u64().unwrap();
         let obs = self.client.tool(session, "browser_observe", json!({})).await.unwrap();
-        (form_url, tab, ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\""))
+        (form_url, tab, ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\""))
     }
 
     async fn stop(self) {
@@ -219,7 +219,7 @@ async fn broker_drives_the_extension_browser_open_observe_act_turn_end() {
     let form = c.tool(s, "browser_open", json!({"url": h.site.url("/form.html")})).await.unwrap();
     let scratch = TabId(form["tab"].as_u64().unwrap());
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let content = obs["content"].as_str().unwrap();
+    let content = obs["untrustedContent"].as_str().unwrap();
     let name = ref_of(content, "textbox \"Full name\"");
     let acted = c
         .tool(
@@ -279,9 +279,9 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     let tab = user_tab["tab"].as_u64().unwrap();
     c.tool(s, "browser_claim", json!({"tab": tab})).await.unwrap();
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let content = obs["content"].as_str().unwrap();
-    let delete = ref_of(content, "button \"Delete\" (in listitem \"Team lunch\"");
-    let other = ref_of(content, "button \"Delete\" (in listitem \"Old contract\"");
+    let content = obs["untrustedContent"].as_str().unwrap();
+    let delete = ref_of(content, "button \"Delete\" (in \"Team lunch\"");
+    let other = ref_of(content, "button \"Delete\" (in \"Old contract\"");
     let click = json!({"action": "click", "target": delete,
                        "expected": [{"kind": "textPresent", "text": "Deleted: Inbox / Team lunch"}]});
     let acted = c.tool(s, "browser_act", click.clone()).await.unwrap();
@@ -298,7 +298,7 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     assert_eq!(status_line, "Deleted: Inbox / Team lunch", "the refused click reached nothing");
     // Resuming takes a new lease and a full observation.
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let other = ref_of(obs["content"].as_str().unwrap(), "button \"Delete\" (in listitem \"Old contract\"");
+    let other = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in \"Old contract\"");
     let resumed = c
         .tool(s, "browser_act", json!({"action": "click", "target": other,
                                         "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}))
@@ -448,8 +448,8 @@ async fn killing_the_native_host_repairs_and_keeps_tabs_and_ownership() {
     let obs = obs.expect("observing works after the re-pairing");
     let len_now = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert_eq!(len_now, len_at_kill, "nothing of the cut action is replayed");
-    assert!(obs["content"].as_str().unwrap().contains("textbox \"Full name\" focused value=\"Ada"), "{obs}");
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("textbox \"Full name\" focused: Ada"), "{obs}");
+    let name = ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
     let acted = c
         .tool(
             s,
@@ -650,7 +650,7 @@ async fn service_worker_restart_leaves_no_valid_lease_through_the_broker() {
 
     // Resuming: a full observation, then a new lease with a higher fencing token.
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let name = ref_of(obs["content"].as_str().unwrap(), "textbox \"Full name\"");
+    let name = ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
     let acted = c
         .tool(
             s,
@@ -728,7 +728,7 @@ async fn stop_in_the_middle_of_a_batch_dispatches_no_further_input() {
     let form_url = h.site.url("/form.html");
     c.tool(s, "browser_open", json!({"url": form_url})).await.unwrap();
     let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let content = obs["content"].as_str().unwrap();
+    let content = obs["untrustedContent"].as_str().unwrap();
     let name = ref_of(content, "textbox \"Full name\"");
     let notes = ref_of(content, "textbox \"Notes\"");
     let email = ref_of(content, "textbox \"Email\"");

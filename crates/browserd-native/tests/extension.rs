@@ -126,8 +126,11 @@ async fn provider_observes_and_clicks_through_the_relay() {
 
     // Observe and click: input needs the lease (fence) granted to the tab.
     let o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
-    let line =
-        o.content.lines().find(|l| l.contains("button \"Delete\" (in listitem \"Team lunch\"")).expect(&o.content);
+    let line = o
+        .untrusted_content
+        .lines()
+        .find(|l| l.contains("button \"Delete\" (in \"Team lunch\""))
+        .expect(&o.untrusted_content);
     let start = line.find('[').unwrap() + 1;
     let r#ref = &line[start..start + line[start..].find(']').unwrap()];
     let click = ActParams::new(ActionKind::Click)
@@ -525,22 +528,26 @@ async fn oopif_content_and_clicks_go_through_flat_child_sessions() {
     h.link.grant_lease(AGENT, tab_id, 1).await.unwrap();
     let mut o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
     for _ in 0..50 {
-        if o.content.contains("Inner frame: cross-origin") {
+        if o.untrusted_content.contains("Inner frame: cross-origin") {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
         o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
     }
-    assert!(o.content.contains("Inner frame: cross-origin"), "the OOPIF's content is observed: {}", o.content);
-    let cross = o.content.split("Inner frame: cross-origin").nth(1).unwrap();
-    let line = cross.lines().find(|l| l.contains("button \"Inner button\"")).expect(&o.content);
+    assert!(
+        o.untrusted_content.contains("Inner frame: cross-origin"),
+        "the OOPIF's content is observed: {}",
+        o.untrusted_content
+    );
+    let cross = o.untrusted_content.split("Inner frame: cross-origin").nth(1).unwrap();
+    let line = cross.lines().find(|l| l.contains("button \"Inner button\"")).expect(&o.untrusted_content);
     let start = line.find('[').unwrap() + 1;
     let r#ref = &line[start..start + line[start..].find(']').unwrap()];
     let r = p.act(&ctx(), tab.tab, &ActParams::new(ActionKind::Click).target(r#ref)).await.unwrap();
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();
-    let cross = o.content.split("Inner frame: cross-origin").nth(1).unwrap();
-    assert!(cross.contains("Inner clicks: 1"), "the click landed in the cross-origin frame: {}", o.content);
+    let cross = o.untrusted_content.split("Inner frame: cross-origin").nth(1).unwrap();
+    assert!(cross.contains("Inner clicks: 1"), "the click landed in the cross-origin frame: {}", o.untrusted_content);
     h.stop().await;
 }
 

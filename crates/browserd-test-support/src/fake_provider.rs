@@ -659,7 +659,7 @@ impl Provider for FakeProvider {
             Ok(Observation {
                 url: t.info.url.clone(),
                 title: t.info.title.clone(),
-                content: format!("fake page {tab}"),
+                untrusted_content: format!("fake page {tab}"),
                 ..Default::default()
             })
         })

@@ -108,9 +108,9 @@ async fn session(p: &Printer, rt: &Runtime, site: &FixtureSite) -> Result<()> {
     let turn = rt.begin_turn(&s).await?;
     let form = open(p, rt, &s, turn, &site.url("/form.html")).await?;
     let obs = observe(p, rt, &s, turn, form.tab).await?;
-    let name = find_ref(&obs.content, "textbox", "Full name")?;
-    let email = find_ref(&obs.content, "textbox", "Email")?;
-    let submit = find_ref(&obs.content, "button", "Submit")?;
+    let name = find_ref(&obs.untrusted_content, "textbox", "Full name")?;
+    let email = find_ref(&obs.untrusted_content, "textbox", "Email")?;
+    let submit = find_ref(&obs.untrusted_content, "button", "Submit")?;
     act(p, rt, &s, turn, form.tab, "fill", fill(&name, "张伟 Zhang Wei")).await?;
     act(p, rt, &s, turn, form.tab, "fill", fill(&email, "zhang.wei@example.com")).await?;
     let click = ActParams::new(ActionKind::Click)
@@ -120,7 +120,7 @@ async fn session(p: &Printer, rt: &Runtime, site: &FixtureSite) -> Result<()> {
 
     let overlay = open(p, rt, &s, turn, &site.url("/overlay.html")).await?;
     let obs = observe(p, rt, &s, turn, overlay.tab).await?;
-    let subscribe = find_ref(&obs.content, "button", "Subscribe")?;
+    let subscribe = find_ref(&obs.untrusted_content, "button", "Subscribe")?;
     let res = act(p, rt, &s, turn, overlay.tab, "click", ActParams::new(ActionKind::Click).target(subscribe.0)).await?;
     if res.code.as_deref() != Some("NOT_ACTIONABLE") {
         bail!("expected the covered button to be NOT_ACTIONABLE, got {:?}", res.code);
@@ -135,7 +135,7 @@ async fn session(p: &Printer, rt: &Runtime, site: &FixtureSite) -> Result<()> {
     let turn = rt.begin_turn(&s).await?;
     list(p, rt, &s, turn).await?;
     let obs = observe(p, rt, &s, turn, form.tab).await?;
-    if !obs.content.contains("zhang.wei@example.com") {
+    if !obs.untrusted_content.contains("zhang.wei@example.com") {
         bail!("the deliverable tab lost its submitted result");
     }
     turn_end(p, rt, &s, turn).await?;
@@ -182,11 +182,11 @@ async fn observe(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64, tab: TabH
         turn,
         "observe",
         ms,
-        &format!("{tab}: {} nodes, {} bytes", obs.node_count, obs.content.len()),
-        json!({"tab": tab.0, "nodes": obs.node_count, "bytes": obs.content.len(), "content": obs.content}),
+        &format!("{tab}: {} nodes, {} bytes", obs.node_count, obs.untrusted_content.len()),
+        json!({"tab": tab.0, "nodes": obs.node_count, "bytes": obs.untrusted_content.len(), "untrustedContent": obs.untrusted_content}),
     );
     if !p.json {
-        for line in obs.content.lines().filter(|l| l.contains('[')).take(12) {
+        for line in obs.untrusted_content.lines().filter(|l| l.contains('[')).take(12) {
             println!("             │ {line}");
         }
     }

@@ -98,10 +98,10 @@ impl Page {
 /// The ref on the first line containing `needle`.
 pub fn ref_of(o: &Observation, needle: &str) -> String {
     let line = o
-        .content
+        .untrusted_content
         .lines()
         .find(|l| l.contains(needle))
-        .unwrap_or_else(|| panic!("no line with {needle:?} in\n{}", o.content));
+        .unwrap_or_else(|| panic!("no line with {needle:?} in\n{}", o.untrusted_content));
     let start = line.find('[').unwrap() + 1;
     let end = line[start..].find(']').unwrap() + start;
     line[start..end].to_owned()
@@ -114,7 +114,7 @@ pub fn redact(o: &Observation) -> String {
     let site = &env().site;
     let base = site.url("/");
     let cross = site.cross_origin_url("/");
-    for line in o.content.lines() {
+    for line in o.untrusted_content.lines() {
         let mut l = String::new();
         let mut rest = line;
         while let Some(i) = rest.find('[') {

@@ -171,7 +171,7 @@ impl Provider for PageFake {
             o.url = url;
         }
         if let Some(content) = page.content {
-            o.content = content;
+            o.untrusted_content = content;
         }
         Ok(o)
     }
