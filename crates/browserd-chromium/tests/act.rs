@@ -679,7 +679,11 @@ fn event_log_page(extra: &str) -> String {
 
 /// The line of an observation of [`event_log_page`] that shows its log.
 fn log_line(o: &browserd_protocol::Observation) -> String {
-    o.content.lines().find(|l| l.contains("log:")).unwrap_or_else(|| panic!("no log in\n{}", o.content)).to_owned()
+    o.untrusted_content
+        .lines()
+        .find(|l| l.contains("log:"))
+        .unwrap_or_else(|| panic!("no log in\n{}", o.untrusted_content))
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
