@@ -180,6 +180,32 @@ impl Cdp {
         self.call_inner(session, method, params, timeout, Some(cancel)).await
     }
 
+    /// Hands `method` to the connection task and returns at once, without waiting for the answer; [`Queued::answer`]
+    /// waits for it. Commands queued by successive `enqueue` calls on one handle (each awaited before the next) are
+    /// written to the browser in that order, so a caller can have several commands in flight and still keep their
+    /// order (input events, for example). `timeout` counts from this call and also bounds the wait for room in the
+    /// connection's queue. An `Err` means the command was not queued (the connection is gone, or the queue stayed
+    /// full until the deadline): it never reached the browser.
+    pub async fn enqueue(
+        &self,
+        session: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Queued, CdpError> {
+        if let Some(reason) = self.shared.close_reason.get() {
+            return Err(CdpError::ConnectionClosed { reason: reason.clone() });
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        let (reply_tx, reply_rx) = oneshot::channel();
+        let command = Command::Call { session: session.cloned(), method: method.to_owned(), params, reply: reply_tx };
+        match tokio::time::timeout_at(deadline, self.tx.send(command)).await {
+            Ok(Ok(())) => Ok(Queued { cdp: self.clone(), method: method.to_owned(), reply: reply_rx, deadline }),
+            Ok(Err(_)) => Err(self.closed_error()),
+            Err(_) => Err(timeout_error(method)),
+        }
+    }
+
     async fn call_inner(
         &self,
         session: Option<&SessionId>,
@@ -288,6 +314,29 @@ impl Cdp {
             .cloned()
             .unwrap_or_else(|| "the connection task stopped unexpectedly".to_owned());
         CdpError::ConnectionClosed { reason }
+    }
+}
+
+/// A command handed to the connection by [`Cdp::enqueue`], whose answer has not been read yet. Dropping it stops
+/// waiting for the answer; a command whose `Queued` is dropped before the connection task reaches it is not sent at
+/// all (the task skips calls nobody waits for), so keep it, or [`Queued::answer`] in a task of its own, until the
+/// command must have gone out.
+#[derive(Debug)]
+pub struct Queued {
+    cdp: Cdp,
+    method: String,
+    reply: oneshot::Receiver<Result<Value, CdpError>>,
+    deadline: tokio::time::Instant,
+}
+
+impl Queued {
+    /// Waits for the browser's answer, until the deadline given to [`Cdp::enqueue`].
+    pub async fn answer(self) -> Result<Value, CdpError> {
+        match tokio::time::timeout_at(self.deadline, self.reply).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(self.cdp.closed_error()),
+            Err(_) => Err(timeout_error(&self.method)),
+        }
     }
 }
 

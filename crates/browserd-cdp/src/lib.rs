@@ -45,7 +45,7 @@ mod pipe;
 mod transport;
 mod ws;
 
-pub use connection::{AutoAttach, Cdp, CdpEvent, ConnectionOptions, SessionEvents, SessionId};
+pub use connection::{AutoAttach, Cdp, CdpEvent, ConnectionOptions, Queued, SessionEvents, SessionId};
 pub use error::{CdpError, LaunchError, TransportError};
 pub use launch::{
     BrowserExit, CHROMIUM_ENV, LaunchOptions, ManagedBrowser, ShutdownError, find_executable, find_executable_in,

@@ -42,6 +42,9 @@ const QUIET_EXPECTING_MS: f64 = 15.0;
 /// Longest settle window when nothing is expected.
 const MAX_SETTLE: Duration = Duration::from_millis(600);
 const GROUP: &str = "browserd-act";
+/// How long the answer to an input is still awaited once a dialog opened while it was pending, to tell whether the
+/// page handled it before the dialog (then the dialog came from a later input).
+const DIALOG_GRACE: Duration = Duration::from_millis(100);
 
 /// The effect tracker, run in browserd's isolated world ([`crate::world`]) of every document: DOM quiet time and
 /// live-region / toast text for effect summaries. Page scripts can neither see it nor break it (by replacing
@@ -266,6 +269,18 @@ fn unknown_message(why: &str) -> String {
     )
 }
 
+/// The failure of an action (other than `dialog`) tried while a dialog is open.
+fn blocked_by(d: &browserd_protocol::DialogInfo) -> Fail {
+    Fail::new(
+        codes::DIALOG_BLOCKING,
+        format!(
+            "a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first",
+            d.kind,
+            truncate(&d.message, 80)
+        ),
+    )
+}
+
 /// The box of a node in top-level viewport coordinates.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct QuadBox {
@@ -371,6 +386,19 @@ struct Run<'a> {
     /// Set as soon as a command that changes the page (input, navigation, selection, files, dialog) is handed to the
     /// browser; read by the caller when the action is cancelled midway.
     sent: &'a AtomicBool,
+    /// Nodes of the target resolved into browserd's world ahead of the first check (see [`Run::prefetch`]), each used
+    /// once.
+    prefetched: std::sync::Mutex<Vec<Prefetched>>,
+}
+
+/// A node resolved into browserd's world ahead of its first use: where it lives, the context it was resolved in, and
+/// its object id.
+struct Prefetched {
+    session: SessionId,
+    frame: String,
+    backend: i64,
+    context: i64,
+    object: String,
 }
 
 fn index(i: usize) -> u32 {
@@ -520,9 +548,10 @@ async fn act_inner(
         last_built: None,
         unverified: Vec::new(),
         sent,
+        prefetched: std::sync::Mutex::new(Vec::new()),
     };
     run.res.timings.queue = ms(queue);
-    if !matches!(
+    let foreground = !matches!(
         params.action,
         ActionKind::Wait
             | ActionKind::Dialog
@@ -530,24 +559,54 @@ async fn act_inner(
             | ActionKind::Back
             | ActionKind::Forward
             | ActionKind::Reload
-    ) {
-        run.ensure_visible().await;
-    }
-    if run.dialog_open().is_none() {
-        // The tracker must be in place before any input, so effects of this action are seen.
-        let _ = run.tracker_context(false).await;
-    }
-    // The nodes must still be what the caller saw (`nodeVersion`), checked before any input.
+    );
+    // Before any input, and independent of each other, so done together: the page is brought forward if hidden and
+    // the effect tracker is in place (so effects of this action are seen); the nodes must still be what the caller
+    // saw (`nodeVersion`); and the target is resolved into browserd's world for its first check. The time counts as
+    // resolving the target.
     let targets = [params.target.as_ref(), params.to.as_ref()];
     let v0 = Instant::now();
-    let versions = crate::observe::check_node_versions(p, tab, &targets, deadline).await;
+    let page = async {
+        if foreground {
+            run.ensure_visible().await;
+        }
+        if run.dialog_open().is_none() {
+            let _ = run.tracker_context(false).await;
+        }
+    };
+    // The browser answers the version check only once a dialog that blocks the page is closed: it is not waited for
+    // while one is open.
+    let versions = async {
+        if run.dialog_open().is_some() {
+            return None;
+        }
+        tokio::select! {
+            r = crate::observe::check_node_versions(p, tab, &targets, deadline) => Some(r),
+            () = run.dialog_opened() => None,
+        }
+    };
+    let (versions, (), prefetched) = tokio::join!(versions, page, run.prefetch(params));
+    *run.prefetched.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = prefetched;
+    let versions = match versions {
+        Some(v) => Ok(v),
+        // Checked now if the dialog is gone; otherwise the action stops at the dialog, before any input.
+        None if run.dialog_open().is_none() => {
+            Ok(crate::observe::check_node_versions(p, tab, &targets, deadline).await)
+        }
+        None if params.action == ActionKind::Dialog => Ok(Ok(())),
+        None => Err(run.dialog_open().map_or_else(
+            || Fail::new(codes::DIALOG_BLOCKING, "a dialog blocked the page; handle it with the dialog action first"),
+            |d| blocked_by(&d),
+        )),
+    };
     let versions_ms = ms(v0.elapsed());
     let result = match versions {
-        Ok(()) => run.perform(params).await,
-        Err((reason, message)) => {
+        Ok(Ok(())) => run.perform(params).await,
+        Ok(Err((reason, message))) => {
             run.res.stale_reason = Some(reason);
             Err(Fail::new(codes::STALE_TARGET, message))
         }
+        Err(f) => Err(f),
     };
     run.res.timings.resolve += versions_ms;
     match result {
@@ -638,11 +697,14 @@ async fn act_inner(
         }
     }
     let blocked = p.st().tabs.get(&tab).is_some_and(|t| t.dialog.is_some());
+    // The action's objects are released without waiting for the answer: the command is queued before the tab is
+    // free for the next action, so it reaches the browser before anything that action sends.
     for s in run.sessions_used.iter().filter(|_| !blocked) {
-        let _ = p
-            .cdp
-            .call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), Duration::from_millis(200))
-            .await;
+        let release = json!({"objectGroup": GROUP});
+        if let Ok(q) = p.cdp.enqueue(Some(s), "Runtime.releaseObjectGroup", release, Duration::from_millis(200)).await {
+            // The answer is waited for elsewhere: a command whose answer nobody waits for is not sent.
+            drop(tokio::spawn(q.answer()));
+        }
     }
     run.res.timings.serialize = ms(s0.elapsed());
     Ok(run.res)
@@ -651,6 +713,19 @@ async fn act_inner(
 impl Run<'_> {
     fn dialog_open(&self) -> Option<browserd_protocol::DialogInfo> {
         self.p.st().tabs.get(&self.tab).and_then(|t| t.dialog.clone())
+    }
+
+    /// Resolves once a dialog is open on the tab (at once if one is).
+    async fn dialog_opened(&self) {
+        loop {
+            let notified = self.p.dialog_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.dialog_open().is_some() {
+                return;
+            }
+            notified.await;
+        }
     }
 
     /// Resolves a target (a ref, or `role "name"` matched against the latest observation).
@@ -728,8 +803,61 @@ impl Run<'_> {
         self.node(&res.session, &res.frame_id, res.backend).await
     }
 
+    /// The target's nodes (the node, and the node the mouse points at when another) resolved into browserd's world
+    /// ahead of the first check, so that doing so costs no round trip of its own: only with a world context already
+    /// remembered for the node's document (one is never made here, so every object of the action belongs to the one
+    /// context), and nothing on failure (the first check then resolves the node itself and reports what fails).
+    async fn prefetch(&self, params: &ActParams) -> Vec<Prefetched> {
+        // A node cannot be resolved while a dialog blocks the page (the answer waits for the dialog): given up as soon
+        // as one is open.
+        tokio::select! {
+            () = self.dialog_opened() => Vec::new(),
+            nodes = self.prefetch_nodes(params) => nodes,
+        }
+    }
+
+    async fn prefetch_nodes(&self, params: &ActParams) -> Vec<Prefetched> {
+        let Some(target) = params.target.as_ref().map(|t| t.as_str().trim()) else { return Vec::new() };
+        if params.at.is_some()
+            || crate::state::parse_ref(target).is_none()
+            || matches!(params.action, ActionKind::Wait | ActionKind::Dialog | ActionKind::Navigate)
+        {
+            return Vec::new();
+        }
+        let Ok(res) = resolve_ref(self.p, self.tab, target) else { return Vec::new() };
+        let Some(context) = world::remembered(self.p, self.tab, &res.session, &res.frame_id) else { return Vec::new() };
+        let mut backends = vec![res.backend];
+        if res.point_backend != res.backend {
+            backends.push(res.point_backend);
+        }
+        let resolved = futures_util::future::join_all(backends.iter().map(|b| {
+            let params = json!({"backendNodeId": b, "executionContextId": context, "objectGroup": GROUP});
+            self.p.call(Some(&res.session), "DOM.resolveNode", params, self.deadline)
+        }))
+        .await;
+        backends
+            .into_iter()
+            .zip(resolved)
+            .filter_map(|(backend, r)| {
+                let object = r.ok()?["object"]["objectId"].as_str()?.to_owned();
+                Some(Prefetched { session: res.session.clone(), frame: res.frame_id.clone(), backend, context, object })
+            })
+            .collect()
+    }
+
     /// A node of `frame` (rendered by `session`) as an object of browserd's isolated world there.
     async fn node(&self, session: &SessionId, frame: &str, backend: i64) -> Result<String, Fail> {
+        let early = {
+            let mut pre = self.prefetched.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let at = pre.iter().position(|n| n.session == *session && n.frame == frame && n.backend == backend);
+            at.map(|i| pre.swap_remove(i))
+        };
+        // Used only while its context is still the remembered one of the node's document.
+        if let Some(n) = early
+            && world::remembered(self.p, self.tab, session, frame) == Some(n.context)
+        {
+            return Ok(n.object);
+        }
         match world::node(self.p, self.tab, session, frame, backend, GROUP, self.deadline).await {
             Ok(Some(id)) => Ok(id),
             Ok(None) => Err(Fail::new(
@@ -1281,51 +1409,140 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Sends one input command to the page session; a dialog opening while it is pending counts as delivered. Once
-    /// the command is handed to the browser, a lost connection or target makes the outcome unknown (the input may
-    /// have been delivered), never "failed".
+    /// Sends one input command to the page session (see [`Run::inputs`]).
     async fn input(&mut self, method: &str, params: Value) -> Result<(), Fail> {
+        self.inputs(vec![(method, params)]).await
+    }
+
+    /// Sends input commands to the page session. All of them are handed to the browser, in order, before any answer is
+    /// awaited: the browser (and, over the extension relay, the last-hop gate, which checks and dispatches each input in
+    /// turn) handles them in that order, and each waits only as long as the page takes to handle the ones before it.
+    /// Nothing is sent while a dialog is open once some input of this action went out; a dialog opening while they are
+    /// pending counts as delivered. Once a command is handed to the browser a lost connection or target makes the
+    /// outcome unknown (the input may have been delivered), never "failed"; so is a command the browser refuses when
+    /// one sent after it may have reached the page (the page got the input incomplete).
+    async fn inputs(&mut self, cmds: Vec<(&str, Value)>) -> Result<(), Fail> {
+        if self.dialog_open().is_some() && self.res.dispatch != Dispatch::NotDispatched {
+            return Ok(());
+        }
         self.sending()?;
-        let fut = self.p.call(Some(&self.session), method, params, self.deadline);
-        tokio::pin!(fut);
-        loop {
-            let notified = self.p.dialog_notify.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.dialog_open().is_some() && self.res.dispatch != Dispatch::NotDispatched {
-                return Ok(());
-            }
-            tokio::select! {
-                r = &mut fut => {
-                    return match r {
-                        Ok(_) => {
-                            self.res.dispatch = Dispatch::Dispatched;
-                            Ok(())
-                        }
-                        Err(e) => {
-                            let mut f = cdp_fail(&e, method, true);
-                            if !f.link && let Some(gone) = self.link_lost() {
-                                // Rejected because the link went away meanwhile (the state already knows).
-                                f = Fail { outcome: Outcome::Unknown, ..gone };
-                            }
-                            if f.link {
-                                self.res.dispatch = Dispatch::Dispatched;
-                            }
-                            Err(f)
-                        }
-                    };
-                }
-                () = &mut notified => {
-                    if self.dialog_open().is_some() {
-                        self.res.dispatch = Dispatch::Dispatched;
-                        return Ok(());
-                    }
+        let mut queued = Vec::with_capacity(cmds.len());
+        let mut unqueued = None;
+        for (method, params) in cmds {
+            // Named by the event type in messages (`mousePressed`), else by the method.
+            let label = params["type"].as_str().map_or_else(|| method.to_owned(), str::to_owned);
+            match self.p.cdp.enqueue(Some(&self.session), method, params, remaining(self.deadline)).await {
+                Ok(q) => queued.push((method, label, q)),
+                Err(e) => {
+                    // Nothing after it is sent: the input stops here.
+                    unqueued = Some((method, label, e));
+                    break;
                 }
             }
         }
+        // The answers, in order. A dialog opening while one is awaited counts as that input delivered; the inputs sent
+        // after it may reach the page once the dialog is closed (or be dropped by the browser), which is unknown.
+        let mut answers = Vec::with_capacity(queued.len());
+        let mut queued = queued.into_iter();
+        while let Some((method, label, q)) = queued.next() {
+            let answer = q.answer();
+            tokio::pin!(answer);
+            let mut r = loop {
+                let notified = self.p.dialog_notify.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.dialog_open().is_some() && self.res.dispatch != Dispatch::NotDispatched {
+                    break None;
+                }
+                tokio::select! {
+                    r = &mut answer => break Some(r),
+                    () = &mut notified => {
+                        if self.dialog_open().is_some() {
+                            self.res.dispatch = Dispatch::Dispatched;
+                            break None;
+                        }
+                    }
+                }
+            };
+            if r.is_none() && !queued.as_slice().is_empty() {
+                // Which input opened the dialog: one the page has handled is answered even while the dialog is open
+                // (though the answer may come just after the dialog's news), one whose handler opened it is not.
+                r = tokio::time::timeout(DIALOG_GRACE, &mut answer).await.ok();
+            }
+            match r {
+                Some(r) => {
+                    if r.is_ok() {
+                        // Seen by the dialog check above while the next answer is awaited.
+                        self.res.dispatch = Dispatch::Dispatched;
+                    }
+                    answers.push((method, label, r));
+                }
+                None => {
+                    let behind: Vec<String> = queued.map(|(_, l, _)| l).collect();
+                    if behind.is_empty() {
+                        return Ok(());
+                    }
+                    let kind = self.dialog_open().map_or_else(|| "JavaScript".to_owned(), |d| d.kind);
+                    return Err(Fail::new(
+                        OUTCOME_UNKNOWN,
+                        format!(
+                            "a dialog ({kind}) opened before the page had handled {label}; the input sent after it \
+                             ({}) may reach the page once the dialog is closed, or be dropped by the browser, so the \
+                             outcome is unknown: it is not retried automatically — handle the dialog, then observe the \
+                             page before deciding to act again",
+                            behind.join(", ")
+                        ),
+                    )
+                    .unknown());
+                }
+            }
+        }
+        // The first failure decides, unless an input after it may have reached the page: then the page got the input
+        // incomplete.
+        let mut failed: Option<(Fail, String)> = None;
+        let mut reached_after = false;
+        let results =
+            answers.into_iter().map(|(m, l, r)| (m, l, r.map(drop))).chain(unqueued.map(|(m, l, e)| (m, l, Err(e))));
+        for (method, label, r) in results {
+            let e = match r {
+                Ok(()) => {
+                    self.res.dispatch = Dispatch::Dispatched;
+                    reached_after |= failed.is_some();
+                    continue;
+                }
+                Err(e) => e,
+            };
+            let mut f = cdp_fail(&e, method, true);
+            if !f.link
+                && let Some(gone) = self.link_lost()
+            {
+                // Rejected because the link went away meanwhile (the state already knows).
+                f = Fail { outcome: Outcome::Unknown, ..gone };
+            }
+            if f.link {
+                self.res.dispatch = Dispatch::Dispatched;
+                reached_after |= failed.is_some();
+            }
+            if failed.is_none() {
+                failed = Some((f, format!("{label}: {e}")));
+            }
+        }
+        match failed {
+            None => Ok(()),
+            Some((f, why)) if reached_after && !f.link => Err(Fail::new(
+                OUTCOME_UNKNOWN,
+                format!(
+                    "the browser refused one input ({why}) but an input sent after it may have reached the page, so \
+                     the page may have got it incomplete and the outcome is unknown: it is not retried automatically \
+                     — observe the page before deciding to act again"
+                ),
+            )
+            .unknown()),
+            Some((f, _)) => Err(f),
+        }
     }
 
-    async fn mouse(&mut self, kind: &str, x: f64, y: f64, clicks: u32) -> Result<(), Fail> {
+    fn mouse_params(kind: &str, x: f64, y: f64, clicks: u32) -> Value {
         let mut p = json!({"type": kind, "x": x, "y": y, "modifiers": 0});
         if kind != "mouseMoved" {
             p["button"] = json!("left");
@@ -1333,13 +1550,27 @@ impl Run<'_> {
         } else {
             p["button"] = json!("none");
         }
-        self.input("Input.dispatchMouseEvent", p).await
+        p
+    }
+
+    async fn mouse(&mut self, kind: &str, x: f64, y: f64, clicks: u32) -> Result<(), Fail> {
+        self.input("Input.dispatchMouseEvent", Self::mouse_params(kind, x, y, clicks)).await
     }
 
     async fn click_at(&mut self, x: f64, y: f64, count: u32) -> Result<(), Fail> {
-        self.mouse("mouseMoved", x, y, 0).await?;
+        // The move and the first press go out together: the page handles the press right after the move, instead of
+        // first acknowledging the move at its next animation frame. Every release waits for its press to be handled,
+        // so a press that opens a dialog is followed by no release, as with a real mouse.
+        const MOUSE: &str = "Input.dispatchMouseEvent";
+        self.inputs(vec![
+            (MOUSE, Self::mouse_params("mouseMoved", x, y, 0)),
+            (MOUSE, Self::mouse_params("mousePressed", x, y, 1)),
+        ])
+        .await?;
         for c in 1..=count {
-            self.mouse("mousePressed", x, y, c).await?;
+            if c > 1 {
+                self.mouse("mousePressed", x, y, c).await?;
+            }
             if self.dialog_open().is_some() {
                 return Ok(());
             }
@@ -1440,7 +1671,7 @@ impl Run<'_> {
 
     /// A hidden (background) tab gets no frames, so the browser holds input to it for seconds: bring it to the
     /// front first. Only done when the page reports itself hidden.
-    async fn ensure_visible(&mut self) {
+    async fn ensure_visible(&self) {
         if self.dialog_open().is_some() {
             return;
         }
@@ -1464,14 +1695,7 @@ impl Run<'_> {
         if params.action != ActionKind::Dialog
             && let Some(d) = self.dialog_open()
         {
-            return Err(Fail::new(
-                codes::DIALOG_BLOCKING,
-                format!(
-                    "a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first",
-                    d.kind,
-                    truncate(&d.message, 80)
-                ),
-            ));
+            return Err(blocked_by(&d));
         }
         let pointable =
             matches!(params.action, ActionKind::Click | ActionKind::Dblclick | ActionKind::Hover | ActionKind::Drag);

@@ -80,6 +80,14 @@ pub(crate) fn root_frame(p: &ChromiumProvider, tab: TabHandle, session: &Session
     if t.session.as_ref() == Some(session) { Some(t.target_id.clone()) } else { t.children.get(session).cloned() }
 }
 
+/// The execution context of the world remembered for the current document of `frame` (rendered by `session`), if
+/// any; never makes one.
+pub(crate) fn remembered(p: &ChromiumProvider, tab: TabHandle, session: &SessionId, frame: &str) -> Option<i64> {
+    let epoch = p.st().tabs.get(&tab)?.frames.get(frame)?.doc_epoch;
+    let key = (p.epoch, session.clone(), epoch);
+    contexts().iter().find(|(k, _)| *k == key).map(|(_, id)| *id)
+}
+
 /// The execution context of the world in the current document of `frame` (rendered by `session`): the remembered
 /// one unless `fresh`; otherwise made (`Page.createIsolatedWorld` returns the existing context of a document that
 /// has one) with the effect tracker installed, and remembered.

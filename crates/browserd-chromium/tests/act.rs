@@ -664,3 +664,94 @@ async fn a_fading_cover_is_waited_for_and_a_persistent_one_is_reported() {
     assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
     page.close().await;
 }
+
+/// A page whose button logs the mouse and pointer events it receives (each change of event type once) in `#log`, and
+/// runs `extra` (a script that may use `b`, the button, and `log`).
+fn event_log_page(extra: &str) -> String {
+    format!(
+        "data:text/html,<title>events</title><button id=b style=\"width:200px;height:80px\">Target</button>\
+         <p id=log>log:</p><script>const b = document.getElementById('b'), log = document.getElementById('log'); \
+         let last = ''; for (const t of ['pointerover', 'pointerenter', 'mouseover', 'mouseenter', 'pointermove', \
+         'mousemove', 'pointerdown', 'mousedown', 'pointerup', 'mouseup', 'click', 'dblclick']) \
+         b.addEventListener(t, () => {{ if (t !== last) {{ last = t; log.textContent += ' ' + t; }} }}); {extra}</script>"
+    )
+}
+
+/// The line of an observation of [`event_log_page`] that shows its log.
+fn log_line(o: &browserd_protocol::Observation) -> String {
+    o.untrusted_content
+        .lines()
+        .find(|l| l.contains("log:"))
+        .unwrap_or_else(|| panic!("no log in\n{}", o.untrusted_content))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn click_input_reaches_the_page_in_order() {
+    // The move and the press go out together, the release after the press was handled: the page sees a real
+    // mouse's sequence.
+    let seq = "log: pointerover pointerenter mouseover mouseenter pointermove mousemove pointerdown mousedown \
+               pointerup mouseup click";
+    let page = Page::open(&event_log_page("")).await;
+    let o = page.observe().await;
+    let t = ref_of(&o, "button \"Target\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&t).expect(text(seq))).await;
+    assert_eq!(
+        (r.outcome, r.postcondition, r.dispatch),
+        (Outcome::Succeeded, Postcondition::Passed, Dispatch::Observed),
+        "{r:#?}"
+    );
+    page.close().await;
+
+    let page = Page::open(&event_log_page("")).await;
+    let o = page.observe().await;
+    let t = ref_of(&o, "button \"Target\"");
+    let twice = format!("{seq} pointerdown mousedown pointerup mouseup click dblclick");
+    let r = page.act(ActParams::new(ActionKind::Dblclick).target(&t).expect(text(&twice))).await;
+    assert_eq!((r.outcome, r.postcondition), (Outcome::Succeeded, Postcondition::Passed), "{r:#?}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dialog_opened_by_the_pointer_reaching_the_target_leaves_the_click_unknown() {
+    // The press was already sent with the move when the page opened a dialog on hover: whether it reaches the page
+    // once the dialog is closed is the browser's business, so the click's outcome is unknown, and no release follows.
+    let page = Page::open(&event_log_page(
+        "let once = false; b.addEventListener('mouseover', () => { if (!once) { once = true; alert('hovered'); } });",
+    ))
+    .await;
+    let o = page.observe().await;
+    let t = ref_of(&o, "button \"Target\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&t)).await;
+    assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Unknown, Some("OUTCOME_UNKNOWN")), "{r:#?}");
+    assert_ne!(r.dispatch, Dispatch::NotDispatched, "{r:#?}");
+    let message = r.message.as_deref().unwrap_or_default();
+    assert!(message.contains("mousePressed") && message.contains("not retried automatically"), "{r:#?}");
+    assert_eq!(r.effects.dialog.as_ref().map(|d| d.message.as_str()), Some("hovered"), "{r:#?}");
+    let r = page.act(ActParams::new(ActionKind::Dialog).expect(text("log: pointerover"))).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    let log = log_line(&page.observe().await);
+    assert!(!log.contains("mouseup") && !log.contains("click"), "no release was sent: {log}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_press_that_opens_a_dialog_is_followed_by_no_release() {
+    let page = Page::open(&event_log_page(
+        "let once = false; b.addEventListener('mousedown', () => { if (!once) { once = true; alert('pressed'); } });",
+    ))
+    .await;
+    let o = page.observe().await;
+    let t = ref_of(&o, "button \"Target\"");
+    let r = page.act(ActParams::new(ActionKind::Click).target(&t).expect(Expectation::Dialog)).await;
+    assert_eq!(
+        (r.outcome, r.postcondition, r.dispatch),
+        (Outcome::Succeeded, Postcondition::Passed, Dispatch::Observed),
+        "{r:#?}"
+    );
+    let r = page.act(ActParams::new(ActionKind::Dialog).expect(text("mousedown"))).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "{r:#?}");
+    let log = log_line(&page.observe().await);
+    assert!(!log.contains("mouseup") && !log.contains("click"), "no release was sent: {log}");
+    page.close().await;
+}

@@ -11,7 +11,8 @@ use browserd_cdp::LaunchOptions;
 use browserd_chromium::{ChromiumConfig, ChromiumProvider};
 use browserd_core::provider::{CreateTab, HandleAllocator, OpContext, Provider, ProviderKind, SessionKey, TabHandle};
 use browserd_protocol::{
-    ActParams, ActionKind, ActionResult, Dispatch, Expectation, ObserveParams, Outcome, Postcondition, ScrollDirection,
+    ActParams, ActionKind, ActionResult, Dispatch, Expectation, ImagePoint, ObserveParams, Outcome, Postcondition,
+    ScreenshotOptions, ScrollDirection,
 };
 use browserd_test_support::scripted_cdp::{Answer, ReceivedCall, Rule, ScriptedCdp, ScriptedEvent, ScriptedServer};
 use serde_json::{Value, json};
@@ -256,4 +257,119 @@ async fn cancelling_after_input_was_sent_is_unknown_and_never_replayed() {
     let again = p.act(&ctx(), tab, &params).await.unwrap();
     assert!(again.deduplicated, "{again:#?}");
     assert_eq!(inputs(&server), 1);
+}
+
+/// Rules for the screenshot and point re-validation of a click `at` a screenshot point: an 800×600 viewport at scroll
+/// (0, 0), zoom 1.
+fn viewport() -> Vec<Rule> {
+    let metrics = json!({
+        "cssVisualViewport": {"clientWidth": 800, "clientHeight": 600, "pageX": 0, "pageY": 0, "zoom": 1},
+        "cssLayoutViewport": {"pageX": 0, "pageY": 0},
+        "cssContentSize": {"width": 800, "height": 600},
+    });
+    vec![Rule::reply("Page.getLayoutMetrics", metrics), Rule::reply("Page.captureScreenshot", json!({"data": ""}))]
+}
+
+/// A click at a point of a fresh screenshot of `tab`.
+async fn click_at_point(p: &ChromiumProvider, tab: TabHandle, request_id: &str) -> ActParams {
+    let shot = p.screenshot(&ctx(), tab, &ScreenshotOptions::default()).await.unwrap();
+    let mut click = ActParams::new(ActionKind::Click);
+    click.at = Some(ImagePoint { image_id: shot.image_id, x: 100.0, y: 100.0 });
+    click.request_id = Some(request_id.into());
+    click
+}
+
+/// The types of the mouse events the browser received, in order.
+fn mouse_events(server: &ScriptedServer) -> Vec<String> {
+    server
+        .calls()
+        .iter()
+        .filter(|c| c.method == "Input.dispatchMouseEvent")
+        .map(|c| c.params["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Answers mouse events of type `kind` with `answer`, every other one with an empty result.
+fn mouse_rule(kind: &'static str, answer: Answer) -> Rule {
+    Rule::with("Input.dispatchMouseEvent", move |c| {
+        if c.params["type"] == kind { answer.clone() } else { Answer::Result(json!({})) }
+    })
+}
+
+#[tokio::test]
+async fn a_click_sends_the_press_with_the_move_and_the_release_once_the_press_is_handled() {
+    let mut rules = viewport();
+    rules.push(mouse_rule("mouseMoved", Answer::Hold));
+    let (p, mut server) = page_peer(rules);
+    let tab = first_tab(&p).await;
+    let click = click_at_point(&p, tab, "click-order").await;
+    let act = tokio::spawn({
+        let p = p.clone();
+        async move { p.act(&ctx(), tab, &click).await }
+    });
+    // The press is on the wire while the move is still unanswered, and nothing else is.
+    let calls = server.wait_for_calls_of("Input.dispatchMouseEvent", 2).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(mouse_events(&server), ["mouseMoved", "mousePressed"]);
+    server.answer(calls[0].id, Answer::Result(json!({}))).await;
+    let r = act.await.unwrap().unwrap();
+    assert_eq!((r.outcome, r.dispatch, r.code.as_deref()), (Outcome::Succeeded, Dispatch::Dispatched, None), "{r:#?}");
+    assert_eq!(mouse_events(&server), ["mouseMoved", "mousePressed", "mouseReleased"]);
+}
+
+#[tokio::test]
+async fn a_press_refused_after_the_move_was_handled_is_failed_and_dispatched() {
+    let mut rules = viewport();
+    rules.push(mouse_rule("mousePressed", Answer::Error { code: -32000, message: "refused".into() }));
+    let (p, server) = page_peer(rules);
+    let tab = first_tab(&p).await;
+    let click = click_at_point(&p, tab, "click-refused-press").await;
+    let r = p.act(&ctx(), tab, &click).await.unwrap();
+    assert_eq!(
+        (r.outcome, r.dispatch, r.code.as_deref()),
+        (Outcome::Failed, Dispatch::Dispatched, Some("ACTION_FAILED")),
+        "{r:#?}"
+    );
+    assert_eq!(mouse_events(&server), ["mouseMoved", "mousePressed"], "no release follows a refused press");
+}
+
+#[tokio::test]
+async fn a_move_refused_while_the_press_sent_with_it_was_accepted_is_unknown() {
+    let mut rules = viewport();
+    rules.push(mouse_rule("mouseMoved", Answer::Error { code: -32000, message: "refused".into() }));
+    let (p, server) = page_peer(rules);
+    let tab = first_tab(&p).await;
+    let click = click_at_point(&p, tab, "click-refused-move").await;
+    let r = p.act(&ctx(), tab, &click).await.unwrap();
+    assert_eq!(
+        (r.outcome, r.dispatch, r.code.as_deref()),
+        (Outcome::Unknown, Dispatch::Dispatched, Some("OUTCOME_UNKNOWN")),
+        "{r:#?}"
+    );
+    assert!(r.message.as_deref().unwrap().contains("mouseMoved"), "{r:#?}");
+    assert_eq!(mouse_events(&server), ["mouseMoved", "mousePressed"]);
+    let again = p.act(&ctx(), tab, &click).await.unwrap();
+    assert!(again.deduplicated, "never replayed: {again:#?}");
+}
+
+#[tokio::test]
+async fn connection_lost_while_the_move_and_press_are_pending_is_unknown() {
+    let mut rules = viewport();
+    rules.push(Rule::hold("Input.dispatchMouseEvent"));
+    let (p, mut server) = page_peer(rules);
+    let tab = first_tab(&p).await;
+    let click = click_at_point(&p, tab, "click-lost").await;
+    let act = tokio::spawn({
+        let p = p.clone();
+        async move { p.act(&ctx(), tab, &click).await }
+    });
+    server.wait_for_calls_of("Input.dispatchMouseEvent", 2).await;
+    server.close("the browser process crashed").await;
+    let r = act.await.unwrap().unwrap();
+    assert_eq!(
+        (r.outcome, r.dispatch, r.code.as_deref()),
+        (Outcome::Unknown, Dispatch::Dispatched, Some("CONNECTION_LOST")),
+        "{r:#?}"
+    );
+    assert_eq!(mouse_events(&server), ["mouseMoved", "mousePressed"]);
 }

@@ -14,7 +14,7 @@ use browserd_core::provider::{
 use browserd_native::install::DEV_EXTENSION_ID;
 use browserd_native::link::{ExtensionError, ExtensionLink, LinkEvent};
 use browserd_protocol::hello::capability;
-use browserd_protocol::{ActParams, ActionKind, Expectation, ObserveParams, Outcome};
+use browserd_protocol::{ActParams, ActionKind, Dispatch, Expectation, ObserveParams, Outcome};
 use serde_json::{Value, json};
 
 const AGENT: &str = "agent-a";
@@ -136,15 +136,24 @@ async fn provider_observes_and_clicks_through_the_relay() {
     let click = ActParams::new(ActionKind::Click)
         .target(r#ref)
         .expect(Expectation::TextPresent { text: "Deleted: Inbox / Team lunch".into() });
+    let gate = |s: &Value, what: &str| s["gate"][what].as_u64().unwrap();
+    let before = h.link.status().await.unwrap();
     let refused = p.act(&ctx(), tab.tab, &click).await;
     let refused_ok = match &refused {
-        Ok(r) => r.outcome != Outcome::Succeeded,
+        Ok(r) => r.outcome != Outcome::Succeeded && r.dispatch == Dispatch::NotDispatched,
         Err(_) => true,
     };
-    assert!(refused_ok, "a click without a lease must not succeed: {refused:?}");
+    assert!(refused_ok, "a click without a lease must not succeed, and nothing reached the page: {refused:?}");
+    // The move and the press are sent together, and the gate refuses each of them.
+    let after = h.link.status().await.unwrap();
+    assert_eq!(gate(&after, "refused") - gate(&before, "refused"), 2, "{after}");
+    assert_eq!(gate(&after, "dispatched"), gate(&before, "dispatched"), "{after}");
     h.link.grant_lease(AGENT, tab_id, 1).await.unwrap();
     let r = p.act(&ctx(), tab.tab, &click).await.unwrap();
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    // Each of the move, the press and the release passed the gate on its own.
+    let clicked = h.link.status().await.unwrap();
+    assert_eq!(gate(&clicked, "dispatched") - gate(&after, "dispatched"), 3, "{clicked}");
 
     p.close_tab(&ctx(), tab.tab).await.unwrap();
     assert!(h.link.list_tabs().await.unwrap().iter().all(|t| t.tab_id != tab_id));

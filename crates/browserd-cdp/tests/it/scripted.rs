@@ -37,6 +37,39 @@ async fn answers_are_matched_to_calls_even_out_of_order() {
 }
 
 #[tokio::test]
+async fn enqueued_calls_reach_the_browser_in_order_before_any_answer() {
+    let (cdp, mut server) = ScriptedCdp::new().rule(Rule::hold("Input.dispatchMouseEvent")).spawn();
+    let session = SessionId("S1".into());
+    let mut queued = Vec::new();
+    for kind in ["mouseMoved", "mousePressed", "mouseReleased"] {
+        let q = cdp.enqueue(Some(&session), "Input.dispatchMouseEvent", json!({"type": kind}), T).await.unwrap();
+        queued.push(q);
+    }
+    // All three are on the wire while none has been answered, in the order they were queued.
+    let received = server.wait_for_calls(3).await;
+    let kinds: Vec<&str> = received.iter().map(|c| c.params["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["mouseMoved", "mousePressed", "mouseReleased"]);
+    for call in received.iter().rev() {
+        server.answer(call.id, Answer::Result(json!({"was": call.params["type"]}))).await;
+    }
+    for (q, kind) in queued.into_iter().zip(["mouseMoved", "mousePressed", "mouseReleased"]) {
+        assert_eq!(q.answer().await.unwrap(), json!({"was": kind}));
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_enqueued_call_times_out_from_when_it_was_queued() {
+    let (cdp, _server) = ScriptedCdp::new().rule(Rule::hold("Slow.call")).spawn();
+    let q = cdp.enqueue(None, "Slow.call", json!({}), Duration::from_secs(1)).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let err = q.answer().await.unwrap_err();
+    assert!(matches!(&err, CdpError::Timeout { method } if method == "Slow.call"), "{err:?}");
+    cdp.close("done").await;
+    let err = cdp.enqueue(None, "Slow.call", json!({}), T).await.unwrap_err();
+    assert!(matches!(&err, CdpError::ConnectionClosed { reason } if reason == "done"), "{err:?}");
+}
+
+#[tokio::test]
 async fn calls_carry_their_session_and_params_on_the_wire() {
     let (cdp, mut server) = ScriptedCdp::new().answer_unmatched_with_empty_result().spawn();
     let session = SessionId("S1".into());
