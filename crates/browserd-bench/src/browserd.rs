@@ -235,7 +235,14 @@ impl BrowserdObserver {
         }
         let (text, observation) = last.unwrap_or_default();
         let omitted_nodes = observation.truncated.map(|t| t.omitted_nodes);
-        Ok(Observation { text, content: Some(observation.untrusted_content), ms_runs, omitted_nodes, failures: 0 })
+        Ok(Observation {
+            text,
+            content: Some(observation.untrusted_content),
+            ms_runs,
+            omitted_nodes,
+            failures: 0,
+            phases_p50_ms: None,
+        })
     }
 
     async fn click_open(
@@ -254,6 +261,7 @@ impl BrowserdObserver {
         let mut failures = 0;
         let mut first_failure = None;
         let mut text = String::new();
+        let mut phases = Vec::with_capacity(runs);
         for _ in 0..runs.max(1) {
             // Click with a postcondition: the clicked button has the focus afterwards.
             let params = ActParams::new(ActionKind::Click)
@@ -268,6 +276,7 @@ impl BrowserdObserver {
             ms_runs.push(started.elapsed().as_secs_f64() * 1000.0);
             match result {
                 Ok((r, json)) => {
+                    phases.push(r.timings.clone());
                     let ok = r.outcome == Outcome::Succeeded
                         && r.postcondition == Postcondition::Passed
                         && r.dispatch == Dispatch::Observed;
@@ -293,7 +302,14 @@ impl BrowserdObserver {
                 self.page_error(url, format!("every click failed; first: {}", first_failure.unwrap_or_default()))
             );
         }
-        Ok(Observation { text, content: None, ms_runs, omitted_nodes: None, failures })
+        Ok(Observation {
+            text,
+            content: None,
+            ms_runs,
+            omitted_nodes: None,
+            failures,
+            phases_p50_ms: Some(phase_medians(&phases)),
+        })
     }
 
     /// A CDP session of the bench's own on the page open at `url` (the only page tab of this browser).
@@ -413,6 +429,22 @@ impl Observer for BrowserdObserver {
             eprintln!("browserd-bench: {}: the browser did not shut down cleanly: {e}", self.name);
         }
     }
+}
+
+/// The median of each phase over `runs` (the phases as `PhaseTimings` names them in JSON).
+fn phase_medians(runs: &[browserd_protocol::PhaseTimings]) -> std::collections::BTreeMap<String, f64> {
+    let mut by_phase: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
+    for t in runs {
+        if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(t) {
+            for (phase, ms) in map {
+                by_phase.entry(phase).or_default().extend(ms.as_f64());
+            }
+        }
+    }
+    by_phase
+        .into_iter()
+        .filter_map(|(phase, samples)| Some((phase, crate::stats::Summary::of(&samples)?.p50_ms)))
+        .collect()
 }
 
 fn serialise_error(e: &serde_json::Error) -> browserd_core::provider::ProviderError {

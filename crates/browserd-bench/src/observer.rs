@@ -20,6 +20,9 @@ pub struct Observation {
     pub omitted_nodes: Option<u32>,
     /// How many of the timed calls failed (an action that did not succeed or whose expectation did not hold).
     pub failures: usize,
+    /// Per-phase medians of an action's own timings (`ActionResult.timings`: queue, resolve, actionability, dispatch,
+    /// wait, observe, serialize), in milliseconds, when the tool reports them.
+    pub phases_p50_ms: Option<std::collections::BTreeMap<String, f64>>,
 }
 
 /// An element an observation makes addressable: it has a ref the model can act on.

@@ -177,7 +177,14 @@ impl Session {
         if reply.ms_runs.is_empty() {
             return Err(page("the answer has no timings"));
         }
-        Ok(Observation { text, content: None, ms_runs: reply.ms_runs, omitted_nodes: None, failures: 0 })
+        Ok(Observation {
+            text,
+            content: None,
+            ms_runs: reply.ms_runs,
+            omitted_nodes: None,
+            failures: 0,
+            phases_p50_ms: None,
+        })
     }
 
     async fn click(
@@ -195,7 +202,14 @@ impl Session {
         if reply.click_ms_runs.is_empty() {
             return Err(page("the answer has no click timings"));
         }
-        Ok(Observation { text, content: None, ms_runs: reply.click_ms_runs, omitted_nodes: None, failures: 0 })
+        Ok(Observation {
+            text,
+            content: None,
+            ms_runs: reply.click_ms_runs,
+            omitted_nodes: None,
+            failures: 0,
+            phases_p50_ms: None,
+        })
     }
 }
 

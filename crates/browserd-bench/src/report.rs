@@ -37,6 +37,9 @@ pub struct ObserveRow {
     pub omitted_nodes: Option<u32>,
     /// Timed calls that failed (they are included in the timings).
     pub failures: usize,
+    /// Per-phase medians of the action's own timings (browserd's clicks), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases_p50_ms: Option<std::collections::BTreeMap<String, f64>>,
     /// Addressability against the page's ground truth (generated pages and most hand-written ones).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub addressability: Option<AddressabilityReport>,

@@ -422,6 +422,7 @@ fn row_of(
         content_tokens,
         omitted_nodes: observation.omitted_nodes,
         failures: observation.failures,
+        phases_p50_ms: observation.phases_p50_ms,
         addressability,
     }))
 }
@@ -694,6 +695,7 @@ mod tests {
             content_tokens: Some(3),
             omitted_nodes: None,
             failures: 0,
+            phases_p50_ms: Some([("dispatch".to_owned(), 4.5)].into()),
             addressability: Some(addressability::AddressabilityReport {
                 interactive: 2,
                 addressable: 2,
