@@ -830,16 +830,15 @@ impl Run<'_> {
         if res.point_backend != res.backend {
             backends.push(res.point_backend);
         }
-        let resolved = futures_util::future::join_all(backends.iter().map(|b| {
-            let params = json!({"backendNodeId": b, "executionContextId": context, "objectGroup": GROUP});
-            self.p.call(Some(&res.session), "DOM.resolveNode", params, self.deadline)
-        }))
+        let resolved = futures_util::future::join_all(
+            backends.iter().map(|b| world::resolve_in(self.p, &res.session, *b, context, GROUP, self.deadline)),
+        )
         .await;
         backends
             .into_iter()
             .zip(resolved)
             .filter_map(|(backend, r)| {
-                let object = r.ok()?["object"]["objectId"].as_str()?.to_owned();
+                let object = r.ok()??;
                 Some(Prefetched { session: res.session.clone(), frame: res.frame_id.clone(), backend, context, object })
             })
             .collect()
@@ -2046,27 +2045,16 @@ impl Run<'_> {
         world::context(self.p, self.tab, &self.session, &frame, fresh, self.deadline).await
     }
 
-    /// Reads (and drains) the tracker of the current main-frame document; `None` when it cannot be read.
+    /// Reads (and drains) the tracker of the current main-frame document; `None` when it cannot be read. `null` is a
+    /// world without the tracker: the world is made again (installing it) and read once more.
     async fn read_tracker(&self) -> Option<Value> {
-        for fresh in [false, true] {
-            let id = self.tracker_context(fresh).await.ok()?;
-            let r = self
-                .p
-                .cdp
-                .call(
-                    Some(&self.session),
-                    "Runtime.evaluate",
-                    json!({"expression": TRACKER_READ, "contextId": id, "returnByValue": true}),
-                    remaining(self.deadline).min(Duration::from_millis(2000)),
-                )
-                .await;
-            // An error means the context is gone (a new document), and `null` a world without the tracker: look it
-            // up again (installing the tracker), once.
-            if let Ok(v) = r
-                && v.get("exceptionDetails").is_none()
-                && !v["result"]["value"].is_null()
-            {
-                return Some(v["result"]["value"].clone());
+        for attempt in 0..2 {
+            if attempt > 0 {
+                self.tracker_context(true).await.ok()?;
+            }
+            let v = world::eval(self.p, self.tab, &self.session, TRACKER_READ, self.deadline).await.ok()?;
+            if !v.is_null() {
+                return Some(v);
             }
         }
         None
@@ -2694,15 +2682,18 @@ impl Run<'_> {
             if all && self.res.dispatch == Dispatch::Dispatched {
                 self.res.dispatch = Dispatch::Observed;
             }
-            if unverifiable && self.res.code.is_none() {
-                let why: Vec<String> = self
+            // What did not hold, for the message: `#1: text not found; #2: …`.
+            let why = {
+                let failed: Vec<String> = self
                     .res
                     .expectations
                     .iter()
                     .filter(|r| !r.passed)
                     .map(|r| format!("#{}: {}", r.index, r.detail))
                     .collect();
-                let why = why.join("; ");
+                failed.join("; ")
+            };
+            if unverifiable && self.res.code.is_none() {
                 if self.sent.load(Ordering::SeqCst) {
                     self.res.outcome = Outcome::Unknown;
                     self.res.code = Some(OUTCOME_UNKNOWN.into());
@@ -2720,16 +2711,8 @@ impl Run<'_> {
                 }
             } else if !all && self.res.code.is_none() {
                 self.res.code = Some(codes::EXPECTATION_FAILED.into());
-                let failed: Vec<String> = self
-                    .res
-                    .expectations
-                    .iter()
-                    .filter(|r| !r.passed)
-                    .map(|r| format!("#{}: {}", r.index, r.detail))
-                    .collect();
                 self.res.message = Some(format!(
-                    "the action ran but the expectation did not hold before the deadline ({}); check the effects before retrying",
-                    failed.join("; ")
+                    "the action ran but the expectation did not hold before the deadline ({why}); check the effects before retrying"
                 ));
             }
         }

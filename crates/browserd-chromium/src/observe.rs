@@ -1374,27 +1374,21 @@ async fn build_in(
         for ((session, ids), state) in sessions.iter().zip(states) {
             let state = state.map_err(|e| cdp_err(&e, "capturing the DOM snapshot"))?;
             let key = session_key(state.digest, ids, &epochs);
-            match t.ax_cache.entry(session).filter(|e| e.key == key) {
+            let current = t.ax_cache.entry(session).filter(|e| e.key == key);
+            match current {
                 // Elements whose accessibility can change unseen are read again even when nothing else changed.
-                Some(cached) if cached.volatile.values().any(|v| !v.is_empty()) => misses.push(Miss {
-                    session: session.clone(),
-                    ids: ids.clone(),
-                    key,
-                    signature: state.signature,
-                    facts: Some(Arc::clone(&cached.facts)),
-                    base: Some(cached.clone()),
-                }),
-                Some(cached) => {
+                Some(cached) if cached.volatile.values().all(Vec::is_empty) => {
                     p.ax_stats.reused.fetch_add(ids.len() as u64, std::sync::atomic::Ordering::Relaxed);
                     trees.extend(cached.trees.iter().map(|(id, tree)| (id.clone(), Arc::clone(tree))));
                 }
-                None => misses.push(Miss {
+                // The entry of the current state has the snapshot's facts already; others get them below.
+                _ => misses.push(Miss {
                     session: session.clone(),
                     ids: ids.clone(),
                     key,
                     signature: state.signature,
+                    facts: current.map(|c| Arc::clone(&c.facts)),
                     base: t.ax_cache.entry(session).cloned(),
-                    facts: None,
                 }),
             }
             snapshots.push(state.snapshot);

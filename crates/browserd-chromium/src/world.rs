@@ -80,12 +80,16 @@ pub(crate) fn root_frame(p: &ChromiumProvider, tab: TabHandle, session: &Session
     if t.session.as_ref() == Some(session) { Some(t.target_id.clone()) } else { t.children.get(session).cloned() }
 }
 
+/// The remembered context of the document `key` names.
+fn lookup(key: &Key) -> Option<i64> {
+    contexts().iter().find(|(k, _)| k == key).map(|(_, id)| *id)
+}
+
 /// The execution context of the world remembered for the current document of `frame` (rendered by `session`), if
 /// any; never makes one.
 pub(crate) fn remembered(p: &ChromiumProvider, tab: TabHandle, session: &SessionId, frame: &str) -> Option<i64> {
     let epoch = p.st().tabs.get(&tab)?.frames.get(frame)?.doc_epoch;
-    let key = (p.epoch, session.clone(), epoch);
-    contexts().iter().find(|(k, _)| *k == key).map(|(_, id)| *id)
+    lookup(&(p.epoch, session.clone(), epoch))
 }
 
 /// The execution context of the world in the current document of `frame` (rendered by `session`): the remembered
@@ -109,11 +113,8 @@ pub(crate) async fn context(
         t.frames.get(frame).map(|f| f.doc_epoch)
     };
     let key = epoch.map(|e| (p.epoch, session.clone(), e));
-    if !fresh
-        && let Some(key) = &key
-        && let Some((_, id)) = contexts().iter().find(|(k, _)| k == key)
-    {
-        return Ok(*id);
+    if !fresh && let Some(id) = key.as_ref().and_then(lookup) {
+        return Ok(id);
     }
     let s = Some(session);
     let w = p
@@ -157,16 +158,8 @@ pub(crate) async fn node(
             // The same, live context: it is the node that is gone.
             return Ok(None);
         }
-        let r = p
-            .call(
-                Some(session),
-                "DOM.resolveNode",
-                json!({"backendNodeId": backend, "executionContextId": id, "objectGroup": group}),
-                deadline,
-            )
-            .await;
-        match r {
-            Ok(v) => return Ok(v["object"]["objectId"].as_str().map(str::to_owned)),
+        match resolve_in(p, session, backend, id, group, deadline).await {
+            Ok(object) => return Ok(object),
             Err(e) => match WorldError::of(e) {
                 WorldError::Unavailable(_) => last = Some(id),
                 link => return Err(link),
@@ -174,6 +167,21 @@ pub(crate) async fn node(
         }
     }
     Ok(None)
+}
+
+/// Resolves a node into the execution context `context` of the world, in `group`: its object id, `None` when the
+/// browser names none. Used by [`node`], and directly by a caller that already holds the document's context.
+pub(crate) async fn resolve_in(
+    p: &ChromiumProvider,
+    session: &SessionId,
+    backend: i64,
+    context: i64,
+    group: &str,
+    deadline: Instant,
+) -> Result<Option<String>, CdpError> {
+    let params = json!({"backendNodeId": backend, "executionContextId": context, "objectGroup": group});
+    let v = p.call(Some(session), "DOM.resolveNode", params, deadline).await?;
+    Ok(v["object"]["objectId"].as_str().map(str::to_owned))
 }
 
 /// Evaluates `expression` (by value, awaiting a promise) in the world of the root frame of `session`. A remembered

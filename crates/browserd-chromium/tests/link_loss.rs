@@ -317,14 +317,23 @@ async fn a_click_sends_the_press_with_the_move_and_the_release_once_the_press_is
     assert_eq!(mouse_events(&server), ["mouseMoved", "mousePressed", "mouseReleased"]);
 }
 
-#[tokio::test]
-async fn a_press_refused_after_the_move_was_handled_is_failed_and_dispatched() {
+/// What [`click_refusing`] leaves: the provider, its tab, the click and its result, and the scripted browser.
+type Refused = (Arc<ChromiumProvider>, TabHandle, ActParams, ActionResult, ScriptedServer);
+
+/// A click at a screenshot point whose mouse events of type `kind` the browser refuses.
+async fn click_refusing(kind: &'static str, request_id: &str) -> Refused {
     let mut rules = viewport();
-    rules.push(mouse_rule("mousePressed", Answer::Error { code: -32000, message: "refused".into() }));
+    rules.push(mouse_rule(kind, Answer::Error { code: -32000, message: "refused".into() }));
     let (p, server) = page_peer(rules);
     let tab = first_tab(&p).await;
-    let click = click_at_point(&p, tab, "click-refused-press").await;
+    let click = click_at_point(&p, tab, request_id).await;
     let r = p.act(&ctx(), tab, &click).await.unwrap();
+    (p, tab, click, r, server)
+}
+
+#[tokio::test]
+async fn a_press_refused_after_the_move_was_handled_is_failed_and_dispatched() {
+    let (_p, _tab, _click, r, server) = click_refusing("mousePressed", "click-refused-press").await;
     assert_eq!(
         (r.outcome, r.dispatch, r.code.as_deref()),
         (Outcome::Failed, Dispatch::Dispatched, Some("ACTION_FAILED")),
@@ -335,12 +344,7 @@ async fn a_press_refused_after_the_move_was_handled_is_failed_and_dispatched() {
 
 #[tokio::test]
 async fn a_move_refused_while_the_press_sent_with_it_was_accepted_is_unknown() {
-    let mut rules = viewport();
-    rules.push(mouse_rule("mouseMoved", Answer::Error { code: -32000, message: "refused".into() }));
-    let (p, server) = page_peer(rules);
-    let tab = first_tab(&p).await;
-    let click = click_at_point(&p, tab, "click-refused-move").await;
-    let r = p.act(&ctx(), tab, &click).await.unwrap();
+    let (p, tab, click, r, server) = click_refusing("mouseMoved", "click-refused-move").await;
     assert_eq!(
         (r.outcome, r.dispatch, r.code.as_deref()),
         (Outcome::Unknown, Dispatch::Dispatched, Some("OUTCOME_UNKNOWN")),
