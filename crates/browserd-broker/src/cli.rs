@@ -1344,6 +1344,8 @@ mod tests {
                 capabilities: Vec::new(),
                 auto_turn_cleanup: AutoTurnCleanup::Enabled,
                 missing_capabilities: Vec::new(),
+                endpoint: None,
+                reconnect: None,
             }],
             write_leases: vec![WriteLeaseStatus {
                 tab: TabId(4),

@@ -101,8 +101,20 @@ pub struct BrokerConfig {
     pub browser: BrowserChoice,
     /// Listen for the browserd extension's native host at `<runtime dir>/extension.sock`.
     pub extension_endpoint: bool,
-    /// A remote DevTools endpoint (`ws://…` or `http://host:port`) instead of a managed Chromium.
+    /// A remote DevTools endpoint or browser grid (`ws://`, `wss://`, `http://` or `https://`, path and query kept,
+    /// e.g. `ws://grid:3000/chromium?token=…`) instead of a managed Chromium. Shown redacted (no query, no userinfo).
+    #[serde(serialize_with = "serialize_redacted_url")]
     pub remote_cdp: Option<String>,
+    /// The `Authorization` header sent to the remote endpoint (e.g. `Bearer …`). Never shown.
+    #[serde(serialize_with = "serialize_secret")]
+    pub remote_authorization: Option<String>,
+    /// How long connecting to the remote endpoint may take (discovery + WebSocket + first answer).
+    pub remote_connect_timeout_ms: u64,
+    /// The first wait before retrying a lost browser connection (managed: relaunch; remote: reconnect); doubled
+    /// after each failed attempt up to `reconnect_backoff_max_ms`.
+    pub reconnect_backoff_ms: u64,
+    /// The longest wait between reconnect attempts.
+    pub reconnect_backoff_max_ms: u64,
     /// The browser executable of the managed Chromium (default: auto-detected).
     pub chromium_path: Option<PathBuf>,
     /// Run the managed Chromium headless.
@@ -208,6 +220,10 @@ impl Default for BrokerConfig {
             browser: BrowserChoice::Auto,
             extension_endpoint: true,
             remote_cdp: None,
+            remote_authorization: None,
+            remote_connect_timeout_ms: 30_000,
+            reconnect_backoff_ms: 500,
+            reconnect_backoff_max_ms: 30_000,
             chromium_path: None,
             headless: true,
             profile_dir: None,
@@ -237,6 +253,20 @@ impl BrokerConfig {
     }
 }
 
+fn serialize_redacted_url<S: serde::Serializer>(url: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match url {
+        Some(url) => s.serialize_some(&browserd_cdp::redact_url(url)),
+        None => s.serialize_none(),
+    }
+}
+
+fn serialize_secret<S: serde::Serializer>(secret: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(_) => s.serialize_some("(set, hidden)"),
+        None => s.serialize_none(),
+    }
+}
+
 /// Every key, in display order.
 pub const KEYS: &[&str] = &[
     "idle_exit_secs",
@@ -244,6 +274,10 @@ pub const KEYS: &[&str] = &[
     "browser",
     "extension_endpoint",
     "remote_cdp",
+    "remote_authorization",
+    "remote_connect_timeout_ms",
+    "reconnect_backoff_ms",
+    "reconnect_backoff_max_ms",
     "chromium_path",
     "headless",
     "profile_dir",
@@ -443,6 +477,10 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(),
         }
         "extension_endpoint" => config.extension_endpoint = parse_bool(value)?,
         "remote_cdp" => config.remote_cdp = opt_string(value),
+        "remote_authorization" => config.remote_authorization = opt_string(value),
+        "remote_connect_timeout_ms" => config.remote_connect_timeout_ms = parse_u64(value)?.max(1),
+        "reconnect_backoff_ms" => config.reconnect_backoff_ms = parse_u64(value)?.max(1),
+        "reconnect_backoff_max_ms" => config.reconnect_backoff_max_ms = parse_u64(value)?.max(1),
         "chromium_path" => config.chromium_path = opt_string(value).map(PathBuf::from),
         "headless" => config.headless = parse_bool(value)?,
         "profile_dir" => config.profile_dir = opt_string(value).map(PathBuf::from),
@@ -471,14 +509,19 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(),
 /// The effective value of `key` as display text.
 #[must_use]
 pub fn display_value(config: &BrokerConfig, key: &str) -> String {
-    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "(unset)".to_owned());
     let path = |v: &Option<PathBuf>| v.as_ref().map_or_else(|| "(unset)".to_owned(), |p| p.display().to_string());
     match key {
         "idle_exit_secs" => config.idle_exit_secs.to_string(),
         "disconnect_grace_secs" => config.disconnect_grace_secs.to_string(),
         "browser" => config.browser.as_str().to_owned(),
         "extension_endpoint" => config.extension_endpoint.to_string(),
-        "remote_cdp" => opt(&config.remote_cdp),
+        "remote_cdp" => config.remote_cdp.as_deref().map_or_else(|| "(unset)".to_owned(), browserd_cdp::redact_url),
+        "remote_authorization" => {
+            config.remote_authorization.as_ref().map_or("(unset)", |_| "(set, hidden)").to_owned()
+        }
+        "remote_connect_timeout_ms" => config.remote_connect_timeout_ms.to_string(),
+        "reconnect_backoff_ms" => config.reconnect_backoff_ms.to_string(),
+        "reconnect_backoff_max_ms" => config.reconnect_backoff_max_ms.to_string(),
         "chromium_path" => path(&config.chromium_path),
         "headless" => config.headless.to_string(),
         "profile_dir" => path(&config.profile_dir),

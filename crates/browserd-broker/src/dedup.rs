@@ -334,6 +334,19 @@ pub struct PreviousRecovery {
 /// The prefix of a remote endpoint's durable browser key.
 pub const REMOTE_KEY_PREFIX: &str = "remote:";
 
+/// The secret-free identity a remote key's URL stands for (see `browserd_cdp::Endpoint::identity`); an unparsable URL
+/// is cut at its query and userinfo.
+#[must_use]
+pub fn remote_key_identity(url: &str) -> String {
+    browserd_cdp::Endpoint::parse(url).map_or_else(
+        |_| {
+            let redacted = browserd_cdp::redact_url(url);
+            redacted.split('?').next().unwrap_or_default().to_owned()
+        },
+        |e| e.identity(),
+    )
+}
+
 /// One tab of the owned-tab ledger as the broker mirrors it: the handle, and the durable row.
 pub type OwnedMirror = (u64, browserd_journal::owned::OwnedTab);
 
@@ -489,6 +502,34 @@ impl DedupLog {
             tracing::warn!(%e, "could not read the journal's recovery records");
             Vec::new()
         })
+    }
+
+    /// Re-keys every remote browser key that is not a secret-free identity (an older broker keyed a remote browser by
+    /// the whole URL, its token included) by the endpoint's identity: the token leaves the journal, and records written
+    /// under another token or spelling of the same endpoint are found again.
+    pub fn rekey_remote_rows(&self) {
+        let mut journal = self.lock();
+        let keys = match journal.browser_keys() {
+            Ok(keys) => keys,
+            Err(e) => {
+                tracing::warn!(%e, "could not read the journal's browser keys");
+                return;
+            }
+        };
+        for key in keys {
+            let Some(url) = key.strip_prefix(REMOTE_KEY_PREFIX) else { continue };
+            let identity = remote_key_identity(url);
+            if identity == url {
+                continue;
+            }
+            let new = format!("{REMOTE_KEY_PREFIX}{identity}");
+            match journal.rekey_browser(&key, &new) {
+                Ok(n) => {
+                    tracing::info!(rows = n, endpoint = %identity, "journal rows re-keyed by the endpoint's identity")
+                }
+                Err(e) => tracing::warn!(%e, endpoint = %identity, "could not re-key journal rows"),
+            }
+        }
     }
 
     /// Resolves pending record `id`.

@@ -198,8 +198,13 @@ impl Broker {
     #[must_use]
     pub fn from_config(config: BrokerConfig, state_dir: Option<&std::path::Path>) -> Arc<Self> {
         let target = BrowserTarget::from_config(&config, state_dir);
-        let lazy =
-            Arc::new(LazyChromium::with_choice(target, browserd_chromium::ChromiumConfig::default(), config.browser));
+        let options = crate::lazy::LazyOptions::from_config(&config);
+        let lazy = Arc::new(LazyChromium::with_options(
+            target,
+            browserd_chromium::ChromiumConfig::default(),
+            config.browser,
+            options,
+        ));
         Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
     }
 
@@ -430,7 +435,11 @@ impl Broker {
     /// Drives the runtime's timers (idle debugger detach, background retries of closed sessions' recovery records).
     fn spawn_timers(&self, cancel: CancellationToken) {
         let runtime = self.runtime.clone();
-        tokio::spawn(async move { runtime.run_timers(cancel).await });
+        let timers = cancel.clone();
+        tokio::spawn(async move { runtime.run_timers(timers).await });
+        if let Some(lazy) = self.lazy.clone() {
+            tokio::spawn(lazy.supervise(cancel));
+        }
     }
 
     // ----- connections -----
@@ -772,19 +781,26 @@ impl Broker {
     /// The durable key of this broker's browser: `remote:<endpoint>` for a remote endpoint (it outlives the broker),
     /// else one per broker process (a managed browser exits with its broker).
     fn durable_browser_key(&self, log: &DedupLog) -> String {
-        match self.remote_endpoint() {
-            Some(url) => format!("{}{url}", crate::dedup::REMOTE_KEY_PREFIX),
+        match self.remote_identity() {
+            Some(identity) => format!("{}{identity}", crate::dedup::REMOTE_KEY_PREFIX),
             None => log.browser_key(),
         }
     }
 
-    /// The remote endpoint in use (or to be used), when the browser is a remote one.
+    /// The remote endpoint in use (or to be used), when the browser is a remote one. It may hold a token: never log
+    /// it (see [`Self::remote_identity`]).
     fn remote_endpoint(&self) -> Option<String> {
         let lazy = self.lazy.as_ref()?;
         if lazy.is_started() && self.provider.kind() != ProviderKind::Remote {
             return None;
         }
         lazy.remote_endpoint().map(str::to_owned)
+    }
+
+    /// The secret-free identity of the remote endpoint in use (scheme, host, port, path): the ledger's browser key.
+    fn remote_identity(&self) -> Option<String> {
+        self.remote_endpoint()?;
+        self.lazy.as_ref()?.remote_identity()
     }
 
     /// The durable key of `tab`: the browser's target id when known, else the handle (one process only).
@@ -802,14 +818,20 @@ impl Broker {
     /// cannot be reached, until every such record is resolved or the broker stops.
     /// Returns how many records it took on.
     fn spawn_remote_reconciliation(self: &Arc<Self>, log: Arc<DedupLog>) -> usize {
-        let Some(url) = self.remote_endpoint() else { return 0 };
-        let key = format!("{}{url}", crate::dedup::REMOTE_KEY_PREFIX);
+        // Rows keyed by a whole URL (an older broker's, token included) are re-keyed by the endpoint's identity first.
+        log.rekey_remote_rows();
+        let (Some(url), Some(identity), Some(lazy)) =
+            (self.remote_endpoint(), self.remote_identity(), self.lazy.clone())
+        else {
+            return 0;
+        };
+        let key = format!("{}{identity}", crate::dedup::REMOTE_KEY_PREFIX);
         let ids: BTreeSet<_> = log.pending_for_browser(&key).into_iter().map(|r| r.id).collect();
         if ids.is_empty() {
             return 0;
         }
         let count = ids.len();
-        tracing::info!(count = ids.len(), endpoint = %url, "reconciling a previous broker's recovery records");
+        tracing::info!(count = ids.len(), endpoint = %identity, "reconciling a previous broker's recovery records");
         let shutdown = self.shutdown.clone();
         let task = async move {
             let mut delay = Duration::from_millis(500);
@@ -819,8 +841,8 @@ impl Broker {
                     tracing::info!("the previous broker's recovery records are resolved");
                     return;
                 }
-                if let Err(e) = reconcile_remote(&url, &log, &left).await {
-                    tracing::warn!(%e, endpoint = %url, retry_in_ms = delay.as_millis(), "recovery retry failed");
+                if let Err(e) = reconcile_remote(&url, lazy.connect_options(), &log, &left).await {
+                    tracing::warn!(%e, endpoint = %identity, retry_in_ms = delay.as_millis(), "recovery retry failed");
                     for r in &left {
                         log.attempt_failed(r.id, ErrorCode::ConnectionLost.as_str(), &e);
                     }
@@ -1301,6 +1323,19 @@ impl Broker {
             capabilities: to_proto::capabilities(&caps),
             auto_turn_cleanup,
             missing_capabilities,
+            endpoint: self.remote_identity(),
+            reconnect: self.lazy.as_ref().map(|l| l.reconnect_status()).filter(|r| r.last_lost.is_some()).map(|r| {
+                browserd_protocol::lifecycle::ReconnectInfo {
+                    lost: r.lost,
+                    last_lost: r.last_lost,
+                    attempts: r.attempts,
+                    in_progress: r.in_progress,
+                    last_error: r.last_error,
+                    next_attempt_in_ms: r.next_attempt_in_ms,
+                    reconnects: r.reconnects,
+                    last_reconnect_ms: r.last_reconnect_ms,
+                }
+            }),
         }
     }
 
@@ -1312,6 +1347,8 @@ impl Broker {
         if let Some(key) = &only {
             // Applies pending browser events first.
             self.runtime.status(key).await.map_err(|e| err(&e))?;
+        } else {
+            self.runtime.apply_events().await;
         }
         let sessions_info: Vec<(SessionId, HostKind, String, Option<String>)> = {
             let tables = self.tables();
@@ -1990,15 +2027,17 @@ const TARGET_KEY_PREFIX: &str = "target:";
 /// One reconciliation pass over `records` against the remote endpoint at `url`.
 async fn reconcile_remote(
     url: &str,
+    options: browserd_cdp::ConnectOptions,
     log: &DedupLog,
     records: &[browserd_journal::recovery::RecoveryRecord],
 ) -> Result<(), String> {
     use browserd_journal::recovery::{CleanupOp, Resolution};
     const CALL: Duration = Duration::from_secs(5);
-    let cdp = match tokio::time::timeout(CALL, browserd_cdp::connect_ws(url)).await {
-        Ok(connected) => connected.map_err(|e| format!("connecting to {url}: {e}"))?,
-        Err(_) => return Err(format!("connecting to {url}: no answer within {} s", CALL.as_secs())),
-    };
+    let options = browserd_cdp::ConnectOptions { connect_timeout: CALL, ..options };
+    let connected = browserd_cdp::connect_ws_with(url, options).await;
+    // Messages name the endpoint redacted (no query, no userinfo).
+    let url = &browserd_cdp::redact_url(url);
+    let cdp = connected.map_err(|e| format!("connecting to {url}: {e}"))?;
     let targets = cdp
         .call(None, "Target.getTargets", json!({}), CALL)
         .await

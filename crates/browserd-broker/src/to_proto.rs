@@ -103,6 +103,9 @@ pub fn error_data(err: &CoreError) -> ErrorData {
         ErrorKind::TabGone { tab: Some(tab) } => {
             data = data.with_details(json!({"tab": tab_id(*tab)}));
         }
+        ErrorKind::GridBusy { retry_after_ms } => {
+            data = data.with_retry_after_ms(*retry_after_ms).with_details(json!({"grid": "full"}));
+        }
         _ => {}
     }
     data
@@ -405,6 +408,9 @@ mod tests {
             ErrorKind::CleanupFailed { failed: 1 },
             ErrorKind::AutoCleanupRefused { missing: vec![Capability::TurnCleanup] },
             ErrorKind::ConnectionLost,
+            ErrorKind::BrowserRestarted,
+            ErrorKind::NotAuthorised,
+            ErrorKind::GridBusy { retry_after_ms: 5000 },
             ErrorKind::DeadlineExceeded,
             ErrorKind::Cancelled,
             ErrorKind::BrowserRefused,

@@ -23,6 +23,16 @@ pub enum TransportError {
     /// The endpoint could not be reached or did not accept the connection.
     #[error("could not connect to the CDP endpoint {endpoint}: {message}")]
     Connect { endpoint: String, message: String },
+    /// The endpoint refused the credentials (HTTP 401 or 403 on discovery or the WebSocket upgrade).
+    #[error("the CDP endpoint {endpoint} refused the credentials (HTTP {status}); {message}")]
+    NotAuthorised { endpoint: String, status: u16, message: String },
+    /// The endpoint (a grid) has no free slot and its queue is full (HTTP 429, or 503): retry later.
+    #[error(
+        "the browser grid at {endpoint} is full (no free browser and its queue is full); retry in {} s, or raise \
+         the grid's concurrency/queue limits",
+        retry_after_ms.unwrap_or(5_000).div_ceil(1000)
+    )]
+    Busy { endpoint: String, retry_after_ms: Option<u64> },
     /// The endpoint or one of its features is not supported by this build.
     #[error("unsupported CDP endpoint {endpoint}: {message}")]
     Unsupported { endpoint: String, message: String },

@@ -14,7 +14,9 @@
 //! - Transports, all behind the minimal [`Transport`] trait (send one JSON message, receive one):
 //!   [`PipeTransport`] (`--remote-debugging-pipe`, NUL-terminated messages on fds 3 and 4), [`WsTransport`]
 //!   (`ws://` and `wss://` endpoints such as a browser grid, TLS by rustls with the Mozilla roots plus any extra CA;
-//!   `http://host:port` is resolved through `/json/version`), and [`MemoryTransport`] for tests. The extension relay
+//!   `http://` and `https://` endpoints are resolved through `/json/version` by a hyper client, falling back to the
+//!   endpoint itself; paths and queries are kept, and [`Endpoint`] gives the secret-free identity and the redacted form
+//!   every message uses), and [`MemoryTransport`] for tests. The extension relay
 //!   implements the same trait.
 //! - [`ManagedBrowser`]: a Chromium process browserd starts, owns and stops.
 //!
@@ -39,6 +41,8 @@
 //! executable (`apt-get install chromium` on Debian). Linux only (pipes, process groups).
 
 mod connection;
+mod discovery;
+mod endpoint;
 mod error;
 mod launch;
 mod pipe;
@@ -46,6 +50,8 @@ mod transport;
 mod ws;
 
 pub use connection::{AutoAttach, Cdp, CdpEvent, ConnectionOptions, Queued, SessionEvents, SessionId};
+pub use discovery::DEFAULT_RETRY_AFTER_MS;
+pub use endpoint::{Endpoint, Scheme, redact_url};
 pub use error::{CdpError, LaunchError, TransportError};
 pub use launch::{
     BrowserExit, CHROMIUM_ENV, LaunchOptions, ManagedBrowser, ShutdownError, find_executable, find_executable_in,

@@ -1,4 +1,5 @@
-//! The WebSocket transport for remote CDP endpoints, and resolution of `http://host:port` to the browser's ws URL.
+//! The WebSocket transport for remote CDP endpoints (browsers and grids), and how an endpoint becomes the WebSocket
+//! browserd opens.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,33 +7,47 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures_util::{SinkExt, StreamExt};
 use rustls::pki_types::CertificateDer;
-use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{Connector, MaybeTlsStream, WebSocketStream};
 
 use crate::connection::{Cdp, ConnectionOptions};
+use crate::discovery;
+use crate::endpoint::Endpoint;
 use crate::error::{CdpError, TransportError};
 use crate::transport::Transport;
 
 /// The largest message accepted from a remote endpoint.
 const MAX_WS_MESSAGE: usize = 512 * 1024 * 1024;
-/// The largest `/json/version` answer read.
-const MAX_HTTP_RESPONSE: usize = 1024 * 1024;
 /// How long `/json/version` may take.
 const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How to connect to a remote endpoint.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ConnectOptions {
-    /// How long resolving and the WebSocket handshake may take together.
+    /// How long resolving and the WebSocket handshake may take together. When it passes, the attempt's socket is
+    /// closed at once, so a grid that queued it frees the slot.
     pub connect_timeout: Duration,
     /// Queue sizes of the connection.
     pub connection: ConnectionOptions,
-    /// Certificate authorities (DER) trusted for `wss://` in addition to the Mozilla roots, e.g. a private grid's CA.
+    /// Certificate authorities (DER) trusted for `wss://` and `https://` in addition to the Mozilla roots, e.g. a
+    /// private grid's CA.
     pub extra_root_certificates: Vec<Vec<u8>>,
+    /// The `Authorization` header value sent with discovery and the WebSocket upgrade (a grid's bearer token). Never
+    /// logged; userinfo in the URL is sent as HTTP Basic when this is unset.
+    pub authorization: Option<String>,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("connection", &self.connection)
+            .field("extra_root_certificates", &self.extra_root_certificates.len())
+            .field("authorization", &self.authorization.as_ref().map(|_| "…"))
+            .finish()
+    }
 }
 
 impl Default for ConnectOptions {
@@ -41,135 +56,72 @@ impl Default for ConnectOptions {
             connect_timeout: Duration::from_secs(30),
             connection: ConnectionOptions::default(),
             extra_root_certificates: Vec::new(),
+            authorization: None,
         }
     }
 }
 
-/// Connects to a remote CDP endpoint: a `ws://` or `wss://` browser (or page) URL, or `http://host:port`, which is resolved to the
-/// browser's ws URL through `/json/version`.
+/// Connects to a remote CDP endpoint: a `ws://` or `wss://` browser (or page) URL used as given, or an `http://` or
+/// `https://` endpoint, asked for its browser WebSocket through `/json/version` (falling back to the same place as a
+/// WebSocket when it has none). Paths and queries are kept.
 pub async fn connect_ws(url: &str) -> Result<Cdp, CdpError> {
     connect_ws_with(url, ConnectOptions::default()).await
 }
 
 /// [`connect_ws`] with explicit options.
 pub async fn connect_ws_with(url: &str, options: ConnectOptions) -> Result<Cdp, CdpError> {
+    let endpoint = Endpoint::parse(url)?;
+    let tls = tls_config(&endpoint, &options.extra_root_certificates)?;
+    let authorization = options.authorization.clone().or_else(|| endpoint.basic_authorization());
     let connect = async {
-        let ws_url = resolve_ws_url(url).await?;
-        WsTransport::connect_with_roots(&ws_url, &options.extra_root_certificates).await
+        let ws_url = discovery::resolve(&endpoint, authorization.as_deref(), &tls, HTTP_TIMEOUT).await?;
+        WsTransport::open(&endpoint, &ws_url, authorization.as_deref(), tls.clone()).await
     };
+    // On timeout the attempt's future is dropped here, which closes its socket (a queued grid request included).
     let transport =
         tokio::time::timeout(options.connect_timeout, connect).await.map_err(|_| TransportError::Connect {
-            endpoint: url.to_owned(),
-            message: format!("no answer within {:?}; check that the browser is running there", options.connect_timeout),
+            endpoint: endpoint.redacted(),
+            message: format!(
+                "no answer within {:?} (the attempt was closed); check that the browser or grid is running there and \
+                 has a free slot",
+                options.connect_timeout
+            ),
         })??;
     Ok(Cdp::spawn(transport, options.connection))
 }
 
-/// Turns an endpoint into a WebSocket URL: `ws://` and `wss://` URLs are returned unchanged, `http://host:port` is
-/// asked for its `webSocketDebuggerUrl` at `/json/version`.
+/// Turns an endpoint into the WebSocket URL browserd opens: `ws://` and `wss://` URLs as given (an empty path
+/// becomes `/`), `http://` and `https://` through `/json/version`. The result may carry the endpoint's query (a
+/// token): never log it.
 pub async fn resolve_ws_url(endpoint: &str) -> Result<String, TransportError> {
-    let lower = endpoint.to_ascii_lowercase();
-    if lower.starts_with("ws://") || lower.starts_with("wss://") {
-        return Ok(endpoint.to_owned());
-    }
-    let Some(rest) = lower.strip_prefix("http://").map(|_| &endpoint["http://".len()..]) else {
-        let message = if lower.starts_with("https://") {
-            "https:// discovery is unsupported; pass the wss:// browser URL instead".to_owned()
-        } else {
-            "expected a ws://, wss:// or http://host:port URL".to_owned()
-        };
-        return Err(TransportError::Unsupported { endpoint: endpoint.to_owned(), message });
-    };
-    let authority = rest.split('/').next().unwrap_or_default();
-    if authority.is_empty() {
-        return Err(TransportError::Connect { endpoint: endpoint.to_owned(), message: "the URL has no host".into() });
-    }
-    let has_port = match authority.rfind(']') {
-        Some(bracket) => authority[bracket..].contains(':'),
-        None => authority.contains(':'),
-    };
-    let address = if has_port { authority.to_owned() } else { format!("{authority}:80") };
-    let connect_error = |message: String| TransportError::Connect { endpoint: endpoint.to_owned(), message };
-
-    let fetch = async {
-        let mut stream = TcpStream::connect(&address).await.map_err(|err| connect_error(err.to_string()))?;
-        let request = format!("GET /json/version HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
-        stream.write_all(request.as_bytes()).await.map_err(|err| connect_error(err.to_string()))?;
-        read_http_response(&mut stream).await.map_err(connect_error)
-    };
-    let (status_line, body) = tokio::time::timeout(HTTP_TIMEOUT, fetch)
-        .await
-        .map_err(|_| connect_error(format!("/json/version did not answer within {HTTP_TIMEOUT:?}")))??;
-    if status_line.split_whitespace().nth(1) != Some("200") {
-        return Err(connect_error(format!(
-            "/json/version answered `{status_line}`; is this a Chromium DevTools endpoint?"
-        )));
-    }
-    let version: Value = serde_json::from_slice(&body).map_err(|err| TransportError::Malformed {
-        detail: format!("/json/version of {endpoint} is not JSON: {err}"),
-    })?;
-    version.get("webSocketDebuggerUrl").and_then(Value::as_str).map(str::to_owned).ok_or_else(|| {
-        TransportError::Malformed { detail: format!("/json/version of {endpoint} has no webSocketDebuggerUrl") }
-    })
+    let parsed = Endpoint::parse(endpoint)?;
+    let tls = tls_config(&parsed, &[])?;
+    discovery::resolve(&parsed, parsed.basic_authorization().as_deref(), &tls, HTTP_TIMEOUT).await
 }
 
 /// A rustls client configuration with the ring provider chosen explicitly (no process-wide default needed), trusting
 /// the Mozilla roots plus `extra_roots`.
-fn tls_connector(url: &str, extra_roots: &[Vec<u8>]) -> Result<Connector, TransportError> {
+fn tls_config(endpoint: &Endpoint, extra_roots: &[Vec<u8>]) -> Result<Arc<rustls::ClientConfig>, TransportError> {
     let mut roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
     for der in extra_roots {
         roots.add(CertificateDer::from(der.clone())).map_err(|err| TransportError::Connect {
-            endpoint: url.to_owned(),
+            endpoint: endpoint.redacted(),
             message: format!("an extra root certificate is invalid: {err}"),
         })?;
     }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .map_err(|err| TransportError::Connect { endpoint: url.to_owned(), message: err.to_string() })?
+        .map_err(|err| TransportError::Connect { endpoint: endpoint.redacted(), message: err.to_string() })?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    Ok(Connector::Rustls(Arc::new(config)))
-}
-
-/// Reads one HTTP/1.1 answer: the status line and the body, delimited by `Content-Length` or by the end of the
-/// stream (the DevTools server may keep the connection open after the body).
-async fn read_http_response(stream: &mut TcpStream) -> Result<(String, Vec<u8>), String> {
-    let mut buf = Vec::with_capacity(4096);
-    let mut chunk = [0u8; 4096];
-    let mut head_end = None;
-    loop {
-        if head_end.is_none() {
-            head_end = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|pos| pos + 4);
-        }
-        if let Some(end) = head_end {
-            let head = String::from_utf8_lossy(&buf[..end]).into_owned();
-            let length = head.lines().find_map(|line| {
-                let (name, value) = line.split_once(':')?;
-                name.trim().eq_ignore_ascii_case("content-length").then(|| value.trim().parse::<usize>().ok())?
-            });
-            if length.is_some_and(|length| buf.len() >= end + length) {
-                let length = length.unwrap_or_default();
-                let status = head.lines().next().unwrap_or_default().to_owned();
-                return Ok((status, buf[end..end + length].to_vec()));
-            }
-        }
-        if buf.len() > MAX_HTTP_RESPONSE {
-            return Err(format!("the answer exceeds {MAX_HTTP_RESPONSE} bytes"));
-        }
-        let n = stream.read(&mut chunk).await.map_err(|err| err.to_string())?;
-        if n == 0 {
-            let Some(end) = head_end else { return Err("the connection closed before an HTTP answer".into()) };
-            let status = String::from_utf8_lossy(&buf[..end]).lines().next().unwrap_or_default().to_owned();
-            return Ok((status, buf[end..].to_vec()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
+    Ok(Arc::new(config))
 }
 
 /// CDP over one WebSocket, one text frame per message.
 #[derive(Debug)]
 pub struct WsTransport {
     stream: WebSocketStream<MaybeTlsStream<TcpStream>>,
+    /// The endpoint, redacted: what every message names.
     url: String,
 }
 
@@ -181,20 +133,66 @@ impl WsTransport {
 
     /// Like [`WsTransport::connect`], also trusting the given certificate authorities (DER) for `wss://`.
     pub async fn connect_with_roots(url: &str, extra_roots: &[Vec<u8>]) -> Result<WsTransport, TransportError> {
+        let endpoint = Endpoint::parse(url)?;
+        let tls = tls_config(&endpoint, extra_roots)?;
+        let authorization = endpoint.basic_authorization();
+        WsTransport::open(&endpoint, &endpoint.ws_url(), authorization.as_deref(), tls).await
+    }
+
+    async fn open(
+        endpoint: &Endpoint,
+        ws_url: &str,
+        authorization: Option<&str>,
+        tls: Arc<rustls::ClientConfig>,
+    ) -> Result<WsTransport, TransportError> {
+        use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+        let shown = crate::endpoint::redact_url(ws_url);
+        let mut request = ws_url
+            .into_client_request()
+            .map_err(|err| TransportError::Unsupported { endpoint: shown.clone(), message: redact_error(&err) })?;
+        if let Some(value) = authorization {
+            let value = value.parse().map_err(|_| TransportError::Unsupported {
+                endpoint: shown.clone(),
+                message: "the Authorization value is not a valid HTTP header value".into(),
+            })?;
+            request.headers_mut().insert("Authorization", value);
+        }
         let config =
             WebSocketConfig::default().max_message_size(Some(MAX_WS_MESSAGE)).max_frame_size(Some(MAX_WS_MESSAGE));
-        let connector = tls_connector(url, extra_roots)?;
+        let connector = Connector::Rustls(tls);
         let (stream, _response) =
-            tokio_tungstenite::connect_async_tls_with_config(url, Some(config), true, Some(connector)).await.map_err(
-                |err| match err {
+            tokio_tungstenite::connect_async_tls_with_config(request, Some(config), true, Some(connector))
+                .await
+                .map_err(|err| match err {
                     tokio_tungstenite::tungstenite::Error::Url(url_err) => {
-                        TransportError::Unsupported { endpoint: url.to_owned(), message: url_err.to_string() }
+                        TransportError::Unsupported { endpoint: shown.clone(), message: url_err.to_string() }
                     }
-                    other => TransportError::Connect { endpoint: url.to_owned(), message: other.to_string() },
-                },
-            )?;
-        Ok(WsTransport { stream, url: url.to_owned() })
+                    tokio_tungstenite::tungstenite::Error::Http(response) => {
+                        let status = response.status().as_u16();
+                        let retry = response
+                            .headers()
+                            .get("retry-after")
+                            .and_then(|v| v.to_str().ok())
+                            .and_then(|v| v.trim().parse::<u64>().ok())
+                            .map(|s| s.saturating_mul(1000));
+                        discovery::refusal(endpoint, status, retry).unwrap_or_else(|| TransportError::Connect {
+                            endpoint: shown.clone(),
+                            message: format!("the WebSocket upgrade was answered with HTTP {status}"),
+                        })
+                    }
+                    other => TransportError::Connect { endpoint: shown.clone(), message: redact_error(&other) },
+                })?;
+        Ok(WsTransport { stream, url: endpoint.redacted() })
     }
+}
+
+/// A tungstenite error as text, with any URL in it redacted.
+fn redact_error(err: &dyn std::fmt::Display) -> String {
+    err.to_string()
+        .split_whitespace()
+        .map(|word| if word.contains("://") { crate::endpoint::redact_url(word) } else { word.to_owned() })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[async_trait]
@@ -232,10 +230,18 @@ impl Transport for WsTransport {
 
 fn ws_error(url: &str, err: tokio_tungstenite::tungstenite::Error, action: &'static str) -> TransportError {
     use tokio_tungstenite::tungstenite::Error;
+    use tokio_tungstenite::tungstenite::error::ProtocolError;
     match err {
         Error::ConnectionClosed | Error::AlreadyClosed => {
             TransportError::Closed { reason: format!("the WebSocket to {url} closed") }
         }
+        Error::Protocol(ProtocolError::NonZeroReservedBits) => TransportError::Closed {
+            reason: format!(
+                "the grid at {url} ended the session: it wrote a raw HTTP answer onto the WebSocket (Browserless sends \
+                 `408 Request Timeout` when its session timeout passes, 30 s unless configured); raise the grid's \
+                 session timeout (Browserless: `timeout=MS` in the remote_cdp query, or its TIMEOUT setting, 0 for none)"
+            ),
+        },
         Error::Protocol(err) => TransportError::Closed { reason: format!("the WebSocket to {url} broke: {err}") },
         Error::Io(err) => {
             TransportError::Closed { reason: format!("the WebSocket to {url} failed while {action}: {err}") }

@@ -8,7 +8,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use browserd_cdp::{AutoAttach, Cdp, CdpError, CdpEvent, LaunchError, LaunchOptions, ManagedBrowser, SessionId};
+use browserd_cdp::{
+    AutoAttach, Cdp, CdpError, CdpEvent, ConnectOptions, LaunchError, LaunchOptions, ManagedBrowser, SessionId,
+    TransportError,
+};
 use browserd_core::provider::{
     BrowserInfo, Capability, CapabilityMatrix, CapabilityState, CreateTab, DetachCause, HandleAllocator, OpContext,
     Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
@@ -83,6 +86,13 @@ pub(crate) fn cdp_err(e: &CdpError, what: &str) -> ProviderError {
         CdpError::Timeout { .. } => ProviderErrorKind::Timeout,
         CdpError::Cancelled => ProviderErrorKind::Cancelled,
         CdpError::TargetClosed { .. } => ProviderErrorKind::TabGone,
+        CdpError::Transport(TransportError::NotAuthorised { .. }) => ProviderErrorKind::NotAuthorised,
+        CdpError::Transport(TransportError::Busy { retry_after_ms, .. }) => {
+            ProviderErrorKind::Busy { retry_after_ms: retry_after_ms.unwrap_or(browserd_cdp::DEFAULT_RETRY_AFTER_MS) }
+        }
+        CdpError::Transport(TransportError::Unsupported { .. }) => {
+            ProviderErrorKind::Unsupported(UnsupportedReason::ByImplementation)
+        }
         CdpError::ConnectionClosed { .. } | CdpError::Transport(_) => ProviderErrorKind::ConnectionLost,
         _ => ProviderErrorKind::Internal,
     };
@@ -139,18 +149,65 @@ impl ChromiumProvider {
         Ok((provider, browser))
     }
 
-    /// Connects to a remote DevTools endpoint (`ws://…` or `http://host:port`).
+    /// Connects to a remote DevTools endpoint (`ws://`, `wss://`, `http://` or `https://`, path and query kept).
     pub async fn connect_remote(
         url: &str,
         alloc: HandleAllocator,
         config: ChromiumConfig,
     ) -> Result<Arc<Self>, ProviderError> {
-        let cdp = browserd_cdp::connect_ws(url).await.map_err(|e| cdp_err(&e, "connecting to the remote endpoint"))?;
-        let provider = Self::new(cdp, ProviderKind::Remote, alloc, config);
-        let ctx =
-            OpContext::new(browserd_core::provider::SessionKey("connect".into()), Duration::from_secs(10), "connect");
-        provider.connect(&ctx).await?;
+        Self::connect_remote_with(url, ConnectOptions::default(), &[], alloc, config).await
+    }
+
+    /// [`Self::connect_remote`] with connect options (timeout, extra CAs, an `Authorization` header), giving the
+    /// targets listed in `adopt` (from an earlier connection to the same browser) their old handles when they are still
+    /// there. A connection that opens but does not answer in time is closed at once (a grid frees its slot).
+    pub async fn connect_remote_with(
+        url: &str,
+        options: ConnectOptions,
+        adopt: &[(String, TabHandle)],
+        alloc: HandleAllocator,
+        config: ChromiumConfig,
+    ) -> Result<Arc<Self>, ProviderError> {
+        let timeout = options.connect_timeout;
+        let cdp = browserd_cdp::connect_ws_with(url, options)
+            .await
+            .map_err(|e| cdp_err(&e, "connecting to the remote endpoint"))?;
+        let provider = Self::new(cdp.clone(), ProviderKind::Remote, alloc, config);
+        provider.adopt_handles(adopt);
+        let ctx = OpContext::new(browserd_core::provider::SessionKey("connect".into()), timeout, "connect");
+        if let Err(e) = provider.connect(&ctx).await {
+            cdp.close("the connection did not answer in time and was closed").await;
+            return Err(e);
+        }
         Ok(provider)
+    }
+
+    /// Gives targets this provider registers later the handles an earlier connection gave them (a reconnect to the
+    /// same browser: surviving tabs keep their handle, hence their owner).
+    pub fn adopt_handles(&self, adopt: &[(String, TabHandle)]) {
+        let mut st = self.st();
+        st.preferred.extend(adopt.iter().cloned());
+    }
+
+    /// Every tab this provider knows, with the browser's target id (for a reconnect's [`Self::adopt_handles`]).
+    #[must_use]
+    pub fn known_targets(&self) -> Vec<(String, TabHandle)> {
+        self.st().tabs.values().map(|t| (t.target_id.clone(), t.handle)).collect()
+    }
+
+    /// This connection's epoch (what [`Provider::connect`] reports).
+    #[must_use]
+    pub fn connection_epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Why the connection to the browser ended, once it has.
+    #[must_use]
+    pub fn connection_closed(&self) -> Option<String> {
+        if self.cdp.is_closed() {
+            return Some(self.cdp.close_reason().unwrap_or_else(|| "the browser connection closed".to_owned()));
+        }
+        None
     }
 
     /// How observations on this connection got their accessibility trees so far (frame reads by kind): for
@@ -306,7 +363,29 @@ impl ChromiumProvider {
         opts: &ScreenshotOptions,
     ) -> Result<Screenshot, ProviderError> {
         let deadline = Instant::now() + ctx.timeout;
-        crate::screenshot::capture(self, tab, opts, deadline).await
+        crate::screenshot::capture(self, tab, opts, deadline).await.map_err(|e| self.live_tab_error(tab, e))
+    }
+
+    /// An operation's "target gone" error about a tab the browser has not destroyed (no target-destroyed event: its
+    /// debugging session ended, or its renderer crashed) is not a closed tab: the tab stays, and the caller is told to
+    /// retry (a new session is attached) or to reload or close it.
+    pub(crate) fn live_tab_error(&self, tab: TabHandle, e: ProviderError) -> ProviderError {
+        if e.kind != ProviderErrorKind::TabGone {
+            return e;
+        }
+        let crashed = {
+            let st = self.st();
+            match st.tabs.get(&tab) {
+                None => return e,
+                Some(t) => t.crashed,
+            }
+        };
+        let what = if crashed {
+            "its page crashed; reload it (browser_act navigate) or close it (browser_close)"
+        } else {
+            "its debugging session ended; retry (a new one is attached)"
+        };
+        ProviderError::new(ProviderErrorKind::Refused, format!("tab {tab} is still open but {what} ({})", e.message))
     }
 
     /// The serialisation lock of a tab's page operations.
@@ -336,7 +415,7 @@ fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Value) -> Optio
         return Some((*h, false));
     }
     let opener = info["openerId"].as_str().and_then(|o| st.by_target.get(o).copied());
-    let h = alloc.tab();
+    let h = st.preferred.remove(&target).unwrap_or_else(|| alloc.tab());
     let tab = Tab::new(
         h,
         target.clone(),
@@ -432,7 +511,15 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 }
             }
         }
-        "Target.targetDestroyed" | "Target.targetCrashed" => {
+        // A crashed page is still an open tab (it shows the crash page): it stays until it is closed.
+        "Target.targetCrashed" => {
+            if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.get(id).copied())
+                && let Some(t) = st.tabs.get_mut(&h)
+            {
+                t.crashed = true;
+            }
+        }
+        "Target.targetDestroyed" => {
             if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.remove(id))
                 && let Some(t) = st.tabs.remove(&h)
             {
@@ -530,6 +617,7 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                     main = id == t.target_id;
                     if main {
                         t.dialog = None;
+                        t.crashed = false;
                     }
                 }
                 if main {
@@ -957,7 +1045,10 @@ impl Provider for ChromiumProvider {
     }
 
     async fn attach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
-        self.ensure_attached(tab, Instant::now() + ctx.timeout).await.map(|_| ())
+        self.ensure_attached(tab, Instant::now() + ctx.timeout)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn detach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
@@ -994,11 +1085,11 @@ impl Provider for ChromiumProvider {
         let deadline = Instant::now() + ctx.timeout;
         let lock = self.tab_lock(tab);
         let _g = lock.lock().await;
-        crate::observe::observe(self, tab, params, deadline).await
+        crate::observe::observe(self, tab, params, deadline).await.map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
-        crate::act::act(self, ctx, tab, params).await
+        crate::act::act(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn evaluate(
@@ -1007,7 +1098,7 @@ impl Provider for ChromiumProvider {
         tab: TabHandle,
         params: &EvaluateParams,
     ) -> Result<EvaluateResult, ProviderError> {
-        crate::advanced::evaluate(self, ctx, tab, params).await
+        crate::advanced::evaluate(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn console(
@@ -1016,7 +1107,7 @@ impl Provider for ChromiumProvider {
         tab: TabHandle,
         params: &ConsoleParams,
     ) -> Result<ConsoleResult, ProviderError> {
-        crate::advanced::console(self, ctx, tab, params).await
+        crate::advanced::console(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn network(
@@ -1025,7 +1116,7 @@ impl Provider for ChromiumProvider {
         tab: TabHandle,
         params: &NetworkParams,
     ) -> Result<NetworkResult, ProviderError> {
-        crate::advanced::network(self, ctx, tab, params).await
+        crate::advanced::network(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn raw_protocol(
@@ -1034,6 +1125,6 @@ impl Provider for ChromiumProvider {
         tab: TabHandle,
         params: &RawProtocolParams,
     ) -> Result<RawProtocolResult, ProviderError> {
-        crate::advanced::raw_protocol(self, ctx, tab, params).await
+        crate::advanced::raw_protocol(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
     }
 }

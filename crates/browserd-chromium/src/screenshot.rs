@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
-use browserd_core::provider::{ProviderError, ProviderErrorKind, TabHandle};
+use browserd_core::provider::{Provider as _, ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::{ImageFormat, Point, Screenshot, ScreenshotOptions, Size};
 use serde_json::json;
 
@@ -107,10 +107,22 @@ pub(crate) async fn capture(
         params["quality"] = json!(opts.quality.unwrap_or(80).clamp(1, 100));
     }
     let epoch = p.st().tabs.get(&tab).map_or(0, crate::state::Tab::main_epoch);
-    let r = p
-        .call(Some(&session), "Page.captureScreenshot", params, deadline)
-        .await
-        .map_err(|e| cdp_err(&e, "capturing the screenshot"))?;
+    let remote = p.kind() == browserd_core::provider::ProviderKind::Remote;
+    if remote {
+        // A remote browser keeps its tabs in one window, and a background tab draws no frames, so it cannot be
+        // captured: bring it to the front of its window first.
+        p.call(Some(&session), "Page.bringToFront", json!({}), deadline)
+            .await
+            .map_err(|e| cdp_err(&e, "bringing the tab to the front for its screenshot"))?;
+    }
+    let r = p.call(Some(&session), "Page.captureScreenshot", params, deadline).await.map_err(|e| match e {
+        browserd_cdp::CdpError::Timeout { .. } if remote => ProviderError::new(
+            ProviderErrorKind::Unsupported(browserd_core::provider::UnsupportedReason::ByImplementation),
+            "this remote browser drew no frame for the tab in time even after bringing it to the front (a background \
+             tab of a browser without a visible window); observe the tab instead, or open it in the foreground",
+        ),
+        e => cdp_err(&e, "capturing the screenshot"),
+    })?;
     if beyond {
         // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
         // Chromium: record the viewport the page has now, which is what later coordinate actions are checked against.

@@ -320,6 +320,8 @@ pub(crate) struct Tab {
     /// The URL browserd created the tab with, until the tab is seen showing a real document: target-info events
     /// report the initial `about:blank` (or an empty URL) first, and an observation must not read that document.
     pub(crate) awaiting_url: Option<String>,
+    /// Its renderer crashed (`Target.targetCrashed`) and it has not navigated since: still an open tab.
+    pub(crate) crashed: bool,
 }
 
 impl Tab {
@@ -355,6 +357,7 @@ impl Tab {
             images: crate::point::ImageLog::default(),
             ax_cache: crate::observe::AxCache::default(),
             awaiting_url: None,
+            crashed: false,
         }
     }
 
@@ -476,6 +479,9 @@ pub(crate) struct State {
     pub(crate) downloads: HashMap<String, (TabHandle, String)>,
     /// The observation revision counter every tab draws from (see [`cursor_string`]).
     pub(crate) revisions: Arc<AtomicU64>,
+    /// Handles an earlier connection to the same browser gave its targets: a target seen again gets its old handle,
+    /// so a reconnect keeps the tab's ownership (see `ChromiumProvider::adopt_handles`).
+    pub(crate) preferred: HashMap<String, TabHandle>,
 }
 
 impl State {

@@ -100,12 +100,17 @@ impl Bridge {
     }
 
     /// The connection is up (first operation, or health restored). An epoch older than the
-    /// current one is ignored.
+    /// current one is ignored; a newer one while connected counts as a reconnect (the loss went unseen).
     pub fn handle_connected(&mut self, epoch: u64, now: Millis) {
         match self.state {
             BridgeState::Connected { epoch: cur } if cur >= epoch => {}
             BridgeState::Reconnecting { last_epoch } if epoch < last_epoch => {}
-            BridgeState::Reconnecting { .. } => {
+            // The same connection answered again (a call failed, the connection did not): nothing restarted.
+            BridgeState::Reconnecting { last_epoch } if epoch == last_epoch => {
+                self.set(BridgeState::Connected { epoch }, now);
+            }
+            // A new epoch is a new connection, whether or not the loss was seen first.
+            BridgeState::Reconnecting { .. } | BridgeState::Connected { .. } => {
                 self.reconnects += 1;
                 self.set(BridgeState::Connected { epoch }, now);
             }

@@ -96,6 +96,16 @@ pub enum ErrorKind {
     },
     /// The browser connection is down.
     ConnectionLost,
+    /// The browser connection was lost and is back, to a relaunched or reconnected browser: refs and cursors of
+    /// before are void, tabs of a fresh browser are gone. Told once per session.
+    BrowserRestarted,
+    /// The browser endpoint refused the credentials.
+    NotAuthorised,
+    /// The browser grid is full; retry after the hint.
+    GridBusy {
+        /// When to retry, in milliseconds.
+        retry_after_ms: u64,
+    },
     /// The deadline passed; whether the browser did it is unknown.
     DeadlineExceeded,
     /// The operation was cancelled before it was dispatched.
@@ -139,6 +149,9 @@ impl ErrorKind {
             Self::CleanupFailed { .. } => "CLEANUP_FAILED",
             Self::AutoCleanupRefused { .. } => "AUTO_CLEANUP_REFUSED",
             Self::ConnectionLost => "CONNECTION_LOST",
+            Self::BrowserRestarted => "BROWSER_RESTARTED",
+            Self::NotAuthorised => "NOT_AUTHORISED",
+            Self::GridBusy { .. } => "QUEUE_FULL",
             Self::DeadlineExceeded => "DEADLINE_EXCEEDED",
             Self::Cancelled => "CANCELLED",
             Self::BrowserRefused => "ACTION_FAILED",
@@ -247,6 +260,8 @@ impl CoreError {
             ProviderErrorKind::StaleFencing => ErrorKind::LeaseRevoked,
             ProviderErrorKind::InvalidRequest => ErrorKind::InvalidRequest,
             ProviderErrorKind::OutcomeUnknown => ErrorKind::OutcomeUnknown,
+            ProviderErrorKind::NotAuthorised => ErrorKind::NotAuthorised,
+            ProviderErrorKind::Busy { retry_after_ms } => ErrorKind::GridBusy { retry_after_ms },
             ProviderErrorKind::Internal => ErrorKind::Internal,
         };
         Self { kind, message: err.message }

@@ -282,6 +282,13 @@ pub enum ProviderErrorKind {
     InvalidRequest,
     /// The request was sent but no acknowledgement came back: it may or may not have happened.
     OutcomeUnknown,
+    /// The browser endpoint refused the credentials (a grid's token or Authorization header).
+    NotAuthorised,
+    /// The browser endpoint (a grid) has no free browser and its queue is full; retry after the hint.
+    Busy {
+        /// When to retry, in milliseconds.
+        retry_after_ms: u64,
+    },
     /// Anything else the browser reported.
     Internal,
 }

@@ -186,6 +186,10 @@ struct Inner {
     timer_changed: Notify,
     /// Per session, the token that cancels its handoff waits (turn end, finalize, reset, close, disposal).
     waits: Mutex<BTreeMap<SessionKey, CancellationToken>>,
+    /// Per session, how many browser comebacks it has been told about (`BROWSER_RESTARTED`, once each).
+    told: Mutex<BTreeMap<SessionKey, u64>>,
+    /// An operation was told a tab is gone: the next event drain re-reads the browser's tab list, which decides.
+    recheck_tabs: AtomicBool,
 }
 
 /// Counts an active request; plugin disposal waits for the count to reach zero.
@@ -342,6 +346,8 @@ impl Runtime {
                 trace: AtomicU64::new(0),
                 timer_changed: Notify::new(),
                 waits: Mutex::new(BTreeMap::new()),
+                told: Mutex::new(BTreeMap::new()),
+                recheck_tabs: AtomicBool::new(false),
             }),
         }
     }
@@ -405,6 +411,7 @@ impl Runtime {
         };
         lock(&self.inner.slots).retain(|key, slot| tracked.contains(key) || Arc::strong_count(slot) > 1);
         lock(&self.inner.waits).retain(|key, _| tracked.contains(key));
+        lock(&self.inner.told).retain(|key, _| tracked.contains(key));
     }
 
     fn ctx(&self, session: &SessionKey, timeout: Duration) -> OpContext {
@@ -424,11 +431,9 @@ impl Runtime {
         let now = self.now();
         match err.kind {
             ProviderErrorKind::ConnectionLost => self.engine().handle_connection_lost(now),
-            ProviderErrorKind::TabGone => {
-                if let Some(tab) = tab {
-                    self.engine().handle_tab_gone(tab, now);
-                }
-            }
+            // An operation's error never drops a tab by itself (a detached or crashed session is not a closed tab):
+            // the browser's own target-destroyed event does, or the tab's absence from its list, read next.
+            ProviderErrorKind::TabGone => self.inner.recheck_tabs.store(true, Ordering::SeqCst),
             _ => {}
         }
         CoreError::from_provider(err, tab)
@@ -439,7 +444,7 @@ impl Runtime {
     /// Apply pending provider events; re-read the tab list when events were lost.
     async fn drain_events(&self, session: &SessionKey) {
         let mut events = Vec::new();
-        let mut resync = false;
+        let mut resync = self.inner.recheck_tabs.swap(false, Ordering::SeqCst);
         {
             let mut rx = lock(&self.inner.events);
             loop {
@@ -455,6 +460,8 @@ impl Runtime {
             let mut engine = self.engine();
             for ev in &events {
                 resync |= engine.handle_event(ev, now);
+                // A restored connection may be to a fresh browser: its tab list says which tabs are left.
+                resync |= matches!(ev, ProviderEvent::ConnectionRestored { .. });
             }
         }
         if resync && !self.engine().bridge().needs_connect() {
@@ -466,7 +473,30 @@ impl Runtime {
         }
     }
 
+    /// Connects (or reconnects) the bridge when needed, then tells the session once that the browser came back since
+    /// it last used it (`BROWSER_RESTARTED`: its refs are void, a fresh browser's tabs are gone); its next call works.
     async fn ensure_connected(&self, session: &SessionKey) -> Result<(), CoreError> {
+        self.connect_bridge(session).await?;
+        let reconnects = self.engine().bridge().reconnects();
+        let told = lock(&self.inner.told).insert(session.clone(), reconnects);
+        match told {
+            Some(told) if told < reconnects => Err(CoreError::new(
+                ErrorKind::BrowserRestarted,
+                "the browser connection was lost and is back (the browser was relaunched or reconnected): refs and \
+                 cursors from before are void and tabs a fresh browser no longer has are gone; call browser_list, \
+                 then observe before acting",
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// Applies pending browser events (a lost or restored connection, closed tabs) without a session: for a
+    /// broker-wide status.
+    pub async fn apply_events(&self) {
+        self.drain_events(&SessionKey("status".into())).await;
+    }
+
+    async fn connect_bridge(&self, session: &SessionKey) -> Result<(), CoreError> {
         let (needs_connect, stop_cause) = {
             let engine = self.engine();
             (engine.bridge().needs_connect(), engine.bridge().stop_cause())
@@ -521,7 +551,7 @@ impl Runtime {
     /// Retry the session's recovery records, then those of closed sessions whose lock is free.
     async fn prelude(&self, session: &SessionKey) {
         self.drain_events(session).await;
-        if self.ensure_connected(session).await.is_err() {
+        if self.connect_bridge(session).await.is_err() {
             return;
         }
         let now = self.now();
@@ -563,7 +593,7 @@ impl Runtime {
             let Ok(slot) = self.slot(&key) else { continue };
             let Ok(_guard) = slot.try_lock_owned() else { continue };
             self.drain_events(&key).await;
-            if self.ensure_connected(&key).await.is_err() {
+            if self.connect_bridge(&key).await.is_err() {
                 break;
             }
             let now = self.now();
@@ -584,6 +614,8 @@ impl Runtime {
         let now = self.now();
         self.engine().open_session(session, now)?;
         lock(&self.inner.slots).entry(session.clone()).or_default();
+        let reconnects = self.engine().bridge().reconnects();
+        lock(&self.inner.told).entry(session.clone()).or_insert(reconnects);
         Ok(())
     }
 
@@ -617,7 +649,7 @@ impl Runtime {
     async fn close_locked(&self, session: &SessionKey, reason: CloseReason) -> Result<CleanupReport, CoreError> {
         self.drain_events(session).await;
         // A failed reconnect must not stop the final cleanup from being attempted and recorded.
-        let _ = self.ensure_connected(session).await;
+        let _ = self.connect_bridge(session).await;
         let now = self.now();
         let plan = self.engine().plan_close(session, reason, now)?;
         let report = self.execute(plan).await;
@@ -638,7 +670,7 @@ impl Runtime {
         self.cancel_handoff_waits(session);
         let _op = self.serialized(session).await?;
         self.drain_events(session).await;
-        let _ = self.ensure_connected(session).await;
+        let _ = self.connect_bridge(session).await;
         let caps = self.inner.provider.capabilities();
         let now = self.now();
         let plan = {
@@ -696,6 +728,7 @@ impl Runtime {
         let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.prelude(session).await;
+        self.ensure_connected(session).await?;
         Ok(self.engine().list_tabs(session))
     }
 
@@ -842,7 +875,7 @@ impl Runtime {
             return Ok((self.engine().check_handoff_wait(session, tab), Vec::new()));
         };
         let mut content = None;
-        if handoff::needs_page(until) && self.ensure_connected(session).await.is_ok() {
+        if handoff::needs_page(until) && self.connect_bridge(session).await.is_ok() {
             let provider = self.inner.provider.clone();
             let params = ObserveParams::default();
             let observed =
@@ -911,7 +944,7 @@ impl Runtime {
         let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
-        let _ = self.ensure_connected(session).await;
+        let _ = self.connect_bridge(session).await;
         let now = self.now();
         let plan = self.engine().plan_finalize(session, inputs, now)?;
         let report = self.execute(plan).await;
@@ -925,7 +958,7 @@ impl Runtime {
         self.cancel_handoff_waits(session);
         let _op = self.serialized(session).await?;
         self.drain_events(session).await;
-        let _ = self.ensure_connected(session).await;
+        let _ = self.connect_bridge(session).await;
         let now = self.now();
         let plan = self.engine().plan_context_reset(session, now)?;
         Ok(self.execute(plan).await)
@@ -1170,7 +1203,7 @@ impl Runtime {
         // Bound first: a guard in an `if let` scrutinee would live across the await below.
         let due = self.engine().orphaned_recovery_due(now);
         if let Some(key) = due.first()
-            && self.ensure_connected(key).await.is_ok()
+            && self.connect_bridge(key).await.is_ok()
         {
             self.retry_orphans().await;
         }

@@ -389,6 +389,9 @@ async fn lc12_bridge_stays_connected_after_turn_and_finalize() {
     assert_eq!(h.provenance(&s, t3), Provenance::AgentCreated);
     assert_eq!(kind(h.observe(&s, t3).await), ErrorKind::ConnectionLost);
     h.fake.restore_connection();
+    // The session is told once that the browser came back (its refs are void), then it works.
+    assert_eq!(kind(h.observe(&s, t3).await), ErrorKind::BrowserRestarted);
+    h.observe(&s, t3).await.unwrap();
     h.observe(&s, t3).await.unwrap();
     assert_eq!(h.rt.status(&s).await.unwrap().bridge, BridgeState::Connected { epoch: 2 });
     assert_eq!(h.provenance(&s, t3), Provenance::AgentCreated, "reconnect keeps valid ownership");

@@ -60,6 +60,13 @@ fn bridge_transitions() {
     assert_eq!(b.reconnects(), 1);
     b.handle_connected(1, Millis(4));
     assert_eq!(b.state(), BridgeState::Connected { epoch: 2 }, "an older epoch is ignored");
+    b.handle_connection_lost(Millis(4));
+    b.handle_connected(2, Millis(4));
+    assert_eq!(b.state(), BridgeState::Connected { epoch: 2 });
+    assert_eq!(b.reconnects(), 1, "the same connection answering again is not a comeback");
+    b.handle_connected(3, Millis(4));
+    assert_eq!(b.state(), BridgeState::Connected { epoch: 3 });
+    assert_eq!(b.reconnects(), 2, "a new connection is a comeback even when its loss went unseen");
     b.handle_stop(StopCause::PluginDisposal, Millis(5));
     assert_eq!(b.state(), BridgeState::Stopped);
     assert_eq!(b.stop_cause(), Some(StopCause::PluginDisposal));

@@ -199,6 +199,8 @@ async fn resync_after_lost_events_rereads_the_tab_list() {
     h.fake.drop_connection();
     h.fake.user_close_tab(t);
     h.fake.restore_connection();
+    let told = h.rt.list_tabs(&s).await.unwrap_err();
+    assert_eq!(told.kind, ErrorKind::BrowserRestarted, "the session is told once that the browser came back");
     let tabs = h.rt.list_tabs(&s).await.unwrap();
     assert!(tabs.iter().all(|v| v.tab != t));
     assert_eq!(h.state(t), ResourceState::Released);
@@ -419,4 +421,54 @@ mod handoff_wait {
         let err = h.rt.await_handoff(&h.s, other, &not_handed, &none).await.unwrap_err();
         assert!(err.message.contains("not handed off"), "{err}");
     }
+}
+
+#[tokio::test]
+async fn a_tab_gone_error_from_an_operation_does_not_drop_a_live_tab() {
+    // Issue 18: a detached session's "target closed" during a screenshot or an attach dropped a tab that was still
+    // open, and cleanup then reported `closed: []` while the tab stayed in the browser.
+    let h = harness();
+    let s = h.session("s").await;
+    let t = h.open(&s).await;
+    h.fake.inject(Op::AttachDebugger, Some(t), FaultKind::Fail(ProviderErrorKind::TabGone), Times::Once);
+    assert_eq!(kind(h.observe(&s, t).await), ErrorKind::TabGone { tab: Some(t) });
+    assert_eq!(h.state(t), ResourceState::Owned, "the tab is still open in the browser: it stays owned");
+    assert!(h.rt.list_tabs(&s).await.unwrap().iter().any(|v| v.tab == t));
+    let report = h.rt.finalize(&s, &browserd_core::lifecycle::FinalizeInputs::default()).await.unwrap();
+    assert_eq!(report.closed, vec![t], "cleanup closes the tab it still owns");
+    assert!(!h.fake.is_open(t));
+}
+
+#[tokio::test]
+async fn a_tab_the_browser_no_longer_lists_is_dropped_after_an_operation_says_it_is_gone() {
+    let h = harness();
+    let s = h.session("s").await;
+    let t = h.open(&s).await;
+    h.rt.list_tabs(&s).await.unwrap();
+    h.fake.drop_connection();
+    h.fake.user_close_tab(t);
+    h.fake.restore_connection();
+    assert_eq!(h.rt.list_tabs(&s).await.unwrap_err().kind, ErrorKind::BrowserRestarted);
+    assert_eq!(h.state(t), ResourceState::Released, "absent from the browser's list: gone");
+}
+
+#[tokio::test]
+async fn each_session_is_told_once_that_the_browser_came_back() {
+    let h = harness();
+    let a = h.session("a").await;
+    let b = h.session("b").await;
+    let ta = h.open(&a).await;
+    let tb = h.open(&b).await;
+    h.fake.drop_connection();
+    assert_eq!(kind(h.observe(&a, ta).await), ErrorKind::ConnectionLost);
+    h.fake.restore_connection();
+    for (s, t) in [(&a, ta), (&b, tb)] {
+        assert_eq!(kind(h.observe(s, t).await), ErrorKind::BrowserRestarted);
+        h.observe(s, t).await.unwrap();
+        h.observe(s, t).await.unwrap();
+    }
+    // A session opened after the comeback has nothing to be told.
+    let c = h.session("c").await;
+    let tc = h.open(&c).await;
+    h.observe(&c, tc).await.unwrap();
 }

@@ -93,6 +93,42 @@ impl Journal {
         Ok(out)
     }
 
+    /// Every browser key the ledger and the recovery records name (e.g. to re-key old ones), sorted.
+    pub fn browser_keys(&self) -> Result<Vec<String>> {
+        let sql = |e| from_sqlite(&self.path, e);
+        let mut stmt = self
+            .conn
+            .prepare("SELECT browser FROM owned_tab UNION SELECT browser FROM recovery ORDER BY 1")
+            .map_err(sql)?;
+        let mut rows = stmt.query([]).map_err(sql)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(sql)? {
+            out.push(row.get(0).map_err(sql)?);
+        }
+        Ok(out)
+    }
+
+    /// Renames browser key `old` to `new` in the ledger and the recovery records, in one fsynced transaction (an older
+    /// broker keyed a remote browser by its whole URL, token included). Where a row under `new` already names the same
+    /// tab (and, for a pending record, the same cleanup), the old row is the duplicate and goes. Returns how many rows
+    /// were re-keyed.
+    pub fn rekey_browser(&mut self, old: &str, new: &str) -> Result<usize> {
+        check("browser key", new)?;
+        let path = self.path.clone();
+        let sql = write_tx_sql(&path);
+        let tx = self.write_tx(Weight::Critical)?;
+        let mut moved = tx
+            .execute("UPDATE OR IGNORE owned_tab SET browser = ?2 WHERE browser = ?1", params![old, new])
+            .map_err(sql)?;
+        tx.execute("DELETE FROM owned_tab WHERE browser = ?1", params![old]).map_err(sql)?;
+        moved += tx
+            .execute("UPDATE OR IGNORE recovery SET browser = ?2 WHERE browser = ?1", params![old, new])
+            .map_err(sql)?;
+        tx.execute("DELETE FROM recovery WHERE browser = ?1", params![old]).map_err(sql)?;
+        tx.commit().map_err(sql)?;
+        Ok(moved)
+    }
+
     /// Turns every tab an earlier broker process left in the ledger into a pending recovery record (outcome
     /// unknown, code [`BROKER_EXITED`]) and removes it from the ledger, in one fsynced transaction. A tab that
     /// already has a pending record for the same cleanup counts another attempt on it. Returns the records.
@@ -153,6 +189,22 @@ mod tests {
             session: "s1".into(),
             op,
         }
+    }
+
+    #[test]
+    fn a_browser_key_is_renamed_everywhere_and_duplicates_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::open(dir.path().join("j.sqlite3"), JournalConfig::default()).unwrap();
+        let old = "remote:ws://127.0.0.1:3000/?token=SECRET";
+        let new = "remote:ws://127.0.0.1:3000";
+        j.record_owned(&OwnedTab { browser: old.into(), ..tab(1, CleanupOp::Close) }, UnixMillis(1)).unwrap();
+        j.record_owned(&OwnedTab { browser: old.into(), ..tab(2, CleanupOp::Close) }, UnixMillis(1)).unwrap();
+        j.record_owned(&OwnedTab { browser: new.into(), ..tab(2, CleanupOp::Close) }, UnixMillis(1)).unwrap();
+        assert_eq!(j.browser_keys().unwrap(), vec![new.to_owned(), old.to_owned()]);
+        assert_eq!(j.rekey_browser(old, new).unwrap(), 1);
+        assert_eq!(j.browser_keys().unwrap(), vec![new.to_owned()]);
+        let tabs: Vec<String> = j.owned_tabs().unwrap().into_iter().map(|t| t.tab).collect();
+        assert_eq!(tabs, vec!["target:T1".to_owned(), "target:T2".to_owned()]);
     }
 
     #[test]

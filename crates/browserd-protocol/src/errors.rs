@@ -224,6 +224,8 @@ error_codes! {
         "Open the session with session.open first.";
     CleanupPending = "CLEANUP_PENDING", 1708, Lifecycle,
         "This tab's cleanup failed earlier and is waiting for a retry; call browser_cleanup or browser_status, then retry.";
+    BrowserRestarted = "BROWSER_RESTARTED", 1709, Lifecycle,
+        "The browser was lost and is back (relaunched or reconnected): old refs are void and tabs of a fresh browser are gone; call browser_list, then observe before acting.";
 
     // Broker: connections and peers.
     BrokerUnavailable = "BROKER_UNAVAILABLE", 1801, Broker,
@@ -236,6 +238,8 @@ error_codes! {
         "Send hello first on every connection.";
     ShuttingDown = "SHUTTING_DOWN", 1805, Broker,
         "The broker is stopping; reconnect to start a new one.";
+    NotAuthorised = "NOT_AUTHORISED", 1806, Broker,
+        "The browser endpoint refused the credentials; fix the token in remote_cdp or BROWSERD_REMOTE_AUTHORIZATION (`browserd config`), then call browser_status.";
 }
 
 impl ErrorCode {

@@ -608,6 +608,40 @@ pub struct BrowserStatus {
     /// Required capabilities the browser lacks (when refused).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_capabilities: Vec<String>,
+    /// A remote endpoint's secret-free identity (scheme, host, port, path; never its query or userinfo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Where a lost connection stands (set once a connection was lost at least once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconnect: Option<ReconnectInfo>,
+}
+
+/// The reconnect state of a browser connection: a lost managed browser is relaunched, a remote one reconnected, with
+/// backoff between failed attempts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReconnectInfo {
+    /// Why the connection was lost, while it is not back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+    /// Why the connection was lost the last time (kept once it is back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_lost: Option<String>,
+    /// Attempts made since the loss.
+    pub attempts: u32,
+    /// Whether an attempt is running now.
+    pub in_progress: bool,
+    /// The last failed attempt's error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// Milliseconds until the next attempt, while waiting out the backoff.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_attempt_in_ms: Option<u64>,
+    /// How many times the browser came back.
+    pub reconnects: u64,
+    /// How long the last comeback took, from the loss to the new connection, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_reconnect_ms: Option<u64>,
 }
 
 /// A per-tab write lease.
@@ -738,6 +772,8 @@ mod tests {
                 ],
                 auto_turn_cleanup: AutoTurnCleanup::Refused,
                 missing_capabilities: missing_for_auto_turn_cleanup(&announced),
+                endpoint: None,
+                reconnect: None,
             }],
             write_leases: vec![WriteLeaseStatus {
                 tab: TabId(4),
