@@ -1089,6 +1089,15 @@ impl Provider for ChromiumProvider {
     }
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
+        if self.kind == ProviderKind::Remote {
+            // A remote browser keeps its tabs in one window; a background tab draws no frames and its input is held,
+            // so the tab acted on is brought to the front of its window first (as the managed browser's own windows
+            // keep every tab visible).
+            if let Ok(target) = self.target_of(tab) {
+                let deadline = Instant::now() + ctx.timeout.min(Duration::from_secs(2));
+                let _ = self.call(None, "Target.activateTarget", json!({"targetId": target}), deadline).await;
+            }
+        }
         crate::act::act(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
     }
 
