@@ -1085,7 +1085,21 @@ impl Provider for ChromiumProvider {
         let deadline = Instant::now() + ctx.timeout;
         let lock = self.tab_lock(tab);
         let _g = lock.lock().await;
-        crate::observe::observe(self, tab, params, deadline).await.map_err(|e| self.live_tab_error(tab, e))
+        match crate::observe::observe(self, tab, params, deadline).await {
+            // A read is safe to repeat: when the tab's session ended under it (a navigation's process swap) but the
+            // tab is still open and did not crash, it is read once more on a new session.
+            Err(e)
+                if e.kind == ProviderErrorKind::TabGone
+                    && self.st().tabs.get(&tab).is_some_and(|t| !t.crashed)
+                    && Instant::now() < deadline =>
+            {
+                tracing::debug!(%tab, error = %e.message, "the tab's session ended during an observation; reading again");
+                // Let the event pump record the detach first, so the new read attaches a new session.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                crate::observe::observe(self, tab, params, deadline).await.map_err(|e| self.live_tab_error(tab, e))
+            }
+            other => other.map_err(|e| self.live_tab_error(tab, e)),
+        }
     }
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {

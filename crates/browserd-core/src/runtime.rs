@@ -477,6 +477,12 @@ impl Runtime {
     /// it last used it (`BROWSER_RESTARTED`: its refs are void, a fresh browser's tabs are gone); its next call works.
     async fn ensure_connected(&self, session: &SessionKey) -> Result<(), CoreError> {
         self.connect_bridge(session).await?;
+        self.tell_restart(session)
+    }
+
+    /// `BROWSER_RESTARTED` once per comeback the session has not been told about (before any local refusal: the
+    /// comeback is why its tab is gone).
+    fn tell_restart(&self, session: &SessionKey) -> Result<(), CoreError> {
         let reconnects = self.engine().bridge().reconnects();
         let told = lock(&self.inner.told).insert(session.clone(), reconnects);
         match told {
@@ -711,6 +717,7 @@ impl Runtime {
         let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
+        self.tell_restart(session)?;
         refuse_locally(self.engine().check_claim(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
@@ -1017,6 +1024,7 @@ impl Runtime {
         self.engine().check_active(session)?;
         // Local refusals (another session's tab, a user tab) come before any browser round trip.
         self.drain_events(session).await;
+        self.tell_restart(session)?;
         refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
@@ -1038,6 +1046,7 @@ impl Runtime {
         let _op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
+        self.tell_restart(session)?;
         refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
@@ -1155,6 +1164,7 @@ impl Runtime {
         let op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
+        self.tell_restart(session)?;
         refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
@@ -1167,6 +1177,7 @@ impl Runtime {
         let op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
+        self.tell_restart(session)?;
         refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;

@@ -168,7 +168,10 @@ impl Model {
                             err.kind == named
                                 || matches!(
                                     err.kind,
-                                    ErrorKind::ToolsInactive | ErrorKind::SessionClosed | ErrorKind::TabGone { .. }
+                                    ErrorKind::ToolsInactive
+                                        | ErrorKind::SessionClosed
+                                        | ErrorKind::TabGone { .. }
+                                        | ErrorKind::BrowserRestarted
                                 ),
                             "refused with {:?}",
                             err.kind

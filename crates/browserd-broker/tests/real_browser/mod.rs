@@ -113,6 +113,24 @@ impl Real {
         User { cdp: connect_ws(&format!("http://127.0.0.1:{port}")).await.unwrap() }
     }
 
+    /// Another session on the same client, tools active.
+    pub async fn session(&self, host_session: &str) -> SessionId {
+        let opened = self
+            .c
+            .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session.into(), label: None })
+            .await
+            .unwrap();
+        self.c.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
+        opened.session
+    }
+
+    /// The managed Chromium's process id, from its profile's `SingletonLock` (`host-PID`).
+    pub fn browser_pid(&self) -> i32 {
+        let link = std::fs::read_link(self.profile.join("SingletonLock")).expect("the browser holds its profile lock");
+        let text = link.to_string_lossy();
+        text.rsplit('-').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no pid in {text}"))
+    }
+
     pub async fn finish(self) {
         self.c.shutdown_broker().await.unwrap();
         drop(self.c);
@@ -155,6 +173,11 @@ impl User {
     pub async fn close(&self, url_part: &str) {
         let target = self.target_with(url_part).await;
         self.cdp.call(None, "Target.closeTarget", json!({"targetId": target}), CALL).await.unwrap();
+    }
+
+    /// Quit the whole browser cleanly (`Browser.close`), as the person closing its last window would.
+    pub async fn quit_browser(&self) {
+        let _ = self.cdp.call(None, "Browser.close", json!({}), CALL).await;
     }
 
     /// Open a tab of the user's own.
