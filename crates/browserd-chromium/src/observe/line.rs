@@ -258,4 +258,118 @@ mod tests {
         assert_eq!(origin_of("about:blank"), "");
         assert_eq!(quote("  a \"b\"\n c ", 80), "\"a \\\"b\\\" c\"");
     }
+
+    #[test]
+    fn a_text_line_drops_a_trailing_cell_separator_and_is_cut_at_160_characters() {
+        assert_eq!(text("Ann | Active |"), "Ann | Active");
+        assert_eq!(text("Count: 2"), "Count: 2");
+        assert_eq!(text(&"x".repeat(200)), format!("{}…", "x".repeat(160)));
+    }
+
+    #[test]
+    fn a_heading_line_shows_its_level_and_its_name_on_one_line() {
+        assert_eq!(heading(2, "  Billing \n details "), "## Billing details");
+        assert_eq!(heading(0, "Top"), "# Top");
+        assert_eq!(heading(9, "Deep"), "###### Deep");
+        assert_eq!(heading(1, &"y".repeat(130)), format!("# {}…", "y".repeat(118)));
+    }
+
+    #[test]
+    fn a_container_line_opens_its_children() {
+        assert_eq!(container(None, "region", "Inbox", 60), "region \"Inbox\":");
+        assert_eq!(container(None, "form", "", 60), "form:");
+        assert_eq!(container(Some("e3"), "clickable", "Card \"A\"", 60), "[e3] clickable \"Card \\\"A\\\"\":");
+        assert_eq!(container(None, "row", &"r".repeat(55), 50), format!("row \"{}…\":", "r".repeat(50)));
+    }
+
+    #[test]
+    fn an_iframe_line_names_its_frame_and_shortens_a_same_origin_url() {
+        let origin = "http://127.0.0.1:8080";
+        assert_eq!(iframe("Pay", 1, "http://127.0.0.1:8080/pay?x=1", origin), "iframe \"Pay\" [f1] -> /pay?x=1:");
+        assert_eq!(iframe("Ad", 2, "https://ads.example/a", origin), "iframe \"Ad\" [f2] -> https://ads.example/a:");
+        assert_eq!(iframe("", 3, "", origin), "iframe \"\" [f3]:");
+        assert_eq!(iframe_not_loaded("Ad"), "iframe \"Ad\" (not loaded)");
+    }
+
+    #[test]
+    fn a_ref_line_ends_with_its_value_and_says_where_the_value_starts() {
+        let states = ["required".to_owned(), "type=email".to_owned()];
+        let l = RefLine {
+            node_ref: "e4",
+            role: "textbox",
+            name: "Email",
+            states: &states,
+            placeholder: None,
+            href: None,
+            options: &[],
+            value: Some("a@b.c"),
+        };
+        let (text, tail) = ref_line(&l, "");
+        assert_eq!(text, "[e4] textbox \"Email\" required type=email: a@b.c");
+        assert_eq!(&text[tail..], ": a@b.c");
+        let empty = RefLine { name: "", states: &[], placeholder: Some("Search"), value: None, ..l };
+        assert_eq!(ref_line(&empty, ""), ("[e4] textbox placeholder=\"Search\"".to_owned(), 33));
+    }
+
+    #[test]
+    fn a_link_line_points_at_its_target_and_a_select_line_lists_its_options() {
+        let link = RefLine {
+            node_ref: "f2e6",
+            role: "link",
+            name: "Docs",
+            states: &[],
+            placeholder: None,
+            href: Some("http://127.0.0.1:8080/docs/intro"),
+            options: &[],
+            value: None,
+        };
+        assert_eq!(ref_line(&link, "http://127.0.0.1:8080").0, "[f2e6] link \"Docs\" -> /docs/intro");
+        assert_eq!(ref_line(&link, "http://other:1").0, "[f2e6] link \"Docs\" -> http://127.0.0.1:8080/docs/intro");
+        let options: Vec<String> = (1..=12).map(|i| format!("o{i}")).collect();
+        let select = RefLine { node_ref: "e7", role: "combobox", name: "Size", href: None, options: &options, ..link };
+        assert_eq!(ref_line(&select, "").0, "[e7] combobox \"Size\" options=[o1|o2|o3|o4|o5|o6|o7|o8|o9|o10|+2]");
+    }
+
+    #[test]
+    fn context_notes_tell_namesakes_apart() {
+        let (note, context) = row_note(&["Ann", "Active", "$12"]);
+        assert_eq!(note, " (row: Ann | Active | $12)");
+        assert_eq!(context, "Ann | Active | $12");
+        assert_eq!(context_note(Some("\"Team lunch\""), None), " (in \"Team lunch\")");
+        assert_eq!(context_note(Some("\"Inbox\""), Some((2, 3))), " (in \"Inbox\"; 2 of 3)");
+        assert_eq!(context_note(None, Some((1, 2))), " (1 of 2)");
+        assert_eq!(nested("\"Invoice 1042\"", "\"Inbox\""), "\"Invoice 1042\" in \"Inbox\"");
+    }
+
+    #[test]
+    fn a_window_note_says_which_items_were_shown_and_how_to_read_on() {
+        let text = |l: Line| {
+            assert_eq!((l.indent, l.node_ref), (0, None));
+            l.text
+        };
+        assert_eq!(
+            text(window_note(10, 10, 10, Some(50), Some("e3"))),
+            "… items 11–20 of 50 shown; next: within=e3 window={\"offset\":20}"
+        );
+        assert_eq!(text(window_note(0, 0, 5, None, None)), "… items 1–5 shown");
+        assert_eq!(text(window_note(90, 90, 0, Some(50), Some("e3"))), "… no items at offset 90 of 50");
+    }
+
+    #[test]
+    fn an_omitted_note_offers_the_regions_to_expand() {
+        assert_eq!(omitted(4, &[]).text, "… 4 more operable nodes omitted");
+        let expand = [NodeRef("e3".into()), NodeRef("f1e9".into())];
+        assert_eq!(
+            omitted(12, &expand).text,
+            "… 12 more operable nodes omitted; observe with within=e3|f1e9 to expand"
+        );
+    }
+
+    #[test]
+    fn a_dialog_line_is_all_a_blocked_page_shows() {
+        assert_eq!(
+            dialog("confirm", "Leave\n  now?").text,
+            "confirm dialog \"Leave now?\" blocks the page; use the dialog action"
+        );
+    }
 }
