@@ -1,8 +1,10 @@
-//! Test helpers for browserd: the fake provider with fault injection, a fake clock, the scripted CDP peer, the loopback
-//! fixture site and the Browserless grid (a test component only).
+//! Test helpers for browserd: the fake provider with fault injection, a fake clock, the scripted CDP peer and the
+//! Browserless grid (a test component only). The loopback fixture site lives in its own crate (`browserd-fixtures`,
+//! which the product binary's demo uses too) and is re-exported here as [`fixtures`].
 
 pub mod browserless;
 pub mod fake_clock;
 pub mod fake_provider;
-pub mod fixtures;
 pub mod scripted_cdp;
+
+pub use browserd_fixtures as fixtures;
