@@ -6,7 +6,8 @@
 # - nothing else system-wide: Rust (with cargo) must already be there (https://rustup.rs);
 # - Node.js (20 or newer) with npm, for the Pi/DSH adapter tests: Debian's `nodejs npm` when missing;
 # - npm packages for the adapters and the benchmark side-by-side are installed (npm ci, pinned lockfiles) by the
-#   scripts that use them.
+#   scripts that use them; the Browserless grid the remote-grid tests run against (bench/browserless, a test
+#   component only: SSPL, never bundled) is installed here when its node_modules is not current.
 set -euo pipefail
 
 say() { printf '[setup] %s\n' "$*" >&2; }
@@ -54,4 +55,17 @@ else
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq nodejs npm >/dev/null
   say "node: installed ($(node --version))"
+fi
+
+browserless_dir="$(dirname "$0")/../bench/browserless"
+browserless_version="$(sed -n 's/.*"@browserless.io\/browserless": "\(.*\)".*/\1/p' "$browserless_dir/package.json")"
+installed_version="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' \
+  "$browserless_dir/node_modules/@browserless.io/browserless/package.json" 2>/dev/null || true)"
+if [ "$installed_version" = "$browserless_version" ]; then
+  say "browserless: found $installed_version (bench/browserless, for the remote-grid tests)"
+else
+  say "browserless: installing @browserless.io/browserless $browserless_version in bench/browserless (npm ci, no browser download; ~2 min, ~580 MB)"
+  (cd "$browserless_dir" && PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+    npm ci --no-audit --no-fund --loglevel=error)
+  say "browserless: installed"
 fi
