@@ -3,6 +3,8 @@
 //! # Layout
 //! - [`server`]: the broker ([`server::Broker`]): socket, `hello`, sessions and re-attachment, disconnect grace,
 //!   dispatch of every JSON-RPC method to the core runtime, status, graceful and idle shutdown.
+//! - [`claim`]: one broker per state directory and managed profile; a second one refuses to start, naming the
+//!   first.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
 //! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
@@ -16,6 +18,7 @@
 
 pub mod advanced;
 pub mod batch;
+pub mod claim;
 pub mod cli;
 pub mod client;
 pub mod config;

@@ -32,7 +32,22 @@ fn main() -> anyhow::Result<()> {
         match cli.command {
             Command::Demo(args) => demo::run(args).await,
             Command::Mcp(args) => browserd_mcp::run(&args).await.map(|()| 0),
-            Command::Broker(cmd) => browserd_broker::cli::run(cmd).await,
+            Command::Broker(cmd) => {
+                // One broker per state directory and profile: a second one refuses here, naming the first.
+                let _claim = match &cmd {
+                    browserd_broker::cli::Command::Broker {
+                        action: browserd_broker::cli::BrokerAction::Run { .. },
+                    } => match browserd_broker::claim::before_broker_run() {
+                        Ok(claim) => claim,
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            return Ok(4);
+                        }
+                    },
+                    _ => None,
+                };
+                browserd_broker::cli::run(cmd).await
+            }
             Command::Native(cmd) => browserd_native::cli::run(cmd).await,
         }
     })?;
