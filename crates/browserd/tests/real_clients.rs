@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use browserd_test_support::fixtures::FixtureSite;
+use browserd_fixtures::FixtureSite;
 use serde_json::Value;
 
 fn clients_dir() -> PathBuf {
