@@ -40,6 +40,7 @@ impl Home {
         command
             .arg("doctor")
             .args(args)
+            .current_dir(self.root.path())
             .env_clear()
             .env("HOME", self.path("home"))
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
