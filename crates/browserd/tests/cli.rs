@@ -121,3 +121,25 @@ fn a_readable_session_open_observe_act_mark_close() {
     assert!(v.get("tabs").is_some_and(serde_json::Value::is_array), "{v}");
     assert!(Path::new(&home.0.path().join("run/browserd")).is_dir(), "the broker's socket directory is in the home");
 }
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let home = Home::new();
+    for args in [&["status"][..], &["config"][..], &["broker", "status"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // `browserd status | head -1` once head has exited
+        let out = Command::new(env!("CARGO_BIN_EXE_browserd"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", home.dir("run"))
+            .env("XDG_CONFIG_HOME", home.dir("config"))
+            .env("XDG_STATE_HOME", home.dir("state"))
+            .env("HOME", home.0.path())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "browserd {args:?}: {stderr}");
+        assert!(out.status.success(), "browserd {args:?}: {:?} {stderr}", out.status);
+    }
+}
