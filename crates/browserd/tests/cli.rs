@@ -143,3 +143,17 @@ fn a_closed_stdout_ends_a_command_quietly() {
         assert!(out.status.success(), "browserd {args:?}: {:?} {stderr}", out.status);
     }
 }
+
+#[test]
+fn error_hints_name_cli_commands() {
+    let home = Home::new();
+    let opened = home.ok(&["open", "data:text/html,<title>Mine</title>x", "--session", "owner", "--json"]);
+    let tab = serde_json::from_str::<serde_json::Value>(&opened).unwrap()["tab"].as_u64().unwrap().to_string();
+    home.ok(&["mark", &tab, "deliverable", "--session", "owner"]);
+    home.ok(&["reset", "--session", "owner"]); // the kept page is the user's now
+    let out = home.run(&["observe", "--tab", &tab, "--session", "other"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("`browserd claim`") && stderr.contains("`browserd open`"), "{stderr}");
+    assert!(!stderr.contains("browser_claim"), "the CLI names its own commands, not MCP tools: {stderr}");
+}
