@@ -188,7 +188,19 @@ test("results: failures are detected, screenshots become files, long text spills
 
 test("the socket path follows browserd-ipc's rules", () => {
   assert.equal(runtimeDir({ XDG_RUNTIME_DIR: "/run/user/7" }), "/run/user/7/browserd");
-  assert.equal(runtimeDir({ XDG_RUNTIME_DIR: "relative" }), `/tmp/browserd-${os.userInfo().uid}`);
+  const uid = process.getuid();
+  const fake = fs.mkdtempSync(path.join(os.tmpdir(), "browserd-run-user-"));
+  const stripped = { HOME: "/h", PATH: "/usr/bin", BROWSERD_TEST_RUN_USER_BASE: fake };
+  assert.equal(runtimeDir({ ...stripped, XDG_RUNTIME_DIR: "relative" }), `/tmp/browserd-${uid}`);
+  // Without XDG_RUNTIME_DIR (Codex, the MCP SDK): /run/user/<uid> when it is a real directory of ours.
+  fs.mkdirSync(path.join(fake, String(uid)), { mode: 0o700 });
+  assert.equal(runtimeDir(stripped), path.join(fake, String(uid), "browserd"));
+  assert.equal(runtimeDir({ XDG_RUNTIME_DIR: path.join(fake, String(uid)) }), runtimeDir(stripped));
+  assert.equal(runtimeDir(stripped, uid, "darwin"), `/tmp/browserd-${uid}`);
+  // A symlink named like it is refused.
+  fs.symlinkSync(path.join(fake, String(uid)), path.join(fake, String(uid + 1)));
+  assert.equal(runtimeDir(stripped, uid + 1), `/tmp/browserd-${uid + 1}`);
+  fs.rmSync(fake, { recursive: true });
   assert.equal(socketPath({ BROWSERD_SOCKET: "/x/y.sock" }), "/x/y.sock");
 });
 

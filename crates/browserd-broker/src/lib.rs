@@ -10,6 +10,8 @@
 //! - `status`, `stop`: the `status` method; Stop (`broker.stopGate`).
 //! - `journal`, `reconcile`: the broker's use of the durable journal (audit, mirrors, `callId` de-duplication); a
 //!   previous broker's cleanup finished on a remote endpoint.
+//! - [`claim`]: one broker per state directory and managed profile; a second one refuses to start, naming the
+//!   first.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
 //! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
@@ -23,6 +25,7 @@
 
 pub mod advanced;
 pub mod batch;
+pub mod claim;
 pub mod cli;
 pub mod client;
 pub mod config;

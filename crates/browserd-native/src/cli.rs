@@ -55,8 +55,9 @@ pub enum Command {
     },
     /// Check the binary, manifests, ids, socket, browsers and the live connection; print a fix for each failure.
     Doctor {
-        #[arg(long, value_enum, default_value = "all")]
-        browser: BrowserArg,
+        /// Also check the extension path for this browser (checked anyway when `browserd install` ran).
+        #[arg(long, value_enum)]
+        browser: Option<BrowserArg>,
         #[arg(long)]
         user_data_dir: Option<PathBuf>,
         #[arg(long = "extension-id")]
@@ -107,11 +108,16 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         }
         Command::Doctor { browser, user_data_dir, extension_ids, json } => {
             let loc = Locations::from_env()?;
-            let checks = install::doctor(
-                &loc,
-                &DoctorOptions { brands: browser.brands(), user_data_dir, extension_ids, socket: None },
-            )
-            .await;
+            // The default path first: what works without any extension.
+            let mut checks = crate::doctor::default_path().await;
+            let installed = loc.wrapper_path().exists();
+            let extension = browser.is_some() || installed || user_data_dir.is_some() || !extension_ids.is_empty();
+            if extension {
+                let brands = browser.unwrap_or(BrowserArg::All).brands();
+                checks.extend(
+                    install::doctor(&loc, &DoctorOptions { brands, user_data_dir, extension_ids, socket: None }).await,
+                );
+            }
             let failed = checks.iter().any(|c| c.status == CheckStatus::Fail);
             if json {
                 println!("{}", serde_json::to_string_pretty(&checks)?);
@@ -126,6 +132,12 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
                     if let Some(fix) = &c.fix {
                         println!("       fix: {fix}");
                     }
+                }
+                if !extension {
+                    println!(
+                        "[optional] extension (your own logged-in browser): not installed; to use it, load \
+                         `extension/` and run `browserd install --browser chrome`, then `browserd doctor --browser chrome`"
+                    );
                 }
             }
             Ok(i32::from(failed))

@@ -18,6 +18,9 @@
 //!   resync on gaps.
 //! - [`relay`]: [`relay::RelayTransport`], a browser-level CDP endpoint emulated over `chrome.debugger`.
 //! - [`install`]: manifests per brand and OS (Linux live; macOS/Windows as data), wrapper script, receipt, doctor.
+//! - [`doctor`]: `browserd doctor`'s default-path checks (browser launch, sandbox, profile, journal, runtime dir,
+//!   the broker a stripped-environment host reaches); the extension checks of [`install`] follow only when installed
+//!   or asked.
 //! - [`cli`]: the clap subcommands and [`cli::run`].
 //!
 //! # Wire protocol (extension ⇄ broker; the host only relays)
@@ -46,6 +49,7 @@
 //! session id as dead), and tells its client when the extension detached by itself (Stop, release).
 
 pub mod cli;
+pub mod doctor;
 pub mod framing;
 pub mod host;
 pub mod install;

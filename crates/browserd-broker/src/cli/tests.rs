@@ -213,3 +213,19 @@ fn config_keys_become_camel_case() {
     assert_eq!(to_camel("max_queued_requests"), "maxQueuedRequests");
     assert_eq!(to_camel("remote_cdp"), "remoteCdp");
 }
+
+#[test]
+fn hints_name_cli_commands_in_the_cli() {
+    use super::cli_words;
+    assert_eq!(
+        cli_words("Claim the tab with browser_claim, or open your own with browser_open."),
+        "Claim the tab with `browserd claim`, or open your own with `browserd open`."
+    );
+    assert_eq!(cli_words("Call `browser_list` to see the tabs."), "Run `browserd list` to see the tabs.");
+    assert_eq!(
+        cli_words("mark it with browser_mark_handoff, then browser_handoff"),
+        "mark it with `browserd mark <tab> handoff`, then `browserd handoff`"
+    );
+    assert_eq!(cli_words("browser_context_reset hides the tools"), "`browserd reset` hides the tools");
+    assert_eq!(cli_words("nothing to translate"), "nothing to translate");
+}
