@@ -626,7 +626,7 @@ pub async fn cli_session_with(client: &Client, name: &str, advanced: bool) -> Re
     if !opened.tools.is_active() || advanced {
         let set = client.call(&ToolsActivateParams { session: opened.session.clone(), advanced }).await?;
         if advanced && !set.advanced {
-            let why = set.advanced_refused.map_or_else(|| "refused".to_owned(), |r| format!("{r:?}"));
+            let why = set.advanced_refused.map_or_else(|| "refused".to_owned(), |r| wire(&r));
             let next = set.advanced_next_step.unwrap_or_default();
             return Err(ClientError::Rpc(Box::new(
                 ErrorData::new(ErrorCode::PolicyBlocked, format!("the advanced tier was not activated ({why})"))
@@ -715,9 +715,18 @@ impl Output {
     }
 }
 
+/// The one rule of every front end (MCP `isError`, this exit status, the adapters): [`browserd_protocol::verdict`].
 fn result_ok(v: &Value) -> bool {
-    let failed_outcome = matches!(v.get("outcome").and_then(Value::as_str), Some("failed" | "cancelled" | "unknown"));
-    !failed_outcome && v.get("ok").and_then(Value::as_bool) != Some(false)
+    browserd_protocol::verdict::shortfall(v).is_none()
+}
+
+/// An enum's wire name (`connected`, `activeSticky`), never Rust debug text.
+fn wire<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
 }
 
 /// Runs one tool subcommand on `client`; returns the text (or JSON) to print.
@@ -1053,8 +1062,12 @@ pub fn status_text(st: &StatusResult) -> String {
     out.push(format!("broker: running, protocol v{}, {}", st.protocol_version, components.join(", ")));
     for b in &st.browsers {
         let mut line = format!(
-            "browser {}: {:?} bridge={:?} autoTurnCleanup={:?}",
-            b.browser, b.kind, b.bridge, b.auto_turn_cleanup
+            "browser {}: {}{} bridge={} autoTurnCleanup={}",
+            b.browser,
+            wire(&b.kind),
+            if b.browser_start == browserd_protocol::lifecycle::BrowserStart::NotStarted { " (not started)" } else { "" },
+            wire(&b.bridge),
+            wire(&b.auto_turn_cleanup)
         );
         if !b.missing_capabilities.is_empty() {
             line.push_str(&format!(" (missing {})", b.missing_capabilities.join(", ")));
@@ -1063,22 +1076,22 @@ pub fn status_text(st: &StatusResult) -> String {
     }
     for s in &st.sessions {
         out.push(format!(
-            "session {}: {:?} {} turn={} tools={:?}{}{}",
+            "session {}: {} {} turn={} tools={}{}{}",
             s.session,
-            s.host,
+            s.host.as_str(),
             s.host_session_id,
             s.turn,
-            s.tools,
+            wire(&s.tools),
             if s.advanced { " advanced" } else { "" },
             if s.busy { " busy" } else { "" }
         ));
     }
     for t in &st.tabs {
         out.push(format!(
-            "tab {}: {:?} {:?}{} {}",
+            "tab {}: {} {}{} {}",
             t.tab,
-            t.provenance,
-            t.state,
+            wire(&t.provenance),
+            wire(&t.state),
             t.session.as_ref().map(|s| format!(" session={s}")).unwrap_or_default(),
             t.url.clone().unwrap_or_default()
         ));
@@ -1087,12 +1100,12 @@ pub fn status_text(st: &StatusResult) -> String {
         out.push(format!("write lease: tab {} held by {} (token {})", l.tab, l.holder, l.fencing_token));
     }
     for d in &st.debugger_leases {
-        out.push(format!("debugger: tab {} {:?} by {} refs={}", d.tab, d.state, d.holder, d.active_refs));
+        out.push(format!("debugger: tab {} {} by {} refs={}", d.tab, wire(&d.state), d.holder, d.active_refs));
     }
     for r in &st.recovery {
         out.push(format!(
-            "recovery: {:?} tab {} for {} attempts={} last={}",
-            r.what,
+            "recovery: {} tab {} for {} attempts={} last={}",
+            wire(&r.what),
             r.tab,
             r.session,
             r.attempts,
@@ -1111,6 +1124,15 @@ pub fn status_text(st: &StatusResult) -> String {
         l.concurrent_page_ops.used,
         l.concurrent_page_ops.max
     ));
+    let j = &st.journal;
+    let mut line = format!("journal: {}", wire(&j.state));
+    if let Some(path) = &j.path {
+        line.push_str(&format!(" {path}"));
+    }
+    if let Some(reason) = &j.reason {
+        line.push_str(&format!(" ({reason}); {}", j.next_step.as_deref().unwrap_or_default()));
+    }
+    out.push(line);
     out.join("\n")
 }
 
@@ -1340,6 +1362,7 @@ mod tests {
                 browser: "b1".into(),
                 kind: BrowserKind::Managed,
                 product: None,
+                browser_start: browserd_protocol::lifecycle::BrowserStart::Started,
                 bridge: BridgeState::Connected,
                 capabilities: Vec::new(),
                 auto_turn_cleanup: AutoTurnCleanup::Enabled,
@@ -1359,15 +1382,22 @@ mod tests {
                 queued_requests: Usage { used: 0, max: 16 },
                 concurrent_page_ops: Usage { used: 0, max: 4 },
             },
+            journal: browserd_protocol::lifecycle::JournalStatus {
+                state: browserd_protocol::lifecycle::JournalState::Degraded,
+                path: Some("/s/journal.sqlite3".into()),
+                reason: Some("disk full".into()),
+                next_step: Some("free disk space".into()),
+            },
         };
         assert_eq!(
             status_text(&status),
             "broker: running, protocol v1, browserd 0.0.0\n\
-             browser b1: Managed bridge=Connected autoTurnCleanup=Enabled\n\
-             session s1: Codex thread-1 turn=2 tools=ActiveSticky\n\
-             tab 4: AgentCreated Owned session=s1 https://a.test/\n\
+             browser b1: managed bridge=connected autoTurnCleanup=enabled\n\
+             session s1: codex thread-1 turn=2 tools=activeSticky\n\
+             tab 4: agentCreated owned session=s1 https://a.test/\n\
              write lease: tab 4 held by s1 (token 3)\n\
-             limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4"
+             limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4\n\
+             journal: degraded /s/journal.sqlite3 (disk full); free disk space"
         );
     }
 

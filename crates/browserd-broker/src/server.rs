@@ -27,7 +27,7 @@ use browserd_ipc::{
 use browserd_protocol::hello::{ComponentRole, HelloParams, HelloResult, VersionRange, negotiate_named};
 use browserd_protocol::jsonrpc::{Message, Notification, Request, RequestId, Response};
 use browserd_protocol::lifecycle::{
-    BrowserKind, BrowserStatus, CleanupResult, ClientDisconnectParams, ClientDisconnectResult, CloseReason,
+    BrowserKind, BrowserStart, BrowserStatus, CleanupResult, ClientDisconnectParams, ClientDisconnectResult, CloseReason,
     ContextResetParams, ContextResetResult, DebuggerLeaseState, DebuggerLeaseStatus, HostKind, Limits,
     SessionCloseParams, SessionOpenParams, SessionOpenResult, SessionStatus, StatusParams, StatusResult, TabStatus,
     ToolActivation, ToolSet, ToolsActivateParams, TurnBeginParams, TurnBeginResult, TurnEndParams, TurnEndResult,
@@ -40,14 +40,14 @@ use browserd_protocol::tools::{
     BatchResult, BatchStop, BatchStopReason, BrowserStatusResult, HandoffResult, HandoffStatus, ListResult, MarkResult,
     Tool, ToolCall, ToolCallParams, ToolTier,
 };
-use browserd_protocol::{ActParams, ActionKind, ErrorCode, ErrorData, FencingToken, Outcome, SessionId};
+use browserd_protocol::{ActParams, ActionKind, ActionResult, ErrorCode, ErrorData, FencingToken, Outcome, SessionId};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::BrokerConfig;
-use crate::dedup::{Admit, DedupLog, Ticket};
+use crate::dedup::{Admit, CallRecord, DedupLog, Ticket};
 use crate::lazy::{BrowserTarget, LazyChromium};
 use crate::limits::{Admission, CONSISTENT_READ_WAIT, Gate, LimitConfig, RunningWrite, user_stopped};
 use crate::to_proto;
@@ -59,7 +59,12 @@ pub use browserd_protocol::methods::{
 tokio::task_local! {
     /// Set while a call must not start the browser (turn end or close before the browser ever started).
     static NO_LAUNCH: bool;
+    /// The connection the current request came on (read by `context.reset {disconnectClient}`).
+    static REQUEST_CONN: u64;
 }
+
+/// How many ended host turns each session remembers, so a late repeat of any of them stays a no-op.
+const ENDED_TURNS_KEPT: usize = 64;
 
 /// Whether the current task must not start the browser.
 pub(crate) fn launch_forbidden() -> bool {
@@ -76,7 +81,9 @@ struct SessionInfo {
     grace: Option<CancellationToken>,
     current_tab: Option<TabHandle>,
     host_turn: Option<String>,
-    last_turn_end: Option<(String, TurnEndResult)>,
+    /// The host turns already ended (host turn id or hook payload identity) and what their end answered, newest
+    /// last; a repeated delivery of one of them answers the same and ends nothing.
+    ended_turns: std::collections::VecDeque<(String, TurnEndResult)>,
     /// The session activated the advanced tier (policy allowed it); cleared when its tools are hidden.
     advanced: bool,
 }
@@ -86,6 +93,10 @@ struct Tables {
     by_host: HashMap<(HostKind, String), SessionId>,
     sessions: BTreeMap<SessionId, SessionInfo>,
     connections: HashMap<u64, mpsc::Sender<Value>>,
+    /// Cancelling one closes that connection (after its current reply).
+    closers: HashMap<u64, CancellationToken>,
+    /// Connections to close once the reply being sent has gone out (`disconnectClient`).
+    disconnect_after_reply: BTreeSet<u64>,
     next_session: u64,
 }
 
@@ -128,8 +139,8 @@ pub struct Broker {
     /// Trace ids of writes sent without a `callId`.
     next_write: AtomicU64,
     started: std::time::Instant,
-    journal_path: Mutex<Option<std::path::PathBuf>>,
-    dedup: Mutex<Option<Arc<DedupLog>>>,
+    journal: crate::journal_gate::JournalGate,
+    request_ids: crate::request_ids::RequestIds,
     recovery_journal: crate::dedup::RecoveryJournal,
     owned_journal: crate::dedup::OwnedJournal,
     /// What the latest Stop reported (via, control epoch, dropped inputs, detached tabs); `USER_STOPPED` answers
@@ -229,8 +240,8 @@ impl Broker {
             next_conn: AtomicU64::new(0),
             next_write: AtomicU64::new(0),
             started: std::time::Instant::now(),
-            journal_path: Mutex::new(None),
-            dedup: Mutex::new(None),
+            journal: crate::journal_gate::JournalGate::default(),
+            request_ids: crate::request_ids::RequestIds::default(),
             recovery_journal: crate::dedup::RecoveryJournal::default(),
             owned_journal: crate::dedup::OwnedJournal::default(),
             last_stop: Mutex::new(None),
@@ -252,11 +263,53 @@ impl Broker {
     /// Uses the durable journal at `path` for `tool.call` de-duplication; it is opened by [`Broker::run`] after the
     /// single-instance lock is taken (a second opener would turn the first one's in-flight calls into unknowns).
     pub fn set_journal_path(&self, path: impl Into<std::path::PathBuf>) {
-        *self.journal_path.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path.into());
+        self.journal.set_path(path.into());
     }
 
     fn dedup(&self) -> Option<Arc<DedupLog>> {
-        self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.journal.log()
+    }
+
+    /// Settles what a previous broker left in the journal just opened (at start, or when it could be opened again).
+    fn settle_journal(self: &Arc<Self>, log: &Arc<DedupLog>) {
+        let previous = log.settle_previous(self.lazy.is_some() && self.provider.kind() == ProviderKind::Managed);
+        if previous.resolved_gone > 0 {
+            tracing::info!(
+                count = previous.resolved_gone,
+                "recovery records of a previous broker resolved: its managed browser exited with it"
+            );
+        }
+        if previous.left_pending > 0 {
+            tracing::warn!(
+                count = previous.left_pending,
+                "recovery records of a previous broker stay pending: their browser is not this one's; \
+                 check that browser by hand"
+            );
+        }
+        let reconciling = self.spawn_remote_reconciliation(log.clone());
+        if previous.remote_pending > reconciling {
+            tracing::warn!(
+                count = previous.remote_pending - reconciling,
+                "recovery records of a previous broker on another remote endpoint stay pending; set \
+                 remote_cdp to that endpoint to have them retried, or check that browser by hand"
+            );
+        }
+    }
+
+    /// Before an operation that must be recorded (input, a new or claimed tab): the journal must work now.
+    fn journal_admit(self: &Arc<Self>) -> Result<(), ErrorData> {
+        match self.journal.admit()? {
+            crate::journal_gate::Admitted::Reopened(log) => {
+                self.settle_journal(&log);
+                self.sync_recovery(&log);
+            }
+            crate::journal_gate::Admitted::Open(log) => self.sync_recovery(&log),
+            crate::journal_gate::Admitted::Off => {}
+        }
+        match self.dedup().and_then(|log| log.degraded().map(|why| (log, why))) {
+            Some((log, why)) => Err(crate::dedup::journal_unavailable(log.path(), &why)),
+            None => Ok(()),
+        }
     }
 
     fn tables(&self) -> MutexGuard<'_, Tables> {
@@ -274,42 +327,8 @@ impl Broker {
             other => BrokerError::Lock(other),
         })?;
         let listener = BrokerListener::bind(dir, &lock).await?;
-        let journal_path = self.journal_path.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        if let Some(path) = journal_path {
-            match DedupLog::open(&path) {
-                Ok(log) => {
-                    tracing::info!(journal = %path.display(), "journal open");
-                    let previous =
-                        log.settle_previous(self.lazy.is_some() && self.provider.kind() == ProviderKind::Managed);
-                    if previous.resolved_gone > 0 {
-                        tracing::info!(
-                            count = previous.resolved_gone,
-                            "recovery records of a previous broker resolved: its managed browser exited with it"
-                        );
-                    }
-                    if previous.left_pending > 0 {
-                        tracing::warn!(
-                            count = previous.left_pending,
-                            "recovery records of a previous broker stay pending: their browser is not this one's; \
-                             check that browser by hand"
-                        );
-                    }
-                    let log = Arc::new(log);
-                    let reconciling = self.spawn_remote_reconciliation(log.clone());
-                    if previous.remote_pending > reconciling {
-                        tracing::warn!(
-                            count = previous.remote_pending - reconciling,
-                            "recovery records of a previous broker on another remote endpoint stay pending; set \
-                             remote_cdp to that endpoint to have them retried, or check that browser by hand"
-                        );
-                    }
-                    *self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(log);
-                }
-                Err(e) => tracing::warn!(
-                    journal = %path.display(), %e,
-                    "the journal cannot be opened; tool calls run without de-duplication"
-                ),
-            }
+        if let Some(log) = self.journal.open() {
+            self.settle_journal(&log);
         }
         tracing::info!(socket = %listener.socket_path().display(), "browserd broker listening");
         let idle = self.config.idle_exit().map(IdleTracker::start);
@@ -348,7 +367,7 @@ impl Broker {
             lazy.shutdown().await;
         }
         // Close the journal before the lock: the next broker opens it.
-        if let Some(log) = self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+        if let Some(log) = self.journal.take() {
             self.sync_recovery(&log);
         }
         drop(lock);
@@ -447,7 +466,12 @@ impl Broker {
                 }
             }
         });
-        self.tables().connections.insert(conn_id, tx.clone());
+        let closer = CancellationToken::new();
+        {
+            let mut tables = self.tables();
+            tables.connections.insert(conn_id, tx.clone());
+            tables.closers.insert(conn_id, closer.clone());
+        }
         let active = Arc::new(AtomicU32::new(0));
         let cancel_active = CancellationToken::new();
         let inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>> = Arc::new(Mutex::new(HashMap::new()));
@@ -456,6 +480,7 @@ impl Broker {
             let frame = tokio::select! {
                 frame = reader.recv() => frame,
                 () = ctx.shutdown.cancelled() => break,
+                () = closer.cancelled() => break,
             };
             let value = match frame {
                 Ok(Some(value)) => value,
@@ -546,7 +571,7 @@ impl Broker {
             tokio::spawn(async move {
                 let id = request.id.clone();
                 let outcome = tokio::select! {
-                    outcome = me.dispatch_audited(conn_id, version, request) => outcome,
+                    outcome = REQUEST_CONN.scope(conn_id, me.dispatch_audited(conn_id, version, request)) => outcome,
                     () = cancel.cancelled() => Err(ErrorData::new(ErrorCode::Cancelled, "the client cancelled its requests (client.disconnect)")),
                     () = own_cancel.cancelled() => Err(ErrorData::new(
                         ErrorCode::Cancelled,
@@ -560,10 +585,20 @@ impl Broker {
                     Err(e) => Response::failure(Some(id), e),
                 };
                 let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                // `disconnectClient`: the reply is out; now the connection closes.
+                let disconnect = me.tables().disconnect_after_reply.remove(&conn_id);
+                if disconnect && let Some(closer) = me.tables().closers.get(&conn_id).cloned() {
+                    tracing::info!(conn = conn_id, "closing a client's connection as its context reset asked");
+                    closer.cancel();
+                }
                 me.refresh_idle();
             });
         }
-        self.tables().connections.remove(&conn_id);
+        {
+            let mut tables = self.tables();
+            tables.connections.remove(&conn_id);
+            tables.closers.remove(&conn_id);
+        }
         drop(tx);
         let _ = writer_task.await;
         self.detach_connection(conn_id);
@@ -953,7 +988,7 @@ impl Broker {
                         grace: None,
                         current_tab: None,
                         host_turn: None,
-                        last_turn_end: None,
+                        ended_turns: std::collections::VecDeque::new(),
                         advanced: false,
                     },
                 );
@@ -1018,29 +1053,48 @@ impl Broker {
         Ok(TurnBeginResult { turn })
     }
 
+    /// `turn.end`: every host turn end closes the current turn, whether or not a tab was touched in it; the next call
+    /// opens a new one. A repeated delivery of the same host turn end (the same `hostTurnId`) answers what the first
+    /// did and ends nothing.
     async fn turn_end(&self, p: TurnEndParams) -> Result<TurnEndResult, ErrorData> {
         let key = self.key_of(&p.session)?;
         if let Some(host_turn) = &p.host_turn_id {
             let tables = self.tables();
-            if let Some((last, result)) = tables.sessions.get(&p.session).and_then(|i| i.last_turn_end.as_ref())
-                && last == host_turn
+            if let Some((_, result)) = tables
+                .sessions
+                .get(&p.session)
+                .and_then(|i| i.ended_turns.iter().find(|(ended, _)| ended == host_turn))
             {
                 // A repeated end of the same host turn is a no-op: the first answer stands.
                 return Ok(result.clone());
             }
         }
-        let end = self.runtime.end_turn(&key);
-        let report = if self.browser_started() { end.await } else { NO_LAUNCH.scope(true, end).await };
+        let started = self.browser_started();
+        let end = async {
+            // A turn with no browser call is still a turn: open it (a no-op when a call already did) and end it.
+            self.runtime.begin_turn(&key).await?;
+            self.runtime.end_turn(&key).await
+        };
+        let report = if started { end.await } else { NO_LAUNCH.scope(true, end).await };
         let report = report.map_err(|e| err(&e))?;
         let turn = self.runtime.status(&key).await.map(|s| s.turn).unwrap_or_default();
-        let result = to_proto::turn_end_result(&report, turn);
+        let mut result = to_proto::turn_end_result(&report, turn);
+        if !started {
+            // No browser yet: nothing can be owned, so there is nothing to clean up and nothing is missing.
+            result.auto_turn_cleanup = browserd_protocol::lifecycle::AutoTurnCleanup::Pending;
+            result.missing_capabilities.clear();
+            result.ok = result.failed.is_empty();
+        }
         for tab in &report.closed {
             self.gate.forget_tab(*tab);
         }
         let mut tables = self.tables();
         if let Some(info) = tables.sessions.get_mut(&p.session) {
             if let Some(host_turn) = p.host_turn_id.clone() {
-                info.last_turn_end = Some((host_turn, result.clone()));
+                if info.ended_turns.len() == ENDED_TURNS_KEPT {
+                    info.ended_turns.pop_front();
+                }
+                info.ended_turns.push_back((host_turn, result.clone()));
             }
             if info.current_tab.is_some_and(|t| report.closed.contains(&t) || report.released.contains(&t)) {
                 info.current_tab = None;
@@ -1133,9 +1187,12 @@ impl Broker {
                 info.current_tab = None;
             }
         }
-        // Disconnecting one client from the shared bridge is not separate from the connection here: the client
-        // closes its connection itself; the bridge stays up for everyone else.
-        Ok(to_proto::context_reset_result(&report, disconnect_client && report.ok))
+        // `disconnectClient`: this client's connection to the broker closes right after this reply (its other
+        // sessions wait out their grace period, as on any disconnect); other clients and the shared bridge stay.
+        let disconnected = disconnect_client
+            && report.ok
+            && REQUEST_CONN.try_with(|conn| self.tables().disconnect_after_reply.insert(*conn)).is_ok();
+        Ok(to_proto::context_reset_result(&report, disconnected))
     }
 
     async fn stop_gate(&self) -> StopGateResult {
@@ -1288,7 +1345,11 @@ impl Broker {
             ProviderKind::Extension => BrowserKind::Extension,
             ProviderKind::Fake => BrowserKind::Fake,
         };
-        let (auto_turn_cleanup, missing_capabilities) = if missing.is_empty() {
+        let started = self.browser_started();
+        let (auto_turn_cleanup, missing_capabilities) = if !started {
+            // No browser yet: its capabilities are checked when it starts; nothing is missing now.
+            (browserd_protocol::lifecycle::AutoTurnCleanup::Pending, Vec::new())
+        } else if missing.is_empty() {
             (browserd_protocol::lifecycle::AutoTurnCleanup::Enabled, Vec::new())
         } else {
             (browserd_protocol::lifecycle::AutoTurnCleanup::Refused, to_proto::capability_names(&missing))
@@ -1297,8 +1358,9 @@ impl Broker {
             browser: "b1".to_owned(),
             kind,
             product: self.lazy.as_ref().map(|l| l.selection()),
+            browser_start: if started { BrowserStart::Started } else { BrowserStart::NotStarted },
             bridge: to_proto::bridge(bridge),
-            capabilities: to_proto::capabilities(&caps),
+            capabilities: if started { to_proto::capabilities(&caps) } else { Vec::new() },
             auto_turn_cleanup,
             missing_capabilities,
         }
@@ -1413,6 +1475,7 @@ impl Broker {
             debugger_leases,
             recovery,
             limits: self.limits(only.as_ref()),
+            journal: self.journal.status(),
         })
     }
 
@@ -1443,9 +1506,24 @@ impl Broker {
         }
     }
 
-    async fn tool_call(&self, p: ToolCallParams) -> Result<Value, ErrorData> {
-        let call = p.decode()?;
+    async fn tool_call(self: &Arc<Self>, p: ToolCallParams) -> Result<Value, ErrorData> {
+        let mut call = p.decode()?;
         let key = self.key_of(&p.session)?;
+        // Turns come from the host: any call belongs to the turn the host's next turn end closes.
+        self.runtime.open_turn(&key).map_err(|e| err(&e))?;
+        // What must be recorded (input, a new or claimed tab) is refused while the journal cannot be written.
+        let recorded = matches!(
+            call,
+            ToolCall::Open(_)
+                | ToolCall::Claim(_)
+                | ToolCall::Act(_)
+                | ToolCall::Batch(_)
+                | ToolCall::Evaluate(_)
+                | ToolCall::RawProtocol(_)
+        );
+        if recorded {
+            self.journal_admit()?;
+        }
         let dedup = self.dedup();
         let writes = !matches!(
             call,
@@ -1455,25 +1533,41 @@ impl Broker {
                 | ToolCall::Console(_)
                 | ToolCall::Network(_)
         );
-        let mut ticket = None;
+        let (host, host_session_id) = {
+            let tables = self.tables();
+            let info = tables.sessions.get(&p.session);
+            (
+                info.map(|i| format!("{:?}", i.host)).unwrap_or_default(),
+                info.map(|i| i.host_session_id.clone()).unwrap_or_default(),
+            )
+        };
+        let mut record = CallRecord::none();
         if let (Some(call_id), Some(log), true) = (&p.call_id, &dedup, writes) {
-            let (host, host_session_id) = {
-                let tables = self.tables();
-                let info = tables.sessions.get(&p.session);
-                (
-                    info.map(|i| format!("{:?}", i.host)).unwrap_or_default(),
-                    info.map(|i| i.host_session_id.clone()).unwrap_or_default(),
-                )
-            };
             let hash = crate::dedup::payload_hash(&host, &host_session_id, &p.name, &p.arguments);
             // Call ids are chosen by each host; they only identify a call within one host session.
             let scoped = format!("{host}/{host_session_id}/{call_id}");
             match log.begin(&scoped, hash) {
-                Admit::New(t) => ticket = Some(t),
+                Admit::New(t) => record = CallRecord::new(log.clone(), t),
                 Admit::Answer(answer) => return answer,
             }
         }
-        let mut result = self.run_tool(&p, call, key, &mut ticket).await;
+        // `browser_act`'s requestId: the broker answers repeats per host session; the provider never sees the id.
+        let mut request = None;
+        if let ToolCall::Act(params) = &mut call
+            && let Some(request_id) = params.request_id.take()
+        {
+            let hash = crate::request_ids::payload_digest(params);
+            let trace = p.call_id.clone().unwrap_or_else(|| format!("r{request_id}"));
+            match self.request_ids.begin((host.clone(), host_session_id.clone(), request_id), hash, &trace) {
+                crate::request_ids::Begun::Answer(answer) => {
+                    let answer = to_value(&*answer);
+                    record.finish(&answer);
+                    return answer;
+                }
+                crate::request_ids::Begun::Run(running) => request = Some(running),
+            }
+        }
+        let mut result = self.run_tool(&p, call, key, record.slot()).await;
         if let Err(e) = &mut result
             && e.code == ErrorCode::UserStopped
             && let Some(stop) = self.last_stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
@@ -1486,14 +1580,118 @@ impl Broker {
                 None => *e = e.clone().with_details(json!({"stop": stop})),
             }
         }
-        if let (Some(t), Some(log)) = (ticket, &dedup) {
-            match (&t, &result) {
-                // Refused before anything was sent (back-pressure, busy): the same id may be sent again.
-                (Ticket::Pending(_), Err(e)) if e.code.is_retryable() => log.abandon(t),
-                _ => log.finish(t, &result),
+        if let Some(running) = request {
+            match result.as_ref().ok().and_then(|v| serde_json::from_value::<ActionResult>(v.clone()).ok()) {
+                Some(action) => running.finish(&action),
+                // Ended after input may have gone out: the id keeps an `unknown` answer (the guard's drop).
+                None if result.as_ref().is_err_and(|e| {
+                    matches!(
+                        e.code,
+                        ErrorCode::UserStopped
+                            | ErrorCode::OutcomeUnknown
+                            | ErrorCode::ConnectionLost
+                            | ErrorCode::DeadlineExceeded
+                            | ErrorCode::Cancelled
+                    )
+                }) =>
+                {
+                    drop(running);
+                }
+                // Refused before anything was sent: the id is free again.
+                None => running.forget(),
             }
         }
+        record.finish(&result);
         result
+    }
+
+    /// `browser_open` after its tab exists: loads the page, and checks that the owned-tab ledger recorded the tab (a
+    /// tab a broker crash could leak unrecorded is not handed out).
+    async fn load_opened(
+        &self,
+        id: &SessionId,
+        key: &SessionKey,
+        view: &browserd_core::lifecycle::TabView,
+        params: &browserd_protocol::tools::OpenParams,
+    ) -> Result<Value, ErrorData> {
+        let _ = id;
+        let navigate = ActParams::new(ActionKind::Navigate).value(params.url.clone());
+        let loaded = self.runtime.act(&key, view.tab, &navigate, None).await.map_err(|e| {
+            err(&e).with_details(json!({"tab": to_proto::tab_id(view.tab), "opened": true}))
+        })?;
+        if loaded.outcome == Outcome::Failed {
+            let code = match loaded.code.as_deref().and_then(ErrorCode::from_name) {
+                None | Some(ErrorCode::ActionFailed) => ErrorCode::NavigationFailed,
+                Some(code) => code,
+            };
+            let message = loaded.message.clone().unwrap_or_else(|| "the page did not load".to_owned());
+            return Err(ErrorData::new(
+                code,
+                format!("tab {} was opened but loading {} failed: {message}", view.tab.0, params.url),
+            )
+            .with_details(json!({"tab": to_proto::tab_id(view.tab), "opened": true})));
+        }
+        let mut result = to_proto::tab_result(&view);
+        result.url = loaded.effects.navigated.clone().unwrap_or_else(|| params.url.clone());
+        result.title = String::new();
+        if let Ok(now) = self.runtime.status(&key).await
+            && let Some(seen) = now.tabs.iter().find(|v| v.tab == view.tab && v.url != "about:blank")
+        {
+            result.url.clone_from(&seen.url);
+            result.title.clone_from(&seen.title);
+        }
+        if params.observe {
+            let obs = self
+            .runtime
+                .observe(&key, view.tab, &browserd_protocol::ObserveParams::default())
+                .await
+                .map_err(|e| err(&e))?;
+            result.url.clone_from(&obs.url);
+            result.title.clone_from(&obs.title);
+            result.observation = Some(Box::new(obs));
+        }
+        if let Some(log) = self.dedup() {
+            self.sync_recovery(&log);
+            if !DedupLog::owned_recorded(&self.owned_journal, view.tab.0) {
+                let why = log.degraded().unwrap_or_else(|| "the owned-tab ledger did not record the tab".to_owned());
+                return Err(crate::dedup::journal_unavailable(log.path(), &why));
+            }
+        }
+        to_value(&result)
+    }
+
+    /// Closes the tab a failed `browser_open` created and says so in the error (`details.closed`); if closing fails
+    /// too, the recovery record it leaves retries it, and the error says that instead.
+    async fn discard_opened(&self, id: &SessionId, key: &SessionKey, tab: TabHandle, error: ErrorData) -> ErrorData {
+        let closed = match self.runtime.close_tabs(key, &[tab], &[]).await {
+            Ok(report) => report.closed.contains(&tab) || report.failures.iter().all(|f| f.tab != tab),
+            Err(e) => {
+                tracing::warn!(%tab, code = %err(&e).code, "closing the tab of a failed open failed");
+                false
+            }
+        };
+        self.gate.forget_tab(tab);
+        if self.current_tab(id).ok() == Some(tab) {
+            self.set_current_tab(id, None);
+        }
+        let mut details = match error.details.as_deref() {
+            Some(Value::Object(map)) => map.clone(),
+            _ => serde_json::Map::new(),
+        };
+        details.insert("tab".to_owned(), json!(to_proto::tab_id(tab)));
+        details.insert("opened".to_owned(), json!(true));
+        details.insert("closed".to_owned(), json!(closed));
+        let mut error = error;
+        if closed {
+            error.message.push_str("; the tab was closed again");
+        } else {
+            error.message.push_str(&format!(
+                "; closing tab {} failed too: a recovery record retries it (see browser_status)",
+                tab.0
+            ));
+        }
+        error.details = Some(Box::new(Value::Object(details)));
+        error
     }
 
     /// Waits for the page-operation slot, then marks a de-duplicated call dispatched (nothing is sent before).
@@ -1616,14 +1814,23 @@ impl Broker {
         match call {
             ToolCall::Status(_) => {
                 let s = rt.status(&key).await.map_err(|e| err(&e))?;
-                let (auto_turn_cleanup, missing_capabilities) = to_proto::auto_cleanup(&s.auto_cleanup);
-                let unsupported = to_proto::capabilities(&self.provider.capabilities())
-                    .into_iter()
-                    .filter(|c| c.unsupported.is_some())
-                    .collect();
+                let started = self.browser_started();
+                let (auto_turn_cleanup, missing_capabilities, unsupported) = if started {
+                    let (auto, missing) = to_proto::auto_cleanup(&s.auto_cleanup);
+                    let unsupported = to_proto::capabilities(&self.provider.capabilities())
+                        .into_iter()
+                        .filter(|c| c.unsupported.is_some())
+                        .collect();
+                    (auto, missing, unsupported)
+                } else {
+                    // No browser yet (it starts at the first browser operation): nothing is missing.
+                    (browserd_protocol::lifecycle::AutoTurnCleanup::Pending, Vec::new(), Vec::new())
+                };
                 to_value(&BrowserStatusResult {
                     tools_active: s.tools_active,
                     advanced: s.tools_active && self.advanced_on(&id),
+                    browser: if started { BrowserStart::Started } else { BrowserStart::NotStarted },
+                    journal: self.journal.status(),
                     bridge: to_proto::bridge(s.bridge),
                     tabs: s.tabs.iter().map(to_proto::listed_tab).collect(),
                     recovery: s.recovery.iter().map(to_proto::recovery_record).collect(),
@@ -1644,41 +1851,12 @@ impl Broker {
                     // the navigation's own error), so an observation right after sees the page.
                     let view = rt.open_tab(&key, "about:blank").await.map_err(|e| err(&e))?;
                     self.set_current_tab(&id, Some(view.tab));
-                    let navigate = ActParams::new(ActionKind::Navigate).value(params.url.clone());
-                    let loaded = rt.act(&key, view.tab, &navigate, None).await.map_err(|e| {
-                        err(&e).with_details(json!({"tab": to_proto::tab_id(view.tab), "opened": true}))
-                    })?;
-                    if loaded.outcome == Outcome::Failed {
-                        let code = match loaded.code.as_deref().and_then(ErrorCode::from_name) {
-                            None | Some(ErrorCode::ActionFailed) => ErrorCode::NavigationFailed,
-                            Some(code) => code,
-                        };
-                        let message = loaded.message.clone().unwrap_or_else(|| "the page did not load".to_owned());
-                        return Err(ErrorData::new(
-                            code,
-                            format!("tab {} was opened but loading {} failed: {message}", view.tab.0, params.url),
-                        )
-                        .with_details(json!({"tab": to_proto::tab_id(view.tab), "opened": true})));
+                    let loaded = self.load_opened(&id, &key, &view, &params).await;
+                    match loaded {
+                        Ok(value) => Ok(value),
+                        // A tab that failed to load is closed again: it never counts against the limit.
+                        Err(e) => Err(self.discard_opened(&id, &key, view.tab, e).await),
                     }
-                    let mut result = to_proto::tab_result(&view);
-                    result.url = loaded.effects.navigated.clone().unwrap_or_else(|| params.url.clone());
-                    result.title = String::new();
-                    if let Ok(now) = rt.status(&key).await
-                        && let Some(seen) = now.tabs.iter().find(|v| v.tab == view.tab && v.url != "about:blank")
-                    {
-                        result.url.clone_from(&seen.url);
-                        result.title.clone_from(&seen.title);
-                    }
-                    if params.observe {
-                        let obs = rt
-                            .observe(&key, view.tab, &browserd_protocol::ObserveParams::default())
-                            .await
-                            .map_err(|e| err(&e))?;
-                        result.url.clone_from(&obs.url);
-                        result.title.clone_from(&obs.title);
-                        result.observation = Some(Box::new(obs));
-                    }
-                    to_value(&result)
                 };
                 tokio::select! {
                     r = work => r,

@@ -631,6 +631,13 @@ impl Runtime {
         self.engine().begin_turn(session)
     }
 
+    /// Opens a turn if none is open, without waiting for the session's running operation: every tool call does this
+    /// (turns come from the host's turn ends, not from tab activity), and a read must not queue behind a write.
+    /// Idempotent while a turn is open.
+    pub fn open_turn(&self, session: &SessionKey) -> Result<u64, CoreError> {
+        self.engine().begin_turn(session)
+    }
+
     /// `turn.end` (host-internal turn cleanup). Produces no transcript output: the report is for
     /// the host and `browser_status` only. Refused cleanup is reported in
     /// [`CleanupReport::auto_cleanup_refused`] and in status.
