@@ -237,9 +237,9 @@ error_codes! {
     ShuttingDown = "SHUTTING_DOWN", 1805, Broker,
         "The broker is stopping; reconnect to start a new one.";
     JournalUnavailable = "JOURNAL_UNAVAILABLE", 1806, Broker,
-        "The broker's journal cannot be written (the message names the file and why): free disk space or fix the \
-         file's permissions, then run `browserd broker stop` so the next call starts a broker that reopens it. \
-         Reading tabs still works.";
+        "The broker's journal cannot be written (the message names the file and why): free disk space on its disk \
+         or fix the file's permissions, then retry; the broker tries the journal again at every call that needs it. \
+         Reading and cleaning up tabs still work.";
 }
 
 impl ErrorCode {

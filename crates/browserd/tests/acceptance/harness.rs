@@ -16,65 +16,68 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 
-pub const CHROMIUM: &str = "/usr/lib/chromium/chromium";
-pub const BROWSERD: &str = env!("CARGO_BIN_EXE_browserd");
+pub(crate) const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+/// The `browserd` binary under test: this build's, or `BROWSERD_ACCEPTANCE_BIN` (to run the suite against another
+/// build, e.g. to see which checks fail on an older one).
+pub(crate) fn browserd() -> String {
+    std::env::var("BROWSERD_ACCEPTANCE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_browserd").to_owned())
+}
 
 /// How long any one step may take before the test fails (generous: the machine is shared and loaded).
-pub const STEP: Duration = Duration::from_secs(90);
+pub(crate) const STEP: Duration = Duration::from_secs(90);
 
 /// Options of a test's broker.
 #[derive(Debug, Clone)]
-pub struct Options {
-    /// `op_timeout_ms` of the broker (a browser that stops answering fails a close after this long).
-    pub op_timeout_ms: u64,
+pub(crate) struct Options {
+    /// `op_timeout_ms` of the broker (a browser that stops answering fails a close after this long); `None`: the
+    /// broker's default.
+    pub(crate) op_timeout_ms: Option<u64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { op_timeout_ms: 4000 }
+        Self { op_timeout_ms: None }
     }
 }
 
 /// One test's home: every file of the broker, its Chromium profile and its socket live here.
-pub struct Home {
+pub(crate) struct Home {
     dir: tempfile::TempDir,
     /// A tmpfs mounted by the test, unmounted on drop.
     mounted: Option<PathBuf>,
 }
 
 impl Home {
-    pub fn new(options: &Options) -> Self {
+    pub(crate) fn new(options: &Options) -> Self {
         assert!(Path::new(CHROMIUM).exists(), "the acceptance suite needs Debian's chromium at {CHROMIUM}");
         let home = Self { dir: tempfile::tempdir().unwrap(), mounted: None };
         for sub in ["run", ".config/browserd", ".local/state", "work"] {
             private_dir(&home.path().join(sub));
         }
-        let config = format!(
+        let mut config = format!(
             "chromium_path = {CHROMIUM:?}\nprofile_dir = {:?}\nchromium_args = [\"--remote-debugging-port=0\"]\n\
-             op_timeout_ms = {}\ndisconnect_grace_secs = 2\n",
+             disconnect_grace_secs = 2\n",
             home.profile().display().to_string(),
-            options.op_timeout_ms,
         );
+        if let Some(ms) = options.op_timeout_ms {
+            config.push_str(&format!("op_timeout_ms = {ms}\n"));
+        }
         std::fs::write(home.path().join(".config/browserd/config.toml"), config).unwrap();
         home
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn profile(&self) -> PathBuf {
+    pub(crate) fn profile(&self) -> PathBuf {
         self.path().join("profile")
-    }
-
-    /// The broker's state directory (`~/.local/state/browserd`, no `XDG_STATE_HOME` is set): the journal lives here.
-    pub fn state_dir(&self) -> PathBuf {
-        self.path().join(".local/state/browserd")
     }
 
     /// Mounts a real tmpfs of `size` (e.g. `"256k"`) at `~/.local/state`, so the journal lives on a small disk the
     /// test can fill. Needs root (CI runs as root); fails the test loudly when it cannot mount.
-    pub fn mount_small_state_disk(&mut self, size: &str) -> PathBuf {
+    pub(crate) fn mount_small_state_disk(&mut self, size: &str) -> PathBuf {
         let at = self.path().join(".local/state");
         let out = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700"), "tmpfs"])
@@ -92,7 +95,7 @@ impl Home {
 
     /// The environment Claude Code gives a stdio MCP server and its hooks: its own whole environment plus its
     /// session id.
-    pub fn claude_env(&self, session: &str) -> Vec<(String, String)> {
+    pub(crate) fn claude_env(&self, session: &str) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| !k.starts_with("BROWSERD_") && !k.starts_with("XDG_") && !k.starts_with("CODEX"))
             .collect();
@@ -105,7 +108,7 @@ impl Home {
     /// The environment Codex gives a stdio MCP server: only `HOME LANG PATH SHELL TERM PWD`, plus the runtime
     /// directory (see the suite's notes: until the runtime dir resolves without `XDG_RUNTIME_DIR`, the broker needs
     /// it to find a private socket directory).
-    pub fn codex_env(&self) -> Vec<(String, String)> {
+    pub(crate) fn codex_env(&self) -> Vec<(String, String)> {
         let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
         let mut env = vec![
             ("LANG".into(), "C.UTF-8".into()),
@@ -126,8 +129,8 @@ impl Home {
     }
 
     /// Runs `browserd ARGS` with `env` (and `stdin`), returning (status ok, stdout, stderr).
-    pub fn run(&self, env: &[(String, String)], args: &[&str], stdin: &str) -> (bool, String, String) {
-        let mut child = std::process::Command::new(BROWSERD)
+    pub(crate) fn run(&self, env: &[(String, String)], args: &[&str], stdin: &str) -> (bool, String, String) {
+        let mut child = std::process::Command::new(browserd())
             .args(args)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -137,7 +140,8 @@ impl Home {
             .stderr(Stdio::piped())
             .spawn()
             .expect("runs browserd");
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        // A command that does not read its stdin may exit before the write: that is its business, not an error here.
+        let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
         let out = child.wait_with_output().unwrap();
         (
             out.status.success(),
@@ -148,7 +152,7 @@ impl Home {
 
     /// `browserd hook EVENT` with `payload` on stdin (as the host runs it); returns its stderr summary. A hook
     /// always exits 0 and prints nothing on stdout.
-    pub fn hook(&self, env: &[(String, String)], event: &str, payload: &Value) -> String {
+    pub(crate) fn hook(&self, env: &[(String, String)], event: &str, payload: &Value) -> String {
         let (ok, stdout, stderr) =
             self.run(env, &["hook", event, "--timeout-ms", "60000"], &payload.to_string());
         assert!(ok, "a hook exits 0: {stderr}");
@@ -157,25 +161,25 @@ impl Home {
     }
 
     /// `browserd status --json` (the broker's whole status).
-    pub fn broker_status(&self) -> Value {
+    pub(crate) fn broker_status(&self) -> Value {
         let (ok, stdout, stderr) = self.run(&self.claude_env("status-reader"), &["status", "--json"], "");
         assert!(ok, "browserd status failed: {stdout}{stderr}");
         serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("status --json is JSON ({e}): {stdout}"))
     }
 
     /// The DevTools HTTP port of the managed Chromium, once it runs.
-    pub fn devtools_port(&self) -> Option<u16> {
+    pub(crate) fn devtools_port(&self) -> Option<u16> {
         let text = std::fs::read_to_string(self.profile().join("DevToolsActivePort")).ok()?;
         text.lines().next()?.trim().parse().ok()
     }
 
     /// Whether the managed Chromium of this home is running (a process with this profile).
-    pub fn chromium_running(&self) -> bool {
+    pub(crate) fn chromium_running(&self) -> bool {
         self.chromium_pid().is_some()
     }
 
     /// The browser process of this home's managed Chromium (not its renderers).
-    pub fn chromium_pid(&self) -> Option<u32> {
+    pub(crate) fn chromium_pid(&self) -> Option<u32> {
         let profile = format!("--user-data-dir={}", self.profile().display());
         for entry in std::fs::read_dir("/proc").ok()?.flatten() {
             let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
@@ -191,7 +195,7 @@ impl Home {
     }
 
     /// The page tabs open in the browser, asked of Chromium itself: (target id, URL).
-    pub fn browser_tabs(&self) -> Vec<(String, String)> {
+    pub(crate) fn browser_tabs(&self) -> Vec<(String, String)> {
         let port = self.devtools_port().expect("the managed Chromium runs (DevToolsActivePort)");
         let list: Value = serde_json::from_str(&http(port, "GET", "/json/list")).expect("/json/list is JSON");
         list.as_array()
@@ -203,12 +207,12 @@ impl Home {
     }
 
     /// Whether a tab whose URL contains `needle` (a name unique to one tab) is open in the browser.
-    pub fn tab_open(&self, needle: &str) -> bool {
+    pub(crate) fn tab_open(&self, needle: &str) -> bool {
         self.browser_tabs().iter().any(|(_, u)| u.contains(needle))
     }
 
     /// Waits until the browser's tab set satisfies `check` (tabs close asynchronously); panics with the last list.
-    pub async fn wait_tabs(&self, what: &str, check: impl Fn(&[(String, String)]) -> bool) {
+    pub(crate) async fn wait_tabs(&self, what: &str, check: impl Fn(&[(String, String)]) -> bool) {
         let mut last = Vec::new();
         for _ in 0..200 {
             last = self.browser_tabs();
@@ -221,7 +225,7 @@ impl Home {
     }
 
     /// Opens a tab the way the user does (not through browserd): a new target straight in Chromium.
-    pub fn open_user_tab(&self, url: &str) -> String {
+    pub(crate) fn open_user_tab(&self, url: &str) -> String {
         let port = self.devtools_port().expect("the managed Chromium runs");
         let created: Value = serde_json::from_str(&http(port, "PUT", &format!("/json/new?{url}"))).unwrap();
         created["id"].as_str().unwrap().to_owned()
@@ -231,7 +235,7 @@ impl Home {
 impl Drop for Home {
     fn drop(&mut self) {
         // Stop the broker this test started (and its Chromium): nothing is left running.
-        let _ = std::process::Command::new(BROWSERD)
+        let _ = std::process::Command::new(browserd())
             .args(["broker", "stop"])
             .env_clear()
             .envs(self.claude_env("stopper"))
@@ -253,19 +257,34 @@ fn private_dir(path: &Path) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700)).unwrap();
 }
 
-/// A one-shot HTTP/1.0 request to Chromium's DevTools endpoint on loopback; returns the body.
+/// One HTTP/1.1 request to Chromium's DevTools endpoint on loopback; returns the body (read by its
+/// `Content-Length`: the endpoint keeps the connection open and answers nothing to HTTP/1.0).
 fn http(port: u16, method: &str, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("the DevTools endpoint answers");
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    write!(stream, "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    response.split_once("\r\n\r\n").map(|(_, body)| body.to_owned()).unwrap_or_default()
+    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    write!(stream, "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").unwrap();
+    let mut data = Vec::new();
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let n = stream.read(&mut buf).expect("the DevTools endpoint answers in time");
+        assert!(n > 0, "the DevTools endpoint closed before answering {path}");
+        data.extend_from_slice(&buf[..n]);
+        let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") else { continue };
+        let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        if data.len() >= end + 4 + length {
+            return String::from_utf8_lossy(&data[end + 4..end + 4 + length]).into_owned();
+        }
+    }
 }
 
 /// Which host an MCP client plays.
 #[derive(Debug, Clone)]
-pub enum Host {
+pub(crate) enum Host {
     /// Claude Code: full environment with `CLAUDE_CODE_SESSION_ID`; `clientInfo.name` `claude-code`.
     ClaudeCode { session: String },
     /// Codex: the bare environment, turn metadata in every call's `_meta`; `clientInfo.name` `codex-mcp-client`.
@@ -274,22 +293,21 @@ pub enum Host {
 
 /// A tool result as the host sees it.
 #[derive(Debug, Clone)]
-pub struct ToolResult {
-    pub is_error: bool,
+pub(crate) struct ToolResult {
+    pub(crate) is_error: bool,
     /// The first text block, parsed (the structured result, or `{"error": …}`).
-    pub value: Value,
-    pub raw: Value,
+    pub(crate) value: Value,
 }
 
 impl ToolResult {
     /// The result of a call that must have succeeded.
-    pub fn ok(self) -> Value {
+    pub(crate) fn ok(self) -> Value {
         assert!(!self.is_error, "expected success, got isError: {}", self.value);
         self.value
     }
 
     /// The typed error code (`{"error": {code}}`), if any.
-    pub fn code(&self) -> Option<&str> {
+    pub(crate) fn code(&self) -> Option<&str> {
         self.value["error"]["code"].as_str()
     }
 }
@@ -297,7 +315,7 @@ impl ToolResult {
 type Pending = Arc<Mutex<HashMap<i64, oneshot::Sender<Value>>>>;
 
 /// A minimal MCP client over the stdio of a real `browserd mcp`.
-pub struct Mcp {
+pub(crate) struct Mcp {
     child: Child,
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     pending: Pending,
@@ -309,12 +327,12 @@ pub struct Mcp {
 
 impl Mcp {
     /// Spawns `browserd mcp` in `home` as `host` does and completes the `initialize` handshake.
-    pub async fn spawn(home: &Home, host: Host) -> Self {
+    pub(crate) async fn spawn(home: &Home, host: Host) -> Self {
         let (env, client) = match &host {
             Host::ClaudeCode { session } => (home.claude_env(session), "claude-code"),
             Host::Codex { .. } => (home.codex_env(), "codex-mcp-client"),
         };
-        let mut child = Command::new(BROWSERD)
+        let mut child = Command::new(browserd())
             .arg("mcp")
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -369,7 +387,7 @@ impl Mcp {
     }
 
     /// Sets the Codex turn the next calls belong to (their `_meta["x-codex-turn-metadata"]`).
-    pub fn codex_turn(&self, turn: &str) {
+    pub(crate) fn codex_turn(&self, turn: &str) {
         *self.turn.lock().unwrap() = Some(turn.to_owned());
     }
 
@@ -381,17 +399,17 @@ impl Mcp {
     }
 
     /// Sends a notification.
-    pub async fn notify(&self, method: &str, params: Value) {
+    pub(crate) async fn notify(&self, method: &str, params: Value) {
         self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
     }
 
     /// A fresh request id.
-    pub fn next_id(&self) -> i64 {
+    pub(crate) fn next_id(&self) -> i64 {
         self.next.fetch_add(1, Ordering::SeqCst) + 1
     }
 
     /// Sends request `id` and returns a receiver of its response.
-    pub async fn start(&self, id: i64, method: &str, params: Value) -> oneshot::Receiver<Value> {
+    pub(crate) async fn start(&self, id: i64, method: &str, params: Value) -> oneshot::Receiver<Value> {
         let (tx, rx) = oneshot::channel();
         self.pending.lock().unwrap().insert(id, tx);
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
@@ -399,13 +417,13 @@ impl Mcp {
     }
 
     /// A request and its response.
-    pub async fn request(&self, method: &str, params: Value) -> Value {
+    pub(crate) async fn request(&self, method: &str, params: Value) -> Value {
         let rx = self.start(self.next_id(), method, params).await;
         tokio::time::timeout(STEP, rx).await.expect("the MCP server answers in time").expect("answered")
     }
 
     /// The `tools/call` params of tool `name`, with Codex's turn metadata when playing Codex.
-    pub fn call_params(&self, name: &str, arguments: Value) -> Value {
+    pub(crate) fn call_params(&self, name: &str, arguments: Value) -> Value {
         let mut params = json!({"name": name, "arguments": arguments});
         if let Host::Codex { session } = &self.host {
             let turn = self.turn.lock().unwrap().clone().expect("a Codex call needs a turn (codex_turn)");
@@ -417,13 +435,13 @@ impl Mcp {
     }
 
     /// `tools/call`.
-    pub async fn call(&self, name: &str, arguments: Value) -> ToolResult {
+    pub(crate) async fn call(&self, name: &str, arguments: Value) -> ToolResult {
         let response = self.request("tools/call", self.call_params(name, arguments)).await;
         tool_result(&response)
     }
 
     /// The names `tools/list` shows now.
-    pub async fn tool_names(&self) -> Vec<String> {
+    pub(crate) async fn tool_names(&self) -> Vec<String> {
         let response = self.request("tools/list", json!({})).await;
         response["result"]["tools"]
             .as_array()
@@ -434,12 +452,12 @@ impl Mcp {
     }
 
     /// Notifications received so far (progress, list_changed, ...), taken.
-    pub fn take_notifications(&self) -> Vec<Value> {
+    pub(crate) fn take_notifications(&self) -> Vec<Value> {
         std::mem::take(&mut *self.notes.lock().unwrap())
     }
 
     /// Closes stdin (how a host ends a stdio server) and waits for the process to exit.
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         drop(self.stdin.lock().await.take());
         let status = tokio::time::timeout(STEP, self.child.wait()).await.expect("browserd mcp exits on EOF").unwrap();
         assert!(status.success(), "browserd mcp exits cleanly on stdin EOF: {status}");
@@ -447,47 +465,46 @@ impl Mcp {
 }
 
 /// Parses a `tools/call` response.
-pub fn tool_result(response: &Value) -> ToolResult {
+pub(crate) fn tool_result(response: &Value) -> ToolResult {
     let result = response.get("result").unwrap_or_else(|| panic!("tools/call answers a result: {response}"));
     let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("text content first: {result}"));
     ToolResult {
         is_error: result["isError"].as_bool().unwrap_or(false),
         value: serde_json::from_str(text).unwrap_or_else(|e| panic!("the text is JSON ({e}): {text}")),
-        raw: result.clone(),
     }
 }
 
 /// A Claude Code `Stop` hook payload (the fields Claude Code sends).
-pub fn claude_stop(session: &str, transcript: &Path) -> Value {
+pub(crate) fn claude_stop(session: &str, transcript: &Path) -> Value {
     json!({"session_id": session, "transcript_path": transcript.display().to_string(), "cwd": "/work/repo",
            "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": false})
 }
 
 /// A Claude Code `SessionEnd` hook payload.
-pub fn claude_session_end(session: &str, transcript: &Path) -> Value {
+pub(crate) fn claude_session_end(session: &str, transcript: &Path) -> Value {
     json!({"session_id": session, "transcript_path": transcript.display().to_string(), "cwd": "/work/repo",
            "permission_mode": "default", "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
 }
 
 /// A Codex `Stop` hook payload (every required field of `stop.command.input.schema.json`).
-pub fn codex_stop(session: &str, turn: &str) -> Value {
+pub(crate) fn codex_stop(session: &str, turn: &str) -> Value {
     json!({"cwd": "/work/repo", "hook_event_name": "Stop", "last_assistant_message": "done", "model": "gpt-5.5",
            "permission_mode": "default", "session_id": session, "stop_hook_active": false,
            "transcript_path": null, "turn_id": turn})
 }
 
 /// Claude Code's transcript of one session: a JSONL file it appends to every turn (the hook payload names it).
-pub struct Transcript(pub PathBuf);
+pub(crate) struct Transcript(pub PathBuf);
 
 impl Transcript {
-    pub fn new(home: &Home, session: &str) -> Self {
+    pub(crate) fn new(home: &Home, session: &str) -> Self {
         let path = home.path().join(format!("{session}.jsonl"));
         std::fs::write(&path, "").unwrap();
         Self(path)
     }
 
     /// What Claude Code does during a turn: append the turn's messages.
-    pub fn turn(&self, text: &str) {
+    pub(crate) fn turn(&self, text: &str) {
         let mut file = std::fs::OpenOptions::new().append(true).open(&self.0).unwrap();
         writeln!(file, "{}", json!({"type": "assistant", "message": text})).unwrap();
     }

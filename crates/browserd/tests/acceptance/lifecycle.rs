@@ -211,7 +211,7 @@ async fn ac7_destroying_the_agent_without_finalize_cleans_up() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ac8_cleanup_retried_after_the_browser_stalls_keeps_ownership() {
     let site = site().await;
-    let home = Home::new(&Options { op_timeout_ms: 3000 });
+    let home = Home::new(&Options { op_timeout_ms: Some(3000) });
     let session = "cc-ac8";
     let transcript = Transcript::new(&home, session);
     let env = home.claude_env(session);

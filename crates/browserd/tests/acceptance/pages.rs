@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 use crate::harness::Mcp;
 
 /// A fixture-site URL unique to `name` (the fixture index page with a query naming the tab).
-pub fn fixture(site: &browserd_test_support::fixtures::FixtureSite, name: &str) -> String {
+pub(crate) fn fixture(site: &browserd_test_support::fixtures::FixtureSite, name: &str) -> String {
     site.url(&format!("/index.html?tab={name}"))
 }
 
 /// A page with one button; every real click adds one to the count it shows (`clicks: N`).
-pub fn counter(name: &str) -> String {
+pub(crate) fn counter(name: &str) -> String {
     format!(
         "data:text/html,<title>{name}</title><button onclick=\"n.textContent=String(Number(n.textContent)+1)\">Count</button>\
          <p>clicks: <span id=n>0</span></p>"
@@ -20,7 +20,7 @@ pub fn counter(name: &str) -> String {
 }
 
 /// The ref of the first element of `role` named `name` in an observation's lines (`[e2] button "Count"`).
-pub fn ref_of(observation: &Value, role: &str, name: &str) -> String {
+pub(crate) fn ref_of(observation: &Value, role: &str, name: &str) -> String {
     let content = observation["untrustedContent"].as_str().unwrap_or_default();
     let needle = format!("] {role} \"{name}\"");
     content
@@ -31,7 +31,7 @@ pub fn ref_of(observation: &Value, role: &str, name: &str) -> String {
 }
 
 /// The click count the counter page on `tab` shows now (read with `browser_observe`).
-pub async fn clicks(mcp: &Mcp, tab: u64) -> u64 {
+pub(crate) async fn clicks(mcp: &Mcp, tab: u64) -> u64 {
     let observation = mcp.call("browser_observe", json!({"tab": tab})).await.ok();
     let content = observation["untrustedContent"].as_str().unwrap_or_default();
     content
@@ -42,25 +42,13 @@ pub async fn clicks(mcp: &Mcp, tab: u64) -> u64 {
 }
 
 /// `browser_open` of `url`; returns the tab id.
-pub async fn open(mcp: &Mcp, url: &str) -> u64 {
+pub(crate) async fn open(mcp: &Mcp, url: &str) -> u64 {
     let opened = mcp.call("browser_open", json!({"url": url})).await.ok();
     opened["tab"].as_u64().unwrap_or_else(|| panic!("browser_open names its tab: {opened}"))
 }
 
 /// `browser_observe` of `tab`, then the ref of `role` `name` on it.
-pub async fn find(mcp: &Mcp, tab: u64, role: &str, name: &str) -> String {
+pub(crate) async fn find(mcp: &Mcp, tab: u64, role: &str, name: &str) -> String {
     let observation = mcp.call("browser_observe", json!({"tab": tab})).await.ok();
     ref_of(&observation, role, name)
-}
-
-/// The tabs `browser_list` shows with `provenance`.
-pub async fn listed(mcp: &Mcp, provenance: &str) -> Vec<u64> {
-    let list = mcp.call("browser_list", json!({})).await.ok();
-    list["tabs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["provenance"] == provenance)
-        .filter_map(|t| t["tab"].as_u64())
-        .collect()
 }
