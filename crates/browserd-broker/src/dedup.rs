@@ -199,7 +199,8 @@ impl DedupLog {
         let code = Code::new(ErrorCode::Cancelled.as_str()).ok();
         let written = match ticket {
             Ticket::Dispatched(d) => {
-                let result = DedupResult { outcome: Outcome::Unknown, dispatch: Dispatch::Dispatched, code, trace: None };
+                let result =
+                    DedupResult { outcome: Outcome::Unknown, dispatch: Dispatch::Dispatched, code, trace: None };
                 self.lock().complete(d, &result, now())
             }
             Ticket::Pending(p) => {
@@ -568,7 +569,8 @@ impl DedupLog {
                         op: r.op,
                         failure: failure(r),
                     };
-                    if let Some(rec) = self.noted("journaling a recovery record", journal.record_recovery(&new, now())) {
+                    if let Some(rec) = self.noted("journaling a recovery record", journal.record_recovery(&new, now()))
+                    {
                         written.insert(key, (rec.id, r.attempts));
                     }
                 }

@@ -8,12 +8,12 @@
 
 use std::time::Duration;
 
+use browserd_journal::hash::PayloadHash;
 use browserd_protocol::SessionId;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
     CloseReason, HostKind, SessionCloseParams, StatusParams, TurnEndParams, TurnEndReason,
 };
-use browserd_journal::hash::PayloadHash;
 use serde_json::Value;
 
 use crate::client::{Client, ConnectOptions};
@@ -296,7 +296,8 @@ mod tests {
     fn hook_lines_show_wire_ids() {
         use browserd_protocol::TabId;
         assert_eq!(ids(&[TabId(10), TabId(11)]), "[10, 11]");
-        let failed = [browserd_protocol::lifecycle::TabFailure::new(TabId(4), browserd_protocol::ErrorCode::CleanupFailed)];
+        let failed =
+            [browserd_protocol::lifecycle::TabFailure::new(TabId(4), browserd_protocol::ErrorCode::CleanupFailed)];
         assert_eq!(failures(&failed), "[4 CLEANUP_FAILED]");
     }
 

@@ -187,6 +187,27 @@ impl RequestIds {
     }
 }
 
+/// Resolves a request id with how its call ended: the action's result; a refusal before anything was sent frees the
+/// id; an end after input may have gone out leaves `unknown` (the guard's drop).
+pub fn finish(running: Running, result: &Result<Value, browserd_protocol::ErrorData>) {
+    use browserd_protocol::ErrorCode as C;
+    match result {
+        Ok(value) => match serde_json::from_value::<ActionResult>(value.clone()) {
+            Ok(action) => running.finish(&action),
+            Err(_) => drop(running),
+        },
+        Err(e)
+            if matches!(
+                e.code,
+                C::UserStopped | C::OutcomeUnknown | C::ConnectionLost | C::DeadlineExceeded | C::Cancelled
+            ) =>
+        {
+            drop(running);
+        }
+        Err(_) => running.forget(),
+    }
+}
+
 /// The digest of an action's payload, its `requestId` left out (the caller has taken it).
 #[must_use]
 pub fn payload_digest(params: &browserd_protocol::ActParams) -> u64 {
@@ -306,7 +327,9 @@ mod tests {
     fn a_dropped_call_leaves_unknown_behind_at_once() {
         let table = RequestIds::default();
         let Begun::Run(running) = table.begin(key("a", "r1"), 1, "tr") else { panic!() };
-        assert!(matches!(table.begin(key("a", "r1"), 1, "tr"), Begun::Answer(a) if a.code.as_deref() == Some("DUPLICATE_REQUEST")));
+        assert!(
+            matches!(table.begin(key("a", "r1"), 1, "tr"), Begun::Answer(a) if a.code.as_deref() == Some("DUPLICATE_REQUEST"))
+        );
         drop(running);
         match table.begin(key("a", "r1"), 1, "tr") {
             Begun::Answer(answer) => assert_eq!((answer.outcome, answer.deduplicated), (Outcome::Unknown, true)),

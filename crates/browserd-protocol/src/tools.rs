@@ -15,8 +15,8 @@ use crate::errors::{ErrorCode, ErrorData};
 use crate::ids::{GroupId, SessionId, TabId};
 use crate::jsonrpc::{Validate, parse_params};
 use crate::lifecycle::{
-    AutoTurnCleanup, BridgeState, BrowserStart, CapabilityStatus, CleanupResult, ContextResetResult, Limits, MarkKind, Provenance,
-    JournalStatus, RecoveryRecord, ResourceState,
+    AutoTurnCleanup, BridgeState, BrowserStart, CapabilityStatus, CleanupResult, ContextResetResult, JournalStatus,
+    Limits, MarkKind, Provenance, RecoveryRecord, ResourceState,
 };
 use crate::page::{ActParams, ActionResult, Expectation, ExpectationResult, Observation, ObserveParams};
 use crate::schema;

@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use crate::harness::{Home, Host, Mcp, Options, Transcript, claude_stop, codex_stop, tool_result};
 use crate::pages::{clicks, counter, find, fixture, open};
 
-async fn site() -> browserd_test_support::fixtures::FixtureSite {
-    browserd_test_support::fixtures::FixtureSite::start().await.unwrap()
+async fn site() -> browserd_fixtures::FixtureSite {
+    browserd_fixtures::FixtureSite::start().await.unwrap()
 }
 
 fn code_of(value: &Value) -> Option<&str> {

@@ -153,8 +153,7 @@ impl Home {
     /// `browserd hook EVENT` with `payload` on stdin (as the host runs it); returns its stderr summary. A hook
     /// always exits 0 and prints nothing on stdout.
     pub(crate) fn hook(&self, env: &[(String, String)], event: &str, payload: &Value) -> String {
-        let (ok, stdout, stderr) =
-            self.run(env, &["hook", event, "--timeout-ms", "60000"], &payload.to_string());
+        let (ok, stdout, stderr) = self.run(env, &["hook", event, "--timeout-ms", "60000"], &payload.to_string());
         assert!(ok, "a hook exits 0: {stderr}");
         assert_eq!(stdout, "", "a hook prints nothing on stdout (hosts read it as a decision)");
         stderr

@@ -7,15 +7,13 @@
 
 use serde_json::json;
 
-use crate::harness::{
-    Home, Host, Mcp, Options, Transcript, claude_session_end, claude_stop, codex_stop,
-};
+use crate::harness::{Home, Host, Mcp, Options, Transcript, claude_session_end, claude_stop, codex_stop};
 use crate::pages::{fixture, open};
 
 const CORE_TOOLS: usize = 13;
 
-async fn site() -> browserd_test_support::fixtures::FixtureSite {
-    browserd_test_support::fixtures::FixtureSite::start().await.unwrap()
+async fn site() -> browserd_fixtures::FixtureSite {
+    browserd_fixtures::FixtureSite::start().await.unwrap()
 }
 
 /// 1. A new session that never asks for the browser: no browser, and its turn ends are clean no-ops.
@@ -186,8 +184,7 @@ async fn ac7_destroying_the_agent_without_finalize_cleans_up() {
     let eof = Mcp::spawn(&home, Host::ClaudeCode { session: "cc-ac7-eof".into() }).await;
     open(&eof, &fixture(&site, "ac7-eof")).await;
     eof.close().await;
-    home.wait_tabs("stdin EOF closed the session's tab", |tabs| !tabs.iter().any(|(_, u)| u.contains("ac7-eof")))
-        .await;
+    home.wait_tabs("stdin EOF closed the session's tab", |tabs| !tabs.iter().any(|(_, u)| u.contains("ac7-eof"))).await;
 
     let session = "cc-ac7-end";
     let transcript = Transcript::new(&home, session);

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::harness::Mcp;
 
 /// A fixture-site URL unique to `name` (the fixture index page with a query naming the tab).
-pub(crate) fn fixture(site: &browserd_test_support::fixtures::FixtureSite, name: &str) -> String {
+pub(crate) fn fixture(site: &browserd_fixtures::FixtureSite, name: &str) -> String {
     site.url(&format!("/index.html?tab={name}"))
 }
 

@@ -1,7 +1,7 @@
 //! Tests of the loopback fixture site over real HTTP: every page answers with its marker, uploads are recorded,
 //! downloads are attachments, the slow page is delayed and the second site is a different host.
 
-use browserd_test_support::fixtures::{FixtureSite, generate_elements_page, operable_elements};
+use browserd_fixtures::{FixtureSite, generate_elements_page, operable_elements};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Request, StatusCode};
