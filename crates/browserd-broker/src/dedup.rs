@@ -293,6 +293,12 @@ fn compact(result: &Result<Value, ErrorData>) -> DedupResult {
     }
 }
 
+/// Whether a completed row was resolved by [`DedupLog::interrupt`] (the call was cancelled or dropped before it
+/// finished), not by the call's own result.
+fn interrupted(result: &DedupResult) -> bool {
+    result.code.as_ref().is_some_and(|c| c.as_str() == ErrorCode::Cancelled.as_str()) && result.trace.is_none()
+}
+
 fn duplicate(call_id: &str, state: &DedupState) -> ErrorData {
     match state {
         DedupState::Received | DedupState::Dispatched => ErrorData::new(
@@ -300,7 +306,7 @@ fn duplicate(call_id: &str, state: &DedupState) -> ErrorData {
             format!("callId `{call_id}` is already running; it is not started twice"),
         )
         .with_details(json!({"state": "running"})),
-        DedupState::Completed(result) if result.outcome == Outcome::Unknown => ErrorData::new(
+        DedupState::Completed(result) if interrupted(result) && result.outcome == Outcome::Unknown => ErrorData::new(
             ErrorCode::OutcomeUnknown,
             format!(
                 "callId `{call_id}` ended before it finished (cancelled or interrupted) after input may have been \
@@ -309,7 +315,7 @@ fn duplicate(call_id: &str, state: &DedupState) -> ErrorData {
         )
         .with_next_step("Observe the page to see whether it took effect, then act with a new callId if needed.")
         .with_details(json!({"state": "unknown", "outcome": "unknown", "dispatch": result.dispatch.as_str()})),
-        DedupState::Completed(result) if result.outcome == Outcome::Cancelled => ErrorData::new(
+        DedupState::Completed(result) if interrupted(result) && result.outcome == Outcome::Cancelled => ErrorData::new(
             ErrorCode::Cancelled,
             format!("callId `{call_id}` was cancelled before anything was sent; nothing reached the page"),
         )
@@ -741,6 +747,32 @@ mod tests {
         let left = log.pending_for_browser("remote:http://127.0.0.1:9222");
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].attempts, 2);
+    }
+
+    #[test]
+    fn a_dropped_call_resolves_its_row_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = std::sync::Arc::new(DedupLog::open(&dir.path().join("j.sqlite3")).unwrap());
+        let hash = PayloadHash::of_json(&json!({"a": 1}));
+        let begin = |id: &str| match log.begin(id, hash) {
+            Admit::New(t) => t,
+            Admit::Answer(a) => panic!("new: {a:?}"),
+        };
+        // Dropped after it was marked dispatched: unknown.
+        let mut sent = CallRecord::new(log.clone(), begin("sent"));
+        let ticket = sent.slot().take().unwrap();
+        *sent.slot() = Some(log.dispatch(ticket).unwrap());
+        drop(sent);
+        let Admit::Answer(Err(e)) = log.begin("sent", hash) else { panic!("answered") };
+        assert_eq!(e.code, ErrorCode::OutcomeUnknown, "{e:?}");
+        // Dropped before: cancelled.
+        drop(CallRecord::new(log.clone(), begin("queued")));
+        let Admit::Answer(Err(e)) = log.begin("queued", hash) else { panic!("answered") };
+        assert_eq!(e.code, ErrorCode::Cancelled, "{e:?}");
+        // Finished normally with an unknown outcome: the repeat says it already ran.
+        CallRecord::new(log.clone(), begin("ran")).finish(&Ok(json!({"outcome": "unknown", "traceId": "t1"})));
+        let Admit::Answer(Err(e)) = log.begin("ran", hash) else { panic!("answered") };
+        assert_eq!(e.code, ErrorCode::DuplicateRequest, "{e:?}");
     }
 
     #[test]
