@@ -28,17 +28,11 @@ pub(crate) fn browserd() -> String {
 pub(crate) const STEP: Duration = Duration::from_secs(90);
 
 /// Options of a test's broker.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Options {
     /// `op_timeout_ms` of the broker (a browser that stops answering fails a close after this long); `None`: the
     /// broker's default.
     pub(crate) op_timeout_ms: Option<u64>,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Self { op_timeout_ms: None }
-    }
 }
 
 /// One test's home: every file of the broker, its Chromium profile and its socket live here.
