@@ -168,10 +168,15 @@ test("one session's calls never overlap, and a call from an ended activation is 
 });
 
 test("results: failures are detected, screenshots become files, long text spills to a file", () => {
-  assert.match(resultFailure("browser_cleanup", { ok: false, failed: [{ tab: 3 }] }), /did not complete/);
+  assert.match(resultFailure("browser_cleanup", { ok: false, failed: [{ tab: 3 }] }), /did not fully succeed \(not everything/);
   assert.match(resultFailure("browser_act", { outcome: "failed", code: "NOT_ACTIONABLE" }), /failed \(NOT_ACTIONABLE\)/);
   assert.equal(resultFailure("browser_act", { outcome: "succeeded" }), null);
   assert.equal(resultFailure("browser_open", { tab: 1 }), null);
+  // The same rule as the MCP server's isError and the CLI's exit status (browserd_protocol::verdict).
+  assert.match(resultFailure("browser_act", { outcome: "succeeded", postcondition: "failed" }), /postcondition/);
+  assert.match(resultFailure("browser_batch", { ok: true, steps: [{ outcome: "succeeded" }, { outcome: "unknown" }] }), /step 1: outcome unknown/);
+  assert.match(resultFailure("browser_handoff", { tab: 2, status: "timedOut" }), /handoff ended timedOut/);
+  assert.equal(resultFailure("browser_handoff", { tab: 2, status: "completed" }), null);
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "browserd-art-"));
   const png = Buffer.from("89504e470d0a1a0a", "hex");

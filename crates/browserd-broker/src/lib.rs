@@ -22,6 +22,8 @@
 //! - [`config`]: defaults, TOML file, environment overrides, with sources.
 //! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
 //!   mirror (settled at the next start), and the audit metadata ring.
+//! - [`journal_gate`]: whether the journal works; what must be recorded is refused (`JOURNAL_UNAVAILABLE`) when not.
+//! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
 pub mod batch;
@@ -34,9 +36,11 @@ mod dispatch;
 pub mod extension;
 pub mod hooks;
 mod journal;
+pub mod journal_gate;
 pub mod lazy;
 pub mod limits;
 mod reconcile;
+pub mod request_ids;
 pub mod server;
 mod sessions;
 mod status;

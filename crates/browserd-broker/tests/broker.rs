@@ -520,7 +520,7 @@ async fn cli_commands_print_one_line_per_item_and_json_on_request() {
     assert_eq!(err.code, ErrorCode::TabNotFound, "{err:?}");
 
     let status = cli::execute(&c, Command::Status { common: common.clone() }, &common).await.unwrap().text;
-    assert!(status.lines().any(|l| l.starts_with("session ") && l.contains("Cli cli-test")), "{status}");
+    assert!(status.lines().any(|l| l.starts_with("session ") && l.contains("cli cli-test")), "{status}");
     assert!(status.lines().any(|l| l.starts_with("limits: tabs/task 1/3")), "{status}");
 
     let stopped = cli::execute(&c, Command::Stop { common: common.clone() }, &common).await.unwrap().text;

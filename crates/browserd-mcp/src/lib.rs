@@ -14,9 +14,12 @@
 //! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
 //! | the broker's `tools.changed` (activation, the advanced tier, a reset) | `notifications/tools/list_changed` (`tools.listChanged` is advertised) |
 //!
-//! Results are compact JSON text plus `structuredContent`; failures are `isError: true` results whose
-//! text is `{"error": {code, message, nextStep, ...}}`; screenshots become image content plus a file
-//! path ([`render`]).
+//! Results are compact JSON text plus `structuredContent`; screenshots become image content plus a file path
+//! ([`render`]). `isError` is true exactly when the call did not fully succeed: a typed error (text
+//! `{"error": {code, message, nextStep, ...}}`), or a result with `ok: false`, an `outcome` other than `succeeded`, a
+//! failed postcondition, a batch step that fell short or a handoff that ended without completion (the rule of
+//! [`browserd_protocol::verdict`], shared with the CLI's exit status and the adapters); the structured result stays
+//! in the content so the model sees what happened. See `README.md`.
 //!
 //! # Protocol versions
 //! rmcp 3.11 negotiates `2025-11-25` (and older) through `initialize`, and serves `2026-07-28` without a

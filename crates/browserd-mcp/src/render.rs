@@ -1,5 +1,6 @@
 //! Turning backend results into MCP tool results: compact JSON text plus `structuredContent`, images
-//! for screenshots (saved to a file whose path goes into the JSON), and `isError` results for failures.
+//! for screenshots (saved to a file whose path goes into the JSON), and `isError` results for failures: a typed
+//! error, and a result that does not report full success (the rule of [`browserd_protocol::verdict`]).
 //!
 //! A screenshot is any object in a result with a string `imageId`, a string `format` and non-empty
 //! base64 `data` (the protocol's `Screenshot`). Its bytes leave the JSON (`data` becomes `""`, so the
@@ -110,8 +111,11 @@ fn mime_type(format: &str) -> &'static str {
     }
 }
 
-/// A successful tool result: the JSON (screenshots moved out) as text and as `structuredContent`,
-/// then one image block per screenshot.
+/// A tool result the broker answered: the JSON (screenshots moved out) as text and as `structuredContent`, then one
+/// image block per screenshot. `isError` is true exactly when the result does not report full success
+/// ([`browserd_protocol::verdict::shortfall`]: `ok: false`, an outcome other than `succeeded`, a failed
+/// postcondition, a batch step that fell short, a handoff that ended without completion); the structured result is
+/// kept either way so the model still sees what happened.
 #[must_use]
 pub fn success(mut value: Value, screenshots: &ScreenshotStore) -> CallToolResult {
     let mut images = Vec::new();
@@ -119,7 +123,8 @@ pub fn success(mut value: Value, screenshots: &ScreenshotStore) -> CallToolResul
     let mut content = Vec::with_capacity(1 + images.len());
     content.push(ContentBlock::text(value.to_string()));
     content.extend(images);
-    let mut result = CallToolResult::success(content);
+    let failed = browserd_protocol::verdict::shortfall(&value).is_some();
+    let mut result = if failed { CallToolResult::error(content) } else { CallToolResult::success(content) };
     if value.is_object() {
         result.structured_content = Some(value);
     }
@@ -259,6 +264,22 @@ mod tests {
         let value: Value = serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap();
         assert!(value["screenshot"]["pathError"].as_str().unwrap().contains("cannot"), "{value}");
         assert!(value["screenshot"].get("path").is_none());
+    }
+
+    #[test]
+    fn results_that_fall_short_are_errors_with_their_structure_kept() {
+        let store = ScreenshotStore::new(None);
+        for value in [
+            json!({"ok": false, "closed": [], "failed": [{"tab": 4, "code": "CLEANUP_FAILED", "nextStep": "x"}]}),
+            json!({"outcome": "failed", "code": "TARGET_NOT_FOUND", "dispatch": "notDispatched"}),
+            json!({"outcome": "unknown", "dispatch": "dispatched"}),
+            json!({"outcome": "succeeded", "postcondition": "failed"}),
+        ] {
+            let result = success(value.clone(), &store);
+            assert_eq!(result.is_error, Some(true), "{value}");
+            assert_eq!(result.structured_content.as_ref(), Some(&value));
+        }
+        assert_eq!(success(json!({"ok": true}), &store).is_error, Some(false));
     }
 
     #[test]

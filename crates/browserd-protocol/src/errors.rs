@@ -236,6 +236,10 @@ error_codes! {
         "Send hello first on every connection.";
     ShuttingDown = "SHUTTING_DOWN", 1805, Broker,
         "The broker is stopping; reconnect to start a new one.";
+    JournalUnavailable = "JOURNAL_UNAVAILABLE", 1806, Broker,
+        "The broker's journal cannot be written (the message names the file and why): free disk space on its disk \
+         or fix the file's permissions, then retry; the broker tries the journal again at every call that needs it. \
+         Reading and cleaning up tabs still work.";
 }
 
 impl ErrorCode {

@@ -15,8 +15,8 @@ use crate::errors::{ErrorCode, ErrorData};
 use crate::ids::{GroupId, SessionId, TabId};
 use crate::jsonrpc::{Validate, parse_params};
 use crate::lifecycle::{
-    AutoTurnCleanup, BridgeState, CapabilityStatus, CleanupResult, ContextResetResult, Limits, MarkKind, Provenance,
-    RecoveryRecord, ResourceState,
+    AutoTurnCleanup, BridgeState, BrowserStart, CapabilityStatus, CleanupResult, ContextResetResult, JournalStatus,
+    Limits, MarkKind, Provenance, RecoveryRecord, ResourceState,
 };
 use crate::page::{ActParams, ActionResult, Expectation, ExpectationResult, Observation, ObserveParams};
 use crate::schema;
@@ -47,6 +47,9 @@ pub struct BrowserStatusResult {
     pub tools_active: bool,
     /// Advanced tools enabled.
     pub advanced: bool,
+    /// Whether the browser has been started yet (`notStarted`: it starts at the first browser operation).
+    #[serde(default)]
+    pub browser: BrowserStart,
     /// Bridge state.
     pub bridge: BridgeState,
     /// Your tabs.
@@ -64,6 +67,9 @@ pub struct BrowserStatusResult {
     /// Unavailable capabilities and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unsupported: Vec<CapabilityStatus>,
+    /// The broker's journal (`degraded`: opening or claiming tabs and input are refused until it is fixed).
+    #[serde(default)]
+    pub journal: JournalStatus,
 }
 
 /// Params of `browser_list`.

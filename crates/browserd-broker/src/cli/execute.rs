@@ -98,9 +98,9 @@ impl Output {
     }
 }
 
+/// The one rule of every front end (MCP `isError`, this exit status, the adapters): [`browserd_protocol::verdict`].
 fn result_ok(v: &Value) -> bool {
-    let failed_outcome = matches!(v.get("outcome").and_then(Value::as_str), Some("failed" | "cancelled" | "unknown"));
-    !failed_outcome && v.get("ok").and_then(Value::as_bool) != Some(false)
+    browserd_protocol::verdict::shortfall(v).is_none()
 }
 
 /// Runs one tool subcommand on `client`; returns the text (or JSON) to print.

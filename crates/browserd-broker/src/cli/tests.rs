@@ -177,6 +177,7 @@ fn status_text_is_one_line_per_item() {
             browser: "b1".into(),
             kind: BrowserKind::Managed,
             product: None,
+            browser_start: browserd_protocol::lifecycle::BrowserStart::Started,
             bridge: BridgeState::Connected,
             capabilities: Vec::new(),
             auto_turn_cleanup: AutoTurnCleanup::Enabled,
@@ -196,15 +197,22 @@ fn status_text_is_one_line_per_item() {
             queued_requests: Usage { used: 0, max: 16 },
             concurrent_page_ops: Usage { used: 0, max: 4 },
         },
+        journal: browserd_protocol::lifecycle::JournalStatus {
+            state: browserd_protocol::lifecycle::JournalState::Degraded,
+            path: Some("/s/journal.sqlite3".into()),
+            reason: Some("disk full".into()),
+            next_step: Some("free disk space".into()),
+        },
     };
     assert_eq!(
         status_text(&status),
         "broker: running, protocol v1, browserd 0.0.0\n\
-         browser b1: Managed bridge=Connected autoTurnCleanup=Enabled\n\
-         session s1: Codex thread-1 turn=2 tools=ActiveSticky\n\
-         tab 4: AgentCreated Owned session=s1 https://a.test/\n\
+         browser b1: managed bridge=connected autoTurnCleanup=enabled\n\
+         session s1: codex thread-1 turn=2 tools=activeSticky\n\
+         tab 4: agentCreated owned session=s1 https://a.test/\n\
          write lease: tab 4 held by s1 (token 3)\n\
-         limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4"
+         limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4\n\
+         journal: degraded /s/journal.sqlite3 (disk full); free disk space"
     );
 }
 
