@@ -34,6 +34,7 @@ mod journal;
 pub mod lazy;
 pub mod limits;
 mod reconcile;
+pub mod risk;
 pub mod server;
 mod sessions;
 mod status;

@@ -94,6 +94,8 @@ pub struct Broker {
     /// What the latest Stop reported (via, control epoch, dropped inputs, detached tabs); `USER_STOPPED` answers
     /// carry it in `details.stop`.
     pub(crate) last_stop: Mutex<Option<Value>>,
+    /// Tabs under Stop until a session resumes them (`browser_claim` with `resume: true`).
+    pub(crate) stopped: Mutex<crate::stop::Stopped>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -169,6 +171,7 @@ impl Broker {
             recovery_journal: crate::dedup::RecoveryJournal::default(),
             owned_journal: crate::dedup::OwnedJournal::default(),
             last_stop: Mutex::new(None),
+            stopped: Mutex::new(crate::stop::Stopped::default()),
         })
     }
 

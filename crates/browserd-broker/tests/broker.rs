@@ -514,9 +514,10 @@ async fn cli_commands_print_one_line_per_item_and_json_on_request() {
     let v: Value = serde_json::from_str(&out.text).unwrap();
     assert!(v["untrustedContent"].as_str().unwrap().starts_with("fake page"), "{v}");
 
-    let err = cli::execute(&c, Command::Claim { tab: 999, observe: false, common: common.clone() }, &common)
-        .await
-        .unwrap_err();
+    let err =
+        cli::execute(&c, Command::Claim { tab: 999, observe: false, resume: false, common: common.clone() }, &common)
+            .await
+            .unwrap_err();
     assert_eq!(err.code, ErrorCode::TabNotFound, "{err:?}");
 
     let status = cli::execute(&c, Command::Status { common: common.clone() }, &common).await.unwrap().text;

@@ -1,0 +1,92 @@
+//! Stop is a state, not an event, on a real managed Chromium: after `broker.stopGate` (what `browserd stop` sends) a
+//! write with a ref read before the Stop is refused with `USER_STOPPED` and nothing reaches the page, until the
+//! session resumes with `browser_claim` `resume: true` (a new lease with a higher fencing token and a full
+//! observation). Also measures the stop → resume round trip (printed; never asserted).
+
+mod real_browser;
+
+use std::time::{Duration, Instant};
+
+use browserd_protocol::ErrorCode;
+use browserd_protocol::lifecycle::StatusParams;
+use real_browser::Real;
+use serde_json::json;
+
+fn ref_of(content: &str, needle: &str) -> String {
+    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
+    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+}
+
+const VALUE: &str = "document.getElementById('fullName').value";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_stop_a_pre_stop_ref_is_refused_until_an_explicit_resume() {
+    let r = Real::start("thread-stop").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let name = ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
+    // The open navigated as an action: the session holds the tab's write lease.
+    let fill = json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"});
+    let first = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "x"})).await;
+    assert_eq!(first["outcome"], "succeeded", "{first}");
+    let status = r.c.call(&StatusParams::default()).await.unwrap();
+    let before = status.write_leases.iter().find(|l| l.tab.0 == tab.as_u64().unwrap()).expect("a lease").clone();
+
+    let stopped = r.c.stop_gate().await.unwrap();
+    assert_eq!(stopped.code, ErrorCode::UserStopped);
+    let user = r.user().await;
+
+    // Every write is refused before anything is sent, however often the agent retries.
+    for _ in 0..2 {
+        let e =
+            r.c.tool(&r.s, "browser_act", fill.clone())
+                .await
+                .expect_err("a write after Stop is refused")
+                .into_error_data();
+        assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
+        let details = e.details.as_deref().cloned().unwrap_or_default();
+        assert_eq!(details["staleReason"], "controlEpochChanged", "{details}");
+        assert_eq!(details["dispatch"], "notSent", "{details}");
+        assert!(e.message.contains("browser_claim"), "the error names the resume call: {}", e.message);
+    }
+    let e = r
+        .c
+        .tool(&r.s, "browser_batch", json!({"tab": tab, "steps": [{"action": "fill", "target": name, "value": "Ada"}]}))
+        .await
+        .expect_err("a batch after Stop is refused")
+        .into_error_data();
+    assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("x"), "nothing reached the page after Stop");
+    let status = r.c.call(&StatusParams::default()).await.unwrap();
+    assert!(status.write_leases.iter().all(|l| l.tab != before.tab), "Stop revoked the lease: {status:?}");
+    // Reads still work while stopped.
+    r.tool("browser_observe", json!({"tab": tab})).await;
+
+    // The explicit resume: a new lease (higher fencing token) and a full observation.
+    let resumed = r.tool("browser_claim", json!({"tab": tab, "resume": true})).await;
+    let token = resumed["resumed"]["fencingToken"].as_u64().expect("the resume names its lease");
+    assert!(token > before.fencing_token.0, "{resumed} vs {before:?}");
+    let content = resumed["observation"]["untrustedContent"].as_str().expect("a full observation");
+    let name = ref_of(content, "textbox \"Full name\"");
+    let acted = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"})).await;
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("Ada"));
+
+    // The stop → resume round trip (printed for the report; timings are never asserted under load).
+    let mut rounds = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        r.c.stop_gate().await.unwrap();
+        r.tool("browser_claim", json!({"tab": tab, "resume": true})).await;
+        rounds.push(t.elapsed());
+    }
+    rounds.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "stop->resume round trip over {} runs: p50 {:.1} ms, p95 {:.1} ms",
+        rounds.len(),
+        ms(rounds[rounds.len() / 2]),
+        ms(rounds[rounds.len() * 95 / 100])
+    );
+    r.finish().await;
+}
