@@ -184,10 +184,8 @@ async function status() {
 
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
-  if (typeof a.method === 'string' && a.method.startsWith('Input.')) {
-    return gate.runInput(target.tabId, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}));
-  }
-  return chrome.debugger.sendCommand(target, a.method, a.params || {});
+  // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
+  return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
 
 async function handle(cmd, a) {
@@ -289,7 +287,7 @@ async function onHostMessage(msg) {
 // Reachable only from this worker's own global scope (DevTools on the service worker, the end-to-end tests and the
 // relay benchmark); no web page and no other extension can reach it. Headless Chromium cannot press a keyboard
 // shortcut, so the tests call the very listener registered for the command.
-globalThis.browserd = { onCommand, status, instance: INSTANCE };
+globalThis.browserd = { onCommand, status, instance: INSTANCE, cdpSend };
 
 // ---- connection with backoff --------------------------------------------------------------------------------------
 

@@ -779,3 +779,46 @@ async fn stop_in_the_middle_of_a_batch_dispatches_no_further_input() {
     assert_eq!(h.page_text(&form_url, &read("email")).await, "", "the later steps never ran");
     h.stop().await;
 }
+
+/// The extension's one gate covers every page-mutating DevTools method, not only `Input.*`: navigation, reload,
+/// history, file input, dialogs, focus, input and a script run for an action are refused with a stale fencing token
+/// and after Stop, and none of them reaches the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mutating_method_is_gated_by_lease_fencing_and_stop() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, _, name) = h.open_form(s).await;
+    let acted = c.tool(s, "browser_act", json!({"action": "fill", "target": name, "value": "Ada"})).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    h.page_text(&form_url, "String(window.__mark = 'kept')").await;
+    let gate = h.sw_eval("browserd.status().then((s) => s.gate)").await;
+    let lease = gate["leases"].as_array().and_then(|l| l.first()).cloned().expect("the act left a lease");
+    let (tab_id, token, epoch) = (&lease["tabId"], lease["token"].as_u64().unwrap(), gate["epoch"].clone());
+    let methods = json!([
+        ["Page.navigate", {"url": h.site.url("/index.html")}, false],
+        ["Page.reload", {}, false],
+        ["Page.navigateToHistoryEntry", {"entryId": 0}, false],
+        ["DOM.setFileInputFiles", {"files": ["/etc/hostname"], "backendNodeId": 1}, false],
+        ["Page.handleJavaScriptDialog", {"accept": true}, false],
+        ["DOM.focus", {"backendNodeId": 1}, false],
+        ["Input.insertText", {"text": "zzz"}, false],
+        ["Runtime.evaluate", {"expression": "document.getElementById('fullName').value = 'hacked'"}, true],
+    ]);
+    let send_all = |fence: Value| {
+        format!(
+            "Promise.all({methods}.map(([method, params, forAction]) => browserd.cdpSend({{target: {{tabId: {tab_id}}}, \
+             method, params, forAction, fence: {fence}}}).then(() => method + ' passed', (e) => e.code)))"
+        )
+    };
+    let codes =
+        |v: Value| v.as_array().unwrap().iter().map(|c| c.as_str().unwrap_or("?").to_owned()).collect::<Vec<_>>();
+    let stale = h.sw_eval(&send_all(json!({"token": token + 1000, "epoch": epoch}))).await;
+    assert!(codes(stale.clone()).iter().all(|c| c == "LEASE_REVOKED"), "a stale token passes nothing: {stale}");
+    c.stop_gate().await.unwrap();
+    let after = h.sw_eval(&send_all(json!({"token": token, "epoch": epoch}))).await;
+    assert!(codes(after.clone()).iter().all(|c| c == "USER_STOPPED"), "nothing passes after Stop: {after}");
+    assert_eq!(h.page_text(&form_url, "location.href").await, form_url, "no navigation reached the page");
+    assert_eq!(h.page_text(&form_url, "String(window.__mark)").await, "kept", "no reload reached the page");
+    assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada", "no input");
+    h.stop().await;
+}
