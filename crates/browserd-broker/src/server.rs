@@ -346,10 +346,16 @@ impl Broker {
         let cancel_active = CancellationToken::new();
         let inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>> = Arc::new(Mutex::new(HashMap::new()));
         let mut protocol: Option<u32> = None;
+        // A peer that never says `hello` would hold one of the broker's connection slots forever.
+        let hello_by = tokio::time::Instant::now() + Duration::from_millis(self.config.hello_timeout_ms.max(1));
         loop {
             let frame = tokio::select! {
                 frame = reader.recv() => frame,
                 () = ctx.shutdown.cancelled() => break,
+                () = tokio::time::sleep_until(hello_by), if protocol.is_none() => {
+                    tracing::debug!("closing a connection that sent no hello in time");
+                    break;
+                }
             };
             let value = match frame {
                 Ok(Some(value)) => value,

@@ -802,3 +802,25 @@ async fn a_read_during_a_write_waits_for_it_or_is_marked_stale_naming_it() {
     let after = c.tool(&s, "browser_observe", json!({"read": "allowStale"})).await.unwrap();
     assert!(after.get("consistency").is_none(), "no write runs any more: {after}");
 }
+
+/// 128 connections that never send `hello` (every connection slot) do not hang a real client: the broker closes each
+/// after its hello deadline and the client's connect and call go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_are_closed_at_the_hello_deadline_and_do_not_hang_clients() {
+    let h = start(BrokerConfig { hello_timeout_ms: 500, ..config() }).await;
+    let mut silent = Vec::new();
+    for _ in 0..128 {
+        silent.push(tokio::net::UnixStream::connect(h.dir.join("broker.sock")).await.unwrap());
+    }
+    let answered = tokio::time::timeout(Duration::from_secs(30), async {
+        let c = h.client().await;
+        c.call(&StatusParams::default()).await.unwrap()
+    })
+    .await;
+    assert!(answered.is_ok(), "a client behind 128 silent connections was never answered");
+    // The broker closed the silent ones: reading them ends.
+    let mut first = silent.remove(0);
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(30), tokio::io::AsyncReadExt::read(&mut first, &mut buf)).await;
+    assert!(matches!(n, Ok(Ok(0) | Err(_))), "the broker closed a connection that sent no hello: {n:?}");
+}
