@@ -822,3 +822,39 @@ async fn every_mutating_method_is_gated_by_lease_fencing_and_stop() {
     assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada", "no input");
     h.stop().await;
 }
+
+/// Releasing a claimed tab keeps the user's own tab group: release takes a tab only out of the group browserd put it
+/// in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_keeps_a_claimed_tab_in_the_users_own_group() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let user_url = h.site.url("/duplicates.html");
+    h.browser.cdp().call(None, "Target.createTarget", json!({"url": user_url}), Duration::from_secs(10)).await.unwrap();
+    let mut user_tab = None;
+    for _ in 0..100 {
+        let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
+        user_tab = listed["tabs"].as_array().unwrap().iter().find(|t| t["url"] == user_url.as_str()).cloned();
+        if user_tab.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tab = user_tab.expect("the user's tab is listed")["tab"].as_u64().unwrap();
+    // The user's own group.
+    let group_of = format!("chrome.tabs.query({{}}).then((ts) => ts.find((t) => t.url === {user_url:?}).groupId)");
+    let made = format!(
+        "chrome.tabs.query({{}}).then((ts) => chrome.tabs.group({{tabIds: [ts.find((t) => t.url === {user_url:?}).id]}}))"
+    );
+    let group = h.sw_eval(&made).await;
+    assert!(group.as_i64().is_some_and(|g| g >= 0), "the user grouped the tab: {group}");
+    c.tool(s, "browser_claim", json!({"tab": tab})).await.unwrap();
+    c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })
+        .await
+        .unwrap();
+    assert!(end.closed.is_empty(), "{end:?}");
+    assert_eq!(h.sw_eval(&group_of).await, group, "the released tab stays in the user's group");
+    h.stop().await;
+}
