@@ -1,7 +1,8 @@
 //! Stop is a state, not an event, on a real managed Chromium: after `broker.stopGate` (what `browserd stop` sends) a
 //! write with a ref read before the Stop is refused with `USER_STOPPED` and nothing reaches the page, until the
 //! session resumes with `browser_claim` `resume: true` (a new lease with a higher fencing token and a full
-//! observation). Also measures the stop → resume round trip (printed; never asserted).
+//! observation). Also measures the stop → resume round trip (printed; never asserted), and screenshots of error pages
+//! answer (issue 15 item 7).
 
 mod real_browser;
 
@@ -88,5 +89,24 @@ async fn after_stop_a_pre_stop_ref_is_refused_until_an_explicit_resume() {
         ms(rounds[rounds.len() / 2]),
         ms(rounds[rounds.len() * 95 / 100])
     );
+    r.finish().await;
+}
+
+/// A screenshot of a `chrome-error://` page (a tab navigated to a port nothing listens on) answers with the image
+/// and the page's state instead of running into the call's deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_of_an_error_page_answers() {
+    let r = Real::start("thread-error-page").await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/index.html")})).await["tab"].clone();
+    let url = format!("http://127.0.0.1:{port}/");
+    let _ = r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "navigate", "value": url})).await;
+    for _ in 0..3 {
+        let obs = r.c.tool(&r.s, "browser_observe", json!({"tab": tab, "screenshot": true})).await;
+        let obs = obs.unwrap_or_else(|e| panic!("the screenshot of the error page failed: {e}"));
+        assert!(obs["screenshot"].is_object(), "the answer carries the image: {obs}");
+    }
     r.finish().await;
 }
