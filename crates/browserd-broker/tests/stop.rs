@@ -110,3 +110,28 @@ async fn a_screenshot_of_an_error_page_answers() {
     }
     r.finish().await;
 }
+
+/// Refs inside an out-of-process iframe survive the debugger's idle detach (1.5 s): after a wait longer than the
+/// idle window the re-attached child session maps to the same document (its loader id), so the click lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oopif_refs_survive_the_idle_detach() {
+    let r = Real::start("thread-oopif-idle").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let inner: Vec<String> = content
+        .lines()
+        .filter(|l| l.contains("button \"Inner button\""))
+        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+        .collect();
+    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    for target in &inner {
+        let acted = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": target})).await;
+        assert_eq!(acted["outcome"], "succeeded", "{target} after the idle window: {acted}");
+    }
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap();
+    assert_eq!(content.matches("Inner clicks: 1").count(), 2, "{content}");
+    r.finish().await;
+}
