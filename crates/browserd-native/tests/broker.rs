@@ -585,8 +585,9 @@ async fn keyboard_stop_command_closes_the_gate_and_reports_user_stopped_with_the
     );
     let len_at_stop = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert!(len_at_stop < 603, "Stop cut the typing short: {len_at_stop}");
+    // Stop holds: the next write is refused before anything is sent, until `browser_claim` `resume: true`.
     let again = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": "zzz"})).await;
-    assert_eq!(again.unwrap_err().code(), ErrorCode::LeaseRevoked);
+    assert_eq!(again.unwrap_err().code(), ErrorCode::UserStopped);
     let len_after = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert_eq!(len_after, len_at_stop, "no input after Stop");
     h.stop().await;
