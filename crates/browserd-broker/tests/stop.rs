@@ -135,3 +135,37 @@ async fn oopif_refs_survive_the_idle_detach() {
     assert_eq!(content.matches("Inner clicks: 1").count(), 2, "{content}");
     r.finish().await;
 }
+
+/// A batch stops before a high-risk step (a button named Submit) and answers every step: the fill ran, the submit
+/// and the step after it were not started, and the form was not submitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_stops_before_a_high_risk_step_and_answers_every_step() {
+    let r = Real::start("thread-batch-risk").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap();
+    let name = ref_of(content, "textbox \"Full name\"");
+    let submit = ref_of(content, "button \"Submit\"");
+    let batch = r
+        .tool(
+            "browser_batch",
+            json!({"tab": tab, "steps": [
+                {"action": "fill", "target": name, "value": "Ada"},
+                {"action": "click", "target": submit},
+                {"action": "fill", "target": name, "value": "Bob"}]}),
+        )
+        .await;
+    assert_eq!(batch["ok"], false, "{batch}");
+    assert_eq!(batch["stopped"], json!({"step": 1, "reason": "highRisk"}), "{batch}");
+    let results = batch["results"].as_array().unwrap();
+    let status: Vec<&str> = results.iter().map(|s| s["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["ran", "notStarted", "notStarted"], "{batch}");
+    assert_eq!(results[0]["outcome"], "succeeded", "{batch}");
+    assert_eq!(results[1]["code"], "HIGH_RISK", "{batch}");
+    assert_eq!(results[1]["dispatch"], "notDispatched", "{batch}");
+    let user = r.user().await;
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("Ada"), "the step after the high-risk one never ran");
+    let url = user.eval_in("/form.html", "location.href").await;
+    assert!(!url.as_str().unwrap_or_default().contains('?'), "the form was not submitted: {url}");
+    r.finish().await;
+}
