@@ -824,3 +824,17 @@ async fn silent_connections_are_closed_at_the_hello_deadline_and_do_not_hang_cli
     let n = tokio::time::timeout(Duration::from_secs(30), tokio::io::AsyncReadExt::read(&mut first, &mut buf)).await;
     assert!(matches!(n, Ok(Ok(0) | Err(_))), "the broker closed a connection that sent no hello: {n:?}");
 }
+
+/// A request over the broker's 16 MiB frame limit is answered with a typed error naming the limit (the broker
+/// would drop the connection unanswered), and the connection keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_request_gets_a_typed_error_naming_the_limit() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Codex, "oversize").await;
+    let huge = "x".repeat(17 * 1024 * 1024);
+    let e = c.tool(&s, "browser_open", json!({"url": huge})).await.expect_err("too large").into_error_data();
+    assert_eq!(e.code, ErrorCode::InvalidParams, "{e:?}");
+    assert!(e.message.contains("16 MiB"), "{}", e.message);
+    c.call(&StatusParams::default()).await.expect("the connection still works");
+}
