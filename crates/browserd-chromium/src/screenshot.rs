@@ -28,6 +28,9 @@ fn metrics_dpr(m: &serde_json::Value) -> Option<f64> {
     (device > 0.0 && css > 0.0).then(|| device / css)
 }
 
+/// How long the capture of a browser error page may take before it is answered with a typed error.
+const ERROR_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(2500);
+
 /// Captures a screenshot.
 pub(crate) async fn capture(
     p: &ChromiumProvider,
@@ -128,10 +131,23 @@ pub(crate) async fn capture(
         params["quality"] = json!(opts.quality.unwrap_or(80).clamp(1, 100));
     }
     let epoch = p.st().tabs.get(&tab).map_or(0, crate::state::Tab::main_epoch);
-    let r = p
-        .call(Some(&session), "Page.captureScreenshot", params, deadline)
-        .await
-        .map_err(|e| cdp_err(&e, "capturing the screenshot"))?;
+    // Chromium often renders no frame of its error page (`chrome-error://`) in a background tab, and the capture
+    // then never answers: bound it, and answer with a typed error that says what the tab shows, inside the deadline.
+    let url = p.st().tabs.get(&tab).map(|t| t.url.clone()).unwrap_or_default();
+    let error_page = url.starts_with("chrome-error://");
+    let capture_by = if error_page { deadline.min(Instant::now() + ERROR_PAGE_WAIT) } else { deadline };
+    let r = match p.call(Some(&session), "Page.captureScreenshot", params, capture_by).await {
+        Ok(r) => r,
+        Err(_) if error_page && Instant::now() >= capture_by && capture_by < deadline => {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Refused,
+                "the tab shows the browser's error page for a load that failed (chrome-error://), \
+                 which Chromium did not render for a screenshot; observe without a screenshot (its text says what \
+                 failed), or navigate the tab to a page that loads",
+            ));
+        }
+        Err(e) => return Err(cdp_err(&e, "capturing the screenshot")),
+    };
     if beyond {
         // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
         // Chromium: record the viewport the page has now, which is what later coordinate actions are checked against.
