@@ -114,9 +114,16 @@ async function ensureGroup(session, tabId, title) {
   return groupId;
 }
 
-/** Takes a tab out of an agent group without closing anything; groups are never closed whole. */
-async function ungroupQuiet(tabId) {
-  try { await chrome.tabs.ungroup([tabId]); } catch (e) { /* not grouped or gone */ }
+/**
+ * Takes a tab out of the agent group browserd put it in (`groupedBy`), and only if it is still there; a tab in a
+ * group of the user's (a claimed tab, or one the user moved) keeps its group. Groups are never closed whole.
+ */
+async function ungroupQuiet(tabId, groupedBy) {
+  if (groupedBy === undefined || groupedBy === null) return;
+  try {
+    const tab = await chrome.tabs.get(tabId);
+    if (tab.groupId === groupedBy) await chrome.tabs.ungroup([tabId]);
+  } catch (e) { /* not grouped or gone */ }
 }
 
 async function detachQuiet(tabId) {
@@ -184,10 +191,8 @@ async function status() {
 
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
-  if (typeof a.method === 'string' && a.method.startsWith('Input.')) {
-    return gate.runInput(target.tabId, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}));
-  }
-  return chrome.debugger.sendCommand(target, a.method, a.params || {});
+  // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
+  return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
 
 async function handle(cmd, a) {
@@ -218,7 +223,11 @@ async function handle(cmd, a) {
       if (!a.session) throw new GateError('INVALID_PARAMS', 'tabs.create needs the agent session that will own the tab');
       const tab = await chrome.tabs.create({ url: a.url || 'about:blank', active: a.active ?? false });
       await owners.set(tab.id, { session: a.session, kind: 'created' });
-      if (a.group !== false) await ensureGroup(a.session, tab.id, a.groupTitle);
+      if (a.group !== false) {
+        // Remember the group browserd put the tab in: release takes it out of that group only.
+        const groupedBy = await ensureGroup(a.session, tab.id, a.groupTitle);
+        await owners.set(tab.id, { session: a.session, kind: 'created', groupedBy });
+      }
       return describe(await chrome.tabs.get(tab.id));
     }
     case 'tabs.remove': {
@@ -245,9 +254,9 @@ async function handle(cmd, a) {
       return owners.get(a.tabId);
     }
     case 'own.release': {
-      await owners.require(a.tabId, a.session, 'release');
+      const rec = await owners.require(a.tabId, a.session, 'release');
       await detachQuiet(a.tabId);
-      await ungroupQuiet(a.tabId);
+      await ungroupQuiet(a.tabId, rec.groupedBy);
       await owners.forget(a.tabId);
       return { released: a.tabId };
     }
@@ -289,7 +298,7 @@ async function onHostMessage(msg) {
 // Reachable only from this worker's own global scope (DevTools on the service worker, the end-to-end tests and the
 // relay benchmark); no web page and no other extension can reach it. Headless Chromium cannot press a keyboard
 // shortcut, so the tests call the very listener registered for the command.
-globalThis.browserd = { onCommand, status, instance: INSTANCE };
+globalThis.browserd = { onCommand, status, instance: INSTANCE, cdpSend };
 
 // ---- connection with backoff --------------------------------------------------------------------------------------
 

@@ -395,6 +395,18 @@ impl Client {
     ) -> Result<Value, ClientError> {
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let request = Request::new(id.clone(), method, &params)?;
+        // A frame over the broker's limit would make it drop the connection unanswered: refuse it here, typed.
+        let encoded = serde_json::to_vec(&request).map(|v| v.len()).unwrap_or(0);
+        if encoded >= browserd_ipc::DEFAULT_MAX_FRAME {
+            return Err(ClientError::Rpc(Box::new(ErrorData::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "the `{method}` request is {encoded} bytes, over the broker's frame limit of {} bytes (16 MiB); \
+                     send less (e.g. a shorter value, or a file path instead of the content)",
+                    browserd_ipc::DEFAULT_MAX_FRAME
+                ),
+            ))));
+        }
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), tx);
         let forget = || {

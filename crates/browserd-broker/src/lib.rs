@@ -41,6 +41,7 @@ pub mod lazy;
 pub mod limits;
 mod reconcile;
 pub mod request_ids;
+pub mod risk;
 pub mod server;
 mod sessions;
 mod status;

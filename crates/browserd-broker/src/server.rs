@@ -93,6 +93,8 @@ pub struct Broker {
     /// What the latest Stop reported (via, control epoch, dropped inputs, detached tabs); `USER_STOPPED` answers
     /// carry it in `details.stop`.
     pub(crate) last_stop: Mutex<Option<Value>>,
+    /// Tabs under Stop until a session resumes them (`browser_claim` with `resume: true`).
+    pub(crate) stopped: Mutex<crate::stop::Stopped>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -168,6 +170,7 @@ impl Broker {
             recovery_journal: crate::dedup::RecoveryJournal::default(),
             owned_journal: crate::dedup::OwnedJournal::default(),
             last_stop: Mutex::new(None),
+            stopped: Mutex::new(crate::stop::Stopped::default()),
         })
     }
 
@@ -347,11 +350,17 @@ impl Broker {
         let cancel_active = CancellationToken::new();
         let inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>> = Arc::new(Mutex::new(HashMap::new()));
         let mut protocol: Option<u32> = None;
+        // A peer that never says `hello` would hold one of the broker's connection slots forever.
+        let hello_by = tokio::time::Instant::now() + Duration::from_millis(self.config.hello_timeout_ms.max(1));
         loop {
             let frame = tokio::select! {
                 frame = reader.recv() => frame,
                 () = ctx.shutdown.cancelled() => break,
                 () = closer.cancelled() => break,
+                () = tokio::time::sleep_until(hello_by), if protocol.is_none() => {
+                    tracing::debug!("closing a connection that sent no hello in time");
+                    break;
+                }
             };
             let value = match frame {
                 Ok(Some(value)) => value,

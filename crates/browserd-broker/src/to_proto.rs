@@ -269,7 +269,13 @@ pub fn listed_tab(view: &TabView) -> ListedTab {
 /// The result of `browser_open` / `browser_claim` (observation attached by the caller).
 #[must_use]
 pub fn tab_result(view: &TabView) -> TabResult {
-    TabResult { tab: tab_id(view.tab), url: view.url.clone(), title: view.title.clone(), observation: None }
+    TabResult {
+        tab: tab_id(view.tab),
+        url: view.url.clone(),
+        title: view.title.clone(),
+        observation: None,
+        resumed: None,
+    }
 }
 
 /// The wire recovery action.

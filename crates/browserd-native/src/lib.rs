@@ -32,8 +32,8 @@
 //!   `stopped` (`via`,`controlEpoch`,`droppedInputs`,`detached`,`reason`). `seq` increases by one per event.
 //! - broker → extension: `{"type":"welcome","protocolVersion","broker"}` or `{"type":"refused","message"}`, then
 //!   `{"type":"call","id","cmd","args"[, "lane":"priority"]}`. Commands: `ping`, `status`, `resync`, `cdp.send`
-//!   (`target:{tabId[,sessionId]}`, `method`, `params`, `fence:{token,epoch}` for `Input.*`), `debugger.attach|detach|
-//!   getTargets`, `tabs.create|remove|get|query|update`, `own.claim|release|list`, `lease.grant|revoke`, `stop`, `cancel`.
+//!   (`target:{tabId[,sessionId]}`, `method`, `params`, `fence:{token,epoch}` when a lease is granted),
+//!   `debugger.attach|detach|getTargets`, `tabs.create|remove|get|query|update`, `own.claim|release|list`, `lease.grant|revoke`, `stop`, `cancel`.
 //! - host → endpoint only: `{"type":"host","origin","extensionId","hostVersion","pid"}` first; `{"type":"probe"}` from
 //!   `doctor` instead gets `{"type":"probeResult","paired","extension"}`. Host → extension only: `{"type":"chunk","id",
 //!   "index","count","data"}` (base64 of ≤ 256 KiB) and `{"type":"hostError","message"}`.

@@ -193,7 +193,9 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
             (BROWSER_CLEANUP, json!({"keep": keep, "close": close, "release": release}))
         }
         Command::List { .. } => (BROWSER_LIST, json!({})),
-        Command::Claim { tab, observe, .. } => (BROWSER_CLAIM, json!({"tab": tab, "observe": observe})),
+        Command::Claim { tab, observe, resume, .. } => {
+            (BROWSER_CLAIM, json!({"tab": tab, "observe": observe, "resume": resume}))
+        }
         Command::Handoff { tab, message, until, timeout_ms, .. } => {
             if until.is_some() {
                 let secs = timeout_ms.unwrap_or(300_000) / 1000;

@@ -84,6 +84,7 @@ impl<'a> ToolCtx<'a> {
     /// [`Self::admit`] for a write on `tab`: reads of the tab see it running (named by the caller's `callId`, else a
     /// broker trace id) until it ends.
     pub(crate) async fn admit_write(&mut self, tab: TabHandle) -> Result<Admission, ErrorData> {
+        self.broker.check_not_stopped(tab)?;
         let trace = match self.call_id {
             Some(id) => id.to_owned(),
             None => format!("w{}", self.broker.next_write.fetch_add(1, Ordering::Relaxed) + 1),

@@ -151,6 +151,21 @@ impl User {
         let _ = self.cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), CALL).await;
     }
 
+    /// The JSON value of a script run in the page whose URL contains `url_part` (to check what reached the page).
+    pub async fn eval_in(&self, url_part: &str, script: &str) -> Value {
+        let target = self.target_with(url_part).await;
+        let attached =
+            self.cdp.call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), CALL).await;
+        let session = CdpSession(attached.unwrap()["sessionId"].as_str().unwrap().to_owned());
+        let r = self
+            .cdp
+            .call(Some(&session), "Runtime.evaluate", json!({"expression": script, "returnByValue": true}), CALL)
+            .await
+            .unwrap();
+        let _ = self.cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), CALL).await;
+        r["result"]["value"].clone()
+    }
+
     /// Close the tab whose URL contains `url_part`.
     pub async fn close(&self, url_part: &str) {
         let target = self.target_with(url_part).await;
