@@ -222,7 +222,10 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
         "/apps/mail.html" => {
             let mut operable: Vec<AppOperable> =
                 visible_folders().into_iter().map(|f| op("generic", f, format!("folder:{f}"))).collect();
-            operable.extend(MAILS.iter().map(|(id, _, subject, _)| op("generic", *subject, format!("mail:{id}"))));
+            // A mail row is named by its text: sender, subject, date.
+            operable.extend(MAILS.iter().map(|(id, from, subject, date)| {
+                op("generic", format!("{from} {subject} {date}"), format!("mail:{id}"))
+            }));
             let texts = vec![
                 format!("Folder: {}", FOLDERS[0].1),
                 format!("Unread: {}", MAILS.len()),

@@ -60,6 +60,14 @@ pub(super) struct Renderer<'a> {
     pub(super) window: Option<WindowState>,
     /// Tables and lists being walked, innermost last.
     pub(super) collections: Vec<(String, i64)>,
+    /// Depth of unnamed lists being walked (a list inside a list item is indented under it: a tree).
+    pub(super) list_depth: u16,
+    /// Whether a fixed-position container is being walked (one inside it is not a popup of its own).
+    pub(super) in_popup: bool,
+    /// Per frame, the backend nodes the accessibility tree has (built on first use).
+    pub(super) ax_backends: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
+    /// Elements outside the accessibility tree already given a line from their text (`inline_clickable`).
+    pub(super) inline_done: std::collections::HashSet<(String, i64)>,
 }
 
 impl Renderer<'_> {
@@ -135,6 +143,10 @@ impl<'a> Renderer<'a> {
             context: Vec::new(),
             inter: Vec::new(),
             in_operable: 0,
+            list_depth: 0,
+            in_popup: false,
+            ax_backends: std::cell::RefCell::default(),
+            inline_done: std::collections::HashSet::new(),
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),
             window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),

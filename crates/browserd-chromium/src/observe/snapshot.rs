@@ -1,5 +1,6 @@
 //! The DOM snapshot (`DOMSnapshot.captureSnapshot`) as per-frame maps of the facts the renderer reads: tag, kept
-//! attributes, clickability (click listener or pointer cursor) and the frame a frame owner holds.
+//! attributes, clickability (click listener or pointer cursor), fixed position, the parent and the frame a frame
+//! owner holds.
 
 use std::collections::HashMap;
 
@@ -27,6 +28,10 @@ pub(crate) struct DomNode {
     pub(crate) clickable: bool,
     pub(crate) pointer: bool,
     pub(crate) parent_pointer: bool,
+    /// `position: fixed` (a popup, a toast, a bar that stays in view).
+    pub(crate) fixed: bool,
+    /// The parent node's backend id.
+    pub(crate) parent: Option<i64>,
     pub(crate) content_frame: Option<String>,
 }
 
@@ -92,6 +97,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         }
         let layout = &d["layout"];
         let mut pointer = vec![false; count];
+        let mut fixed = vec![false; count];
         for (ni, st) in
             layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten())
         {
@@ -99,16 +105,24 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 && ni < count
             {
                 pointer[ni] = st.get(0).map(&s) == Some("pointer");
+                fixed[ni] = st.get(2).map(&s) == Some("fixed");
             }
         }
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
             node.pointer = pointer[i];
+            node.fixed = fixed[i];
             node.parent_pointer = parents
                 .get(i)
                 .and_then(Value::as_i64)
                 .and_then(|p| usize::try_from(p).ok())
                 .is_some_and(|p| pointer.get(p).copied().unwrap_or(false));
+            node.parent = parents
+                .get(i)
+                .and_then(Value::as_i64)
+                .and_then(|p| usize::try_from(p).ok())
+                .and_then(|p| backend.get(p))
+                .and_then(Value::as_i64);
             if let Some(b) = backend.get(i).and_then(Value::as_i64) {
                 map.insert(b, node);
             }

@@ -79,7 +79,16 @@ impl Renderer<'_> {
     fn walk_node(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let Some(ax) = self.axs.get(frame) else { return };
         let Some(n) = ax.nodes.get(id) else { return };
-        if n.ignored {
+        if !self.in_popup
+            && !n.hidden
+            && self.dom(frame, n).is_some_and(|d| d.fixed)
+            && self.has_operable_descendant(frame, ax, id, 0)
+        {
+            return self.popup(frame, id, indent);
+        }
+        // An element the accessibility tree ignores (a `div` or an `<a>` without `href` whose click a listener on an
+        // ancestor handles, as React, Vue and jQuery's `.on(selector)` do) is still operable when the DOM says so.
+        if n.ignored && !(self.in_operable == 0 && self.dom_operable(frame, n)) {
             for c in &n.children {
                 self.walk(frame, c, indent, named);
             }
@@ -88,6 +97,9 @@ impl Renderer<'_> {
         match n.role.as_str() {
             "InlineTextBox" | "LineBreak" => return,
             "StaticText" => {
+                if !named && self.in_operable == 0 && self.inline_clickable(frame, n, indent) {
+                    return;
+                }
                 if !named {
                     self.text(indent, &n.name);
                 }
@@ -117,6 +129,23 @@ impl Renderer<'_> {
             self.container(frame, n, indent, container_ref);
         } else {
             self.block(frame, ax, id, indent, named);
+        }
+    }
+
+    /// A fixed-position element with operable nodes inside (a confirmation popup, a cookie banner): its own
+    /// `popup:` container, so its text and buttons are not read as part of what it covers.
+    fn popup(&mut self, frame: &str, id: &str, indent: u16) {
+        self.flush_text();
+        let start = self.out.lines.len();
+        let start_bytes = self.bytes;
+        let idx = self.push(indent, None, line::container(None, "popup", "", 60));
+        self.in_popup = true;
+        self.walk_node(frame, id, indent + 1, false);
+        self.in_popup = false;
+        self.flush_text();
+        if idx.is_some() && self.out.lines.len() == start + 1 {
+            self.out.lines.truncate(start);
+            self.bytes = start_bytes;
         }
     }
 
@@ -273,8 +302,17 @@ impl Renderer<'_> {
             self.flush_text();
         }
         let child_named = named || (NAME_FROM_CONTENT.contains(&role) && !n.name.is_empty() && role != "cell");
+        // A list inside a list (a tree built from nested lists) is indented under its item.
+        let list = role == "list";
+        let child_indent = if list && self.list_depth > 0 { indent + 1 } else { indent };
+        if list {
+            self.list_depth += 1;
+        }
         for c in &n.children {
-            self.walk(frame, c, indent, child_named);
+            self.walk(frame, c, child_indent, child_named);
+        }
+        if list {
+            self.list_depth -= 1;
         }
         if block && !(cell && self.row_depth > 0) {
             self.flush_text();
