@@ -126,3 +126,22 @@ async fn a_tree_of_nested_lists_is_indented_and_a_fixed_popup_is_its_own_contain
     assert!(!inside.iter().any(|l| l.contains("Delete selected")), "the popup holds only its own content: {text}");
     tab.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_with_no_observable_effect_says_effects_none() {
+    let tab = Page::open("/apps/delegated.html").await;
+    let o = tab.observe().await;
+    // The Beta badge shows a pointer but nothing handles its click.
+    let beta = ref_for(&o, "generic", "Beta", &[], false).expect("the badge has a ref");
+    let r = tab.act(ActParams::new(ActionKind::Click).target(&beta)).await;
+    assert!(r.effects.none, "nothing happened, and the result must say so: {r:?}");
+    assert!(r.effects.changed.is_empty(), "{r:?}");
+    // A click that changes the page is not `none`, and says what text it brought.
+    let o = tab.observe().await;
+    let billing = ref_for(&o, "generic", "Billing", &[], false).expect("Billing has a ref");
+    let r = tab.act(ActParams::new(ActionKind::Click).target(&billing)).await;
+    assert!(!r.effects.none, "{r:?}");
+    assert!(r.effects.changed.iter().any(|l| l.contains("Section: Billing")), "{r:?}");
+    assert!(env().site.wait_for_record("section:Billing", Duration::from_secs(5)).await);
+    tab.close().await;
+}
