@@ -1,5 +1,6 @@
 //! The DOM snapshot (`DOMSnapshot.captureSnapshot`) as per-frame maps of the facts the renderer reads: tag, kept
-//! attributes, clickability (click listener or pointer cursor) and the frame a frame owner holds.
+//! attributes, clickability (click listener or pointer cursor), whether the element is laid out as a block (its text
+//! starts and ends a line, as `innerText` breaks it) and the frame a frame owner holds.
 
 use std::collections::HashMap;
 
@@ -27,6 +28,9 @@ pub(crate) struct DomNode {
     pub(crate) clickable: bool,
     pub(crate) pointer: bool,
     pub(crate) parent_pointer: bool,
+    /// Laid out as a block-level box (`display` other than `inline*`, `contents` or `none`): its text is a line of
+    /// its own, as `innerText` shows it.
+    pub(crate) block: bool,
     pub(crate) content_frame: Option<String>,
 }
 
@@ -92,6 +96,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         }
         let layout = &d["layout"];
         let mut pointer = vec![false; count];
+        let mut block = vec![false; count];
         for (ni, st) in
             layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten())
         {
@@ -99,11 +104,13 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 && ni < count
             {
                 pointer[ni] = st.get(0).map(&s) == Some("pointer");
+                block[ni] = st.get(2).map(&s).is_some_and(is_block);
             }
         }
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
             node.pointer = pointer[i];
+            node.block = block[i];
             node.parent_pointer = parents
                 .get(i)
                 .and_then(Value::as_i64)
@@ -116,4 +123,15 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         out.insert(frame_ids[di].clone(), map);
     }
     out
+}
+
+/// Whether a computed `display` lays the element out as a block-level box, whose text `innerText` puts on lines of
+/// its own (`block`, `flex`, `grid`, `list-item`, `table`, `table-row`, `flow-root`, ...). Inline-level boxes
+/// (`inline`, `inline-block`, `inline-flex`, ...) and `contents` (no box of its own) continue the line; table cells
+/// are joined by the row rendering.
+fn is_block(display: &str) -> bool {
+    let outer = display.split_whitespace().next().unwrap_or("");
+    !(outer.is_empty()
+        || outer.starts_with("inline")
+        || matches!(outer, "contents" | "none" | "table-cell" | "ruby" | "ruby-text"))
 }
