@@ -31,6 +31,9 @@ pub(crate) struct DomNode {
     /// Laid out as a block-level box (`display` other than `inline*`, `contents` or `none`): its text is a line of
     /// its own, as `innerText` shows it.
     pub(crate) block: bool,
+    /// Its previous sibling is rendered whitespace (a text node of spaces with a layout box): the space between two
+    /// inline boxes that the accessibility tree may leave out.
+    pub(crate) space_before: bool,
     pub(crate) content_frame: Option<String>,
 }
 
@@ -107,10 +110,39 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 block[ni] = st.get(2).map(&s).is_some_and(is_block);
             }
         }
+        let values = n["nodeValue"].as_array().cloned().unwrap_or_default();
+        let mut laid_out = vec![false; count];
+        for ni in layout["nodeIndex"].as_array().into_iter().flatten() {
+            if let Some(ni) = ni.as_u64().and_then(|x| usize::try_from(x).ok())
+                && ni < count
+            {
+                laid_out[ni] = true;
+            }
+        }
+        // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.
+        let mut last_child: HashMap<i64, usize> = HashMap::new();
+        let mut space_before = vec![false; count];
+        let mut inherited = vec![false; count];
+        for (i, space) in space_before.iter_mut().enumerate() {
+            let Some(p) = parents.get(i).and_then(Value::as_i64) else { continue };
+            match last_child.get(&p) {
+                Some(&prev) => {
+                    *space = laid_out[prev]
+                        && nodes[prev].tag == "#text"
+                        && values.get(prev).map(&s).is_some_and(|v| !v.is_empty() && v.trim().is_empty());
+                }
+                // A first child starts where its inline parent starts: the space before the parent is before it
+                // (the accessibility tree often has no node for an inline `<span>`, only for its text).
+                None => *space = usize::try_from(p).ok().is_some_and(|p| p < i && inherited[p] && !block[p]),
+            }
+            inherited[i] = *space;
+            last_child.insert(p, i);
+        }
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
             node.pointer = pointer[i];
-            node.block = block[i];
+            node.block = block[i] && !node.tag.starts_with('#');
+            node.space_before = space_before[i];
             node.parent_pointer = parents
                 .get(i)
                 .and_then(Value::as_i64)

@@ -78,13 +78,13 @@ impl Renderer<'_> {
     /// One node: a block-level box starts and ends a line of text, as `innerText` breaks it (two sibling `<div>`s
     /// are two lines, never one), whatever its role (an ignored or generic `<div>` too).
     fn walk_node(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
-        let block = self
-            .axs
-            .get(frame)
-            .and_then(|ax| ax.nodes.get(id))
-            .is_some_and(|n| n.role != "StaticText" && self.dom(frame, n).is_some_and(|d| d.block));
+        let dom = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| self.dom(frame, n));
+        let block = dom.is_some_and(|d| d.block);
+        let space = dom.is_some_and(|d| d.space_before);
         if block {
             self.text_break();
+        } else if space && !self.pending.is_empty() && !self.pending.ends_with(' ') {
+            self.pending.push(' ');
         }
         self.walk_inner(frame, id, indent, named);
         if block {
