@@ -455,8 +455,8 @@ fn serialise_error(e: &serde_json::Error) -> browserd_core::provider::ProviderEr
     )
 }
 
-/// The `untrustedContent` of a serialised `Observation`; `text` itself when it is not one (already the line
-/// rendering).
+/// The `untrustedContent` of a serialised `Observation`; `text` itself when it is not one (the line rendering, or
+/// the MCP server's text of an observation, whose envelope line holds no ref).
 pub fn observation_content(text: &str) -> String {
     match serde_json::from_str::<browserd_protocol::Observation>(text) {
         Ok(o) => o.untrusted_content,
