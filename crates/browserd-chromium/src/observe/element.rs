@@ -9,7 +9,6 @@ use super::line::{self, RefLine};
 use super::renderer::Renderer;
 use super::snapshot::DomNode;
 use crate::ax::{AxNode, AxTree};
-use crate::provider::truncate;
 use crate::state::NodeFacts;
 
 impl Renderer<'_> {
@@ -19,8 +18,9 @@ impl Renderer<'_> {
     pub(super) fn interactive(&mut self, frame: &str, id: &str, indent: u16, shown: &str) {
         let ax = &self.axs[frame];
         let n = &ax.nodes[id];
-        if self.out.node_count >= self.max_nodes || self.bytes_full {
+        if self.nodes_full() || self.bytes_full {
             self.omitted += 1;
+            self.omitted_lines += 1;
             if let Some(c) = self.containers.last()
                 && !self.expand.contains(c)
             {
@@ -57,7 +57,7 @@ impl Renderer<'_> {
             && *value != name)
             .then(|| {
                 let masked = states.iter().any(|s| s == "type=password");
-                if masked { "•••".to_owned() } else { truncate(&clean_value, 60) }
+                if masked { "•••".to_owned() } else { clean_value.clone() }
             });
         let placeholder = dom
             .as_ref()

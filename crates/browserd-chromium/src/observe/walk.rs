@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::line::{self, quote};
+use super::line::{self, quote, quote_cut};
 use super::operable::Operability;
 use super::renderer::Renderer;
 use super::text::NAME_FROM_CONTENT;
@@ -75,8 +75,25 @@ impl Renderer<'_> {
         self.walk_node(frame, id, indent, named);
     }
 
-    /// One node: what it is decides its lines (`named`: its text is already in the name of an ancestor's line).
+    /// One node: a block-level box starts and ends a line of text, as `innerText` breaks it (two sibling `<div>`s
+    /// are two lines, never one), whatever its role (an ignored or generic `<div>` too).
     fn walk_node(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        let dom = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| self.dom(frame, n));
+        let block = dom.is_some_and(|d| d.block);
+        let space = dom.is_some_and(|d| d.space_before);
+        if block {
+            self.text_break();
+        } else if space && !self.pending.is_empty() && !self.pending.ends_with(' ') {
+            self.pending.push(' ');
+        }
+        self.walk_inner(frame, id, indent, named);
+        if block {
+            self.text_break();
+        }
+    }
+
+    /// What a node is decides its lines (`named`: its text is already in the name of an ancestor's line).
+    fn walk_inner(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let Some(ax) = self.axs.get(frame) else { return };
         let Some(n) = ax.nodes.get(id) else { return };
         if !self.in_popup
@@ -95,7 +112,13 @@ impl Renderer<'_> {
             return;
         }
         match n.role.as_str() {
-            "InlineTextBox" | "LineBreak" => return,
+            "InlineTextBox" => return,
+            "LineBreak" => {
+                if !named {
+                    self.text_break();
+                }
+                return;
+            }
             "StaticText" => {
                 if !named && self.in_operable == 0 && self.inline_clickable(frame, n, indent) {
                     return;
@@ -138,7 +161,7 @@ impl Renderer<'_> {
         self.flush_text();
         let start = self.out.lines.len();
         let start_bytes = self.bytes;
-        let idx = self.push(indent, None, line::container(None, "popup", "", 60));
+        let idx = self.push(indent, None, line::container(None, "popup", ""));
         self.in_popup = true;
         self.walk_node(frame, id, indent + 1, false);
         self.in_popup = false;
@@ -178,7 +201,7 @@ impl Renderer<'_> {
     /// structural change.
     fn heading(&mut self, frame: &str, n: &AxNode, indent: u16) {
         let level = n.prop("level").and_then(Value::as_u64).unwrap_or(2);
-        let label = format!(" {}:", quote(&n.name, 60));
+        let label = format!(" {}:", quote(&n.name));
         let repeats = indent > 0
             && self.pending.is_empty()
             && self
@@ -189,7 +212,7 @@ impl Renderer<'_> {
         if !repeats {
             self.push(indent, None, line::heading(level, &n.name));
         }
-        let q = quote(&n.name, 40);
+        let q = quote_cut(&n.name, 40);
         if self.context.last() != Some(&q) {
             self.context.push(q);
         }
@@ -211,7 +234,7 @@ impl Renderer<'_> {
             t.clone_from(&n.name);
         }
         if !t.trim().is_empty() {
-            self.context.push(quote(&t, 40));
+            self.context.push(quote_cut(&t, 40));
         }
         let start = self.out.lines.len();
         let inter_start = self.inter.len();
@@ -235,16 +258,16 @@ impl Renderer<'_> {
             _ => role,
         };
         let node_ref = container_ref.as_ref().map(|(r, _)| r.as_str());
-        let label = line::container(node_ref, shown_role, &n.name, if role == "row" { 50 } else { 60 });
+        let label = line::container(node_ref, shown_role, &n.name);
         if n.flag("modal") && self.out.modal.is_none() {
-            self.out.modal = Some(format!("{role} {}", quote(&n.name, 60)));
+            self.out.modal = Some(format!("{role} {}", quote(&n.name)));
         }
         let start = self.out.lines.len();
         let start_bytes = self.bytes;
         let idx = self.push(indent, node_ref.map(str::to_owned), label);
         let ctx_len = self.context.len();
         if !n.name.is_empty() {
-            self.context.push(quote(&n.name, 40));
+            self.context.push(quote_cut(&n.name, 40));
         }
         if let Some(b) = n.backend {
             self.containers.push((frame.to_owned(), b));
@@ -276,7 +299,7 @@ impl Renderer<'_> {
             let mut t = String::new();
             self.first_text(ax, id, &mut t);
             if !t.is_empty() {
-                self.context.push(quote(&t, 40));
+                self.context.push(quote_cut(&t, 40));
             }
         }
         let block = matches!(
@@ -295,8 +318,8 @@ impl Renderer<'_> {
         );
         let cell = matches!(role, "cell" | "gridcell" | "columnheader" | "rowheader");
         if cell && self.row_depth > 0 {
-            if !self.pending.is_empty() && !self.pending.ends_with(" |") {
-                self.pending.push_str(" |");
+            if !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
+                self.pending.push_str(" | ");
             }
         } else if block {
             self.flush_text();
