@@ -36,7 +36,8 @@ impl Renderer<'_> {
             && shown != "textbox"
         {
             let mut t = String::new();
-            self.subtree_text(ax, id, &mut t);
+            self.subtree_text(frame, ax, id, &mut t);
+            let t = t.trim_end().to_owned();
             name = t;
         }
         let mut states = self.states(n, shown, dom.as_ref());

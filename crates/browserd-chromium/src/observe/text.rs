@@ -57,7 +57,7 @@ impl Renderer<'_> {
 
     /// Text of a subtree (for names of generic clickables): its text nodes joined as rendered, whole (the caller
     /// folds whitespace).
-    pub(super) fn subtree_text(&self, ax: &AxTree, id: &str, out: &mut String) {
+    pub(super) fn subtree_text(&self, frame: &str, ax: &AxTree, id: &str, out: &mut String) {
         let Some(n) = ax.nodes.get(id) else { return };
         if n.role == "StaticText" {
             out.push_str(&n.name);
@@ -67,8 +67,17 @@ impl Renderer<'_> {
             out.push(' ');
             return;
         }
+        // A block-level box (a flex item, a div) starts a line of its own as innerText shows it; inside one name
+        // that line break reads as a space ("Grace Hopper Compiler meeting…", not "Grace HopperCompiler meeting…").
+        let block = self.dom(frame, n).is_some_and(|d| d.block);
+        if block && !out.is_empty() && !out.ends_with(char::is_whitespace) {
+            out.push(' ');
+        }
         for c in &n.children {
-            self.subtree_text(ax, c, out);
+            self.subtree_text(frame, ax, c, out);
+        }
+        if block && !out.is_empty() && !out.ends_with(char::is_whitespace) {
+            out.push(' ');
         }
     }
 
