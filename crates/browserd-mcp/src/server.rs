@@ -337,7 +337,7 @@ impl McpServer {
                             tracing::debug!(%error, "tools/list_changed not sent");
                         }
                     }
-                    return Ok(render::success(value, &self.inner.screenshots));
+                    return Ok(render::success_with(value, &self.inner.screenshots, self.inner.options.output_schemas));
                 }
             }
         }

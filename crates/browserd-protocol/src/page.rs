@@ -747,6 +747,13 @@ pub struct Effects {
     /// Field value read back after input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// Text lines (no ref) that appeared in the page: a heading, a status, a message the action brought.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    /// The input was sent and nothing observable happened: no DOM change at all, no navigation, dialog, tab,
+    /// download or announcement. A `succeeded` outcome then means only that the input was delivered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub none: bool,
 }
 
 /// An element at a point: what covers a target (`NOT_ACTIONABLE`) or what a coordinate action hits.

@@ -282,6 +282,7 @@ impl Run<'_> {
             }
             tokio::time::sleep(Duration::from_millis(30)).await;
         }
+        let lost_none = lost.is_none();
         if let Some(f) = lost {
             self.link_lost_while_settling(params, &f);
         } else if !params.expected.is_empty() {
@@ -333,6 +334,24 @@ impl Run<'_> {
                     "the action ran but the expectation did not hold before the deadline ({why}); check the effects before retrying"
                 ));
             }
+        }
+        let e = &self.res.effects;
+        // Nothing observable happened: said so, so that `succeeded` never reads as "it worked". Only when the
+        // tracker was read (the DOM did not change since the input) and there was an observation to compare with.
+        let quiet_everywhere = self.dom_changed == Some(false)
+            && self.baseline.is_some()
+            && e.navigated.is_none()
+            && e.appeared.is_empty()
+            && e.disappeared.is_empty()
+            && e.changed.is_empty()
+            && e.announced.is_empty()
+            && e.dialog.is_none()
+            && e.tabs_opened.is_empty()
+            && e.tabs_closed.is_empty()
+            && e.downloads.is_empty()
+            && e.value.is_none();
+        if quiet_everywhere && self.sent.load(Ordering::SeqCst) && lost_none {
+            self.res.effects.none = true;
         }
         let e = &self.res.effects;
         if self.res.dispatch == Dispatch::Dispatched

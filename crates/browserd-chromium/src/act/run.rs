@@ -40,6 +40,8 @@ pub(super) struct Run<'a> {
     /// Nodes of the target resolved into browserd's world ahead of the first check (see [`Run::prefetch`]), each used
     /// once.
     pub(super) prefetched: std::sync::Mutex<Vec<Prefetched>>,
+    /// What the effect tracker said since the input: `None` before any read, else whether the DOM changed.
+    pub(super) dom_changed: Option<bool>,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -80,6 +82,7 @@ impl<'a> Run<'a> {
             unverified: Vec::new(),
             sent,
             prefetched: std::sync::Mutex::new(Vec::new()),
+            dom_changed: None,
         })
     }
 }

@@ -122,7 +122,15 @@ impl Run<'_> {
                                 self.announced.push(s.to_owned());
                             }
                         }
-                        v[0].as_f64()
+                        let q = v[0].as_f64();
+                        // The last DOM change came after the input began when the quiet time is shorter than the
+                        // time since then (the settle starts right after the dispatch).
+                        if let Some(q) = q {
+                            let since_input = start.elapsed().as_secs_f64() * 1000.0 + self.res.timings.dispatch;
+                            let changed = q < since_input;
+                            self.dom_changed = Some(self.dom_changed.unwrap_or(false) || changed);
+                        }
+                        q
                     }
                     None => None,
                 }
@@ -165,6 +173,12 @@ impl Run<'_> {
             let (added, removed) = diff(base, &built.lines);
             self.res.effects.appeared =
                 added.iter().filter(|l| l.node_ref.is_some()).take(15).map(|l| l.text.clone()).collect();
+            self.res.effects.changed = added
+                .iter()
+                .filter(|l| l.node_ref.is_none() && !l.text.trim().is_empty())
+                .take(10)
+                .map(|l| l.text.clone())
+                .collect();
             self.res.effects.disappeared = removed.into_iter().take(30).map(NodeRef).collect();
         }
         self.res.effects.focused = built.focused.as_ref().and_then(|f| {
