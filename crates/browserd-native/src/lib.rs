@@ -18,6 +18,7 @@
 //!   resync on gaps.
 //! - [`relay`]: [`relay::RelayTransport`], a browser-level CDP endpoint emulated over `chrome.debugger`.
 //! - [`install`]: manifests per brand and OS (Linux live; macOS/Windows as data), wrapper script, receipt, doctor.
+//! - [`install_steps`]: what makes install/uninstall safe to interrupt (pending record, leftovers, `--fault-after`).
 //! - [`cli`]: the clap subcommands and [`cli::run`].
 //!
 //! # Wire protocol (extension ⇄ broker; the host only relays)
@@ -49,6 +50,7 @@ pub mod cli;
 pub mod framing;
 pub mod host;
 pub mod install;
+pub mod install_steps;
 pub mod link;
 pub mod relay;
 
