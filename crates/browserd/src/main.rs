@@ -2,6 +2,7 @@
 //! the MCP server, and the native-messaging host with install/doctor/uninstall.
 
 mod demo;
+mod malloc;
 
 use clap::{Parser, Subcommand};
 
@@ -26,6 +27,7 @@ enum Command {
 }
 
 fn main() -> anyhow::Result<()> {
+    malloc::reexec_broker_with_tunables();
     let cli = Cli::parse();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let code = rt.block_on(async {
