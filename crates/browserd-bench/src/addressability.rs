@@ -1,10 +1,10 @@
 //! The addressability check: for every operable element of a page (the generated pages' manifests and the
-//! hand-written pages' ground truth in test-support), does the observation give it a ref? Elements are matched to refs by role and accessible name as a multiset, so three
+//! hand-written pages' ground truth in browserd-fixtures), does the observation give it a ref? Elements are matched to refs by role and accessible name as a multiset, so three
 //! "Edit" buttons need three "Edit" button refs.
 
 use std::collections::BTreeMap;
 
-use browserd_test_support::fixtures::BenchElement;
+use browserd_fixtures::BenchElement;
 use serde::{Deserialize, Serialize};
 
 use crate::observer::Addressable;

@@ -9,11 +9,11 @@
 use std::time::Instant;
 
 use browserd_broker::client::Client;
+use browserd_fixtures::FixtureSite;
 use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, ToolsActivateParams};
 use browserd_protocol::{
     ActParams, ActionKind, ActionResult, Dispatch, Expectation, Observation, Outcome, Postcondition, SessionId, TabId,
 };
-use browserd_test_support::fixtures::FixtureSite;
 use serde::Serialize;
 use serde_json::{Value, json};
 

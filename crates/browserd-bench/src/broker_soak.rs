@@ -422,7 +422,7 @@ pub async fn run(args: &Args) -> usize {
     if let Some(e) = first_error {
         failed += error(format!("{failures} of {cycles} soak cycles failed; the first: {e}"));
     }
-    let site = match browserd_test_support::fixtures::FixtureSite::start().await {
+    let site = match browserd_fixtures::FixtureSite::start().await {
         Ok(site) => site,
         Err(e) => return error(format!("the fixture site did not start: {e}")),
     };

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use browserd_test_support::fixtures::{BenchElement, FixtureSite, generate_elements_page, operable_elements};
+use browserd_fixtures::{BenchElement, FixtureSite, generate_elements_page, operable_elements};
 use clap::Parser;
 
 use crate::addressability;

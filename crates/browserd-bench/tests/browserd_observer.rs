@@ -7,8 +7,8 @@ use browserd_bench::addressability;
 use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
 use browserd_bench::observer::Observer;
 use browserd_bench::playwright::PlaywrightOptions;
+use browserd_fixtures::{FixtureSite, generate_elements_page, operable_elements};
 use browserd_protocol::{ActionResult, Observation, Outcome, Postcondition};
-use browserd_test_support::fixtures::{FixtureSite, generate_elements_page, operable_elements};
 
 fn options(budget: Budget) -> BrowserdOptions {
     BrowserdOptions {

@@ -4,7 +4,7 @@
 use browserd_bench::addressability;
 use browserd_bench::observer::Observer;
 use browserd_bench::playwright::{PlaywrightMcp, PlaywrightOptions};
-use browserd_test_support::fixtures::{FixtureSite, generate_elements_page};
+use browserd_fixtures::{FixtureSite, generate_elements_page};
 
 #[tokio::test]
 async fn playwright_mcp_snapshots_fixture_pages() {

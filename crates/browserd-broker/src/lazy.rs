@@ -339,7 +339,7 @@ impl Provider for LazyChromium {
     }
 
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError> {
-        if !self.is_started() && crate::server::launch_forbidden() {
+        if !self.is_started() && crate::sessions::launch_forbidden() {
             return Err(ProviderError::new(
                 ProviderErrorKind::ConnectionLost,
                 "the browser has not been started; nothing of this session is open in it",

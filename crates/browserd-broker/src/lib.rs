@@ -1,8 +1,15 @@
 //! browserd's broker daemon, its client library, the CLI subcommands and the host hooks.
 //!
 //! # Layout
-//! - [`server`]: the broker ([`server::Broker`]): socket, `hello`, sessions and re-attachment, disconnect grace,
-//!   dispatch of every JSON-RPC method to the core runtime, status, graceful and idle shutdown.
+//! - [`server`]: the broker ([`server::Broker`]): socket, accept loop, connections (`hello`, `client.disconnect`,
+//!   `broker.cancel`), graceful and idle shutdown.
+//! - `dispatch`: the method table (one line per JSON-RPC method) and the tool table (one line per tool).
+//! - `sessions`: the session registry: re-attachment, disconnect grace, current tab, the session and turn methods.
+//! - `toolset`: tool activation, the advanced tier's activation and the `tools.changed` notification.
+//! - `tools`: one file per model tool (or small family), each with one `call`; its module doc says how to add one.
+//! - `status`, `stop`: the `status` method; Stop (`broker.stopGate`).
+//! - `journal`, `reconcile`: the broker's use of the durable journal (audit, mirrors, `callId` de-duplication); a
+//!   previous broker's cleanup finished on a remote endpoint.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
 //! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
@@ -20,12 +27,20 @@ pub mod cli;
 pub mod client;
 pub mod config;
 pub mod dedup;
+mod dispatch;
 pub mod extension;
 pub mod hooks;
+mod journal;
 pub mod lazy;
 pub mod limits;
+mod reconcile;
 pub mod server;
+mod sessions;
+mod status;
+mod stop;
 pub mod to_proto;
+mod tools;
+mod toolset;
 
 pub use client::{Client, ClientError};
 pub use server::Broker;

@@ -664,8 +664,8 @@ pub(crate) fn focused_backend(tree: &AxTree) -> Option<i64> {
     tree.nodes.values().find(|n| n.flag("focused") && n.role != "RootWebArea").and_then(|n| n.backend)
 }
 
-/// The parts of the page-state signature (see `observe::PAGE_STATE`) that are not focus: when they differ, script
-/// set a state the DOM does not show, and the trees are read whole.
+/// The parts of the page-state signature (see `observe::page_state::PAGE_STATE`) that are not focus: when they
+/// differ, script set a state the DOM does not show, and the trees are read whole.
 pub(crate) fn non_focus_state(signature: &str) -> Vec<&str> {
     signature.split(' ').filter(|p| !p.starts_with('f')).collect()
 }

@@ -1,7 +1,10 @@
-//! Test helpers for browserd: the fake provider with fault injection, a fake clock, the scripted CDP peer, the loopback fixture site and the fuzz targets' strategies.
+//! Test helpers for browserd: the fake provider with fault injection, a fake clock, the scripted CDP peer and the fuzz
+//! targets' strategies. The loopback fixture site lives in its own crate (`browserd-fixtures`, which the product
+//! binary's demo uses too) and is re-exported here as [`fixtures`].
 
 pub mod fake_clock;
 pub mod fake_provider;
-pub mod fixtures;
 pub mod fuzz;
 pub mod scripted_cdp;
+
+pub use browserd_fixtures as fixtures;

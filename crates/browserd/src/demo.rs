@@ -17,8 +17,8 @@ use browserd_core::clock::SystemClock;
 use browserd_core::lifecycle::{CleanupReport, FinalizeInputs, TabView};
 use browserd_core::provider::{HandleAllocator, SessionKey, TabHandle};
 use browserd_core::runtime::{Runtime, RuntimeConfig};
+use browserd_fixtures::FixtureSite;
 use browserd_protocol::{ActParams, ActionKind, ActionResult, Expectation, NodeRef, Observation, ObserveParams};
-use browserd_test_support::fixtures::FixtureSite;
 use serde_json::{Value, json};
 
 /// Options of `browserd demo`.

@@ -1,0 +1,70 @@
+//! The `browserd` subcommands this crate provides: `broker run|stop|status`, every model tool (`open`, `observe`,
+//! `act`, `batch`, `close`, `mark`, `cleanup`, `list`, `claim`, `handoff`, `reset`), the advanced tier (`eval`,
+//! `console`, `network`, `cdp`; `activate --advanced`), `status`, `stop`, `config` and `hook turn-end|session-end`.
+//! The binary flattens [`Command`] into its own clap enum and calls [`run`].
+//!
+//! Output is one line per item, or the protocol's JSON with `--json`. Errors go to stderr as `error: CODE: message`
+//! plus the next step, with exit status 1.
+//!
+//! # Layout
+//! - `args`: the clap types ([`Command`], [`Common`], …); parsing only.
+//! - `execute`: a tool subcommand → its tool call on the broker ([`execute`]); `session`: the CLI session.
+//! - `render`: the text of each tool's result, one small table ([`tool_text`]) over per-family files, and
+//!   [`status_text`].
+//! - `broker`, `config`, `hook`: `browserd broker …`, `browserd config`, `browserd hook …`.
+
+use std::io::IsTerminal;
+
+use browserd_protocol::ErrorData;
+
+mod args;
+mod broker;
+mod config;
+mod execute;
+mod hook;
+mod render;
+mod session;
+#[cfg(test)]
+mod tests;
+
+pub use args::{BrokerAction, Command, Common, HookArg, HostArg, MarkArg};
+pub use execute::{Output, execute};
+pub use render::{status_text, tool_text};
+pub use session::{cli_session, cli_session_with, session_name};
+
+/// Runs a subcommand; returns the process exit status.
+///
+/// # Errors
+/// Only for failures outside the command's own reporting (e.g. the tokio runtime); command errors are printed and
+/// turned into exit status 1.
+pub async fn run(cmd: Command) -> anyhow::Result<i32> {
+    match cmd {
+        Command::Broker { action } => broker::run(action).await,
+        Command::Config { json } => Ok(config::print(json)),
+        Command::Hook { event, notify, host, timeout_ms } => Ok(hook::run(event, notify, host, timeout_ms).await),
+        other => Ok(execute::run_tool_command(other).await),
+    }
+}
+
+/// A broker error on stderr: the code, the message, the next step and the hints it carries.
+pub(crate) fn report_error(e: &ErrorData) {
+    eprintln!("error: {}: {}", e.code, e.message);
+    eprintln!("  next: {}", e.next_step);
+    if let Some(holder) = &e.holder_session {
+        eprintln!("  held by session: {holder}");
+    }
+    if let Some(ms) = e.retry_after_ms {
+        eprintln!("  retry after: {ms} ms");
+    }
+}
+
+/// Logs to stderr, filtered by `BROWSERD_LOG` (else `to_stderr_default`).
+pub(crate) fn init_logging(to_stderr_default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BROWSERD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(to_stderr_default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .try_init();
+}

@@ -1,0 +1,20 @@
+//! `browser_act`: one action on a tab, under the tab's write slot.
+
+use browserd_protocol::{ActParams, ErrorData};
+use serde_json::{Value, json};
+
+use crate::dispatch::{err, to_value};
+use crate::limits::user_stopped;
+use crate::tools::ToolCtx;
+
+pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Value, ErrorData> {
+    let key = ctx.key;
+    let rt = ctx.runtime();
+    let tab = ctx.tab_for(params.tab)?;
+    let admission = ctx.admit_write(tab).await?;
+    tokio::select! {
+        r = rt.act(key, tab, &params, None) => to_value(&r.map_err(|e| err(&e))?),
+        () = admission.stop.cancelled() => Err(user_stopped("the action was stopped; it may or may not have \
+            taken effect").with_details(json!({"outcome": "unknown"}))),
+    }
+}

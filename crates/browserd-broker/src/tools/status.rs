@@ -1,0 +1,31 @@
+//! `browser_status`: the calling session's browser state: tools, bridge, its tabs, pending cleanup, limits.
+
+use browserd_protocol::ErrorData;
+use browserd_protocol::tools::{BrowserStatusParams, BrowserStatusResult};
+use serde_json::Value;
+
+use crate::dispatch::{err, to_value};
+use crate::to_proto;
+use crate::tools::ToolCtx;
+
+pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) -> Result<Value, ErrorData> {
+    let key = ctx.key;
+    let rt = ctx.runtime();
+    let s = rt.status(key).await.map_err(|e| err(&e))?;
+    let (auto_turn_cleanup, missing_capabilities) = to_proto::auto_cleanup(&s.auto_cleanup);
+    let unsupported = to_proto::capabilities(&ctx.broker.provider.capabilities())
+        .into_iter()
+        .filter(|c| c.unsupported.is_some())
+        .collect();
+    to_value(&BrowserStatusResult {
+        tools_active: s.tools_active,
+        advanced: s.tools_active && ctx.broker.advanced_on(ctx.session),
+        bridge: to_proto::bridge(s.bridge),
+        tabs: s.tabs.iter().map(to_proto::listed_tab).collect(),
+        recovery: s.recovery.iter().map(to_proto::recovery_record).collect(),
+        limits: ctx.broker.limits(Some(key)),
+        auto_turn_cleanup,
+        missing_capabilities,
+        unsupported,
+    })
+}

@@ -1,0 +1,209 @@
+//! The operable-element pass: the line of an operable node (ref, role shown, name, states, value, placeholder, link
+//! target, a select's options), recorded in the ref table and the observation's node summaries.
+
+use serde_json::Value;
+
+use super::NodeSummary;
+use super::context::Operable;
+use super::line::{self, RefLine};
+use super::renderer::Renderer;
+use super::snapshot::DomNode;
+use crate::ax::{AxNode, AxTree};
+use crate::provider::truncate;
+use crate::state::NodeFacts;
+
+impl Renderer<'_> {
+    /// The line of an operable node (`shown`: the role it shows), then the operable nodes inside it (a select's
+    /// options are on its own line). Past the node budget, or once the byte budget is spent, it is counted as
+    /// omitted and its container offered to expand.
+    pub(super) fn interactive(&mut self, frame: &str, id: &str, indent: u16, shown: &str) {
+        let ax = &self.axs[frame];
+        let n = &ax.nodes[id];
+        if self.out.node_count >= self.max_nodes || self.bytes_full {
+            self.omitted += 1;
+            if let Some(c) = self.containers.last()
+                && !self.expand.contains(c)
+            {
+                self.expand.push(c.clone());
+            }
+            return;
+        }
+        let dom = self.dom(frame, n).cloned();
+        let facts = NodeFacts::new(&n.role, &n.name);
+        let mut name = n.name.clone();
+        if name.trim().is_empty()
+            && matches!(shown, "clickable" | "focusable" | "button" | "link" | "textbox")
+            && shown != "textbox"
+        {
+            let mut t = String::new();
+            self.subtree_text(ax, id, &mut t);
+            name = t;
+        }
+        let mut states = self.states(n, shown, dom.as_ref());
+        let is_select = dom.as_ref().is_some_and(|d| d.tag == "select");
+        if is_select {
+            // A closed native select says nothing by being collapsed; it is operated with the `select` action.
+            states.retain(|s| s != "collapsed");
+        }
+        let Some(backend) = n.backend else {
+            self.walk_children(frame, &n.children, indent);
+            return;
+        };
+        let r = self.assign_ref(frame, backend);
+        let value = &n.value;
+        let clean_value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+        let shown_value = (matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider")
+            && !clean_value.is_empty()
+            && *value != name)
+            .then(|| {
+                let masked = states.iter().any(|s| s == "type=password");
+                if masked { "•••".to_owned() } else { truncate(&clean_value, 60) }
+            });
+        let placeholder = dom
+            .as_ref()
+            .and_then(|d| d.attr("placeholder"))
+            .filter(|_| shown_value.is_none() && shown == "textbox" && value.is_empty() && name.trim().is_empty());
+        let href = dom.as_ref().and_then(|d| d.attr("href")).filter(|_| shown == "link");
+        let mut options = Vec::new();
+        if is_select {
+            self.collect_options(ax, id, &mut options);
+        }
+        let (line, tail) = line::ref_line(
+            &RefLine {
+                node_ref: &r,
+                role: shown,
+                name: &name,
+                states: &states,
+                placeholder,
+                href,
+                options: &options,
+                value: shown_value.as_deref(),
+            },
+            &self.origin,
+        );
+        if shown_value.is_some() {
+            states.push(format!("value={value}"));
+        }
+        if n.flag("focused") {
+            self.out.focused = Some(r.clone());
+        }
+        if !dom.as_ref().is_some_and(|d| d.clickable || d.pointer) {
+            let inner = self.click_descendant(frame, ax, id, 0);
+            self.refs.set_click_backend(&r, inner);
+        }
+        let context = self.context.clone();
+        if let Some(idx) = self.push(indent, Some(r.clone()), line) {
+            self.out.node_count += 1;
+            self.inter.push(Operable {
+                line: idx,
+                role: shown.to_owned(),
+                name: name.trim().to_owned(),
+                context,
+                tail,
+            });
+            self.refs.describe(&r, shown, name.trim(), &states);
+            self.refs.observed(&r, facts);
+            self.out.nodes.push(NodeSummary {
+                node_ref: r,
+                role: shown.to_owned(),
+                name: name.trim().to_owned(),
+                states,
+            });
+        } else {
+            self.omitted += 1;
+        }
+        if !is_select {
+            // Operable things inside operable things (options in a listbox, links in a clickable card).
+            self.in_operable += 1;
+            self.walk_children(frame, &n.children, indent + 1);
+            self.in_operable -= 1;
+        }
+    }
+
+    pub(super) fn walk_children(&mut self, frame: &str, children: &[String], indent: u16) {
+        for c in children {
+            self.walk(frame, c, indent, true);
+        }
+    }
+
+    pub(super) fn collect_options(&self, ax: &AxTree, id: &str, out: &mut Vec<String>) {
+        let Some(n) = ax.nodes.get(id) else { return };
+        for c in &n.children {
+            if let Some(cn) = ax.nodes.get(c) {
+                if matches!(cn.role.as_str(), "option" | "MenuListOption" | "ListBoxOption") {
+                    out.push(cn.name.clone());
+                } else {
+                    self.collect_options(ax, c, out);
+                }
+            }
+        }
+    }
+
+    pub(super) fn states(&self, n: &AxNode, role: &str, dom: Option<&DomNode>) -> Vec<String> {
+        let mut s = Vec::new();
+        if let Some(c) = n.prop("checked") {
+            let v = c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string());
+            s.push(match v.as_str() {
+                "true" => "checked".to_owned(),
+                "mixed" => "mixed".to_owned(),
+                _ => "unchecked".to_owned(),
+            });
+        }
+        if let Some(p) = n.prop("pressed")
+            && (p.as_str() == Some("true") || p.as_bool() == Some(true))
+        {
+            s.push("pressed".into());
+        }
+        if role == "treeitem" {
+            s.push(if n.prop("expanded").is_some() { "branch" } else { "leaf" }.into());
+        }
+        if let Some(e) = n.prop("expanded") {
+            s.push(if e.as_bool() == Some(true) { "expanded" } else { "collapsed" }.into());
+        }
+        for (prop, label) in [
+            ("selected", "selected"),
+            ("disabled", "disabled"),
+            ("required", "required"),
+            ("focused", "focused"),
+            ("readonly", "readonly"),
+            ("multiline", "multiline"),
+            ("modal", "modal"),
+        ] {
+            if n.flag(prop) {
+                s.push(label.into());
+            }
+        }
+        if n.prop("invalid").and_then(Value::as_str).is_some_and(|v| v != "false") {
+            s.push("invalid".into());
+        }
+        if let Some(d) = dom {
+            if role == "textbox" && d.attr("contenteditable").is_some() {
+                s.push("richtext".into());
+            }
+            if let Some(t) = d.attr("type")
+                && d.tag == "input"
+                && matches!(
+                    t,
+                    "email"
+                        | "password"
+                        | "number"
+                        | "tel"
+                        | "url"
+                        | "date"
+                        | "time"
+                        | "datetime-local"
+                        | "month"
+                        | "week"
+                        | "file"
+                        | "color"
+                )
+            {
+                s.push(format!("type={t}"));
+            }
+            if let Some(m) = d.attr("maxlength") {
+                s.push(format!("maxlength={m}"));
+            }
+        }
+        s
+    }
+}

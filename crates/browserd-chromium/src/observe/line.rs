@@ -1,0 +1,375 @@
+//! The line format: every kind of line an observation shows (text, heading, container, iframe, an operable node's
+//! ref line, the context notes, the window and omitted notes, the dialog line), how names are quoted and links
+//! shortened, `untrustedContent` rendered from lines, and the diff of two observations' lines.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use browserd_protocol::NodeRef;
+
+use crate::provider::truncate;
+use crate::state::Line;
+
+pub(super) fn quote(s: &str, max: usize) -> String {
+    let clean: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("\"{}\"", truncate(&clean, max).replace('"', "\\\""))
+}
+
+pub(super) fn origin_of(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else { return String::new() };
+    let rest = &url[scheme_end + 3..];
+    let host_end = rest.find('/').unwrap_or(rest.len());
+    url[..scheme_end + 3 + host_end].to_owned()
+}
+
+/// Renders lines as `untrustedContent`: one line each, indented one space per level, no framing (the field is the
+/// framing). A line never breaks: any line break or other control character in it becomes a space, so page text
+/// cannot forge a line of its own (a ref, a heading).
+///
+/// One space per level rather than two: in o200k a single space joins the token after it (` [`, ` Invoice`), so the
+/// first level of nesting costs a ref line one token instead of two and a text line nothing (4-9% of a fixture
+/// page, 1-4% of a large one), and every level is still its own whitespace token. The byte budget still counts two
+/// bytes per level, so it stays an upper bound.
+pub(crate) fn render(lines: &[Line]) -> String {
+    let mut s = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        for _ in 0..l.indent {
+            s.push(' ');
+        }
+        if l.node_ref.is_none() && starts_like_a_ref(&l.text) {
+            // Page text that reads `[e3] button "Pay"` would pass for a ref line (and name another node's ref).
+            s.push_str("text: ");
+        }
+        s.extend(l.text.chars().map(|c| if c.is_control() { ' ' } else { c }));
+    }
+    s
+}
+
+/// Whether a line begins with `[<ref>]`, the way a ref line does.
+pub(super) fn starts_like_a_ref(text: &str) -> bool {
+    text.strip_prefix('[').and_then(|t| t.split_once(']')).is_some_and(|(r, _)| crate::state::parse_ref(r).is_some())
+}
+
+/// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`.
+pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
+    let old_set: HashSet<(&Option<String>, &str)> = old.iter().map(|l| (&l.node_ref, l.text.as_str())).collect();
+    let new_refs: HashSet<&str> = new.iter().filter_map(|l| l.node_ref.as_deref()).collect();
+    let added = new.iter().filter(|l| !old_set.contains(&(&l.node_ref, l.text.as_str()))).cloned().collect();
+    let removed =
+        old.iter().filter_map(|l| l.node_ref.as_deref()).filter(|r| !new_refs.contains(r)).map(str::to_owned).collect();
+    (added, removed)
+}
+
+/// A text line: page text gathered in document order (whitespace already folded), without a trailing cell
+/// separator, cut at 160 characters.
+pub(super) fn text(gathered: &str) -> String {
+    truncate(gathered.trim_end_matches(" |"), 160)
+}
+
+/// A heading: `## Billing` (level 1-6, the name on one line, cut at 120 characters).
+pub(super) fn heading(level: u64, name: &str) -> String {
+    let level = level.clamp(1, 6);
+    let text = format!(
+        "{} {}",
+        "#".repeat(usize::try_from(level).unwrap_or(2)),
+        name.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    truncate(&text, 120)
+}
+
+/// A container that opens its children: `region "Inbox":`, `form:`; with its ref when it keeps one (a heuristic
+/// operable with operable nodes inside): `[e3] clickable "Card":`. The name is cut at `max` characters.
+pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str, max: usize) -> String {
+    let label = if name.is_empty() { format!("{role}:") } else { format!("{role} {}:", quote(name, max)) };
+    match node_ref {
+        Some(r) => format!("[{r}] {label}"),
+        None => label,
+    }
+}
+
+/// A loaded frame, which opens its document's lines: `iframe "Pay" [f1] -> /pay:` (its URL relative to the page's
+/// origin when it shares it).
+pub(super) fn iframe(name: &str, key: u32, url: &str, origin: &str) -> String {
+    let url = relative(url, origin);
+    let src = if url.is_empty() { String::new() } else { format!(" -> {}", truncate(url, 80)) };
+    format!("iframe {} [f{key}]{src}:", quote(name, 60))
+}
+
+/// A frame whose document is not there: `iframe "Ad" (not loaded)`.
+pub(super) fn iframe_not_loaded(name: &str) -> String {
+    format!("iframe {} (not loaded)", quote(name, 60))
+}
+
+/// A URL relative to the page's origin when it shares it (`/a/b`), else as it is.
+pub(super) fn relative<'a>(url: &'a str, origin: &str) -> &'a str {
+    url.strip_prefix(origin).filter(|x| x.starts_with('/')).unwrap_or(url)
+}
+
+/// What the line of an operable node shows.
+pub(super) struct RefLine<'a> {
+    pub(super) node_ref: &'a str,
+    /// The role shown (`button`, `clickable`, `focusable`, ...).
+    pub(super) role: &'a str,
+    pub(super) name: &'a str,
+    pub(super) states: &'a [String],
+    /// The placeholder of an empty, unnamed textbox.
+    pub(super) placeholder: Option<&'a str>,
+    /// A link's target, as the page gives it.
+    pub(super) href: Option<&'a str>,
+    /// A native select's options.
+    pub(super) options: &'a [String],
+    /// The value as shown (masked for a password); it ends the line.
+    pub(super) value: Option<&'a str>,
+}
+
+/// The line of an operable node: `[e4] combobox "Size" required options=[S|M|L]: M`. Returns the text and where its
+/// value (`: M`) starts, its length when it has none: context is inserted there, so the value, which may hold any
+/// text, always ends the line.
+pub(super) fn ref_line(l: &RefLine<'_>, origin: &str) -> (String, usize) {
+    let mut line = format!("[{}] {}", l.node_ref, l.role);
+    if !l.name.trim().is_empty() {
+        line.push(' ');
+        line.push_str(&quote(l.name, 80));
+    }
+    for s in l.states {
+        line.push(' ');
+        line.push_str(s);
+    }
+    if let Some(p) = l.placeholder {
+        let _ = write!(line, " placeholder={}", quote(p, 40));
+    }
+    if let Some(h) = l.href {
+        let _ = write!(line, " -> {}", truncate(relative(h, origin), 80));
+    }
+    if !l.options.is_empty() {
+        let total = l.options.len();
+        let shown: Vec<String> = l.options.iter().take(10).map(|o| truncate(o, 30)).collect();
+        let more = if total > 10 { format!("|+{}", total - 10) } else { String::new() };
+        let _ = write!(line, " options=[{}{more}]", shown.join("|"));
+    }
+    let tail = line.len();
+    if let Some(v) = l.value {
+        let _ = write!(line, ": {v}");
+    }
+    (line, tail)
+}
+
+/// The other cells of a row folded into the line of its one operable cell: ` (row: Ann | Active | $12)`, and the
+/// row's text in it (cut at 120 characters).
+pub(super) fn row_note(cells: &[&str]) -> (String, String) {
+    let context = truncate(&cells.join(" | "), 120);
+    (format!(" (row: {context})"), context)
+}
+
+/// What tells an operable line from its namesakes: ` (in "Team lunch")`, ` (in "Inbox"; 2 of 3)`, ` (2 of 3)`.
+pub(super) fn context_note(context: Option<&str>, ordinal: Option<(usize, usize)>) -> String {
+    match (context, ordinal) {
+        (Some(c), None) => format!(" (in {c})"),
+        (Some(c), Some((nth, total))) => format!(" (in {c}; {nth} of {total})"),
+        (None, Some((nth, total))) => format!(" ({nth} of {total})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// A context with the outer one that, together, no namesake shares: `"Invoice 1042" in "Inbox"`.
+pub(super) fn nested(near: &str, far: &str) -> String {
+    format!("{near} in {far}")
+}
+
+/// The note that ends a windowed read: `… items 11–20 of 50 shown; next: within=e3 window={"offset":20}` (`next`:
+/// the list's ref, when more items follow), or `… no items at offset 90 of 50` (`asked`: the offset asked for).
+pub(super) fn window_note(asked: u32, first: u32, shown: u32, total: Option<u32>, next: Option<&str>) -> Line {
+    let of = total.map_or(String::new(), |t| format!(" of {t}"));
+    let end = first + shown;
+    let text = match (shown, next) {
+        (0, _) => format!("… no items at offset {asked}{of}"),
+        (_, Some(own)) => {
+            format!("… items {}–{end}{of} shown; next: within={own} window={{\"offset\":{end}}}", first + 1)
+        }
+        (_, None) => format!("… items {}–{end}{of} shown", first + 1),
+    };
+    Line { indent: 0, node_ref: None, text }
+}
+
+/// The note that ends an observation the budgets cut: `… 12 more operable nodes omitted; observe with
+/// within=e3|e9 to expand`.
+pub(super) fn omitted(omitted: u32, expand: &[NodeRef]) -> Line {
+    let text = if expand.is_empty() {
+        format!("… {omitted} more operable nodes omitted")
+    } else {
+        format!(
+            "… {omitted} more operable nodes omitted; observe with within={} to expand",
+            expand.iter().map(NodeRef::as_str).collect::<Vec<_>>().join("|")
+        )
+    };
+    Line { indent: 0, node_ref: None, text }
+}
+
+/// The one line of a page a dialog blocks: `confirm dialog "Leave?" blocks the page; use the dialog action`.
+pub(super) fn dialog(kind: &str, message: &str) -> Line {
+    Line {
+        indent: 0,
+        node_ref: None,
+        text: format!("{kind} dialog {} blocks the page; use the dialog action", quote(message, 120)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(r: Option<&str>, t: &str) -> Line {
+        Line { indent: 0, node_ref: r.map(str::to_owned), text: t.to_owned() }
+    }
+
+    #[test]
+    fn diff_reports_new_or_changed_lines_and_gone_refs() {
+        let old =
+            vec![line(Some("e1"), "[e1] button \"A\""), line(Some("e2"), "[e2] textbox \"B\""), line(None, "Count: 1")];
+        let new =
+            vec![line(Some("e1"), "[e1] button \"A\""), line(None, "Count: 2"), line(Some("e3"), "[e3] link \"C\"")];
+        let (added, removed) = diff(&old, &new);
+        assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "[e3] link \"C\""]);
+        assert_eq!(removed, vec!["e2".to_owned()]);
+    }
+
+    #[test]
+    fn render_indents_lines_and_never_lets_page_text_break_one() {
+        let lines = [
+            line(None, "# Title"),
+            Line { indent: 1, node_ref: Some("e1".into()), text: "[e1] link \"a\" -> /x\n[e9] button \"Pay\"".into() },
+            Line { indent: 2, node_ref: None, text: "tab\there\r".into() },
+        ];
+        assert_eq!(render(&lines), "# Title\n [e1] link \"a\" -> /x [e9] button \"Pay\"\n  tab here ");
+        assert_eq!(render(&[]), "");
+        // Page text shaped like a ref line is marked as text; other brackets are left alone.
+        let text =
+            [line(None, "[e3] button \"Pay\""), line(None, "[f2e1b] x"), line(None, "[note] hi"), line(None, "[e3")];
+        assert_eq!(render(&text), "text: [e3] button \"Pay\"\ntext: [f2e1b] x\n[note] hi\n[e3");
+        assert_eq!(render(&[line(Some("e3"), "[e3] button \"Pay\"")]), "[e3] button \"Pay\"");
+    }
+
+    #[test]
+    fn origins_and_quotes() {
+        assert_eq!(origin_of("http://127.0.0.1:8080/a/b?c"), "http://127.0.0.1:8080");
+        assert_eq!(origin_of("about:blank"), "");
+        assert_eq!(quote("  a \"b\"\n c ", 80), "\"a \\\"b\\\" c\"");
+    }
+
+    #[test]
+    fn a_text_line_drops_a_trailing_cell_separator_and_is_cut_at_160_characters() {
+        assert_eq!(text("Ann | Active |"), "Ann | Active");
+        assert_eq!(text("Count: 2"), "Count: 2");
+        assert_eq!(text(&"x".repeat(200)), format!("{}…", "x".repeat(160)));
+    }
+
+    #[test]
+    fn a_heading_line_shows_its_level_and_its_name_on_one_line() {
+        assert_eq!(heading(2, "  Billing \n details "), "## Billing details");
+        assert_eq!(heading(0, "Top"), "# Top");
+        assert_eq!(heading(9, "Deep"), "###### Deep");
+        assert_eq!(heading(1, &"y".repeat(130)), format!("# {}…", "y".repeat(118)));
+    }
+
+    #[test]
+    fn a_container_line_opens_its_children() {
+        assert_eq!(container(None, "region", "Inbox", 60), "region \"Inbox\":");
+        assert_eq!(container(None, "form", "", 60), "form:");
+        assert_eq!(container(Some("e3"), "clickable", "Card \"A\"", 60), "[e3] clickable \"Card \\\"A\\\"\":");
+        assert_eq!(container(None, "row", &"r".repeat(55), 50), format!("row \"{}…\":", "r".repeat(50)));
+    }
+
+    #[test]
+    fn an_iframe_line_names_its_frame_and_shortens_a_same_origin_url() {
+        let origin = "http://127.0.0.1:8080";
+        assert_eq!(iframe("Pay", 1, "http://127.0.0.1:8080/pay?x=1", origin), "iframe \"Pay\" [f1] -> /pay?x=1:");
+        assert_eq!(iframe("Ad", 2, "https://ads.example/a", origin), "iframe \"Ad\" [f2] -> https://ads.example/a:");
+        assert_eq!(iframe("", 3, "", origin), "iframe \"\" [f3]:");
+        assert_eq!(iframe_not_loaded("Ad"), "iframe \"Ad\" (not loaded)");
+    }
+
+    #[test]
+    fn a_ref_line_ends_with_its_value_and_says_where_the_value_starts() {
+        let states = ["required".to_owned(), "type=email".to_owned()];
+        let l = RefLine {
+            node_ref: "e4",
+            role: "textbox",
+            name: "Email",
+            states: &states,
+            placeholder: None,
+            href: None,
+            options: &[],
+            value: Some("a@b.c"),
+        };
+        let (text, tail) = ref_line(&l, "");
+        assert_eq!(text, "[e4] textbox \"Email\" required type=email: a@b.c");
+        assert_eq!(&text[tail..], ": a@b.c");
+        let empty = RefLine { name: "", states: &[], placeholder: Some("Search"), value: None, ..l };
+        assert_eq!(ref_line(&empty, ""), ("[e4] textbox placeholder=\"Search\"".to_owned(), 33));
+    }
+
+    #[test]
+    fn a_link_line_points_at_its_target_and_a_select_line_lists_its_options() {
+        let link = RefLine {
+            node_ref: "f2e6",
+            role: "link",
+            name: "Docs",
+            states: &[],
+            placeholder: None,
+            href: Some("http://127.0.0.1:8080/docs/intro"),
+            options: &[],
+            value: None,
+        };
+        assert_eq!(ref_line(&link, "http://127.0.0.1:8080").0, "[f2e6] link \"Docs\" -> /docs/intro");
+        assert_eq!(ref_line(&link, "http://other:1").0, "[f2e6] link \"Docs\" -> http://127.0.0.1:8080/docs/intro");
+        let options: Vec<String> = (1..=12).map(|i| format!("o{i}")).collect();
+        let select = RefLine { node_ref: "e7", role: "combobox", name: "Size", href: None, options: &options, ..link };
+        assert_eq!(ref_line(&select, "").0, "[e7] combobox \"Size\" options=[o1|o2|o3|o4|o5|o6|o7|o8|o9|o10|+2]");
+    }
+
+    #[test]
+    fn context_notes_tell_namesakes_apart() {
+        let (note, context) = row_note(&["Ann", "Active", "$12"]);
+        assert_eq!(note, " (row: Ann | Active | $12)");
+        assert_eq!(context, "Ann | Active | $12");
+        assert_eq!(context_note(Some("\"Team lunch\""), None), " (in \"Team lunch\")");
+        assert_eq!(context_note(Some("\"Inbox\""), Some((2, 3))), " (in \"Inbox\"; 2 of 3)");
+        assert_eq!(context_note(None, Some((1, 2))), " (1 of 2)");
+        assert_eq!(nested("\"Invoice 1042\"", "\"Inbox\""), "\"Invoice 1042\" in \"Inbox\"");
+    }
+
+    #[test]
+    fn a_window_note_says_which_items_were_shown_and_how_to_read_on() {
+        let text = |l: Line| {
+            assert_eq!((l.indent, l.node_ref), (0, None));
+            l.text
+        };
+        assert_eq!(
+            text(window_note(10, 10, 10, Some(50), Some("e3"))),
+            "… items 11–20 of 50 shown; next: within=e3 window={\"offset\":20}"
+        );
+        assert_eq!(text(window_note(0, 0, 5, None, None)), "… items 1–5 shown");
+        assert_eq!(text(window_note(90, 90, 0, Some(50), Some("e3"))), "… no items at offset 90 of 50");
+    }
+
+    #[test]
+    fn an_omitted_note_offers_the_regions_to_expand() {
+        assert_eq!(omitted(4, &[]).text, "… 4 more operable nodes omitted");
+        let expand = [NodeRef("e3".into()), NodeRef("f1e9".into())];
+        assert_eq!(
+            omitted(12, &expand).text,
+            "… 12 more operable nodes omitted; observe with within=e3|f1e9 to expand"
+        );
+    }
+
+    #[test]
+    fn a_dialog_line_is_all_a_blocked_page_shows() {
+        assert_eq!(
+            dialog("confirm", "Leave\n  now?").text,
+            "confirm dialog \"Leave now?\" blocks the page; use the dialog action"
+        );
+    }
+}

@@ -1,0 +1,144 @@
+//! Which nodes are operable and get a ref: the interactive roles, contenteditable, and the heuristic clickables
+//! (`tabindex`, a click listener, a pointer cursor); whether a node has operable nodes below it, and the descendant
+//! that takes a node's clicks.
+
+use serde_json::Value;
+
+use super::renderer::Renderer;
+use crate::ax::AxTree;
+
+/// What the operable pass makes of a node.
+pub(super) enum Operability {
+    /// It gets a line of its own, with the role shown.
+    Line(String),
+    /// A heuristic operable (focusable, pointer, listener) with operable nodes inside: a container that keeps a ref
+    /// (to scroll it or expand it) because it is focusable or shows a pointer; its ref and the role shown.
+    Container(String, String),
+    /// Not operable, a heuristic operable inside an operable node, or a container that keeps no ref: its children
+    /// are walked as for any other node.
+    Plain,
+}
+
+pub(super) const INTERACTIVE: &[&str] = &[
+    "button",
+    "link",
+    "textbox",
+    "searchbox",
+    "checkbox",
+    "radio",
+    "combobox",
+    "listbox",
+    "option",
+    "menuitem",
+    "menuitemcheckbox",
+    "menuitemradio",
+    "tab",
+    "switch",
+    "slider",
+    "spinbutton",
+    "treeitem",
+    "ListBoxOption",
+    "MenuListOption",
+    "DisclosureTriangle",
+    "PopUpButton",
+    "ToggleButton",
+];
+
+impl Renderer<'_> {
+    /// Whether a node gets a line of its own, is a container that keeps a ref, or neither. A heuristic operable that
+    /// contains operable nodes is a container: its children are listed under it.
+    pub(super) fn operability(&mut self, frame: &str, ax: &AxTree, id: &str) -> Operability {
+        let Some(n) = ax.nodes.get(id) else { return Operability::Plain };
+        match self.operable(frame, ax, id) {
+            Some((shown, false)) if self.in_operable == 0 && self.has_operable_descendant(frame, ax, id, 0) => {
+                let d = self.dom(frame, n);
+                let keep = d.is_some_and(|d| d.attr("tabindex").is_some() || (d.pointer && !d.parent_pointer));
+                match n.backend {
+                    Some(b) if keep => Operability::Container(self.assign_ref(frame, b), shown),
+                    _ => Operability::Plain,
+                }
+            }
+            Some((_, false)) if self.in_operable > 0 => Operability::Plain,
+            Some((shown, _)) => Operability::Line(shown),
+            None => Operability::Plain,
+        }
+    }
+
+    pub(super) fn has_operable_descendant(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> bool {
+        let Some(n) = ax.nodes.get(id) else { return false };
+        if depth > 0 && !n.ignored && self.operable(frame, ax, id).is_some_and(|(_, semantic)| semantic) {
+            return true;
+        }
+        if depth >= 40 {
+            return false;
+        }
+        // Memoised per node: nested clickables would otherwise rescan the same subtrees.
+        let key = (frame.to_owned(), id.to_owned());
+        if let Some(v) = self.below.borrow().get(&key) {
+            return *v;
+        }
+        let v = n.children.iter().any(|c| self.has_operable_descendant(frame, ax, c, depth + 1));
+        self.below.borrow_mut().insert(key, v);
+        v
+    }
+
+    /// Whether a node gets a ref, with the role to show and whether that role is semantic (not a heuristic).
+    pub(super) fn operable(&self, frame: &str, ax: &AxTree, id: &str) -> Option<(String, bool)> {
+        let n = ax.nodes.get(id)?;
+        let role = n.role.as_str();
+        if INTERACTIVE.contains(&role) {
+            if matches!(role, "option" | "MenuListOption" | "ListBoxOption")
+                && self.dom(frame, n).is_some_and(|d| d.tag == "option")
+            {
+                // Native options are listed on their select's line and chosen with the `select` action.
+                return None;
+            }
+            let shown = match role {
+                "ListBoxOption" | "MenuListOption" => "option",
+                "PopUpButton" => "combobox",
+                "ToggleButton" => "button",
+                "DisclosureTriangle" => "button",
+                r => r,
+            };
+            return Some((shown.to_owned(), true));
+        }
+        if matches!(role, "RootWebArea" | "StaticText" | "InlineTextBox" | "Iframe" | "LineBreak" | "WebArea") {
+            return None;
+        }
+        let dom = self.dom(frame, n);
+        let editable = n.prop("editable").and_then(Value::as_str).is_some_and(|e| e == "richtext" || e == "plaintext");
+        if editable && dom.is_some_and(|d| d.attr("contenteditable").is_some()) {
+            return Some(("textbox".to_owned(), true));
+        }
+        let d = dom?;
+        if matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label") {
+            return None;
+        }
+        if d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0)) {
+            return Some(("focusable".to_owned(), false));
+        }
+        if d.clickable || (d.pointer && !d.parent_pointer) {
+            return Some(("clickable".to_owned(), false));
+        }
+        None
+    }
+
+    /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
+    pub(super) fn click_descendant(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> Option<i64> {
+        let n = ax.nodes.get(id)?;
+        if depth > 0 {
+            if INTERACTIVE.contains(&n.role.as_str()) {
+                return None;
+            }
+            if let Some(d) = self.dom(frame, n)
+                && (d.clickable || (d.pointer && !d.parent_pointer))
+            {
+                return n.backend;
+            }
+        }
+        if depth > 6 {
+            return None;
+        }
+        n.children.iter().find_map(|c| self.click_descendant(frame, ax, c, depth + 1))
+    }
+}

@@ -1,0 +1,198 @@
+//! The renderer's state: the inputs of one observation (frames, DOM facts, trees, frame owners, the ref table), the
+//! lines produced so far, and the node and byte budgets they are held to.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use browserd_protocol::{NodeRef, Truncation};
+
+use super::Built;
+use super::context::Operable;
+use super::line;
+use super::snapshot::DomNode;
+use super::window::WindowState;
+use crate::ax::{AxNode, AxTree};
+use crate::state::{Line, RefTable};
+
+/// What the renderer needs of a frame: its key (`f2`), document epoch and URL.
+pub(super) struct FrameMeta {
+    pub(super) key: u32,
+    pub(super) epoch: u64,
+    pub(super) url: String,
+}
+
+/// The walk's state: turns one observation's trees into lines.
+pub(super) struct Renderer<'a> {
+    pub(super) frames: &'a HashMap<String, FrameMeta>,
+    pub(super) docs: &'a HashMap<String, HashMap<i64, DomNode>>,
+    pub(super) axs: &'a HashMap<String, Arc<AxTree>>,
+    pub(super) owners: &'a HashMap<(String, i64), String>,
+    pub(super) refs: &'a mut RefTable,
+    /// The page's origin: same-origin links and frames are shown relative to it.
+    pub(super) origin: String,
+    /// The observation being built.
+    pub(super) out: Built,
+    /// Text gathered for the next text line, and its indent.
+    pub(super) pending: String,
+    pub(super) pending_indent: u16,
+    /// Bytes of the lines so far (two per level of indent).
+    pub(super) bytes: usize,
+    pub(super) max_nodes: u32,
+    pub(super) max_bytes: usize,
+    /// Operable nodes the budgets left out; whether the byte budget was reached.
+    pub(super) omitted: u32,
+    pub(super) bytes_full: bool,
+    /// Containers being walked (frame, backend), innermost last; the regions to offer to expand.
+    pub(super) containers: Vec<(String, i64)>,
+    pub(super) expand: Vec<(String, i64)>,
+    /// The context chain of the current node: the quoted names of the rows, items, containers and headings around
+    /// it, outermost first.
+    pub(super) context: Vec<String>,
+    /// Interactive lines, in order.
+    pub(super) inter: Vec<Operable>,
+    /// Depth of table rows being rendered (their cells share one line, joined with ` | `).
+    pub(super) row_depth: u32,
+    /// Depth of operable ancestors (heuristic clickables inside them get no ref of their own).
+    pub(super) in_operable: u32,
+    /// Whether a node has a semantic operable node below it (memo).
+    pub(super) below: std::cell::RefCell<HashMap<(String, String), bool>>,
+    /// A windowed read of `within` (`None`: every item).
+    pub(super) window: Option<WindowState>,
+    /// Tables and lists being walked, innermost last.
+    pub(super) collections: Vec<(String, i64)>,
+}
+
+impl Renderer<'_> {
+    /// The DOM facts of a node.
+    pub(super) fn dom(&self, frame: &str, n: &AxNode) -> Option<&DomNode> {
+        n.backend.and_then(|b| self.docs.get(frame).and_then(|d| d.get(&b)))
+    }
+
+    /// Adds a line after the pending text; `None` when the byte budget has no room for it.
+    pub(super) fn push(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
+        self.flush_text();
+        self.push_raw(indent, node_ref, text)
+    }
+
+    /// Adds a line if the byte budget has room for it (else the table, list or region being cut is offered to
+    /// expand); its index in the lines.
+    pub(super) fn push_raw(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
+        let size = text.len() + usize::from(indent) * 2 + 1;
+        if self.bytes + size > self.max_bytes {
+            self.bytes_full = true;
+            // Offer the table or list (else the region) that was cut, to read by `within` + `window`.
+            if let Some(c) = self.collections.last().or(self.containers.last())
+                && !self.expand.contains(c)
+            {
+                self.expand.push(c.clone());
+            }
+            return None;
+        }
+        self.bytes += size;
+        self.out.lines.push(Line { indent, node_ref, text });
+        Some(self.out.lines.len() - 1)
+    }
+}
+
+/// What one observation renders: each frame's key and document, DOM facts and tree, and the owners of
+/// out-of-process frames.
+pub(super) struct Inputs<'a> {
+    pub(super) frames: &'a HashMap<String, FrameMeta>,
+    pub(super) docs: &'a HashMap<String, HashMap<i64, DomNode>>,
+    pub(super) axs: &'a HashMap<String, Arc<AxTree>>,
+    pub(super) owners: &'a HashMap<(String, i64), String>,
+}
+
+impl<'a> Renderer<'a> {
+    /// A renderer of `inputs` into lines held to `max_nodes` operable nodes and `max_bytes`, showing only the items
+    /// `offset..offset + limit` of the start node when `window` is given.
+    pub(super) fn new(
+        inputs: Inputs<'a>,
+        refs: &'a mut RefTable,
+        origin: String,
+        max_nodes: u32,
+        max_bytes: usize,
+        window: Option<(u32, u32)>,
+    ) -> Self {
+        let Inputs { frames, docs, axs, owners } = inputs;
+        Self {
+            frames,
+            docs,
+            axs,
+            owners,
+            refs,
+            origin,
+            out: Built::default(),
+            pending: String::new(),
+            pending_indent: 0,
+            bytes: 0,
+            max_nodes,
+            max_bytes,
+            omitted: 0,
+            bytes_full: false,
+            containers: Vec::new(),
+            expand: Vec::new(),
+            context: Vec::new(),
+            inter: Vec::new(),
+            in_operable: 0,
+            row_depth: 0,
+            below: std::cell::RefCell::new(HashMap::new()),
+            window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),
+            collections: Vec::new(),
+        }
+    }
+}
+
+impl Renderer<'_> {
+    /// The ref of a node of a frame (recorded in the tab's ref table).
+    pub(super) fn assign_ref(&mut self, frame: &str, backend: i64) -> String {
+        let (key, epoch) = self.frames.get(frame).map_or((0, 0), |m| (m.key, m.epoch));
+        self.refs.assign(frame, key, epoch, backend)
+    }
+
+    /// Context added after budgeting may overflow: trims lines from the end until the lines fit `max_bytes`.
+    pub(super) fn trim_to_budget(&mut self) {
+        let mut size: usize = self.out.lines.iter().map(line_size).sum();
+        while size > self.max_bytes {
+            let Some(l) = self.out.lines.pop() else { break };
+            size -= line_size(&l);
+            self.bytes_full = true;
+            if let Some(gone) = &l.node_ref {
+                self.omitted += 1;
+                self.out.node_count = self.out.node_count.saturating_sub(1);
+                self.out.nodes.retain(|n| n.node_ref != *gone);
+            }
+        }
+    }
+
+    /// The observation: the lines, then a note of the items a windowed read of `within` showed and one of what the
+    /// budgets left out (with the regions to expand).
+    pub(super) fn finish(mut self, within: Option<&(String, i64)>) -> Built {
+        let expand_nodes = std::mem::take(&mut self.expand);
+        let mut out = std::mem::take(&mut self.out);
+        if let (Some(w), Some((frame, backend))) = (self.window.take(), within) {
+            let (note, shown) = self.window_shown(&w, frame, *backend);
+            out.lines.push(note);
+            out.window = Some(shown);
+        }
+        if self.omitted > 0 || self.bytes_full {
+            let expand: Vec<NodeRef> = expand_nodes
+                .into_iter()
+                .take(8)
+                .map(|(frame, backend)| NodeRef(self.assign_ref(&frame, backend)))
+                .collect();
+            out.lines.push(line::omitted(self.omitted, &expand));
+            out.truncated = Some(Truncation {
+                omitted_nodes: self.omitted,
+                reason: if out.node_count >= self.max_nodes { "maxNodes".into() } else { "maxBytes".into() },
+                expand,
+            });
+        }
+        out
+    }
+}
+
+/// The bytes a line counts for in the budget (two per level of indent, whatever the rendering uses).
+pub(super) fn line_size(l: &Line) -> usize {
+    l.text.len() + usize::from(l.indent) * 2 + 1
+}

@@ -1,0 +1,284 @@
+//! The walk of the accessibility tree in document order: each node becomes text, a heading, a row, a container
+//! line, an iframe with its frame's tree, or the line of an operable node.
+
+use serde_json::Value;
+
+use super::line::{self, quote};
+use super::operable::Operability;
+use super::renderer::Renderer;
+use super::text::NAME_FROM_CONTENT;
+use super::window::COLLECTION_ROLES;
+use crate::ax::{AxNode, AxTree};
+
+pub(super) const STRUCTURAL: &[&str] = &[
+    "main",
+    "navigation",
+    "banner",
+    "contentinfo",
+    "complementary",
+    "region",
+    "form",
+    "search",
+    "dialog",
+    "alertdialog",
+    "alert",
+    "status",
+    "table",
+    "grid",
+    "treegrid",
+    "menu",
+    "menubar",
+    "tablist",
+    "tree",
+    "toolbar",
+    "radiogroup",
+    "group",
+    "row",
+    "list",
+];
+
+impl Renderer<'_> {
+    /// Walks a node, leaving out the rows/items outside the window of a windowed read, and keeping track of the
+    /// tables and lists it is in (what a cut by the byte budget offers to expand).
+    pub(super) fn walk(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        let collection =
+            self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| {
+                (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten()
+            });
+        match collection {
+            Some(b) => {
+                self.collections.push((frame.to_owned(), b));
+                self.walk_windowed(frame, id, indent, named);
+                self.collections.pop();
+            }
+            None => self.walk_windowed(frame, id, indent, named),
+        }
+    }
+
+    /// A node, unless it is a row/item outside the window of a windowed read.
+    fn walk_windowed(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        if self.window.as_ref().is_some_and(|w| w.inside == 0)
+            && let Some(keep) = self.window_item(frame, id)
+        {
+            if !keep {
+                return;
+            }
+            if let Some(w) = self.window.as_mut() {
+                w.inside += 1;
+            }
+            self.walk_node(frame, id, indent, named);
+            if let Some(w) = self.window.as_mut() {
+                w.inside -= 1;
+            }
+            return;
+        }
+        self.walk_node(frame, id, indent, named);
+    }
+
+    /// One node: what it is decides its lines (`named`: its text is already in the name of an ancestor's line).
+    fn walk_node(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        let Some(ax) = self.axs.get(frame) else { return };
+        let Some(n) = ax.nodes.get(id) else { return };
+        if n.ignored {
+            for c in &n.children {
+                self.walk(frame, c, indent, named);
+            }
+            return;
+        }
+        match n.role.as_str() {
+            "InlineTextBox" | "LineBreak" => return,
+            "StaticText" => {
+                if !named {
+                    self.text(indent, &n.name);
+                }
+                return;
+            }
+            "Iframe" => return self.iframe(frame, n, indent),
+            _ => {}
+        }
+        if self.dom(frame, n).is_some_and(|d| d.tag == "option") {
+            // A native option outside a select (its select lists the others): plain text.
+            self.text(indent, &n.name);
+            return;
+        }
+        let container_ref = match self.operability(frame, ax, id) {
+            Operability::Line(shown) => return self.interactive(frame, id, indent, &shown),
+            Operability::Container(node_ref, shown) => Some((node_ref, shown)),
+            Operability::Plain => None,
+        };
+        let role = n.role.as_str();
+        if role == "heading" {
+            self.heading(frame, n, indent);
+        } else if role == "row" && container_ref.is_none() {
+            self.row(frame, ax, id, indent);
+        } else if container_ref.is_some()
+            || (STRUCTURAL.contains(&role) && (!matches!(role, "region" | "group" | "list") || !n.name.is_empty()))
+        {
+            self.container(frame, n, indent, container_ref);
+        } else {
+            self.block(frame, ax, id, indent, named);
+        }
+    }
+
+    /// A frame owner: the frame's document under it, or `(not loaded)`.
+    fn iframe(&mut self, frame: &str, n: &AxNode, indent: u16) {
+        let child = n.backend.and_then(|b| {
+            self.owners
+                .get(&(frame.to_owned(), b))
+                .cloned()
+                .or_else(|| self.docs.get(frame).and_then(|d| d.get(&b)).and_then(|d| d.content_frame.clone()))
+        });
+        match child.filter(|c| self.axs.contains_key(c)) {
+            Some(c) => {
+                let (key, url) = self.frames.get(&c).map_or((0, ""), |f| (f.key, f.url.as_str()));
+                self.push(indent, None, line::iframe(&n.name, key, url, &self.origin));
+                let root = self.axs[&c].root.clone();
+                if let Some(r) = root {
+                    self.walk(&c, &r, indent + 1, false);
+                }
+                self.flush_text();
+            }
+            None => {
+                self.push(indent, None, line::iframe_not_loaded(&n.name));
+            }
+        }
+    }
+
+    /// A heading line, and its content (its text is the heading's). A heading that only repeats the name of the
+    /// container just opened (`region "Inbox":`) is left out. It stays the context of what follows until the next
+    /// structural change.
+    fn heading(&mut self, frame: &str, n: &AxNode, indent: u16) {
+        let level = n.prop("level").and_then(Value::as_u64).unwrap_or(2);
+        let label = format!(" {}:", quote(&n.name, 60));
+        let repeats = indent > 0
+            && self.pending.is_empty()
+            && self
+                .out
+                .lines
+                .last()
+                .is_some_and(|l| l.node_ref.is_none() && l.indent + 1 == indent && l.text.ends_with(&label));
+        if !repeats {
+            self.push(indent, None, line::heading(level, &n.name));
+        }
+        let q = quote(&n.name, 40);
+        if self.context.last() != Some(&q) {
+            self.context.push(q);
+        }
+        for c in &n.children {
+            self.walk(frame, c, indent + 1, true);
+        }
+        self.flush_text();
+    }
+
+    /// A table row: one line, its cells joined with ` | `; operable cells get their own lines right after it (and
+    /// one operable cell takes the row as its context, see `merge_row`).
+    fn row(&mut self, frame: &str, ax: &AxTree, id: &str, indent: u16) {
+        let n = &ax.nodes[id];
+        self.flush_text();
+        let ctx_len = self.context.len();
+        let mut t = String::new();
+        self.first_text(ax, id, &mut t);
+        if t.is_empty() {
+            t.clone_from(&n.name);
+        }
+        if !t.trim().is_empty() {
+            self.context.push(quote(&t, 40));
+        }
+        let start = self.out.lines.len();
+        let inter_start = self.inter.len();
+        self.row_depth += 1;
+        for c in &n.children {
+            self.walk(frame, c, indent, false);
+        }
+        self.row_depth -= 1;
+        self.flush_text();
+        self.context.truncate(ctx_len);
+        self.merge_row(start, inter_start);
+    }
+
+    /// A landmark, named region or group, table, list, dialog, ... (or a heuristic operable that keeps a ref and has
+    /// operable nodes inside): a line that opens its children, dropped again when nothing is inside. Its name is the
+    /// context of what it holds.
+    fn container(&mut self, frame: &str, n: &AxNode, indent: u16, container_ref: Option<(String, String)>) {
+        let role = n.role.as_str();
+        let shown_role = match &container_ref {
+            Some((_, shown)) if !STRUCTURAL.contains(&role) => shown.as_str(),
+            _ => role,
+        };
+        let node_ref = container_ref.as_ref().map(|(r, _)| r.as_str());
+        let label = line::container(node_ref, shown_role, &n.name, if role == "row" { 50 } else { 60 });
+        if n.flag("modal") && self.out.modal.is_none() {
+            self.out.modal = Some(format!("{role} {}", quote(&n.name, 60)));
+        }
+        let start = self.out.lines.len();
+        let start_bytes = self.bytes;
+        let idx = self.push(indent, node_ref.map(str::to_owned), label);
+        let ctx_len = self.context.len();
+        if !n.name.is_empty() {
+            self.context.push(quote(&n.name, 40));
+        }
+        if let Some(b) = n.backend {
+            self.containers.push((frame.to_owned(), b));
+        }
+        let named_children = role == "row" && !n.name.is_empty();
+        for c in &n.children {
+            self.walk(frame, c, indent + 1, named_children);
+        }
+        self.flush_text();
+        if n.backend.is_some() {
+            self.containers.pop();
+        }
+        self.context.truncate(ctx_len);
+        if idx.is_some() && self.out.lines.len() == start + 1 && container_ref.is_none() {
+            // Nothing inside: drop the empty container line.
+            self.out.lines.truncate(start);
+            self.bytes = start_bytes;
+        }
+    }
+
+    /// Any other node: its children at the same indent; a paragraph, list item, cell, ... starts and ends a text
+    /// line (cells of a row being rendered share the row's line), and a list item, article or row is the context of
+    /// what it holds.
+    fn block(&mut self, frame: &str, ax: &AxTree, id: &str, indent: u16, named: bool) {
+        let n = &ax.nodes[id];
+        let role = n.role.as_str();
+        let ctx_len = self.context.len();
+        if matches!(role, "listitem" | "article" | "row") {
+            let mut t = String::new();
+            self.first_text(ax, id, &mut t);
+            if !t.is_empty() {
+                self.context.push(quote(&t, 40));
+            }
+        }
+        let block = matches!(
+            role,
+            "paragraph"
+                | "listitem"
+                | "cell"
+                | "gridcell"
+                | "columnheader"
+                | "rowheader"
+                | "blockquote"
+                | "article"
+                | "section"
+                | "term"
+                | "definition"
+        );
+        let cell = matches!(role, "cell" | "gridcell" | "columnheader" | "rowheader");
+        if cell && self.row_depth > 0 {
+            if !self.pending.is_empty() && !self.pending.ends_with(" |") {
+                self.pending.push_str(" |");
+            }
+        } else if block {
+            self.flush_text();
+        }
+        let child_named = named || (NAME_FROM_CONTENT.contains(&role) && !n.name.is_empty() && role != "cell");
+        for c in &n.children {
+            self.walk(frame, c, indent, child_named);
+        }
+        if block && !(cell && self.row_depth > 0) {
+            self.flush_text();
+        }
+        self.context.truncate(ctx_len);
+    }
+}

@@ -1,0 +1,102 @@
+//! Sessions, turns, activation, tabs and marks: the operations that open or read state, with no cleanup plan.
+
+use crate::error::CoreError;
+use crate::lifecycle::{SessionStatus, TabView};
+use crate::provider::{CreateTab, SessionKey, TabHandle};
+use crate::tabs::{Mark, MarkKind};
+
+use super::{Runtime, lock, refuse_locally};
+
+impl Runtime {
+    // ----- sessions, turns, activation -----
+
+    /// `session.open`. Idempotent for an open session.
+    pub async fn open_session(&self, session: &SessionKey) -> Result<(), CoreError> {
+        let _active = self.enter()?;
+        let now = self.now();
+        self.engine().open_session(session, now)?;
+        lock(&self.inner.slots).entry(session.clone()).or_default();
+        Ok(())
+    }
+
+    /// `turn.begin`. Idempotent while a turn is open.
+    pub async fn begin_turn(&self, session: &SessionKey) -> Result<u64, CoreError> {
+        let _op = self.serialized(session).await?;
+        self.engine().begin_turn(session)
+    }
+
+    /// `tools.activate`. Idempotent; returns whether the state changed.
+    pub async fn activate_tools(&self, session: &SessionKey) -> Result<bool, CoreError> {
+        let _op = self.serialized(session).await?;
+        let now = self.now();
+        self.engine().activate_tools(session, now)
+    }
+
+    // ----- tabs -----
+
+    /// `browser_open`: create a scratch tab owned by the session.
+    pub async fn open_tab(&self, session: &SessionKey, url: &str) -> Result<TabView, CoreError> {
+        let _op = self.serialized(session).await?;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        self.engine().check_open_tab(session)?;
+        let ctx = self.ctx(session, self.inner.config.op_timeout);
+        let req = CreateTab { url: url.to_owned(), background: true, group_for: Some(session.clone()) };
+        let info = self.inner.provider.create_tab(&ctx, req).await.map_err(|e| self.provider_err(e, None))?;
+        let now = self.now();
+        Ok(self.engine().handle_tab_created(session, &info, now))
+    }
+
+    /// `browser_claim`: take control of a user tab (released, never closed, at cleanup).
+    pub async fn claim_tab(&self, session: &SessionKey, tab: TabHandle) -> Result<TabView, CoreError> {
+        let _op = self.serialized(session).await?;
+        self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        refuse_locally(self.engine().check_claim(session, tab))?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        if self.engine().check_claim(session, tab)? {
+            let ctx = self.ctx(session, self.inner.config.op_timeout);
+            self.inner.provider.claim_tab(&ctx, tab).await.map_err(|e| self.provider_err(e, Some(tab)))?;
+            let now = self.now();
+            self.engine().handle_claimed(session, tab, now);
+        }
+        self.engine().view(session, tab).ok_or_else(|| CoreError::unknown_tab(tab))
+    }
+
+    /// `browser_list`: every live tab with its provenance as seen by the session.
+    pub async fn list_tabs(&self, session: &SessionKey) -> Result<Vec<TabView>, CoreError> {
+        let _op = self.serialized(session).await?;
+        self.engine().check_active(session)?;
+        self.prelude(session).await;
+        Ok(self.engine().list_tabs(session))
+    }
+
+    /// Refuse a tool call from a stale tool snapshot (see [`Lifecycle::check_tool_snapshot`](crate::lifecycle::Lifecycle::check_tool_snapshot)).
+    pub fn check_tool_snapshot(&self, session: &SessionKey, generation: u64) -> Result<(), CoreError> {
+        self.engine().check_tool_snapshot(session, generation)
+    }
+
+    /// `browser_status` (works for closed sessions too; no tools needed).
+    pub async fn status(&self, session: &SessionKey) -> Result<SessionStatus, CoreError> {
+        self.drain_events(session).await;
+        self.engine().status(session)
+    }
+
+    /// `browser_mark_deliverable` (turn-scoped; latest mark wins).
+    pub async fn mark_deliverable(&self, session: &SessionKey, tab: TabHandle) -> Result<Mark, CoreError> {
+        self.mark(session, tab, MarkKind::Deliverable).await
+    }
+
+    /// `browser_mark_handoff` (turn-scoped; latest mark wins).
+    pub async fn mark_handoff(&self, session: &SessionKey, tab: TabHandle) -> Result<Mark, CoreError> {
+        self.mark(session, tab, MarkKind::Handoff).await
+    }
+
+    pub(super) async fn mark(&self, session: &SessionKey, tab: TabHandle, kind: MarkKind) -> Result<Mark, CoreError> {
+        let _op = self.serialized(session).await?;
+        self.drain_events(session).await;
+        self.engine().mark(session, tab, kind)
+    }
+}
