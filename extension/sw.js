@@ -57,6 +57,18 @@ async function targetIdOf(tabId) {
   return null;
 }
 
+/**
+ * Chromium lets several debugging clients share a tab, and chrome.debugger cannot tell who they are. This worker holds
+ * no attachment of the tab here (its own leftovers were detached at start), so an attached target means another client
+ * (developer tools, another extension, a remote protocol client) has it: refuse rather than act beside it.
+ */
+async function refuseIfOtherDebugger(tabId) {
+  const target = (await chrome.debugger.getTargets()).find((t) => t.tabId === tabId);
+  if (target?.attached) {
+    throw new GateError('DEBUGGER_BUSY', `another debugger is attached to tab ${tabId} (developer tools, another extension or a remote protocol client); nothing was sent`);
+  }
+}
+
 async function describe(tab) {
   return {
     tabId: tab.id,
@@ -87,7 +99,7 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
 });
 chrome.tabs.onRemoved.addListener(async (tabId) => {
   attached.delete(tabId);
-  gate.dropTab(tabId);
+  gate.forgetTab(tabId);
   const targetId = targetIds.get(tabId) ?? null;
   targetIds.delete(tabId);
   emit('tabRemoved', { tabId, targetId, owner: await owners.forget(tabId) });
@@ -209,6 +221,7 @@ async function handle(cmd, a) {
     case 'debugger.attach': {
       await owners.require(a.tabId, a.session, 'attach to');
       if (!attached.has(a.tabId)) {
+        await refuseIfOtherDebugger(a.tabId);
         await chrome.debugger.attach({ tabId: a.tabId }, '1.3');
         attached.add(a.tabId);
       }
@@ -256,6 +269,7 @@ async function handle(cmd, a) {
     case 'own.release': {
       const rec = await owners.require(a.tabId, a.session, 'release');
       await detachQuiet(a.tabId);
+      gate.forgetTab(a.tabId);
       await ungroupQuiet(a.tabId, rec.groupedBy);
       await owners.forget(a.tabId);
       return { released: a.tabId };

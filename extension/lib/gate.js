@@ -49,6 +49,9 @@ export class Gate {
     this.leases = new Map();
     /** tabId -> highest token ever granted (fencing tokens only go up). */
     this.highest = new Map();
+    /** tabId -> { session, token, epoch }: a lease whose debugger attachment went away (idle detach); the same lease may
+     *  be granted again on the next attachment, in the same control epoch only. */
+    this.parked = new Map();
     /** tabId -> promise tail of the per-tab input queue. */
     this.tails = new Map();
     /** Inputs queued but not yet dispatched: { reject } */
@@ -61,9 +64,12 @@ export class Gate {
     if (epoch !== this.epoch) {
       throw new GateError('LEASE_REVOKED', `lease for tab ${tabId} names control epoch ${epoch}, current is ${this.epoch}; read status and request a new lease`);
     }
-    if (!Number.isSafeInteger(token) || token <= (this.highest.get(tabId) ?? 0)) {
+    const parked = this.parked.get(tabId);
+    const again = parked !== undefined && parked.session === session && parked.token === token && parked.epoch === epoch;
+    if (!again && (!Number.isSafeInteger(token) || token <= (this.highest.get(tabId) ?? 0))) {
       throw new GateError('LEASE_REVOKED', `fencing token ${token} for tab ${tabId} is not above ${this.highest.get(tabId) ?? 0}; fencing tokens must increase`);
     }
+    this.parked.delete(tabId);
     this.highest.set(tabId, token);
     this.leases.set(tabId, { session, token });
     this.stopped = false;
@@ -71,11 +77,21 @@ export class Gate {
   }
 
   revoke(tabId) {
+    this.parked.delete(tabId);
     const had = this.leases.delete(tabId);
     return { tabId, revoked: had };
   }
 
+  /** The tab's debugger attachment went away: its lease stops admitting input, and may be granted again as it was. */
   dropTab(tabId) {
+    const lease = this.leases.get(tabId);
+    if (lease) this.parked.set(tabId, { ...lease, epoch: this.epoch });
+    this.leases.delete(tabId);
+  }
+
+  /** The tab is gone or no longer the agent's: nothing of its lease may come back. */
+  forgetTab(tabId) {
+    this.parked.delete(tabId);
     this.leases.delete(tabId);
   }
 
@@ -129,6 +145,7 @@ export class Gate {
     this.stopped = true;
     this.epoch += 1;
     this.leases.clear();
+    this.parked.clear();
     const dropped = this.waiting.size;
     for (const entry of this.waiting) entry.reject(new GateError('USER_STOPPED', 'the user pressed Stop before this input was dispatched'));
     this.waiting.clear();

@@ -23,6 +23,9 @@ use serde_json::json;
 /// Retry hint for a lease held by another session.
 pub const LEASE_RETRY_AFTER_MS: u64 = 500;
 
+/// The retry hint of `DEBUGGER_IN_USE`: long enough for a person to close developer tools.
+pub const DEBUGGER_RETRY_AFTER_MS: u64 = 2_000;
+
 /// The wire id of a tab handle.
 #[must_use]
 pub fn tab_id(tab: TabHandle) -> TabId {
@@ -102,6 +105,12 @@ pub fn error_data(err: &CoreError) -> ErrorData {
         }
         ErrorKind::TabGone { tab: Some(tab) } => {
             data = data.with_details(json!({"tab": tab_id(*tab)}));
+        }
+        ErrorKind::DebuggerInUse { tab } => {
+            data = data.with_retry_after_ms(DEBUGGER_RETRY_AFTER_MS);
+            if let Some(tab) = tab {
+                data = data.with_details(json!({"tab": tab_id(*tab)}));
+            }
         }
         _ => {}
     }
@@ -408,6 +417,7 @@ mod tests {
             ErrorKind::LeaseHeldByOther { tab, holder: holder.clone() },
             ErrorKind::StaleFencingToken { tab, presented: FencingToken(1), current: Some(FencingToken(2)) },
             ErrorKind::LeaseRevoked,
+            ErrorKind::DebuggerInUse { tab: Some(tab) },
             ErrorKind::CleanupFailed { failed: 1 },
             ErrorKind::AutoCleanupRefused { missing: vec![Capability::TurnCleanup] },
             ErrorKind::ConnectionLost,

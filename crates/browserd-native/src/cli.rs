@@ -52,6 +52,9 @@ pub enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Test hook: kill this process after its Nth file-system step (see `install_steps`).
+        #[arg(long, hide = true)]
+        fault_after: Option<usize>,
     },
     /// Check the binary, manifests, ids, socket, browsers and the live connection; print a fix for each failure.
     Doctor {
@@ -69,6 +72,9 @@ pub enum Command {
     Uninstall {
         #[arg(long)]
         json: bool,
+        /// Test hook: kill this process after its Nth file-system step (see `install_steps`).
+        #[arg(long, hide = true)]
+        fault_after: Option<usize>,
     },
 }
 
@@ -85,7 +91,10 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
                 }
             }
         }
-        Command::Install { browser, user_data_dir, extension_ids, json } => {
+        Command::Install { browser, user_data_dir, extension_ids, json, fault_after } => {
+            if let Some(n) = fault_after {
+                crate::install_steps::arm_fault_after(n);
+            }
             let loc = Locations::from_env()?;
             let exe = std::env::current_exe()?;
             let report = install::install(
@@ -142,7 +151,10 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
             }
             Ok(i32::from(failed))
         }
-        Command::Uninstall { json } => {
+        Command::Uninstall { json, fault_after } => {
+            if let Some(n) = fault_after {
+                crate::install_steps::arm_fault_after(n);
+            }
             let loc = Locations::from_env()?;
             let report = install::uninstall(&loc)?;
             if json {

@@ -21,6 +21,7 @@
 //! - [`doctor`]: `browserd doctor`'s default-path checks (browser launch, sandbox, profile, journal, runtime dir,
 //!   the broker a stripped-environment host reaches); the extension checks of [`install`] follow only when installed
 //!   or asked.
+//! - [`install_steps`]: what makes install/uninstall safe to interrupt (pending record, leftovers, `--fault-after`).
 //! - [`cli`]: the clap subcommands and [`cli::run`].
 //!
 //! # Wire protocol (extension ⇄ broker; the host only relays)
@@ -53,6 +54,7 @@ pub mod doctor;
 pub mod framing;
 pub mod host;
 pub mod install;
+pub mod install_steps;
 pub mod link;
 pub mod relay;
 

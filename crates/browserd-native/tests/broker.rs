@@ -53,6 +53,11 @@ fn ref_of(content: &str, needle: &str) -> String {
 
 /// Starts the broker (browser = extension), installs the host, launches Chromium with the extension, connects a client.
 async fn start() -> Setup {
+    start_with(Vec::new()).await
+}
+
+/// [`start`] with more unpacked extensions loaded beside browserd's (a second debugger client for the drills).
+async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -103,7 +108,7 @@ async fn start() -> Setup {
     .unwrap();
     let browser = ManagedBrowser::launch(LaunchOptions {
         user_data_dir: Some(profile),
-        extensions: vec![extension_dir()],
+        extensions: std::iter::once(extension_dir()).chain(more_extensions).collect(),
         env: vec![
             ("BROWSERD_EXTENSION_SOCKET".into(), socket.display().to_string()),
             ("XDG_RUNTIME_DIR".into(), run.display().to_string()),
@@ -177,6 +182,11 @@ impl Setup {
     /// Runs `expr` (awaited) in the extension's service worker over the harness's own DevTools pipe and returns its
     /// value. `globalThis.browserd` there exposes `status()` and the keyboard command's listener.
     async fn sw_eval(&self, expr: &str) -> Value {
+        self.worker_eval(true, expr).await
+    }
+
+    /// Like [`Setup::sw_eval`] in browserd's service worker (`ours`) or in the other extension's.
+    async fn worker_eval(&self, ours: bool, expr: &str) -> Value {
         let cdp = self.browser.cdp();
         let t = Duration::from_secs(10);
         let targets = cdp.call(None, "Target.getTargets", json!({}), t).await.unwrap();
@@ -184,7 +194,10 @@ impl Setup {
             .as_array()
             .unwrap()
             .iter()
-            .find(|x| x["type"] == "service_worker" && x["url"].as_str().unwrap_or_default().contains(EXT_ID))
+            .find(|x| {
+                let url = x["url"].as_str().unwrap_or_default();
+                x["type"] == "service_worker" && url.starts_with("chrome-extension://") && url.contains(EXT_ID) == ours
+            })
             .expect("the extension's service worker is running")["targetId"]
             .clone();
         let att = cdp.call(None, "Target.attachToTarget", json!({"targetId": sw, "flatten": true}), t).await.unwrap();
@@ -857,5 +870,116 @@ async fn release_keeps_a_claimed_tab_in_the_users_own_group() {
         .unwrap();
     assert!(end.closed.is_empty(), "{end:?}");
     assert_eq!(h.sw_eval(&group_of).await, group, "the released tab stays in the user's group");
+    h.stop().await;
+}
+
+/// A second extension that only asks for `debugger` and `tabs`: the other debugging client of the drill below.
+fn rogue_extension(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("rogue-debugger");
+    std::fs::create_dir_all(&path).unwrap();
+    std::fs::write(
+        path.join("manifest.json"),
+        r#"{"manifest_version": 3, "name": "another debugger", "version": "1.0",
+            "background": {"service_worker": "sw.js"}, "permissions": ["debugger", "tabs"]}"#,
+    )
+    .unwrap();
+    std::fs::write(path.join("sw.js"), "// Attaches chrome.debugger when the test asks (over DevTools).\n").unwrap();
+    path
+}
+
+/// Waits until browserd's extension holds no debugger attachment (the idle detach after the last operation).
+async fn until_browserd_detached(h: &Setup) {
+    for _ in 0..300 {
+        if h.sw_eval("browserd.status().then(s => s.attached.length)").await == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("browserd's debugger never detached from the idle tab");
+}
+
+/// `DEBUGGER_IN_USE` from a `browser_act` (an error, or a typed result that names it), with nothing dispatched.
+fn assert_debugger_in_use(acted: Result<Value, browserd_broker::client::ClientError>) {
+    match acted {
+        Err(e) => {
+            assert_eq!(e.code(), ErrorCode::DebuggerInUse, "{e}");
+            assert!(e.to_string().contains("another debugger"), "the error says what holds the tab: {e}");
+            assert!(e.error_data().and_then(|d| d.retry_after_ms).is_some(), "a retry hint: {e}");
+        }
+        Ok(r) => panic!("expected DEBUGGER_IN_USE, got a result: {r}"),
+    }
+}
+
+/// Drill "another DevTools client takes the debugger": Chromium lets several debugging clients share a tab, so with
+/// another client on a leased tab browserd refuses to attach (`DEBUGGER_IN_USE`, naming what holds it), dispatches no
+/// input (the extension's gate counts none, the field keeps its value), and works again once the tab is free. Two
+/// other clients, one after the other: a second extension's `chrome.debugger.attach` (the extension's `DEBUGGER_BUSY`
+/// mapped through the relay) and a raw CDP session over the harness's own DevTools pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_debugger_on_a_leased_tab_reads_debugger_in_use_sends_nothing_and_recovers() {
+    let extra = tempfile::tempdir().unwrap();
+    let h = start_with(vec![rogue_extension(extra.path())]).await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, _tab, name) = h.open_form(s).await;
+    let value = "document.getElementById('fullName').value";
+
+    // 1. Another extension attaches chrome.debugger to the tab while browserd's attachment is idle-detached.
+    until_browserd_detached(&h).await;
+    let dispatched = h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await;
+    let find = format!("chrome.tabs.query({{}}).then(ts => ts.find(t => t.url === {form_url:?}).id)");
+    let other = h
+        .worker_eval(false, &format!("{find}.then(id => chrome.debugger.attach({{tabId: id}}, '1.3').then(() => id))"))
+        .await;
+    assert!(other.is_i64(), "the other extension attached: {other}");
+    assert_debugger_in_use(c.tool(s, "browser_act", fill_checked(&name, "Ada")).await);
+    assert_eq!(h.page_text(&form_url, value).await, "", "nothing reached the field");
+    assert_eq!(h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await, dispatched, "no input dispatched");
+    // The tab is free again: the same ref works.
+    h.worker_eval(false, &format!("chrome.debugger.detach({{tabId: {other}}}).then(() => true)")).await;
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, value).await, "Ada");
+
+    // 2. A raw CDP client (the harness's own DevTools pipe) holds a session on the tab.
+    until_browserd_detached(&h).await;
+    let cdp = h.browser.cdp();
+    let t = Duration::from_secs(10);
+    let target = h.user_tabs().await.into_iter().find(|x| x["url"] == form_url.as_str()).unwrap();
+    let att =
+        cdp.call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), t).await;
+    let raw = att.unwrap()["sessionId"].as_str().unwrap().to_owned();
+    let dispatched = h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await;
+    assert_debugger_in_use(c.tool(s, "browser_act", fill_checked(&name, "Bea")).await);
+    let still = cdp
+        .call(
+            Some(&browserd_cdp::SessionId(raw.clone())),
+            "Runtime.evaluate",
+            json!({"expression": value, "returnByValue": true}),
+            t,
+        )
+        .await
+        .unwrap();
+    assert_eq!(still["result"]["value"], "Ada", "nothing reached the field");
+    assert_eq!(h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await, dispatched, "no input dispatched");
+    cdp.call(None, "Target.detachFromTarget", json!({"sessionId": raw}), t).await.unwrap();
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Bea")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, value).await, "Bea");
+    h.stop().await;
+}
+
+/// Found by the drill above: after browserd's idle debugger detach (1.5 s without a page operation) the extension
+/// dropped the write lease, and the next action re-granted the same fencing token, which the gate refused
+/// (`LEASE_REVOKED: fencing token 1 … is not above 1`): every action after a pause failed. The same lease may now be
+/// granted again in the same control epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_after_the_idle_debugger_detach_keeps_its_lease() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, _tab, name) = h.open_form(s).await;
+    until_browserd_detached(&h).await;
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada");
     h.stop().await;
 }

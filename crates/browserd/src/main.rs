@@ -2,6 +2,7 @@
 //! the MCP server, and the native-messaging host with install/doctor/uninstall.
 
 mod demo;
+mod malloc;
 
 use clap::{Parser, Subcommand};
 
@@ -45,6 +46,7 @@ fn quiet_on_broken_pipe() {
 
 fn main() -> anyhow::Result<()> {
     quiet_on_broken_pipe();
+    malloc::reexec_broker_with_tunables();
     let cli = Cli::parse();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let code = rt.block_on(async {

@@ -77,6 +77,20 @@ impl Drop for ChromiumProvider {
 }
 
 pub(crate) fn cdp_err(e: &CdpError, what: &str) -> ProviderError {
+    if let CdpError::Protocol { message, .. } = e {
+        // The extension relay's answer when chrome.debugger found another debugger on the tab (the connection puts
+        // the method first: `Target.attachToTarget: DEBUGGER_BUSY: …`).
+        if let Some(at) = message.find("DEBUGGER_BUSY: ") {
+            let why = &message[at + "DEBUGGER_BUSY: ".len()..];
+            return ProviderError::new(
+                ProviderErrorKind::DebuggerInUse,
+                format!(
+                    "{what}: {why}. Close the other debugger (developer tools or another extension) and retry, or use \
+                     another tab"
+                ),
+            );
+        }
+    }
     let kind = match e {
         CdpError::Protocol { .. } => ProviderErrorKind::Refused,
         CdpError::Timeout { .. } => ProviderErrorKind::Timeout,
@@ -221,6 +235,17 @@ impl ChromiumProvider {
         locks.retain(|t, lock| *t == tab || open.contains(t) || Arc::strong_count(lock) > 1);
         locks.entry(tab).or_default().clone()
     }
+}
+
+/// Another debugging client holds `tab`; nothing was sent to it.
+pub(crate) fn debugger_in_use(tab: TabHandle, why: &str) -> ProviderError {
+    ProviderError::new(
+        ProviderErrorKind::DebuggerInUse,
+        format!(
+            "tab {tab}: {why} (developer tools, another extension or another protocol client); browserd did not \
+             attach and sent nothing. Close the other debugger and retry, or use another tab"
+        ),
+    )
 }
 
 pub(crate) fn gone(tab: TabHandle) -> ProviderError {

@@ -4,13 +4,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use browserd_cdp::{AutoAttach, Cdp, SessionId};
-use browserd_core::provider::{ProviderError, TabHandle};
-use serde_json::json;
+use browserd_cdp::{AutoAttach, Cdp, CdpError, SessionId};
+use browserd_core::provider::{ProviderError, ProviderKind, TabHandle};
+use serde_json::{Value, json};
 
 use crate::state::State;
 
-use super::{ChromiumProvider, cdp_err, gone, remaining};
+use super::{ChromiumProvider, cdp_err, debugger_in_use, gone, remaining};
 
 impl ChromiumProvider {
     /// The tab's page session, attaching first when needed.
@@ -23,6 +23,20 @@ impl ChromiumProvider {
             }
             t.target_id.clone()
         };
+        // browserd holds no attachment of this tab now, so an attached target means another client holds it
+        // (developer tools, another extension, a second protocol client): refuse before attaching. Over the extension
+        // relay the extension makes this check itself (`DEBUGGER_BUSY`).
+        if self.kind != ProviderKind::Extension {
+            let info = match self.call(None, "Target.getTargetInfo", json!({"targetId": target}), deadline).await {
+                Ok(info) => info,
+                // An endpoint without the method cannot say; the attach below still reports what it finds.
+                Err(CdpError::Protocol { code: -32601, .. }) => Value::Null,
+                Err(e) => return Err(cdp_err(&e, "reading the tab's target")),
+            };
+            if info["targetInfo"]["attached"].as_bool() == Some(true) {
+                return Err(debugger_in_use(tab, "another debugging client is attached to it"));
+            }
+        }
         let r = self
             .call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), deadline)
             .await
