@@ -57,6 +57,18 @@ async function targetIdOf(tabId) {
   return null;
 }
 
+/**
+ * Chromium lets several debugging clients share a tab, and chrome.debugger cannot tell who they are. This worker holds
+ * no attachment of the tab here (its own leftovers were detached at start), so an attached target means another client
+ * (developer tools, another extension, a remote protocol client) has it: refuse rather than act beside it.
+ */
+async function refuseIfOtherDebugger(tabId) {
+  const target = (await chrome.debugger.getTargets()).find((t) => t.tabId === tabId);
+  if (target?.attached) {
+    throw new GateError('DEBUGGER_BUSY', `another debugger is attached to tab ${tabId} (developer tools, another extension or a remote protocol client); nothing was sent`);
+  }
+}
+
 async function describe(tab) {
   return {
     tabId: tab.id,
@@ -87,7 +99,7 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
 });
 chrome.tabs.onRemoved.addListener(async (tabId) => {
   attached.delete(tabId);
-  gate.dropTab(tabId);
+  gate.forgetTab(tabId);
   const targetId = targetIds.get(tabId) ?? null;
   targetIds.delete(tabId);
   emit('tabRemoved', { tabId, targetId, owner: await owners.forget(tabId) });
@@ -114,9 +126,16 @@ async function ensureGroup(session, tabId, title) {
   return groupId;
 }
 
-/** Takes a tab out of an agent group without closing anything; groups are never closed whole. */
-async function ungroupQuiet(tabId) {
-  try { await chrome.tabs.ungroup([tabId]); } catch (e) { /* not grouped or gone */ }
+/**
+ * Takes a tab out of the agent group browserd put it in (`groupedBy`), and only if it is still there; a tab in a
+ * group of the user's (a claimed tab, or one the user moved) keeps its group. Groups are never closed whole.
+ */
+async function ungroupQuiet(tabId, groupedBy) {
+  if (groupedBy === undefined || groupedBy === null) return;
+  try {
+    const tab = await chrome.tabs.get(tabId);
+    if (tab.groupId === groupedBy) await chrome.tabs.ungroup([tabId]);
+  } catch (e) { /* not grouped or gone */ }
 }
 
 async function detachQuiet(tabId) {
@@ -184,10 +203,8 @@ async function status() {
 
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
-  if (typeof a.method === 'string' && a.method.startsWith('Input.')) {
-    return gate.runInput(target.tabId, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}));
-  }
-  return chrome.debugger.sendCommand(target, a.method, a.params || {});
+  // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
+  return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
 
 async function handle(cmd, a) {
@@ -204,6 +221,7 @@ async function handle(cmd, a) {
     case 'debugger.attach': {
       await owners.require(a.tabId, a.session, 'attach to');
       if (!attached.has(a.tabId)) {
+        await refuseIfOtherDebugger(a.tabId);
         await chrome.debugger.attach({ tabId: a.tabId }, '1.3');
         attached.add(a.tabId);
       }
@@ -218,7 +236,11 @@ async function handle(cmd, a) {
       if (!a.session) throw new GateError('INVALID_PARAMS', 'tabs.create needs the agent session that will own the tab');
       const tab = await chrome.tabs.create({ url: a.url || 'about:blank', active: a.active ?? false });
       await owners.set(tab.id, { session: a.session, kind: 'created' });
-      if (a.group !== false) await ensureGroup(a.session, tab.id, a.groupTitle);
+      if (a.group !== false) {
+        // Remember the group browserd put the tab in: release takes it out of that group only.
+        const groupedBy = await ensureGroup(a.session, tab.id, a.groupTitle);
+        await owners.set(tab.id, { session: a.session, kind: 'created', groupedBy });
+      }
       return describe(await chrome.tabs.get(tab.id));
     }
     case 'tabs.remove': {
@@ -245,9 +267,10 @@ async function handle(cmd, a) {
       return owners.get(a.tabId);
     }
     case 'own.release': {
-      await owners.require(a.tabId, a.session, 'release');
+      const rec = await owners.require(a.tabId, a.session, 'release');
       await detachQuiet(a.tabId);
-      await ungroupQuiet(a.tabId);
+      gate.forgetTab(a.tabId);
+      await ungroupQuiet(a.tabId, rec.groupedBy);
       await owners.forget(a.tabId);
       return { released: a.tabId };
     }
@@ -289,7 +312,7 @@ async function onHostMessage(msg) {
 // Reachable only from this worker's own global scope (DevTools on the service worker, the end-to-end tests and the
 // relay benchmark); no web page and no other extension can reach it. Headless Chromium cannot press a keyboard
 // shortcut, so the tests call the very listener registered for the command.
-globalThis.browserd = { onCommand, status, instance: INSTANCE };
+globalThis.browserd = { onCommand, status, instance: INSTANCE, cdpSend };
 
 // ---- connection with backoff --------------------------------------------------------------------------------------
 

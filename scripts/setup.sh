@@ -8,7 +8,11 @@
 # - npm packages for the adapters and the benchmark side-by-side are installed (npm ci, pinned lockfiles) by the
 #   scripts that use them; the Browserless grid the remote-grid tests run against (bench/browserless, a test
 #   component only: SSPL, never bundled) is installed here when its node_modules is not current.
+# `setup.sh --demo` installs only what the demo needs: Chromium (no xvfb, no Node.js).
 set -euo pipefail
+
+demo_only=0
+if [ "${1:-}" = "--demo" ]; then demo_only=1; fi
 
 say() { printf '[setup] %s\n' "$*" >&2; }
 
@@ -31,6 +35,11 @@ else
   $sudo_cmd apt-get update -qq
   $sudo_cmd apt-get install -y -qq chromium >/dev/null
   say "chromium: installed ($(/usr/lib/chromium/chromium --version 2>/dev/null))"
+fi
+
+if [ "$demo_only" = 1 ]; then
+  say "demo: nothing else needed (xvfb and Node.js are for the tests)"
+  exit 0
 fi
 
 if command -v Xvfb >/dev/null 2>&1; then

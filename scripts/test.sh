@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 #! README command two (and CI): set up what is missing, then check formatting, lint, and run every test
-#! (pure core, scripted CDP peer, real Chromium, the extension with its native host, the Pi/DSH adapters with
-#! the real Pi package).
+#! (pure core, scripted CDP peer, real Chromium, the extension with its native host, the acceptance suite through
+#! `browserd mcp` and the host hooks, the Pi/DSH adapters with the real Pi package). The acceptance suite's disk-full
+#! check mounts a small tmpfs, so run this as root (CI does); without that the check fails, it never skips.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

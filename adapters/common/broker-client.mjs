@@ -45,12 +45,31 @@ export class BrokerError extends Error {
   }
 }
 
-/** The broker's runtime directory, by the same rules as `browserd-ipc` (`paths.rs`). */
-export function runtimeDir(env = process.env) {
+/** Whether `dir` is a real directory (not a symlink) owned by `uid`, as `browserd-ipc`'s `is_ours`. */
+function isOurs(dir, uid) {
+  try {
+    const st = fs.lstatSync(dir);
+    return st.isDirectory() && st.uid === uid;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The broker's runtime directory, by the same rules as `browserd-ipc` (`paths.rs`): `$XDG_RUNTIME_DIR/browserd`,
+ * else on Linux `/run/user/<uid>/browserd` when that directory is ours (`BROWSERD_TEST_RUN_USER_BASE` replaces
+ * `/run/user` in tests), else macOS `$TMPDIR/browserd`, else `/tmp/browserd-<uid>`.
+ */
+export function runtimeDir(env = process.env, uid = process.getuid?.() ?? os.userInfo().uid, platform = process.platform) {
   const xdg = env.XDG_RUNTIME_DIR;
   if (xdg && path.isAbsolute(xdg)) return path.join(xdg, "browserd");
-  if (process.platform === "darwin" && env.TMPDIR && path.isAbsolute(env.TMPDIR)) return path.join(env.TMPDIR, "browserd");
-  return path.join("/tmp", `browserd-${os.userInfo().uid}`);
+  if (platform === "linux") {
+    const base = env.BROWSERD_TEST_RUN_USER_BASE;
+    const runUser = path.join(base && path.isAbsolute(base) ? base : "/run/user", String(uid));
+    if (isOurs(runUser, uid)) return path.join(runUser, "browserd");
+  }
+  if (platform === "darwin" && env.TMPDIR && path.isAbsolute(env.TMPDIR)) return path.join(env.TMPDIR, "browserd");
+  return path.join("/tmp", `browserd-${uid}`);
 }
 
 /** The broker's socket path. `BROWSERD_SOCKET` overrides it (tests, unusual setups). */

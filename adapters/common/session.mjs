@@ -76,17 +76,34 @@ export function resultText(value, dir = artifactDir()) {
 }
 
 /**
- * Whether a tool result reports a failure that must surface as a tool error (never as success): `ok: false` on
- * finalize/close/reset/batch, or an action whose outcome is not `succeeded`.
+ * Why a tool result is not a full success, or `null` when it is one: the one rule of every browserd front end (the MCP
+ * server's `isError`, the CLI's exit status; `browserd_protocol::verdict` in Rust). A result falls short when it says
+ * `ok: false`, has an `outcome` other than `succeeded`, a `postcondition` of `failed`, a batch step that falls short,
+ * or is a handoff whose wait ended `timedOut` or `tabClosed`.
  */
-export function resultFailure(name, value) {
-  if (value && typeof value === "object") {
-    if (value.ok === false) return `${name} did not complete: ${JSON.stringify(value)}`;
-    if (name === "browser_act" && typeof value.outcome === "string" && value.outcome !== "succeeded") {
-      return `browser_act ${value.outcome}${value.code ? ` (${value.code})` : ""}: ${JSON.stringify(value)}`;
+export function shortfall(value) {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  if (value.ok === false) return "not everything asked was done (ok: false)";
+  if (typeof value.outcome === "string" && value.outcome !== "succeeded") {
+    return `outcome ${value.outcome}${value.code ? ` (${value.code})` : ""}`;
+  }
+  if (value.postcondition === "failed") return "the expected postcondition did not hold";
+  if (Array.isArray(value.steps)) {
+    for (const [index, step] of value.steps.entries()) {
+      const why = shortfall(step);
+      if (why) return `step ${index}: ${why}`;
     }
   }
+  if ((value.status === "timedOut" || value.status === "tabClosed") && "tab" in value) {
+    return `the handoff ended ${value.status}`;
+  }
   return null;
+}
+
+/** The error text for a tool result that must surface as a tool error (never as success), or `null`. */
+export function resultFailure(name, value) {
+  const why = shortfall(value);
+  return why ? `${name} did not fully succeed (${why}): ${JSON.stringify(value)}` : null;
 }
 
 /** Maps host close reasons onto the protocol's `CloseReason`. */

@@ -1,5 +1,35 @@
-// The last-hop gate: write leases with fencing tokens, the control epoch and the Stop gate, checked before any
-// `Input.*` command is dispatched. Everything lives in memory on purpose: a restarted service worker has no lease.
+// The last-hop gate: write leases with fencing tokens, the control epoch and the Stop gate, checked before every
+// page-mutating DevTools command is dispatched. `Gate.command` is the one entry point: a method on the read-only
+// allow list (`READ_ONLY`) passes; every other method (navigation, reload, history, file input, dialogs, focus,
+// `Input.*`, a `Runtime.*` call made for an action) must carry the tab's current lease token under the current
+// control epoch and the gate must be open. Everything lives in memory on purpose: a restarted service worker has no
+// lease.
+
+/** DevTools methods that only read the page (or set up reading it); everything else is gated. */
+export const READ_ONLY = new Set([
+  'Accessibility.getFullAXTree', 'Accessibility.getPartialAXTree', 'Accessibility.queryAXTree',
+  'DOM.describeNode', 'DOM.getBoxModel', 'DOM.getContentQuads', 'DOM.getDocument', 'DOM.getFrameOwner',
+  'DOM.getNodeForLocation', 'DOM.querySelector', 'DOM.querySelectorAll', 'DOM.requestChildNodes', 'DOM.resolveNode',
+  // Scrolls the viewport to an element for a screenshot; the page's content and state do not change.
+  'DOM.scrollIntoViewIfNeeded',
+  'DOMSnapshot.captureSnapshot',
+  'Page.captureScreenshot', 'Page.createIsolatedWorld', 'Page.getFrameTree', 'Page.getLayoutMetrics',
+  'Page.getNavigationHistory', 'Page.setLifecycleEventsEnabled',
+  // Installs browserd's own observers (dialogs, console) into later documents of an attached tab.
+  'Page.addScriptToEvaluateOnNewDocument',
+  // Reading scripts (observation). A Runtime call made for an action is marked `forAction` and is gated.
+  'Runtime.evaluate', 'Runtime.callFunctionOn', 'Runtime.getProperties', 'Runtime.releaseObject',
+  'Runtime.releaseObjectGroup', 'Runtime.runIfWaitingForDebugger',
+  'Target.getTargetInfo', 'Target.getTargets', 'Target.setAutoAttach', 'Target.setDiscoverTargets',
+]);
+
+/** Whether `method` (with `forAction` when a Runtime call is made for an action) only reads. */
+export function readsOnly(method, forAction) {
+  if (typeof method !== 'string') return false;
+  if (forAction) return false;
+  if (method.endsWith('.enable') || method.endsWith('.disable')) return !method.startsWith('Input.');
+  return READ_ONLY.has(method);
+}
 
 /** An error the broker can act on: `code` is one of browserd's error codes. */
 export class GateError extends Error {
@@ -19,6 +49,9 @@ export class Gate {
     this.leases = new Map();
     /** tabId -> highest token ever granted (fencing tokens only go up). */
     this.highest = new Map();
+    /** tabId -> { session, token, epoch }: a lease whose debugger attachment went away (idle detach); the same lease may
+     *  be granted again on the next attachment, in the same control epoch only. */
+    this.parked = new Map();
     /** tabId -> promise tail of the per-tab input queue. */
     this.tails = new Map();
     /** Inputs queued but not yet dispatched: { reject } */
@@ -31,9 +64,12 @@ export class Gate {
     if (epoch !== this.epoch) {
       throw new GateError('LEASE_REVOKED', `lease for tab ${tabId} names control epoch ${epoch}, current is ${this.epoch}; read status and request a new lease`);
     }
-    if (!Number.isSafeInteger(token) || token <= (this.highest.get(tabId) ?? 0)) {
+    const parked = this.parked.get(tabId);
+    const again = parked !== undefined && parked.session === session && parked.token === token && parked.epoch === epoch;
+    if (!again && (!Number.isSafeInteger(token) || token <= (this.highest.get(tabId) ?? 0))) {
       throw new GateError('LEASE_REVOKED', `fencing token ${token} for tab ${tabId} is not above ${this.highest.get(tabId) ?? 0}; fencing tokens must increase`);
     }
+    this.parked.delete(tabId);
     this.highest.set(tabId, token);
     this.leases.set(tabId, { session, token });
     this.stopped = false;
@@ -41,11 +77,21 @@ export class Gate {
   }
 
   revoke(tabId) {
+    this.parked.delete(tabId);
     const had = this.leases.delete(tabId);
     return { tabId, revoked: had };
   }
 
+  /** The tab's debugger attachment went away: its lease stops admitting input, and may be granted again as it was. */
   dropTab(tabId) {
+    const lease = this.leases.get(tabId);
+    if (lease) this.parked.set(tabId, { ...lease, epoch: this.epoch });
+    this.leases.delete(tabId);
+  }
+
+  /** The tab is gone or no longer the agent's: nothing of its lease may come back. */
+  forgetTab(tabId) {
+    this.parked.delete(tabId);
     this.leases.delete(tabId);
   }
 
@@ -57,6 +103,15 @@ export class Gate {
     const lease = this.leases.get(tabId);
     if (!lease) throw new GateError('LEASE_REVOKED', `tab ${tabId} has no write lease; acquire one first`);
     if (lease.token !== fence.token) throw new GateError('LEASE_REVOKED', `stale fencing token ${fence.token} for tab ${tabId} (current ${lease.token}); the lease moved on`);
+  }
+
+  /**
+   * The one entry point for a DevTools command to a tab: read-only methods run at once; every other method runs as
+   * an input (lease + fencing + Stop checked when queued and again right before dispatch, in per-tab order).
+   */
+  command(tabId, method, fence, dispatch, forAction = false) {
+    if (readsOnly(method, forAction)) return dispatch();
+    return this.runInput(tabId, fence, dispatch);
   }
 
   /** Runs `dispatch` for one input in per-tab order, checking the gate when queued and again right before dispatch. */
@@ -90,6 +145,7 @@ export class Gate {
     this.stopped = true;
     this.epoch += 1;
     this.leases.clear();
+    this.parked.clear();
     const dropped = this.waiting.size;
     for (const entry of this.waiting) entry.reject(new GateError('USER_STOPPED', 'the user pressed Stop before this input was dispatched'));
     this.waiting.clear();

@@ -168,10 +168,15 @@ test("one session's calls never overlap, and a call from an ended activation is 
 });
 
 test("results: failures are detected, screenshots become files, long text spills to a file", () => {
-  assert.match(resultFailure("browser_cleanup", { ok: false, failed: [{ tab: 3 }] }), /did not complete/);
+  assert.match(resultFailure("browser_cleanup", { ok: false, failed: [{ tab: 3 }] }), /did not fully succeed \(not everything/);
   assert.match(resultFailure("browser_act", { outcome: "failed", code: "NOT_ACTIONABLE" }), /failed \(NOT_ACTIONABLE\)/);
   assert.equal(resultFailure("browser_act", { outcome: "succeeded" }), null);
   assert.equal(resultFailure("browser_open", { tab: 1 }), null);
+  // The same rule as the MCP server's isError and the CLI's exit status (browserd_protocol::verdict).
+  assert.match(resultFailure("browser_act", { outcome: "succeeded", postcondition: "failed" }), /postcondition/);
+  assert.match(resultFailure("browser_batch", { ok: true, steps: [{ outcome: "succeeded" }, { outcome: "unknown" }] }), /step 1: outcome unknown/);
+  assert.match(resultFailure("browser_handoff", { tab: 2, status: "timedOut" }), /handoff ended timedOut/);
+  assert.equal(resultFailure("browser_handoff", { tab: 2, status: "completed" }), null);
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "browserd-art-"));
   const png = Buffer.from("89504e470d0a1a0a", "hex");
@@ -188,7 +193,19 @@ test("results: failures are detected, screenshots become files, long text spills
 
 test("the socket path follows browserd-ipc's rules", () => {
   assert.equal(runtimeDir({ XDG_RUNTIME_DIR: "/run/user/7" }), "/run/user/7/browserd");
-  assert.equal(runtimeDir({ XDG_RUNTIME_DIR: "relative" }), `/tmp/browserd-${os.userInfo().uid}`);
+  const uid = process.getuid();
+  const fake = fs.mkdtempSync(path.join(os.tmpdir(), "browserd-run-user-"));
+  const stripped = { HOME: "/h", PATH: "/usr/bin", BROWSERD_TEST_RUN_USER_BASE: fake };
+  assert.equal(runtimeDir({ ...stripped, XDG_RUNTIME_DIR: "relative" }), `/tmp/browserd-${uid}`);
+  // Without XDG_RUNTIME_DIR (Codex, the MCP SDK): /run/user/<uid> when it is a real directory of ours.
+  fs.mkdirSync(path.join(fake, String(uid)), { mode: 0o700 });
+  assert.equal(runtimeDir(stripped), path.join(fake, String(uid), "browserd"));
+  assert.equal(runtimeDir({ XDG_RUNTIME_DIR: path.join(fake, String(uid)) }), runtimeDir(stripped));
+  assert.equal(runtimeDir(stripped, uid, "darwin"), `/tmp/browserd-${uid}`);
+  // A symlink named like it is refused.
+  fs.symlinkSync(path.join(fake, String(uid)), path.join(fake, String(uid + 1)));
+  assert.equal(runtimeDir(stripped, uid + 1), `/tmp/browserd-${uid + 1}`);
+  fs.rmSync(fake, { recursive: true });
   assert.equal(socketPath({ BROWSERD_SOCKET: "/x/y.sock" }), "/x/y.sock");
 });
 

@@ -31,7 +31,8 @@ impl AddressabilityReport {
 ///
 /// Exact (role, name) matches are taken first. Then an expected `generic` element (no ARIA role in the markup: a
 /// clickable `div`, a contenteditable region) that is still unmatched takes any remaining ref with the same name,
-/// whatever role the tool gave it (Chromium exposes a contenteditable region as `textbox`): it has a ref either way.
+/// whatever role the tool gave it (Chromium exposes a contenteditable region as `textbox`): it has a ref either way;
+/// failing that, a remaining ref whose name contains the element's text (or, cut with `…`, begins it).
 pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityReport {
     let mut available: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in refs {
@@ -51,6 +52,16 @@ pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityR
             continue;
         }
         let other = available.iter_mut().find(|((_, name), count)| *name == element.name.as_str() && **count > 0);
+        // Else any remaining ref whose name holds the element's text: a clickable row or card is named by all of its
+        // text (a caret drawn by CSS, the row's other cells), and a name cut short with `…` counts by its start.
+        let other = match other {
+            Some(found) => Some(found),
+            None => available.iter_mut().find(|((_, name), count)| {
+                **count > 0
+                    && (name.contains(element.name.as_str())
+                        || name.strip_suffix('…').is_some_and(|cut| !cut.is_empty() && element.name.starts_with(cut)))
+            }),
+        };
         if let Some((_, count)) = other {
             *count -= 1;
             *matched = true;

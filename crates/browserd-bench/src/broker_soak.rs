@@ -2,7 +2,10 @@
 //! `browserd broker run` process in a temporary home: its resident set (`VmRSS` of `/proc/<pid>/status`) right after
 //! start-up and after an idle wait, then a soak of `--broker-soak N` cycles of connect → `hello` → `session.open` →
 //! `browser_open` → `browser_close` → `session.close` → disconnect against its managed Chromium, with the RSS at the
-//! start and the end of the soak and the cycle time percentiles. Only the broker process is measured, not Chromium.
+//! start and the end of the soak and the cycle time percentiles; then a tab soak of as many cycles in one session:
+//! `browser_open` of a fixture page → `browser_observe` → `browser_close`, with the RSS at its start, peak and end.
+//! Then four 12 MB requests (refused after parsing) with the RSS before and after. Only the broker process is measured,
+//! not Chromium.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -66,6 +69,140 @@ pub struct SoakRow {
     pub failures: usize,
     /// The broker's threads at the end.
     pub threads: u64,
+}
+
+/// The tab soak: open, observe and close a tab, over and over, in one session.
+#[derive(Debug, Clone, Serialize)]
+pub struct TabSoakRow {
+    /// `broker.tab_soak`.
+    pub name: &'static str,
+    /// Cycles run.
+    pub cycles: usize,
+    /// RSS after ten warm-up cycles.
+    pub rss_start_kib: u64,
+    /// The highest RSS seen during the soak (sampled after every cycle).
+    pub rss_peak_kib: u64,
+    /// RSS after the last cycle.
+    pub rss_end_kib: u64,
+    /// RSS every [`SERIES_EVERY`] cycles.
+    pub rss_series_kib: Vec<u64>,
+    /// (end − start) / cycles, in bytes.
+    pub growth_per_cycle_bytes: f64,
+    /// One cycle's time.
+    #[serde(flatten)]
+    pub timing: Summary,
+    /// Cycles that failed (included in the timings).
+    pub failures: usize,
+}
+
+/// One tab cycle in `s`: open `url`, observe it, close it.
+async fn tab_cycle(c: &Client, s: &browserd_protocol::SessionId, url: &str) -> Result<(), String> {
+    let fail = |what: &str, e: browserd_broker::client::ClientError| format!("{what}: {e}");
+    let tab = c.tool(s, "browser_open", json!({"url": url})).await.map_err(|e| fail("browser_open", e))?["tab"]
+        .as_u64()
+        .ok_or("browser_open returned no tab")?;
+    c.tool(s, "browser_observe", json!({"tab": tab})).await.map_err(|e| fail("browser_observe", e))?;
+    c.tool(s, "browser_close", json!({"tabs": [tab]})).await.map_err(|e| fail("browser_close", e))?;
+    Ok(())
+}
+
+/// Runs the tab soak on `broker`; returns the row or why it could not run.
+async fn tab_soak(broker: &Broker, cycles: usize, url: &str) -> Result<TabSoakRow, String> {
+    let c = connect(broker).await?;
+    let opened = c
+        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "tab-soak".into(), label: None })
+        .await
+        .map_err(|e| format!("session.open: {e}"))?;
+    let s = opened.session;
+    c.call(&ToolsActivateParams { session: s.clone(), advanced: false })
+        .await
+        .map_err(|e| format!("tools.activate: {e}"))?;
+    for _ in 0..10 {
+        tab_cycle(&c, &s, url).await.map_err(|e| format!("a warm-up tab cycle failed: {e}"))?;
+    }
+    let rss_start_kib = broker.rss();
+    let (mut peak, mut series, mut samples, mut failures) = (rss_start_kib, vec![rss_start_kib], Vec::new(), 0);
+    let mut first_error = None;
+    for n in 1..=cycles {
+        let started = Instant::now();
+        if let Err(e) = tab_cycle(&c, &s, url).await {
+            failures += 1;
+            first_error.get_or_insert(e);
+        }
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        let rss = broker.rss();
+        peak = peak.max(rss);
+        if n % SERIES_EVERY == 0 {
+            series.push(rss);
+            eprintln!("browserd-bench: tab soak {n}/{cycles}, RSS {rss} KiB");
+        }
+    }
+    let _ = c.call(&SessionCloseParams { session: s, reason: CloseReason::HostExit }).await;
+    if let Some(e) = first_error {
+        return Err(format!("{failures} of {cycles} tab cycles failed; the first: {e}"));
+    }
+    let Some(timing) = Summary::of(&samples) else { return Err("no tab cycles were run".into()) };
+    let rss_end_kib = broker.rss();
+    #[allow(clippy::cast_precision_loss)]
+    let growth_per_cycle_bytes = (rss_end_kib as f64 - rss_start_kib as f64) * 1024.0 / cycles.max(1) as f64;
+    Ok(TabSoakRow {
+        name: "broker.tab_soak",
+        cycles,
+        rss_start_kib,
+        rss_peak_kib: peak,
+        rss_end_kib,
+        rss_series_kib: series,
+        growth_per_cycle_bytes,
+        timing,
+        failures,
+    })
+}
+
+/// RSS around a few large requests (each refused after it was read and parsed): is the memory given back?
+#[derive(Debug, Clone, Serialize)]
+pub struct LargeFramesRow {
+    /// `broker.large_frames`.
+    pub name: &'static str,
+    /// Requests sent.
+    pub frames: usize,
+    /// Bytes of each request.
+    pub frame_bytes: usize,
+    /// RSS before the first.
+    pub rss_before_kib: u64,
+    /// RSS 2 s after the last answer.
+    pub rss_after_kib: u64,
+    /// The highest RSS seen so far (`VmHWM`).
+    pub rss_peak_kib: u64,
+}
+
+/// Sends `frames` requests of about `bytes` each (`browser_list` with an unknown, huge argument: read, parsed and
+/// refused) and reads the RSS before and after.
+async fn large_frames(broker: &Broker, frames: usize, bytes: usize) -> Result<LargeFramesRow, String> {
+    let c = connect(broker).await?;
+    let opened = c
+        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "large-frames".into(), label: None })
+        .await
+        .map_err(|e| format!("session.open: {e}"))?;
+    c.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false })
+        .await
+        .map_err(|e| format!("tools.activate: {e}"))?;
+    let rss_before_kib = broker.rss();
+    let junk = "x".repeat(bytes);
+    for _ in 0..frames {
+        match c.tool(&opened.session, "browser_list", json!({"junk": junk})).await {
+            Err(e) if e.code() == browserd_protocol::ErrorCode::InvalidParams => {}
+            other => return Err(format!("a large request was not refused as invalid: {other:?}")),
+        }
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(LargeFramesRow {
+        name: "broker.large_frames",
+        frames,
+        frame_bytes: bytes,
+        rss_before_kib,
+        rss_after_kib: broker.rss(),
+        rss_peak_kib: proc_status(broker.pid(), "VmHWM").unwrap_or(0),
+    })
 }
 
 /// A field of `/proc/<pid>/status` in kB (or a plain count for `Threads`).
@@ -281,12 +418,44 @@ pub async fn run(args: &Args) -> usize {
             row.cycles, row.rss_start_kib, row.rss_end_kib, row.rss_peak_kib, timing.p50_ms, timing.p95_ms, failures
         );
     }
-    let _ = idle_client.shutdown_broker().await;
-    drop(idle_client);
     let mut failed = usize::from(failures > 0);
     if let Some(e) = first_error {
         failed += error(format!("{failures} of {cycles} soak cycles failed; the first: {e}"));
     }
+    let site = match browserd_fixtures::FixtureSite::start().await {
+        Ok(site) => site,
+        Err(e) => return error(format!("the fixture site did not start: {e}")),
+    };
+    match tab_soak(&broker, cycles, &site.url("/form.html")).await {
+        Ok(row) if args.json => report::print_json(&row),
+        Ok(row) => println!(
+            "broker tab soak: {} open/observe/close cycles, RSS {} KiB → {} KiB (peak {} KiB, {:+.0} B per cycle), \
+             cycle p50 {} ms p95 {} ms",
+            row.cycles,
+            row.rss_start_kib,
+            row.rss_end_kib,
+            row.rss_peak_kib,
+            row.growth_per_cycle_bytes,
+            row.timing.p50_ms,
+            row.timing.p95_ms
+        ),
+        Err(e) => failed += error(format!("{e}\n{}", broker.log())),
+    }
+    site.shutdown().await;
+    match large_frames(&broker, 4, 12 * 1024 * 1024).await {
+        Ok(row) if args.json => report::print_json(&row),
+        Ok(row) => println!(
+            "broker large frames: {} requests of {} MB, RSS {} KiB → {} KiB 2 s after (peak {} KiB)",
+            row.frames,
+            row.frame_bytes / (1024 * 1024),
+            row.rss_before_kib,
+            row.rss_after_kib,
+            row.rss_peak_kib
+        ),
+        Err(e) => failed += error(e),
+    }
+    let _ = idle_client.shutdown_broker().await;
+    drop(idle_client);
     failed.min(1)
 }
 

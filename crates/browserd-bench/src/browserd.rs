@@ -206,9 +206,10 @@ impl BrowserdObserver {
             .await
             .map_err(|e| self.page_error(url, format!("observing: {e}")))?;
         // Exactly what the MCP server sends the model: the broker turns the `Observation` into a JSON value and
-        // `browserd-mcp` (`render::success`) sends that value's compact text as the tool result's text block.
+        // `browserd-mcp` (`render::observation_text`) makes it one envelope line and the page text, unescaped (with
+        // no output schema declared, the default, that text block is all the result carries).
         let text = serde_json::to_value(&observation)
-            .map(|v| v.to_string())
+            .map(|v| browserd_mcp::render::observation_text(&v).unwrap_or_else(|| v.to_string()))
             .map_err(|e| self.page_error(url, format!("serialising the observation: {e}")))?;
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         Ok((text, observation, ms))
@@ -454,8 +455,8 @@ fn serialise_error(e: &serde_json::Error) -> browserd_core::provider::ProviderEr
     )
 }
 
-/// The `untrustedContent` of a serialised `Observation`; `text` itself when it is not one (already the line
-/// rendering).
+/// The `untrustedContent` of a serialised `Observation`; `text` itself when it is not one (the line rendering, or
+/// the MCP server's text of an observation, whose envelope line holds no ref).
 pub fn observation_content(text: &str) -> String {
     match serde_json::from_str::<browserd_protocol::Observation>(text) {
         Ok(o) => o.untrusted_content,

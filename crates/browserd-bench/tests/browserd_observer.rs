@@ -8,7 +8,7 @@ use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageCh
 use browserd_bench::observer::Observer;
 use browserd_bench::playwright::PlaywrightOptions;
 use browserd_fixtures::{FixtureSite, generate_elements_page, operable_elements};
-use browserd_protocol::{ActionResult, Observation, Outcome, Postcondition};
+use browserd_protocol::{ActionResult, Outcome, Postcondition};
 
 fn options(budget: Budget) -> BrowserdOptions {
     BrowserdOptions {
@@ -28,9 +28,11 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     let page = observer.observe(&site.url("/duplicates.html"), 2).await.expect("observe duplicates.html");
     assert_eq!(page.ms_runs.len(), 2);
     assert_eq!(page.failures, 0);
-    let parsed: Observation = serde_json::from_str(&page.text).expect("the text is a serialised Observation");
-    assert_eq!(page.content.as_deref(), Some(parsed.untrusted_content.as_str()));
-    assert!(parsed.untrusted_content.starts_with("# Duplicate names\n"), "{}", parsed.untrusted_content);
+    // The text is what browserd's MCP server sends: one envelope line, then the page text unescaped.
+    let (envelope, content) = page.text.split_once('\n').expect("an envelope line, then the page text");
+    assert!(envelope.contains("/duplicates.html") && envelope.contains(" @"), "{envelope}");
+    assert_eq!(page.content.as_deref(), Some(content));
+    assert!(content.starts_with("# Duplicate names\n"), "{content}");
     let refs = observer.addressable(&page.text);
     assert_eq!(refs.iter().filter(|r| r.role == "button" && r.name == "Delete").count(), 5, "{refs:?}");
     let truth = operable_elements("/duplicates.html").expect("ground truth");
@@ -131,10 +133,11 @@ fn every_browserd_observer_shows_a_fresh_brokers_refs() {
     assert!(rows.iter().any(|r| r["name"] == "compare" && r["observer"] == "browserd-unbounded"), "{stdout}");
     for observer in ["browserd", "browserd-unbounded"] {
         let text = std::fs::read_to_string(dump.path().join(observer).join("duplicates.html.txt")).expect("a dump");
-        let o: Observation = serde_json::from_str(&text).expect("an observation");
-        assert!(o.cursor.bytes().all(|c| c.is_ascii_digit()), "{observer}: {}", o.cursor);
+        let (envelope, content) = text.split_once('\n').expect("an envelope line, then the page text");
+        let cursor = envelope.rsplit_once(" @").map(|(_, c)| c.split(' ').next().unwrap_or("")).unwrap_or("");
+        assert!(!cursor.is_empty() && cursor.bytes().all(|c| c.is_ascii_digit()), "{observer}: {envelope}");
         let refs: Vec<String> =
-            o.untrusted_content.lines().filter_map(browserd_bench::browserd::parse_line).map(|(r, _, _)| r).collect();
-        assert_eq!(refs, ["e1", "e2", "e3", "e4", "e5", "e6", "e7"], "{observer}:\n{}", o.untrusted_content);
+            content.lines().filter_map(browserd_bench::browserd::parse_line).map(|(r, _, _)| r).collect();
+        assert_eq!(refs, ["e1", "e2", "e3", "e4", "e5", "e6", "e7"], "{observer}:\n{content}");
     }
 }

@@ -35,6 +35,9 @@ pub enum ClientError {
     /// The broker answered with an error.
     #[error("{0}")]
     Rpc(Box<ErrorData>),
+    /// The broker this client started refused to run (another broker holds the profile or journal, …).
+    #[error("the browserd broker refused to start: {0}")]
+    BrokerRefused(String),
     /// The connection closed before the answer came.
     #[error("the connection to the browserd broker closed before it answered; check `browserd status`")]
     Closed,
@@ -140,6 +143,14 @@ impl ConnectOptions {
 /// # Errors
 /// The executable cannot be found or started, or the log file cannot be opened.
 pub fn spawn_broker(dir: &RuntimeDir, exe: Option<&std::path::Path>) -> std::io::Result<()> {
+    let child = start_broker(dir, exe)?;
+    reap(child);
+    Ok(())
+}
+
+/// Starts the broker as [`spawn_broker`] does and hands back the child, so a client can tell a broker that refused
+/// to start (it exits non-zero, its reason in `broker.log`) from one still starting.
+fn start_broker(dir: &RuntimeDir, exe: Option<&std::path::Path>) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt;
     let exe = match exe {
         Some(exe) => exe.to_path_buf(),
@@ -154,12 +165,40 @@ pub fn spawn_broker(dir: &RuntimeDir, exe: Option<&std::path::Path>) -> std::io:
         .stdout(log.try_clone()?)
         .stderr(log)
         .process_group(0);
-    let mut child = command.spawn()?;
-    // Reap it when it exits, so a long-lived client leaves no zombie.
+    command.spawn()
+}
+
+/// Reaps `child` when it exits, so a long-lived client leaves no zombie.
+fn reap(mut child: std::process::Child) {
     std::thread::spawn(move || {
         let _ = child.wait();
     });
-    Ok(())
+}
+
+/// The last `error:` line of the broker's log: why a broker this client started refused to run.
+fn refusal_in_log(dir: &RuntimeDir) -> Option<String> {
+    let text = std::fs::read_to_string(dir.path().join("broker.log")).ok()?;
+    text.lines().rev().find_map(|line| line.strip_prefix("error: ")).map(str::to_owned)
+}
+
+/// Waits until `slot`'s child exits with a failure and returns the broker's reason; pending while it runs.
+async fn refused(slot: &Mutex<Option<std::process::Child>>, dir: &RuntimeDir) -> String {
+    loop {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let status = match slot.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+            Some(child) => child.try_wait().ok().flatten(),
+            None => None,
+        };
+        if let Some(status) = status {
+            if status.success() {
+                // Another broker already served this directory; the retries reach it.
+                std::future::pending::<()>().await;
+            }
+            return refusal_in_log(dir).unwrap_or_else(|| {
+                format!("it exited with {status}; see {}", dir.path().join("broker.log").display())
+            });
+        }
+    }
 }
 
 impl Client {
@@ -173,15 +212,28 @@ impl Client {
             None => RuntimeDir::from_env()?,
         };
         let conn = if options.spawn {
-            browserd_ipc::connect_or_spawn(
+            let started: Mutex<Option<std::process::Child>> = Mutex::new(None);
+            let backoff = SpawnOptions::default();
+            let connecting = browserd_ipc::connect_or_spawn(
                 &dir,
-                || spawn_broker(&dir, options.broker_exe.as_deref()),
-                &SpawnOptions::default(),
+                || {
+                    let child = start_broker(&dir, options.broker_exe.as_deref())?;
+                    *started.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(child);
+                    Ok(())
+                },
+                &backoff,
                 |progress| {
                     tracing::debug!(?progress, "connecting to the broker");
                 },
-            )
-            .await?
+            );
+            let result = tokio::select! {
+                result = connecting => result.map_err(ClientError::from),
+                reason = refused(&started, &dir) => Err(ClientError::BrokerRefused(reason)),
+            };
+            if let Some(child) = started.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+                reap(child);
+            }
+            result?
         } else {
             browserd_ipc::connect(&dir).await?
         };
@@ -343,6 +395,18 @@ impl Client {
     ) -> Result<Value, ClientError> {
         let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let request = Request::new(id.clone(), method, &params)?;
+        // A frame over the broker's limit would make it drop the connection unanswered: refuse it here, typed.
+        let encoded = serde_json::to_vec(&request).map(|v| v.len()).unwrap_or(0);
+        if encoded >= browserd_ipc::DEFAULT_MAX_FRAME {
+            return Err(ClientError::Rpc(Box::new(ErrorData::new(
+                ErrorCode::InvalidParams,
+                format!(
+                    "the `{method}` request is {encoded} bytes, over the broker's frame limit of {} bytes (16 MiB); \
+                     send less (e.g. a shorter value, or a file path instead of the content)",
+                    browserd_ipc::DEFAULT_MAX_FRAME
+                ),
+            ))));
+        }
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), tx);
         let forget = || {

@@ -135,6 +135,9 @@ pub struct BrokerConfig {
     pub concurrency_wait_ms: u64,
     /// Deadline of ordinary browser calls.
     pub op_timeout_ms: u64,
+    /// A connection that sends no `hello` within this long is closed (it would hold one of the broker's connection
+    /// slots forever).
+    pub hello_timeout_ms: u64,
     /// The advanced tool tier (`[advanced]`): off by default.
     pub advanced: AdvancedConfig,
 }
@@ -234,6 +237,7 @@ impl Default for BrokerConfig {
             max_concurrent_page_ops: 4,
             concurrency_wait_ms: 1000,
             op_timeout_ms: 10_000,
+            hello_timeout_ms: 5_000,
             advanced: AdvancedConfig::default(),
         }
     }
@@ -288,6 +292,7 @@ pub const KEYS: &[&str] = &[
     "max_concurrent_page_ops",
     "concurrency_wait_ms",
     "op_timeout_ms",
+    "hello_timeout_ms",
     "advanced.enabled",
     "advanced.raw_cdp",
     "advanced.allowed_cdp_methods",
@@ -497,6 +502,7 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(),
         "max_concurrent_page_ops" => config.max_concurrent_page_ops = parse_u32_min1(value)?,
         "concurrency_wait_ms" => config.concurrency_wait_ms = parse_u64(value)?,
         "op_timeout_ms" => config.op_timeout_ms = parse_u64(value)?.max(1),
+        "hello_timeout_ms" => config.hello_timeout_ms = parse_u64(value)?.max(1),
         "advanced.enabled" => config.advanced.enabled = parse_bool(value)?,
         "advanced.raw_cdp" => config.advanced.raw_cdp = parse_bool(value)?,
         "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = method_list(value)?,
@@ -532,6 +538,7 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         "max_concurrent_page_ops" => config.max_concurrent_page_ops.to_string(),
         "concurrency_wait_ms" => config.concurrency_wait_ms.to_string(),
         "op_timeout_ms" => config.op_timeout_ms.to_string(),
+        "hello_timeout_ms" => config.hello_timeout_ms.to_string(),
         "advanced.enabled" => config.advanced.enabled.to_string(),
         "advanced.raw_cdp" => config.advanced.raw_cdp.to_string(),
         "advanced.allowed_cdp_methods" if config.advanced.allowed_cdp_methods.is_empty() => "(any)".to_owned(),

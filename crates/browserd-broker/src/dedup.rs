@@ -20,10 +20,17 @@ use serde_json::{Value, json};
 /// How long a settled request id is remembered.
 pub const DEDUP_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// The journal-backed de-duplication log.
+/// The journal-backed de-duplication log (and the broker's one handle on the journal).
+///
+/// Every write that fails marks the journal degraded ([`DedupLog::degraded`]) until a [`DedupLog::probe`] commits
+/// again: the broker then refuses what must be recorded (input, new or claimed tabs) instead of running it
+/// unrecorded.
 #[derive(Debug)]
 pub struct DedupLog {
     journal: Mutex<Journal>,
+    path: std::path::PathBuf,
+    /// The last failed write, until a probe succeeds.
+    degraded: Mutex<Option<String>>,
 }
 
 /// A call admitted as new; finish it with [`DedupLog::dispatch`] and [`DedupLog::finish`] or [`DedupLog::abandon`].
@@ -48,9 +55,66 @@ fn now() -> UnixMillis {
     UnixMillis(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0)))
 }
 
-fn journal_error(e: &browserd_journal::error::JournalError) -> ErrorData {
-    ErrorData::new(ErrorCode::InternalError, format!("the de-duplication journal failed: {e}; nothing was done"))
-        .with_next_step("Retry with a new callId; if it persists run `browserd doctor`.")
+/// The refusal of an operation that must be recorded while the journal cannot be written.
+#[must_use]
+pub fn journal_unavailable(path: &Path, why: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::JournalUnavailable,
+        format!("the broker's journal {} cannot be written ({why}); nothing was done", path.display()),
+    )
+    .with_details(json!({"journal": path.display().to_string(), "reason": why}))
+}
+
+impl DedupLog {
+    fn journal_error(&self, e: &browserd_journal::error::JournalError) -> ErrorData {
+        let why = e.to_string();
+        self.note_failure(&why);
+        journal_unavailable(&self.path, &why)
+    }
+
+    /// Marks the journal degraded: a write failed.
+    fn note_failure(&self, why: &str) {
+        tracing::warn!(journal = %self.path.display(), %why, "a journal write failed; recorded operations are refused until it works again");
+        *self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why.to_owned());
+    }
+
+    /// Logs and records a failed write; passes the result on.
+    fn noted<T>(&self, what: &str, r: browserd_journal::Result<T>) -> Option<T> {
+        match r {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.note_failure(&format!("{what}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Why the journal is degraded (its last failed write), or `None` when it works.
+    #[must_use]
+    pub fn degraded(&self) -> Option<String> {
+        self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// The journal file.
+    #[must_use]
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Checks with one committed write that the journal works now; clears [`Self::degraded`] when it does.
+    ///
+    /// # Errors
+    /// `JOURNAL_UNAVAILABLE`, naming the file and the failure.
+    pub fn probe(&self) -> Result<(), ErrorData> {
+        let probed = self.lock().probe(now());
+        match probed {
+            Ok(()) => {
+                *self.degraded.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+                Ok(())
+            }
+            Err(e) => Err(self.journal_error(&e)),
+        }
+    }
 }
 
 /// The payload hash of a tool call: the host session it belongs to, the tool and its arguments (not the broker's
@@ -69,7 +133,8 @@ impl DedupLog {
         if let Some(parent) = path.parent() {
             let _ = std::fs::create_dir_all(parent);
         }
-        Ok(Self { journal: Mutex::new(Journal::open(path, JournalConfig::default())?) })
+        let journal = Journal::open(path, JournalConfig::default())?;
+        Ok(Self { journal: Mutex::new(journal), path: path.to_path_buf(), degraded: Mutex::new(None) })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Journal> {
@@ -80,7 +145,7 @@ impl DedupLog {
     pub fn begin(&self, call_id: &str, hash: PayloadHash) -> Admit {
         let begun = self.lock().begin(call_id, hash, now(), DEDUP_TTL);
         match begun {
-            Err(e) => Admit::Answer(Err(journal_error(&e))),
+            Err(e) => Admit::Answer(Err(self.journal_error(&e))),
             Ok(Begin::New(pending)) => Admit::New(Ticket::Pending(pending)),
             Ok(Begin::PayloadMismatch) => Admit::Answer(Err(ErrorData::new(
                 ErrorCode::PayloadMismatch,
@@ -97,7 +162,8 @@ impl DedupLog {
     pub fn dispatch(&self, ticket: Ticket) -> Result<Ticket, ErrorData> {
         match ticket {
             Ticket::Pending(pending) => {
-                self.lock().mark_dispatched(pending, now()).map(Ticket::Dispatched).map_err(|e| journal_error(&e))
+                let marked = self.lock().mark_dispatched(pending, now());
+                marked.map(Ticket::Dispatched).map_err(|e| self.journal_error(&e))
             }
             already => Ok(already),
         }
@@ -105,10 +171,9 @@ impl DedupLog {
 
     /// Forgets a call that never started (e.g. refused by back-pressure), so the same id may be sent again.
     pub fn abandon(&self, ticket: Ticket) {
-        if let Ticket::Pending(pending) = ticket
-            && let Err(e) = self.lock().abandon(pending)
-        {
-            tracing::warn!(%e, "could not abandon a de-duplication row");
+        if let Ticket::Pending(pending) = ticket {
+            let abandoned = self.lock().abandon(pending);
+            self.noted("abandoning a de-duplication row", abandoned);
         }
     }
 
@@ -117,10 +182,78 @@ impl DedupLog {
         let compact = compact(result);
         let written = match ticket {
             Ticket::Dispatched(d) => self.lock().complete(d, &compact, now()),
-            Ticket::Pending(p) => self.lock().complete_undispatched(p, &compact, now()),
+            Ticket::Pending(p) => {
+                let mut compact = compact;
+                // Nothing was marked dispatched, so nothing was sent.
+                compact.dispatch = Dispatch::NotDispatched;
+                self.lock().complete_undispatched(p, &compact, now())
+            }
         };
-        if let Err(e) = written {
-            tracing::warn!(%e, "could not record a call's completion; a duplicate will read it back as unknown");
+        self.noted("recording a call's completion (a duplicate reads it back as unknown)", written);
+    }
+
+    /// Resolves the record of a call that was cancelled or interrupted before it finished: `unknown` when it was
+    /// marked dispatched (input may have been sent), else `cancelled`. A retry of its call id reads that answer at
+    /// once, never "already running".
+    pub fn interrupt(&self, ticket: Ticket) {
+        let code = Code::new(ErrorCode::Cancelled.as_str()).ok();
+        let written = match ticket {
+            Ticket::Dispatched(d) => {
+                let result =
+                    DedupResult { outcome: Outcome::Unknown, dispatch: Dispatch::Dispatched, code, trace: None };
+                self.lock().complete(d, &result, now())
+            }
+            Ticket::Pending(p) => {
+                let result =
+                    DedupResult { outcome: Outcome::Cancelled, dispatch: Dispatch::NotDispatched, code, trace: None };
+                self.lock().complete_undispatched(p, &result, now())
+            }
+        };
+        self.noted("resolving a cancelled call", written);
+    }
+}
+
+/// A de-duplicated call's record while the call runs: whatever ends the call — its result, or the call being dropped
+/// (cancellation, a client gone) — resolves the record. Dropped unresolved, it is [`DedupLog::interrupt`]ed.
+#[derive(Debug)]
+pub struct CallRecord {
+    log: Option<std::sync::Arc<DedupLog>>,
+    ticket: Option<Ticket>,
+}
+
+impl CallRecord {
+    /// A record of no call (no call id, or no journal).
+    #[must_use]
+    pub fn none() -> Self {
+        Self { log: None, ticket: None }
+    }
+
+    /// The record of `ticket` in `log`.
+    #[must_use]
+    pub fn new(log: std::sync::Arc<DedupLog>, ticket: Ticket) -> Self {
+        Self { log: Some(log), ticket: Some(ticket) }
+    }
+
+    /// The ticket, for the steps that mark it dispatched.
+    pub fn slot(&mut self) -> &mut Option<Ticket> {
+        &mut self.ticket
+    }
+
+    /// Resolves the record with the call's result (refused before anything was sent for a retryable reason: the row
+    /// is dropped, so the same id may be sent again).
+    pub fn finish(mut self, result: &Result<Value, ErrorData>) {
+        let (Some(log), Some(ticket)) = (self.log.take(), self.ticket.take()) else { return };
+        match (&ticket, result) {
+            (Ticket::Pending(_), Err(e)) if e.code.is_retryable() => log.abandon(ticket),
+            _ => log.finish(ticket, result),
+        }
+    }
+}
+
+impl Drop for CallRecord {
+    fn drop(&mut self) {
+        if let (Some(log), Some(ticket)) = (self.log.take(), self.ticket.take()) {
+            log.interrupt(ticket);
         }
     }
 }
@@ -160,6 +293,12 @@ fn compact(result: &Result<Value, ErrorData>) -> DedupResult {
     }
 }
 
+/// Whether a completed row was resolved by [`DedupLog::interrupt`] (the call was cancelled or dropped before it
+/// finished), not by the call's own result.
+fn interrupted(result: &DedupResult) -> bool {
+    result.code.as_ref().is_some_and(|c| c.as_str() == ErrorCode::Cancelled.as_str()) && result.trace.is_none()
+}
+
 fn duplicate(call_id: &str, state: &DedupState) -> ErrorData {
     match state {
         DedupState::Received | DedupState::Dispatched => ErrorData::new(
@@ -167,6 +306,21 @@ fn duplicate(call_id: &str, state: &DedupState) -> ErrorData {
             format!("callId `{call_id}` is already running; it is not started twice"),
         )
         .with_details(json!({"state": "running"})),
+        DedupState::Completed(result) if interrupted(result) && result.outcome == Outcome::Unknown => ErrorData::new(
+            ErrorCode::OutcomeUnknown,
+            format!(
+                "callId `{call_id}` ended before it finished (cancelled or interrupted) after input may have been \
+                 sent; it may or may not have taken effect and is not run again"
+            ),
+        )
+        .with_next_step("Observe the page to see whether it took effect, then act with a new callId if needed.")
+        .with_details(json!({"state": "unknown", "outcome": "unknown", "dispatch": result.dispatch.as_str()})),
+        DedupState::Completed(result) if interrupted(result) && result.outcome == Outcome::Cancelled => ErrorData::new(
+            ErrorCode::Cancelled,
+            format!("callId `{call_id}` was cancelled before anything was sent; nothing reached the page"),
+        )
+        .with_next_step("Send the call again with a new callId if it is still wanted.")
+        .with_details(json!({"state": "cancelled", "outcome": "cancelled", "dispatch": "notDispatched"})),
         DedupState::Completed(result) => ErrorData::new(
             ErrorCode::DuplicateRequest,
             format!("callId `{call_id}` already ran ({}); it was not run again", result.outcome.as_str()),
@@ -291,9 +445,8 @@ impl DedupLog {
             .and_then(Value::as_str)
             .and_then(browserd_journal::types::Origin::from_url);
         record.timings.total_ms = Some(u32::try_from(note.elapsed.as_millis()).unwrap_or(u32::MAX));
-        if let Err(e) = self.lock().audit(&record) {
-            tracing::warn!(%e, "could not append an audit record");
-        }
+        let appended = self.lock().audit(&record);
+        self.noted("appending an audit record", appended);
     }
 }
 
@@ -435,15 +588,14 @@ impl DedupLog {
                         op: r.op,
                         failure: failure(r),
                     };
-                    match journal.record_recovery(&new, now()) {
-                        Ok(rec) => {
-                            written.insert(key, (rec.id, r.attempts));
-                        }
-                        Err(e) => tracing::warn!(%e, "could not journal a recovery record"),
+                    if let Some(rec) = self.noted("journaling a recovery record", journal.record_recovery(&new, now()))
+                    {
+                        written.insert(key, (rec.id, r.attempts));
                     }
                 }
                 Some((id, attempts)) if r.attempts > attempts => {
-                    if journal.mark_recovery_attempt(id, &failure(r), now()).is_ok() {
+                    let marked = journal.mark_recovery_attempt(id, &failure(r), now());
+                    if self.noted("recording a failed recovery attempt", marked).is_some() {
                         written.insert(key, (id, r.attempts));
                     }
                 }
@@ -452,10 +604,11 @@ impl DedupLog {
         }
         let gone: Vec<MirrorKey> = written.keys().filter(|k| !seen.contains(*k)).cloned().collect();
         for key in gone {
-            if let Some((id, _)) = written.remove(&key)
-                && let Err(e) = journal.resolve_recovery(id, Resolution::Confirmed, now())
-            {
-                tracing::warn!(%e, "could not resolve a journaled recovery record");
+            if let Some((id, _)) = written.get(&key).copied() {
+                let resolved = journal.resolve_recovery(id, Resolution::Confirmed, now());
+                if self.noted("resolving a journaled recovery record", resolved).is_some() {
+                    written.remove(&key);
+                }
             }
         }
     }
@@ -476,23 +629,28 @@ impl DedupLog {
             if let Some(old) = written.get(tab)
                 && (old.browser != row.browser || old.tab != row.tab)
             {
-                let _ = journal.forget_owned(&old.browser, &old.tab);
+                self.noted("moving an owned tab in the ledger", journal.forget_owned(&old.browser, &old.tab));
             }
-            match journal.record_owned(row, now()) {
-                Ok(()) => {
-                    written.insert(*tab, row.clone());
-                }
-                Err(e) => tracing::warn!(%e, "could not journal an owned tab"),
+            if self.noted("journaling an owned tab", journal.record_owned(row, now())).is_some() {
+                written.insert(*tab, row.clone());
             }
         }
         let gone: Vec<u64> = written.keys().filter(|k| !seen.contains(*k)).copied().collect();
         for tab in gone {
-            if let Some(row) = written.remove(&tab)
-                && let Err(e) = journal.forget_owned(&row.browser, &row.tab)
-            {
-                tracing::warn!(%e, "could not remove a tab from the owned-tab ledger");
+            if let Some(row) = written.get(&tab).cloned() {
+                let forgotten = journal.forget_owned(&row.browser, &row.tab);
+                if self.noted("removing a tab from the owned-tab ledger", forgotten).is_some() {
+                    written.remove(&tab);
+                }
             }
         }
+    }
+
+    /// Whether every row the ledger mirror holds was written (after [`Self::sync_owned`]): a tab `tab` a session holds
+    /// that the ledger could not record is one a broker crash would leak.
+    #[must_use]
+    pub fn owned_recorded(mirror: &OwnedJournal, tab: u64) -> bool {
+        mirror.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).contains_key(&tab)
     }
 
     /// The pending recovery records of `browser` (a durable browser key).
@@ -534,9 +692,8 @@ impl DedupLog {
 
     /// Resolves pending record `id`.
     pub fn resolve(&self, id: browserd_journal::recovery::RecoveryId, how: browserd_journal::recovery::Resolution) {
-        if let Err(e) = self.lock().resolve_recovery(id, how, now()) {
-            tracing::warn!(%e, %id, "could not resolve a recovery record");
-        }
+        let resolved = self.lock().resolve_recovery(id, how, now());
+        self.noted("resolving a recovery record", resolved);
     }
 
     /// Counts one more failed attempt on pending record `id`.
@@ -547,9 +704,8 @@ impl DedupLog {
             code: Code::new(code).unwrap_or_else(|_| Code::new("CLEANUP_FAILED").expect("a valid code")),
             message: message.to_owned(),
         };
-        if let Err(e) = self.lock().mark_recovery_attempt(id, &failure, now()) {
-            tracing::warn!(%e, %id, "could not record a failed recovery attempt");
-        }
+        let marked = self.lock().mark_recovery_attempt(id, &failure, now());
+        self.noted("recording a failed recovery attempt", marked);
     }
 }
 
@@ -632,6 +788,32 @@ mod tests {
         let left = log.pending_for_browser("remote:http://127.0.0.1:9222");
         assert_eq!(left.len(), 1);
         assert_eq!(left[0].attempts, 2);
+    }
+
+    #[test]
+    fn a_dropped_call_resolves_its_row_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = std::sync::Arc::new(DedupLog::open(&dir.path().join("j.sqlite3")).unwrap());
+        let hash = PayloadHash::of_json(&json!({"a": 1}));
+        let begin = |id: &str| match log.begin(id, hash) {
+            Admit::New(t) => t,
+            Admit::Answer(a) => panic!("new: {a:?}"),
+        };
+        // Dropped after it was marked dispatched: unknown.
+        let mut sent = CallRecord::new(log.clone(), begin("sent"));
+        let ticket = sent.slot().take().unwrap();
+        *sent.slot() = Some(log.dispatch(ticket).unwrap());
+        drop(sent);
+        let Admit::Answer(Err(e)) = log.begin("sent", hash) else { panic!("answered") };
+        assert_eq!(e.code, ErrorCode::OutcomeUnknown, "{e:?}");
+        // Dropped before: cancelled.
+        drop(CallRecord::new(log.clone(), begin("queued")));
+        let Admit::Answer(Err(e)) = log.begin("queued", hash) else { panic!("answered") };
+        assert_eq!(e.code, ErrorCode::Cancelled, "{e:?}");
+        // Finished normally with an unknown outcome: the repeat says it already ran.
+        CallRecord::new(log.clone(), begin("ran")).finish(&Ok(json!({"outcome": "unknown", "traceId": "t1"})));
+        let Admit::Answer(Err(e)) = log.begin("ran", hash) else { panic!("answered") };
+        assert_eq!(e.code, ErrorCode::DuplicateRequest, "{e:?}");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use browserd_protocol::{ErrorCode, ErrorData};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::dedup::CallRecord;
 use crate::server::Broker;
 use crate::tools::{self, ToolCtx};
 
@@ -68,27 +69,66 @@ impl Broker {
         BrokerShutdownResult { ok: true }
     }
 
-    /// `tool.call`: decodes the call, de-duplicates a write by its `callId` (when a journal is open), runs the tool
-    /// through the tool table and records how it ended.
-    async fn tool_call(&self, p: ToolCallParams) -> Result<Value, ErrorData> {
-        let call = p.decode()?;
+    /// `tool.call`: decodes the call, opens the turn it belongs to, refuses what must be recorded while the journal
+    /// cannot be written, de-duplicates a write by its `callId` (when a journal is open) and an action by its
+    /// `requestId`, runs the tool through the tool table and records how it ended. A call dropped before it ends
+    /// (cancelled, its client gone) resolves its records at once (`unknown` once dispatched, else `cancelled`).
+    async fn tool_call(self: &Arc<Self>, p: ToolCallParams) -> Result<Value, ErrorData> {
+        let mut call = p.decode()?;
         let key = self.key_of(&p.session)?;
+        // Turns come from the host: any call belongs to the turn the host's next turn end closes.
+        self.runtime.open_turn(&key).map_err(|e| err(&e))?;
+        if must_be_recorded(&call) {
+            self.journal_admit()?;
+        }
         let dedup = self.dedup();
-        let mut ticket = None;
+        let mut record = CallRecord::none();
         if let (Some(call_id), Some(log), false) = (&p.call_id, &dedup, reads_only(&call)) {
             match self.begin_call(log, &p, call_id) {
-                Ok(t) => ticket = Some(t),
+                Ok(t) => record = CallRecord::new(log.clone(), t),
                 Err(answer) => return answer,
             }
         }
-        let mut ctx = ToolCtx::new(self, &p, &key, ticket);
+        // `browser_act`'s requestId: the broker answers repeats per host session; the provider never sees the id.
+        let mut request = None;
+        if let ToolCall::Act(params) = &mut call
+            && let Some(request_id) = params.request_id.take()
+        {
+            let (host, host_session_id) = self.host_of(&p.session);
+            let hash = crate::request_ids::payload_digest(params);
+            let trace = p.call_id.clone().unwrap_or_else(|| format!("r-{request_id}"));
+            match self.request_ids.begin((host, host_session_id, request_id), hash, &trace) {
+                crate::request_ids::Begun::Answer(answer) => {
+                    let answer = to_value(&*answer);
+                    record.finish(&answer);
+                    return answer;
+                }
+                crate::request_ids::Begun::Run(running) => request = Some(running),
+            }
+        }
+        let mut ctx = ToolCtx::new(self, &p, &key, record);
         let mut result = run_tool(&mut ctx, call).await;
         self.with_stop_details(&mut result);
-        if let (Some(t), Some(log)) = (ctx.ticket, &dedup) {
-            crate::journal::finish_call(log, t, &result);
+        if let Some(running) = request {
+            crate::request_ids::finish(running, &result);
         }
+        std::mem::replace(&mut ctx.record, CallRecord::none()).finish(&result);
         result
     }
+}
+
+/// What must be recorded in the journal before it runs: input, and opening or claiming a tab (refused with
+/// `JOURNAL_UNAVAILABLE` while the journal cannot be written).
+fn must_be_recorded(call: &ToolCall) -> bool {
+    matches!(
+        call,
+        ToolCall::Open(_)
+            | ToolCall::Claim(_)
+            | ToolCall::Act(_)
+            | ToolCall::Batch(_)
+            | ToolCall::Evaluate(_)
+            | ToolCall::RawProtocol(_)
+    )
 }
 
 /// Tools that only read: their `callId` is not de-duplicated (every other tool's is, a new one's too).

@@ -151,6 +151,7 @@ fn ext_err(e: &ExtensionError, what: &str) -> ProviderError {
             "UNSUPPORTED" => ProviderErrorKind::Unsupported(UnsupportedReason::ByImplementation),
             "LEASE_REVOKED" => ProviderErrorKind::StaleFencing,
             "USER_STOPPED" => ProviderErrorKind::Cancelled,
+            "DEBUGGER_BUSY" => ProviderErrorKind::DebuggerInUse,
             _ => ProviderErrorKind::Refused,
         },
         ExtensionError::Timeout { .. } => ProviderErrorKind::OutcomeUnknown,

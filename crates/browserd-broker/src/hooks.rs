@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use browserd_journal::hash::PayloadHash;
 use browserd_protocol::SessionId;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
@@ -39,6 +40,46 @@ pub struct HookInput {
     pub event_name: Option<String>,
     /// Claude Code `SessionEnd` reason (`clear`, `logout`, `prompt_input_exit`, `other`).
     pub reason: Option<String>,
+    /// The payload's `transcript_path` (Claude Code, Codex `Stop`), read by [`HookInput::turn_identity`].
+    pub transcript_path: Option<std::path::PathBuf>,
+    /// A digest of the whole payload (canonical JSON).
+    pub payload_digest: String,
+}
+
+impl HookInput {
+    /// What names this turn end, so a repeated delivery of the same one changes nothing (`turn.end`'s
+    /// `hostTurnId`): the host's turn id when it sends one (Codex), else a digest of the payload together with the
+    /// length and modification time of its transcript. Claude Code's `Stop` carries no turn id and its payloads of
+    /// two turns can be alike, but it appends every turn to the transcript: a second delivery of the same `Stop` (the
+    /// hook configured twice, a retry) reads the same transcript, the next turn's does not.
+    #[must_use]
+    pub fn turn_identity(&self) -> String {
+        if let Some(turn) = &self.host_turn_id {
+            return turn.clone();
+        }
+        let transcript = self.transcript_path.as_deref().and_then(|path| std::fs::metadata(path).ok()).map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{}:{modified}", m.len())
+        });
+        let identity = serde_json::json!({"payload": self.payload_digest, "transcript": transcript});
+        format!("hook:{}", &PayloadHash::of_json(&identity).to_hex()[..24])
+    }
+}
+
+/// Wire ids (`[3, 7]`), never Rust debug text.
+fn ids(tabs: &[browserd_protocol::TabId]) -> String {
+    let list: Vec<String> = tabs.iter().map(ToString::to_string).collect();
+    format!("[{}]", list.join(", "))
+}
+
+/// The failed tabs of a cleanup as `tab CODE` pairs.
+fn failures(failed: &[browserd_protocol::lifecycle::TabFailure]) -> String {
+    let list: Vec<String> = failed.iter().map(|f| format!("{} {}", f.tab, f.code)).collect();
+    format!("[{}]", list.join(", "))
 }
 
 fn text(v: &Value, key: &str) -> Option<String> {
@@ -65,6 +106,8 @@ pub fn parse_input(stdin: &str, notify_arg: Option<&str>) -> Result<HookInput, S
             host_turn_id: text(&v, "turn-id").or_else(|| text(&v, "turn_id")),
             event_name: text(&v, "type"),
             reason: None,
+            transcript_path: None,
+            payload_digest: PayloadHash::of_json(&v).to_hex(),
         });
     }
     let trimmed = stdin.trim();
@@ -80,6 +123,8 @@ pub fn parse_input(stdin: &str, notify_arg: Option<&str>) -> Result<HookInput, S
         host_turn_id: turn,
         event_name: text(&v, "hook_event_name"),
         reason: text(&v, "reason"),
+        transcript_path: text(&v, "transcript_path").map(std::path::PathBuf::from),
+        payload_digest: PayloadHash::of_json(&v).to_hex(),
     })
 }
 
@@ -146,12 +191,18 @@ async fn run_inner(event: HookEvent, input: &HookInput, options: &HookOptions) -
                 let params = TurnEndParams {
                     session: session.clone(),
                     reason: TurnEndReason::HostStop,
-                    host_turn_id: input.host_turn_id.clone(),
+                    host_turn_id: Some(input.turn_identity()),
                 };
                 match client.call(&params).await {
                     Ok(r) => lines.push(format!(
-                        "turn {} of {session} ({host:?}) ended: ok={} closed={:?} released={:?} kept={:?}",
-                        r.turn, r.ok, r.closed, r.released, r.kept
+                        "turn {} of {session} ({}) ended: ok={} closed={} released={} kept={} failed={}",
+                        r.turn,
+                        host.as_str(),
+                        r.ok,
+                        ids(&r.closed),
+                        ids(&r.released),
+                        ids(&r.kept),
+                        failures(&r.failed)
                     )),
                     Err(e) => lines.push(format!("turn end of {session} failed: {e}")),
                 }
@@ -161,8 +212,13 @@ async fn run_inner(event: HookEvent, input: &HookInput, options: &HookOptions) -
                     SessionCloseParams { session: session.clone(), reason: close_reason(input.reason.as_deref()) };
                 match client.call(&params).await {
                     Ok(r) => lines.push(format!(
-                        "session {session} ({host:?}) closed: ok={} closed={:?} released={:?} kept={:?}",
-                        r.ok, r.closed, r.released, r.kept
+                        "session {session} ({}) closed: ok={} closed={} released={} kept={} failed={}",
+                        host.as_str(),
+                        r.ok,
+                        ids(&r.closed),
+                        ids(&r.released),
+                        ids(&r.kept),
+                        failures(&r.failed)
                     )),
                     Err(e) => lines.push(format!("closing {session} failed: {e}")),
                 }
@@ -218,6 +274,31 @@ mod tests {
         assert_eq!(input.host_session_id, "019a-codex-thread");
         assert_eq!(input.host_turn_id.as_deref(), Some("12345"));
         assert_eq!(input.event_name.as_deref(), Some("agent-turn-complete"));
+    }
+
+    #[test]
+    fn a_turn_end_is_named_by_the_hosts_turn_id_or_by_its_payload_and_transcript() {
+        assert_eq!(parse_input(CODEX_STOP, None).unwrap().turn_identity(), "turn-7");
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("t.jsonl");
+        std::fs::write(&transcript, "{\"turn\":1}\n").unwrap();
+        let payload = CLAUDE_STOP.replace("/home/u/.claude/projects/x.jsonl", &transcript.display().to_string());
+        let first = parse_input(&payload, None).unwrap().turn_identity();
+        assert_eq!(parse_input(&payload, None).unwrap().turn_identity(), first, "the same Stop delivered twice");
+        // The next turn appends to the transcript: the same-looking payload is another turn end.
+        std::fs::write(&transcript, "{\"turn\":1}\n{\"turn\":2}\n").unwrap();
+        let second = parse_input(&payload, None).unwrap().turn_identity();
+        assert_ne!(second, first);
+        assert!(second.starts_with("hook:"), "{second}");
+    }
+
+    #[test]
+    fn hook_lines_show_wire_ids() {
+        use browserd_protocol::TabId;
+        assert_eq!(ids(&[TabId(10), TabId(11)]), "[10, 11]");
+        let failed =
+            [browserd_protocol::lifecycle::TabFailure::new(TabId(4), browserd_protocol::ErrorCode::CleanupFailed)];
+        assert_eq!(failures(&failed), "[4 CLEANUP_FAILED]");
     }
 
     #[test]

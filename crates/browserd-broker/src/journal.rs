@@ -19,48 +19,61 @@ pub(crate) const TARGET_KEY_PREFIX: &str = "target:";
 impl Broker {
     /// The open journal, if any.
     pub(crate) fn dedup(&self) -> Option<Arc<DedupLog>> {
-        self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+        self.journal.log()
     }
 
     /// Opens the journal set by [`Broker::set_journal_path`] (after the single-instance lock is taken) and settles
-    /// what a previous broker left in it.
+    /// what a previous broker left in it. When it cannot be opened the broker still serves; what must be recorded is
+    /// refused until it can ([`Self::journal_admit`]).
     pub(crate) fn open_journal(self: &Arc<Self>) {
-        let journal_path = self.journal_path.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
-        if let Some(path) = journal_path {
-            match DedupLog::open(&path) {
-                Ok(log) => {
-                    tracing::info!(journal = %path.display(), "journal open");
-                    let previous =
-                        log.settle_previous(self.lazy.is_some() && self.provider.kind() == ProviderKind::Managed);
-                    if previous.resolved_gone > 0 {
-                        tracing::info!(
-                            count = previous.resolved_gone,
-                            "recovery records of a previous broker resolved: its managed browser exited with it"
-                        );
-                    }
-                    if previous.left_pending > 0 {
-                        tracing::warn!(
-                            count = previous.left_pending,
-                            "recovery records of a previous broker stay pending: their browser is not this one's; \
-                             check that browser by hand"
-                        );
-                    }
-                    let log = Arc::new(log);
-                    let reconciling = self.spawn_remote_reconciliation(log.clone());
-                    if previous.remote_pending > reconciling {
-                        tracing::warn!(
-                            count = previous.remote_pending - reconciling,
-                            "recovery records of a previous broker on another remote endpoint stay pending; set \
-                             remote_cdp to that endpoint to have them retried, or check that browser by hand"
-                        );
-                    }
-                    *self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(log);
-                }
-                Err(e) => tracing::warn!(
-                    journal = %path.display(), %e,
-                    "the journal cannot be opened; tool calls run without de-duplication"
-                ),
+        if let Some(log) = self.journal.open() {
+            self.settle_journal(&log);
+        }
+    }
+
+    /// Settles what a previous broker left in the journal just opened (at start, or when it could be opened again).
+    fn settle_journal(self: &Arc<Self>, log: &Arc<DedupLog>) {
+        let previous = log.settle_previous(self.lazy.is_some() && self.provider.kind() == ProviderKind::Managed);
+        if previous.resolved_gone > 0 {
+            tracing::info!(
+                count = previous.resolved_gone,
+                "recovery records of a previous broker resolved: its managed browser exited with it"
+            );
+        }
+        if previous.left_pending > 0 {
+            tracing::warn!(
+                count = previous.left_pending,
+                "recovery records of a previous broker stay pending: their browser is not this one's; \
+                 check that browser by hand"
+            );
+        }
+        let reconciling = self.spawn_remote_reconciliation(log.clone());
+        if previous.remote_pending > reconciling {
+            tracing::warn!(
+                count = previous.remote_pending - reconciling,
+                "recovery records of a previous broker on another remote endpoint stay pending; set \
+                 remote_cdp to that endpoint to have them retried, or check that browser by hand"
+            );
+        }
+    }
+
+    /// Before an operation that must be recorded (input, a new or claimed tab): the journal must work now. A journal
+    /// that could not be opened is opened again, a degraded one probed; what the runtime holds is mirrored into it.
+    ///
+    /// # Errors
+    /// `JOURNAL_UNAVAILABLE`, naming the file, the failure and what to free or fix.
+    pub(crate) fn journal_admit(self: &Arc<Self>) -> Result<(), ErrorData> {
+        match self.journal.admit()? {
+            crate::journal_gate::Admitted::Reopened(log) => {
+                self.settle_journal(&log);
+                self.sync_recovery(&log);
             }
+            crate::journal_gate::Admitted::Open(log) => self.sync_recovery(&log),
+            crate::journal_gate::Admitted::Off => {}
+        }
+        match self.dedup().and_then(|log| log.degraded().map(|why| (log, why))) {
+            Some((log, why)) => Err(crate::dedup::journal_unavailable(log.path(), &why)),
+            None => Ok(()),
         }
     }
 
@@ -218,6 +231,16 @@ impl Broker {
         result
     }
 
+    /// The host and host session id of broker session `id` (what call ids and request ids are scoped by).
+    pub(crate) fn host_of(&self, id: &browserd_protocol::SessionId) -> (String, String) {
+        let tables = self.tables();
+        let info = tables.sessions.get(id);
+        (
+            info.map(|i| format!("{:?}", i.host)).unwrap_or_default(),
+            info.map(|i| i.host_session_id.clone()).unwrap_or_default(),
+        )
+    }
+
     /// Starts the de-duplication of a tool call that changes a page and names a `callId` (when a journal is open):
     /// `Err` carries the first answer of a call already seen.
     pub(crate) fn begin_call(
@@ -226,14 +249,7 @@ impl Broker {
         p: &ToolCallParams,
         call_id: &str,
     ) -> Result<Ticket, Result<Value, ErrorData>> {
-        let (host, host_session_id) = {
-            let tables = self.tables();
-            let info = tables.sessions.get(&p.session);
-            (
-                info.map(|i| format!("{:?}", i.host)).unwrap_or_default(),
-                info.map(|i| i.host_session_id.clone()).unwrap_or_default(),
-            )
-        };
+        let (host, host_session_id) = self.host_of(&p.session);
         let hash = crate::dedup::payload_hash(&host, &host_session_id, &p.name, &p.arguments);
         // Call ids are chosen by each host; they only identify a call within one host session.
         let scoped = format!("{host}/{host_session_id}/{call_id}");
@@ -241,14 +257,5 @@ impl Broker {
             Admit::New(t) => Ok(t),
             Admit::Answer(answer) => Err(answer),
         }
-    }
-}
-
-/// Records how a de-duplicated tool call ended.
-pub(crate) fn finish_call(log: &DedupLog, ticket: Ticket, result: &Result<Value, ErrorData>) {
-    match (&ticket, result) {
-        // Refused before anything was sent (back-pressure, busy): the same id may be sent again.
-        (Ticket::Pending(_), Err(e)) if e.code.is_retryable() => log.abandon(ticket),
-        _ => log.finish(ticket, result),
     }
 }

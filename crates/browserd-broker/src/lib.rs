@@ -10,6 +10,8 @@
 //! - `status`, `stop`: the `status` method; Stop (`broker.stopGate`).
 //! - `journal`, `reconcile`: the broker's use of the durable journal (audit, mirrors, `callId` de-duplication); a
 //!   previous broker's cleanup finished on a remote endpoint.
+//! - [`claim`]: one broker per state directory and managed profile; a second one refuses to start, naming the
+//!   first.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
 //! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
@@ -20,9 +22,12 @@
 //! - [`config`]: defaults, TOML file, environment overrides, with sources.
 //! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
 //!   mirror (settled at the next start), and the audit metadata ring.
+//! - [`journal_gate`]: whether the journal works; what must be recorded is refused (`JOURNAL_UNAVAILABLE`) when not.
+//! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
 pub mod batch;
+pub mod claim;
 pub mod cli;
 pub mod client;
 pub mod config;
@@ -31,9 +36,12 @@ mod dispatch;
 pub mod extension;
 pub mod hooks;
 mod journal;
+pub mod journal_gate;
 pub mod lazy;
 pub mod limits;
 mod reconcile;
+pub mod request_ids;
+pub mod risk;
 pub mod server;
 mod sessions;
 mod status;

@@ -37,7 +37,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::BrokerConfig;
-use crate::dedup::DedupLog;
 use crate::dispatch::to_value;
 use crate::lazy::{BrowserTarget, LazyChromium};
 use crate::limits::{Gate, LimitConfig};
@@ -87,13 +86,15 @@ pub struct Broker {
     /// Trace ids of writes sent without a `callId`.
     pub(crate) next_write: AtomicU64,
     pub(crate) started: std::time::Instant,
-    pub(crate) journal_path: Mutex<Option<std::path::PathBuf>>,
-    pub(crate) dedup: Mutex<Option<Arc<DedupLog>>>,
+    pub(crate) journal: crate::journal_gate::JournalGate,
+    pub(crate) request_ids: crate::request_ids::RequestIds,
     pub(crate) recovery_journal: crate::dedup::RecoveryJournal,
     pub(crate) owned_journal: crate::dedup::OwnedJournal,
     /// What the latest Stop reported (via, control epoch, dropped inputs, detached tabs); `USER_STOPPED` answers
     /// carry it in `details.stop`.
     pub(crate) last_stop: Mutex<Option<Value>>,
+    /// Tabs under Stop until a session resumes them (`browser_claim` with `resume: true`).
+    pub(crate) stopped: Mutex<crate::stop::Stopped>,
 }
 
 impl std::fmt::Debug for Broker {
@@ -169,11 +170,12 @@ impl Broker {
             next_conn: AtomicU64::new(0),
             next_write: AtomicU64::new(0),
             started: std::time::Instant::now(),
-            journal_path: Mutex::new(None),
-            dedup: Mutex::new(None),
+            journal: crate::journal_gate::JournalGate::default(),
+            request_ids: crate::request_ids::RequestIds::default(),
             recovery_journal: crate::dedup::RecoveryJournal::default(),
             owned_journal: crate::dedup::OwnedJournal::default(),
             last_stop: Mutex::new(None),
+            stopped: Mutex::new(crate::stop::Stopped::default()),
         })
     }
 
@@ -192,7 +194,7 @@ impl Broker {
     /// Uses the durable journal at `path` for `tool.call` de-duplication; it is opened by [`Broker::run`] after the
     /// single-instance lock is taken (a second opener would turn the first one's in-flight calls into unknowns).
     pub fn set_journal_path(&self, path: impl Into<std::path::PathBuf>) {
-        *self.journal_path.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path.into());
+        self.journal.set_path(path.into());
     }
 
     /// Takes the single-instance lock, binds the socket in `dir`, serves until shut down, then disposes every open
@@ -244,7 +246,7 @@ impl Broker {
             lazy.shutdown().await;
         }
         // Close the journal before the lock: the next broker opens it.
-        if let Some(log) = self.dedup.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take() {
+        if let Some(log) = self.journal.take() {
             self.sync_recovery(&log);
         }
         drop(lock);
@@ -347,15 +349,27 @@ impl Broker {
                 }
             }
         });
-        self.tables().connections.insert(conn_id, tx.clone());
+        let closer = CancellationToken::new();
+        {
+            let mut tables = self.tables();
+            tables.connections.insert(conn_id, tx.clone());
+            tables.closers.insert(conn_id, closer.clone());
+        }
         let active = Arc::new(AtomicU32::new(0));
         let cancel_active = CancellationToken::new();
         let inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>> = Arc::new(Mutex::new(HashMap::new()));
         let mut protocol: Option<u32> = None;
+        // A peer that never says `hello` would hold one of the broker's connection slots forever.
+        let hello_by = tokio::time::Instant::now() + Duration::from_millis(self.config.hello_timeout_ms.max(1));
         loop {
             let frame = tokio::select! {
                 frame = reader.recv() => frame,
                 () = ctx.shutdown.cancelled() => break,
+                () = closer.cancelled() => break,
+                () = tokio::time::sleep_until(hello_by), if protocol.is_none() => {
+                    tracing::debug!("closing a connection that sent no hello in time");
+                    break;
+                }
             };
             let value = match frame {
                 Ok(Some(value)) => value,
@@ -446,7 +460,7 @@ impl Broker {
             tokio::spawn(async move {
                 let id = request.id.clone();
                 let outcome = tokio::select! {
-                    outcome = me.dispatch_audited(conn_id, version, request) => outcome,
+                    outcome = crate::sessions::REQUEST_CONN.scope(conn_id, me.dispatch_audited(conn_id, version, request)) => outcome,
                     () = cancel.cancelled() => Err(ErrorData::new(ErrorCode::Cancelled, "the client cancelled its requests (client.disconnect)")),
                     () = own_cancel.cancelled() => Err(ErrorData::new(
                         ErrorCode::Cancelled,
@@ -460,10 +474,20 @@ impl Broker {
                     Err(e) => Response::failure(Some(id), e),
                 };
                 let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                // `disconnectClient`: the reply is out; now the connection closes.
+                let disconnect = me.tables().disconnect_after_reply.remove(&conn_id);
+                if disconnect && let Some(closer) = me.tables().closers.get(&conn_id).cloned() {
+                    tracing::info!(conn = conn_id, "closing a client's connection as its context reset asked");
+                    closer.cancel();
+                }
                 me.refresh_idle();
             });
         }
-        self.tables().connections.remove(&conn_id);
+        {
+            let mut tables = self.tables();
+            tables.connections.remove(&conn_id);
+            tables.closers.remove(&conn_id);
+        }
         drop(tx);
         let _ = writer_task.await;
         self.detach_connection(conn_id);

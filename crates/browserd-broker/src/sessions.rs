@@ -23,7 +23,12 @@ use crate::to_proto;
 tokio::task_local! {
     /// Set while a call must not start the browser (turn end or close before the browser ever started).
     static NO_LAUNCH: bool;
+    /// The connection the current request came on (read by `context.reset {disconnectClient}`).
+    pub(crate) static REQUEST_CONN: u64;
 }
+
+/// How many ended host turns each session remembers, so a late repeat of any of them stays a no-op.
+const ENDED_TURNS_KEPT: usize = 64;
 
 /// Whether the current task must not start the browser.
 pub(crate) fn launch_forbidden() -> bool {
@@ -41,7 +46,9 @@ pub(crate) struct SessionInfo {
     pub(crate) grace: Option<CancellationToken>,
     pub(crate) current_tab: Option<TabHandle>,
     pub(crate) host_turn: Option<String>,
-    pub(crate) last_turn_end: Option<(String, TurnEndResult)>,
+    /// The host turns already ended (host turn id or hook payload identity) and what their end answered, newest
+    /// last; a repeated delivery of one of them answers the same and ends nothing.
+    pub(crate) ended_turns: std::collections::VecDeque<(String, TurnEndResult)>,
     /// The session activated the advanced tier (policy allowed it); cleared when its tools are hidden.
     pub(crate) advanced: bool,
 }
@@ -52,6 +59,10 @@ pub(crate) struct Tables {
     pub(crate) by_host: HashMap<(HostKind, String), SessionId>,
     pub(crate) sessions: BTreeMap<SessionId, SessionInfo>,
     pub(crate) connections: HashMap<u64, mpsc::Sender<Value>>,
+    /// Cancelling one closes that connection (after its current reply).
+    pub(crate) closers: HashMap<u64, CancellationToken>,
+    /// Connections to close once the reply being sent has gone out (`disconnectClient`).
+    pub(crate) disconnect_after_reply: BTreeSet<u64>,
     pub(crate) next_session: u64,
 }
 
@@ -128,7 +139,7 @@ impl Broker {
                         grace: None,
                         current_tab: None,
                         host_turn: None,
-                        last_turn_end: None,
+                        ended_turns: std::collections::VecDeque::new(),
                         advanced: false,
                     },
                 );
@@ -197,30 +208,46 @@ impl Broker {
         Ok(TurnBeginResult { turn })
     }
 
-    /// `turn.end`; a repeated end of the same host turn answers as the first did.
+    /// `turn.end`: every host turn end closes the current turn, whether or not a tab was touched in it; the next call
+    /// opens a new one. A repeated delivery of the same host turn end (the same `hostTurnId`) answers what the first
+    /// did and ends nothing.
     pub(crate) async fn turn_end(&self, p: TurnEndParams) -> Result<TurnEndResult, ErrorData> {
         let key = self.key_of(&p.session)?;
         if let Some(host_turn) = &p.host_turn_id {
             let tables = self.tables();
-            if let Some((last, result)) = tables.sessions.get(&p.session).and_then(|i| i.last_turn_end.as_ref())
-                && last == host_turn
+            if let Some((_, result)) =
+                tables.sessions.get(&p.session).and_then(|i| i.ended_turns.iter().find(|(ended, _)| ended == host_turn))
             {
                 // A repeated end of the same host turn is a no-op: the first answer stands.
                 return Ok(result.clone());
             }
         }
-        let end = self.runtime.end_turn(&key);
-        let report = if self.browser_started() { end.await } else { NO_LAUNCH.scope(true, end).await };
+        let started = self.browser_started();
+        let end = async {
+            // A turn with no browser call is still a turn: open it (a no-op when a call already did) and end it.
+            self.runtime.begin_turn(&key).await?;
+            self.runtime.end_turn(&key).await
+        };
+        let report = if started { end.await } else { NO_LAUNCH.scope(true, end).await };
         let report = report.map_err(|e| err(&e))?;
         let turn = self.runtime.status(&key).await.map(|s| s.turn).unwrap_or_default();
-        let result = to_proto::turn_end_result(&report, turn);
+        let mut result = to_proto::turn_end_result(&report, turn);
+        if !started {
+            // No browser yet: nothing can be owned, so there is nothing to clean up and nothing is missing.
+            result.auto_turn_cleanup = browserd_protocol::lifecycle::AutoTurnCleanup::Pending;
+            result.missing_capabilities.clear();
+            result.ok = result.failed.is_empty();
+        }
         for tab in &report.closed {
             self.gate.forget_tab(*tab);
         }
         let mut tables = self.tables();
         if let Some(info) = tables.sessions.get_mut(&p.session) {
             if let Some(host_turn) = p.host_turn_id.clone() {
-                info.last_turn_end = Some((host_turn, result.clone()));
+                if info.ended_turns.len() == ENDED_TURNS_KEPT {
+                    info.ended_turns.pop_front();
+                }
+                info.ended_turns.push_back((host_turn, result.clone()));
             }
             if info.current_tab.is_some_and(|t| report.closed.contains(&t) || report.released.contains(&t)) {
                 info.current_tab = None;

@@ -48,7 +48,11 @@ impl Broker {
             ProviderKind::Extension => BrowserKind::Extension,
             ProviderKind::Fake => BrowserKind::Fake,
         };
-        let (auto_turn_cleanup, missing_capabilities) = if missing.is_empty() {
+        let started = self.browser_started();
+        let (auto_turn_cleanup, missing_capabilities) = if !started {
+            // No browser yet: its capabilities are checked when it starts; nothing is missing now.
+            (browserd_protocol::lifecycle::AutoTurnCleanup::Pending, Vec::new())
+        } else if missing.is_empty() {
             (browserd_protocol::lifecycle::AutoTurnCleanup::Enabled, Vec::new())
         } else {
             (browserd_protocol::lifecycle::AutoTurnCleanup::Refused, to_proto::capability_names(&missing))
@@ -57,8 +61,13 @@ impl Broker {
             browser: "b1".to_owned(),
             kind,
             product: self.lazy.as_ref().map(|l| l.selection()),
+            browser_start: if started {
+                browserd_protocol::lifecycle::BrowserStart::Started
+            } else {
+                browserd_protocol::lifecycle::BrowserStart::NotStarted
+            },
             bridge: to_proto::bridge(bridge),
-            capabilities: to_proto::capabilities(&caps),
+            capabilities: if started { to_proto::capabilities(&caps) } else { Vec::new() },
             auto_turn_cleanup,
             missing_capabilities,
             endpoint: self.remote_identity(),
@@ -189,6 +198,7 @@ impl Broker {
             debugger_leases,
             recovery,
             limits: self.limits(only.as_ref()),
+            journal: self.journal.status(),
         })
     }
 }

@@ -1,5 +1,12 @@
 //! Stop: `broker.stopGate` (and a Stop from the extension) cancels queued and running page work and releases every
 //! write lease; what the Stop reported goes into the `details.stop` of the `USER_STOPPED` answers it caused.
+//!
+//! Stop is a state, not an event: every controlled tab stays stopped under the new control epoch, and every write on
+//! it (`browser_act`, `browser_batch`, `browser_evaluate`, `browser_cdp`) is refused with `USER_STOPPED` before
+//! anything is sent, until a session resumes it with `browser_claim` `resume: true` (a new lease with a higher
+//! fencing token and a full observation). Refs read before the Stop are void until then.
+
+use std::collections::BTreeMap;
 
 use browserd_core::provider::{SessionKey, TabHandle};
 use browserd_protocol::{ErrorCode, ErrorData};
@@ -8,7 +15,45 @@ use serde_json::{Value, json};
 use crate::server::{Broker, StopGateResult};
 use crate::to_proto;
 
+/// The Stop state: the control epoch (bumped by every Stop) and the tabs stopped under it.
+#[derive(Debug, Default)]
+pub(crate) struct Stopped {
+    epoch: u64,
+    tabs: BTreeMap<TabHandle, u64>,
+}
+
 impl Broker {
+    /// Refuses a write on a tab under Stop with `USER_STOPPED` (nothing was sent), naming the resume call.
+    pub(crate) fn check_not_stopped(&self, tab: TabHandle) -> Result<(), ErrorData> {
+        let stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(&epoch) = stopped.tabs.get(&tab) else {
+            return Ok(());
+        };
+        let id = to_proto::tab_id(tab).0;
+        Err(ErrorData::new(
+            ErrorCode::UserStopped,
+            format!(
+                "the user stopped browser control of tab {id}; nothing was sent and refs read before the Stop are \
+                 void. Ask the user whether to go on; only then call browser_claim with {{\"tab\": {id}, \"resume\": \
+                 true}} (CLI: browserd claim {id} --resume), which takes a new lease and returns a full observation"
+            ),
+        )
+        .with_details(json!({
+            "tab": id,
+            "controlEpoch": epoch,
+            "staleReason": "controlEpochChanged",
+            "dispatch": "notSent",
+            "resume": {"tool": "browser_claim", "arguments": {"tab": id, "resume": true}},
+        })))
+    }
+
+    /// Ends the Stop of `tab` (a session resumes it); returns the current control epoch.
+    pub(crate) fn resume_tab(&self, tab: TabHandle) -> u64 {
+        let mut stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        stopped.tabs.remove(&tab);
+        stopped.epoch
+    }
+
     /// `broker.stopGate`: stops the broker's page work, then asks the extension in use to stop too.
     pub(crate) async fn stop_gate(&self) -> StopGateResult {
         let mut evidence = json!({"via": "broker", "reason": "browserd stop"});
@@ -69,6 +114,18 @@ impl Broker {
     /// needs a new lease.
     pub(crate) async fn stop_page_work(&self, evidence: Option<Value>) -> StopGateResult {
         *self.last_stop.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = evidence;
+        // Every controlled tab stays stopped under the new control epoch until a session resumes it.
+        let controlled: Vec<TabHandle> = self
+            .runtime
+            .inspect(|engine| engine.tabs().iter().filter(|r| r.alive && r.owner().is_some()).map(|r| r.tab).collect());
+        {
+            let mut stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            stopped.epoch += 1;
+            let epoch = stopped.epoch;
+            for tab in controlled {
+                stopped.tabs.insert(tab, epoch);
+            }
+        }
         let (queued, running) = self.gate.stop_all();
         let leases: Vec<(SessionKey, TabHandle)> = self.runtime.inspect(|engine| {
             engine

@@ -23,6 +23,9 @@ use serde_json::json;
 /// Retry hint for a lease held by another session.
 pub const LEASE_RETRY_AFTER_MS: u64 = 500;
 
+/// The retry hint of `DEBUGGER_IN_USE`: long enough for a person to close developer tools.
+pub const DEBUGGER_RETRY_AFTER_MS: u64 = 2_000;
+
 /// The wire id of a tab handle.
 #[must_use]
 pub fn tab_id(tab: TabHandle) -> TabId {
@@ -105,6 +108,12 @@ pub fn error_data(err: &CoreError) -> ErrorData {
         }
         ErrorKind::GridBusy { retry_after_ms } => {
             data = data.with_retry_after_ms(*retry_after_ms).with_details(json!({"grid": "full"}));
+        }
+        ErrorKind::DebuggerInUse { tab } => {
+            data = data.with_retry_after_ms(DEBUGGER_RETRY_AFTER_MS);
+            if let Some(tab) = tab {
+                data = data.with_details(json!({"tab": tab_id(*tab)}));
+            }
         }
         _ => {}
     }
@@ -272,7 +281,13 @@ pub fn listed_tab(view: &TabView) -> ListedTab {
 /// The result of `browser_open` / `browser_claim` (observation attached by the caller).
 #[must_use]
 pub fn tab_result(view: &TabView) -> TabResult {
-    TabResult { tab: tab_id(view.tab), url: view.url.clone(), title: view.title.clone(), observation: None }
+    TabResult {
+        tab: tab_id(view.tab),
+        url: view.url.clone(),
+        title: view.title.clone(),
+        observation: None,
+        resumed: None,
+    }
 }
 
 /// The wire recovery action.
@@ -405,6 +420,7 @@ mod tests {
             ErrorKind::LeaseHeldByOther { tab, holder: holder.clone() },
             ErrorKind::StaleFencingToken { tab, presented: FencingToken(1), current: Some(FencingToken(2)) },
             ErrorKind::LeaseRevoked,
+            ErrorKind::DebuggerInUse { tab: Some(tab) },
             ErrorKind::CleanupFailed { failed: 1 },
             ErrorKind::AutoCleanupRefused { missing: vec![Capability::TurnCleanup] },
             ErrorKind::ConnectionLost,

@@ -514,13 +514,14 @@ async fn cli_commands_print_one_line_per_item_and_json_on_request() {
     let v: Value = serde_json::from_str(&out.text).unwrap();
     assert!(v["untrustedContent"].as_str().unwrap().starts_with("fake page"), "{v}");
 
-    let err = cli::execute(&c, Command::Claim { tab: 999, observe: false, common: common.clone() }, &common)
-        .await
-        .unwrap_err();
+    let err =
+        cli::execute(&c, Command::Claim { tab: 999, observe: false, resume: false, common: common.clone() }, &common)
+            .await
+            .unwrap_err();
     assert_eq!(err.code, ErrorCode::TabNotFound, "{err:?}");
 
     let status = cli::execute(&c, Command::Status { common: common.clone() }, &common).await.unwrap().text;
-    assert!(status.lines().any(|l| l.starts_with("session ") && l.contains("Cli cli-test")), "{status}");
+    assert!(status.lines().any(|l| l.starts_with("session ") && l.contains("cli cli-test")), "{status}");
     assert!(status.lines().any(|l| l.starts_with("limits: tabs/task 1/3")), "{status}");
 
     let stopped = cli::execute(&c, Command::Stop { common: common.clone() }, &common).await.unwrap().text;
@@ -800,4 +801,40 @@ async fn a_read_during_a_write_waits_for_it_or_is_marked_stale_naming_it() {
     write.await.unwrap().unwrap();
     let after = c.tool(&s, "browser_observe", json!({"read": "allowStale"})).await.unwrap();
     assert!(after.get("consistency").is_none(), "no write runs any more: {after}");
+}
+
+/// 128 connections that never send `hello` (every connection slot) do not hang a real client: the broker closes each
+/// after its hello deadline and the client's connect and call go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_are_closed_at_the_hello_deadline_and_do_not_hang_clients() {
+    let h = start(BrokerConfig { hello_timeout_ms: 500, ..config() }).await;
+    let mut silent = Vec::new();
+    for _ in 0..128 {
+        silent.push(tokio::net::UnixStream::connect(h.dir.join("broker.sock")).await.unwrap());
+    }
+    let answered = tokio::time::timeout(Duration::from_secs(30), async {
+        let c = h.client().await;
+        c.call(&StatusParams::default()).await.unwrap()
+    })
+    .await;
+    assert!(answered.is_ok(), "a client behind 128 silent connections was never answered");
+    // The broker closed the silent ones: reading them ends.
+    let mut first = silent.remove(0);
+    let mut buf = [0u8; 16];
+    let n = tokio::time::timeout(Duration::from_secs(30), tokio::io::AsyncReadExt::read(&mut first, &mut buf)).await;
+    assert!(matches!(n, Ok(Ok(0) | Err(_))), "the broker closed a connection that sent no hello: {n:?}");
+}
+
+/// A request over the broker's 16 MiB frame limit is answered with a typed error naming the limit (the broker
+/// would drop the connection unanswered), and the connection keeps working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversize_request_gets_a_typed_error_naming_the_limit() {
+    let h = start(config()).await;
+    let c = h.client().await;
+    let s = h.session(&c, HostKind::Codex, "oversize").await;
+    let huge = "x".repeat(17 * 1024 * 1024);
+    let e = c.tool(&s, "browser_open", json!({"url": huge})).await.expect_err("too large").into_error_data();
+    assert_eq!(e.code, ErrorCode::InvalidParams, "{e:?}");
+    assert!(e.message.contains("16 MiB"), "{}", e.message);
+    c.call(&StatusParams::default()).await.expect("the connection still works");
 }

@@ -13,6 +13,8 @@
 mod act;
 mod advanced;
 mod ax;
+#[cfg(test)]
+mod fuzz_tests;
 mod input;
 mod observe;
 mod point;

@@ -17,6 +17,20 @@ static IMAGES: AtomicU64 = AtomicU64::new(0);
 /// Default longest side of an image.
 pub const DEFAULT_MAX_SIZE: u32 = 1280;
 
+/// How long a screenshot waits for browserd's isolated world before it reads the pixel ratio from the layout metrics.
+const WORLD_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// Device pixels per CSS pixel from `Page.getLayoutMetrics` (the deprecated device-pixel `layoutViewport` over
+/// `cssLayoutViewport`); `None` when either is missing.
+fn metrics_dpr(m: &serde_json::Value) -> Option<f64> {
+    let device = m["layoutViewport"]["clientWidth"].as_f64()?;
+    let css = m["cssLayoutViewport"]["clientWidth"].as_f64()?;
+    (device > 0.0 && css > 0.0).then(|| device / css)
+}
+
+/// How long the capture of a browser error page may take before it is answered with a typed error.
+const ERROR_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(2500);
+
 /// Captures a screenshot.
 pub(crate) async fn capture(
     p: &ChromiumProvider,
@@ -43,17 +57,27 @@ pub(crate) async fn capture(
     let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
     // Read in browserd's isolated world: the page's `devicePixelRatio` is replaceable, and a forged one would make
     // the image's recorded geometry map points to places other than the ones shown.
-    let dpr_v = crate::world::eval(p, tab, &session, "window.devicePixelRatio", deadline).await.map_err(|e| match e {
-        WorldError::Link(e) => cdp_err(&e, "reading the device pixel ratio"),
-        e => ProviderError::new(
-            ProviderErrorKind::Refused,
-            format!(
-                "reading the device pixel ratio: {e}; browserd never takes it from the page's own world — retry, and \
-                 if it keeps failing observe the page instead"
-            ),
-        ),
-    })?;
-    let dpr = dpr_v.as_f64().unwrap_or(1.0) * zoom;
+    // An error page (`chrome-error://`) or a blank one may never give browserd an isolated world: after a short wait
+    // the ratio comes from the layout metrics (device pixels over CSS pixels), so the screenshot answers in time.
+    let world_by = deadline.min(Instant::now() + WORLD_WAIT);
+    let dpr = match crate::world::eval(p, tab, &session, "window.devicePixelRatio", world_by).await {
+        Ok(v) => v.as_f64().unwrap_or(1.0) * zoom,
+        Err(e) => match metrics_dpr(&m) {
+            Some(ratio) => ratio,
+            None => {
+                return Err(match e {
+                    WorldError::Link(e) => cdp_err(&e, "reading the device pixel ratio"),
+                    e => ProviderError::new(
+                        ProviderErrorKind::Refused,
+                        format!(
+                            "reading the device pixel ratio: {e}; browserd never takes it from the page's own world \
+                             — retry, and if it keeps failing observe the page instead"
+                        ),
+                    ),
+                });
+            }
+        },
+    };
     let (mut cur_x, mut cur_y) = (sx, sy);
     let (x, y, w, h, beyond) = if let Some(target) = &opts.target {
         let res = match resolve_ref(p, tab, target.as_str()) {
@@ -115,14 +139,31 @@ pub(crate) async fn capture(
             .await
             .map_err(|e| cdp_err(&e, "bringing the tab to the front for its screenshot"))?;
     }
-    let r = p.call(Some(&session), "Page.captureScreenshot", params, deadline).await.map_err(|e| match e {
-        browserd_cdp::CdpError::Timeout { .. } if remote => ProviderError::new(
-            ProviderErrorKind::Unsupported(browserd_core::provider::UnsupportedReason::ByImplementation),
-            "this remote browser drew no frame for the tab in time even after bringing it to the front (a background \
-             tab of a browser without a visible window); observe the tab instead, or open it in the foreground",
-        ),
-        e => cdp_err(&e, "capturing the screenshot"),
-    })?;
+    // Chromium often renders no frame of its error page (`chrome-error://`) in a background tab, and the capture
+    // then never answers: bound it, and answer with a typed error that says what the tab shows, inside the deadline.
+    let url = p.st().tabs.get(&tab).map(|t| t.url.clone()).unwrap_or_default();
+    let error_page = url.starts_with("chrome-error://");
+    let capture_by = if error_page { deadline.min(Instant::now() + ERROR_PAGE_WAIT) } else { deadline };
+    let r = match p.call(Some(&session), "Page.captureScreenshot", params, capture_by).await {
+        Ok(r) => r,
+        Err(_) if error_page && Instant::now() >= capture_by && capture_by < deadline => {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Refused,
+                "the tab shows the browser's error page for a load that failed (chrome-error://), \
+                 which Chromium did not render for a screenshot; observe without a screenshot (its text says what \
+                 failed), or navigate the tab to a page that loads",
+            ));
+        }
+        Err(browserd_cdp::CdpError::Timeout { .. }) if remote => {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Unsupported(browserd_core::provider::UnsupportedReason::ByImplementation),
+                "this remote browser drew no frame for the tab in time even after bringing it to the front (a \
+                 background tab of a browser without a visible window); observe the tab instead, or open it in the \
+                 foreground",
+            ));
+        }
+        Err(e) => return Err(cdp_err(&e, "capturing the screenshot")),
+    };
     if beyond {
         // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
         // Chromium: record the viewport the page has now, which is what later coordinate actions are checked against.

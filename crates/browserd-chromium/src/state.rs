@@ -26,6 +26,9 @@ pub(crate) struct Frame {
     pub(crate) url: String,
     /// Hosted by a child (OOPIF) session.
     pub(crate) oop: bool,
+    /// The document (loader id, epoch) the frame held before its child session attached again (an idle detach, a
+    /// re-attach): when the new session reports the same loader id, the frame keeps that epoch and its refs.
+    pub(crate) before_attach: Option<(String, u64)>,
 }
 
 /// The suffix that binds a ref to its browser connection: nothing on the first connection (so refs stay short),
@@ -380,7 +383,14 @@ impl Tab {
                     if !f.loader_id.is_empty() {
                         f.doc_epoch = fresh_epoch;
                         self.next_doc_epoch += 1;
+                    } else if let Some((before, epoch)) = f.before_attach.take()
+                        && before == loader_id
+                    {
+                        // Re-attached to the document it held before (the loader id, not the session, is its
+                        // identity): the refs observed then are valid again.
+                        f.doc_epoch = epoch;
                     }
+                    f.before_attach = None;
                     f.loader_id = loader_id.to_owned();
                 }
                 url.clone_into(&mut f.url);
@@ -410,6 +420,7 @@ impl Tab {
                         doc_epoch: fresh_epoch,
                         url: url.to_owned(),
                         oop,
+                        before_attach: None,
                     },
                 );
             }
@@ -425,7 +436,7 @@ impl Tab {
         if let Some(f) = self.frames.get_mut(frame_id)
             && !f.loader_id.is_empty()
         {
-            f.loader_id.clear();
+            f.before_attach = Some((std::mem::take(&mut f.loader_id), f.doc_epoch));
             f.doc_epoch = self.next_doc_epoch;
             self.next_doc_epoch += 1;
         }
@@ -631,5 +642,26 @@ mod tests {
         assert_eq!(tab.frames["oop"].doc_epoch, moved, "learning the loader id keeps the refs valid");
         tab.upsert_frame("oop", None, "C2", "http://b/next", &child, true);
         assert!(tab.frames["oop"].doc_epoch > moved, "a real navigation afterwards is a new document");
+    }
+
+    #[test]
+    fn a_child_session_attaching_again_to_the_same_document_keeps_its_epoch() {
+        let (main, child, again) = (SessionId("main".into()), SessionId("c1".into()), SessionId("c2".into()));
+        let mut tab = Tab::new(TabHandle(1), "main".into(), String::new(), String::new(), None, Arc::default());
+        tab.upsert_frame("main", None, "L1", "http://a/", &main, false);
+        tab.upsert_frame("oop", None, "", "http://b/", &child, true);
+        tab.upsert_frame("oop", None, "C1", "http://b/", &child, true);
+        let held = tab.frames["oop"].doc_epoch;
+        // The idle detach dropped the child session; attaching again knows no loader id until its frame tree.
+        tab.upsert_frame("oop", None, "", "http://b/", &again, true);
+        tab.new_document_of_unknown_loader("oop");
+        assert!(tab.frames["oop"].doc_epoch > held, "fail closed until the document is known");
+        tab.upsert_frame("oop", None, "C1", "http://b/", &again, true);
+        assert_eq!(tab.frames["oop"].doc_epoch, held, "the same loader id is the same document: refs stay valid");
+        // A different document after a re-attach is a new one.
+        tab.upsert_frame("oop", None, "", "http://b/", &child, true);
+        tab.new_document_of_unknown_loader("oop");
+        tab.upsert_frame("oop", None, "C9", "http://b/other", &child, true);
+        assert!(tab.frames["oop"].doc_epoch > held, "documentChanged when it did change");
     }
 }

@@ -334,3 +334,51 @@ async fn a_plain_list_cut_by_the_byte_budget_is_offered_and_read_by_window() {
     assert_eq!(items.last().map(|l| l.trim()), Some("Item 520"), "{}", w.untrusted_content);
     page.close().await;
 }
+
+/// The refs on the lines containing `needle`, in order (the same-origin frame's first, then the out-of-process one's).
+fn refs_of(o: &browserd_protocol::Observation, needle: &str) -> Vec<String> {
+    o.untrusted_content
+        .lines()
+        .filter(|l| l.contains(needle))
+        .map(|l| {
+            let s = l.find('[').unwrap() + 1;
+            l[s..s + l[s..].find(']').unwrap()].to_owned()
+        })
+        .collect()
+}
+
+/// Drill "navigation replaces a frame": refs held into a frame that the page then removes (a same-origin frame and an
+/// out-of-process one) or navigates (a new document in the same frame) fail closed with the right `staleReason` —
+/// `frameRemoved` and `documentChanged` — before any input, while the page's own refs keep working.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refs_into_a_removed_or_replaced_frame_read_frame_removed_or_document_changed() {
+    let page = Page::open("/iframes.html").await;
+    let o = page.observe().await;
+    let inner = refs_of(&o, "button \"Inner button\"");
+    assert_eq!(inner.len(), 2, "one button per frame: {}", o.untrusted_content);
+    let outer = ref_of(&o, "button \"Outer button\"");
+    let run = |expr: &str| {
+        let params = browserd_protocol::tools::EvaluateParams {
+            tab: browserd_protocol::TabId(page.tab.0),
+            expression: expr.to_owned(),
+            await_promise: true,
+        };
+        async move { env().provider.evaluate(&ctx(), page.tab, &params).await.unwrap() }
+    };
+    // The page replaces the same-origin frame's document and removes the out-of-process frame.
+    run("new Promise(r => { const f = document.getElementById('same'); f.onload = () => r(true); \
+         f.src = '/frame-inner.html?frame=replaced'; })")
+    .await;
+    run("document.getElementById('cross').remove(), true").await;
+    // The removal reaches the provider as an event; a model's next call comes later than this.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for (r, reason) in [(&inner[0], StaleReason::DocumentChanged), (&inner[1], StaleReason::FrameRemoved)] {
+        let res = page.act(click(r)).await;
+        assert_eq!(res.code.as_deref(), Some(codes::STALE_TARGET), "{r}: {res:#?}");
+        assert_eq!(res.stale_reason, Some(reason), "{r}: {res:#?}");
+        assert_eq!(res.dispatch, Dispatch::NotDispatched, "{r}: refused before any input");
+    }
+    let r = page.act(click(&outer).expect(Expectation::TextPresent { text: "Outer clicks: 1".into() })).await;
+    assert_eq!(r.postcondition, Postcondition::Passed, "the page's own refs still work: {r:#?}");
+    page.close().await;
+}

@@ -84,6 +84,11 @@ pub enum ErrorKind {
     },
     /// The provider revoked the lease (stale fencing at the last hop).
     LeaseRevoked,
+    /// Another debugging client is attached to the tab; browserd did not attach and sent nothing.
+    DebuggerInUse {
+        /// The tab, when known.
+        tab: Option<TabHandle>,
+    },
     /// A cleanup finished with failures; recovery records keep them for a retry.
     CleanupFailed {
         /// How many steps failed or have an unknown outcome.
@@ -146,6 +151,7 @@ impl ErrorKind {
             Self::LeaseHeldByOther { .. } => "LEASE_HELD_BY_OTHER",
             Self::StaleFencingToken { .. } => "STALE_FENCING_TOKEN",
             Self::LeaseRevoked => "LEASE_REVOKED",
+            Self::DebuggerInUse { .. } => "DEBUGGER_IN_USE",
             Self::CleanupFailed { .. } => "CLEANUP_FAILED",
             Self::AutoCleanupRefused { .. } => "AUTO_CLEANUP_REFUSED",
             Self::ConnectionLost => "CONNECTION_LOST",
@@ -258,6 +264,7 @@ impl CoreError {
             ProviderErrorKind::Refused => ErrorKind::BrowserRefused,
             ProviderErrorKind::Unsupported(reason) => ErrorKind::Unsupported { reason },
             ProviderErrorKind::StaleFencing => ErrorKind::LeaseRevoked,
+            ProviderErrorKind::DebuggerInUse => ErrorKind::DebuggerInUse { tab },
             ProviderErrorKind::InvalidRequest => ErrorKind::InvalidRequest,
             ProviderErrorKind::OutcomeUnknown => ErrorKind::OutcomeUnknown,
             ProviderErrorKind::NotAuthorised => ErrorKind::NotAuthorised,

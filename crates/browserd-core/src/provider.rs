@@ -278,6 +278,9 @@ pub enum ProviderErrorKind {
     Unsupported(UnsupportedReason),
     /// The fencing token is stale or the lease is gone.
     StaleFencing,
+    /// Another debugging client (developer tools, another extension, a second protocol client) is attached to the
+    /// tab, so browserd did not attach and sent nothing.
+    DebuggerInUse,
     /// The request itself is invalid.
     InvalidRequest,
     /// The request was sent but no acknowledgement came back: it may or may not have happened.

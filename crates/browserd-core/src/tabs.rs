@@ -330,6 +330,13 @@ impl TabTable {
         }
         rec.alive = false;
         rec.transition(ResourceState::Released, now, cause);
+        // A tombstone answers for a closed tab (its former owner and how it ended); only the last transition is kept,
+        // so up to MAX_TOMBSTONES of them stay small.
+        let last = rec.history.len().saturating_sub(1);
+        rec.history.drain(..last);
+        rec.history.shrink_to_fit();
+        rec.title.shrink_to_fit();
+        rec.url.shrink_to_fit();
         self.prune_tombstones();
     }
 

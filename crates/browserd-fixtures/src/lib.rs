@@ -2,6 +2,7 @@
 //! the second one is a cross-origin OOPIF) serving deterministic pages for every fixture category of BRIEF §10.
 //! The pages are embedded in the binary; nothing is read from disk at run time.
 
+mod apps;
 mod generated;
 mod operable;
 
@@ -21,6 +22,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use apps::{AppOperable, AppTruth, app_truth};
 pub use generated::{BenchElement, BenchManifest, MAX_ELEMENTS, generate as generate_elements_page};
 pub use operable::operable_elements;
 
@@ -188,6 +190,30 @@ const PAGES: &[FixturePage] = &[
         marker: "Activated: none",
     },
     FixturePage {
+        path: "/apps/tracker.html",
+        category: "app",
+        description: "Issue tracker (React): sidebar of <a> without href, 20 issue rows with delegated title links and status chips, a confirmation popup",
+        marker: "Opened: none",
+    },
+    FixturePage {
+        path: "/apps/dashboard.html",
+        category: "app",
+        description: "Dashboard (React): clickable cards, custom div tabs, an instruction with inline emphasis and its field",
+        marker: "Selected card: none",
+    },
+    FixturePage {
+        path: "/apps/mail.html",
+        category: "app",
+        description: "Mail (Vue): a folder tree of nested lists with toggles, clickable mail rows, a HUD of adjacent status divs",
+        marker: "Open: none",
+    },
+    FixturePage {
+        path: "/apps/delegated.html",
+        category: "app",
+        description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",
+        marker: "Last action: none",
+    },
+    FixturePage {
         path: "/gen/elements?n=100",
         category: "generated",
         description: "A realistic generated page with about 100 elements",
@@ -250,6 +276,7 @@ pub struct FixtureSite {
     primary: SocketAddr,
     second: SocketAddr,
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
+    records: Arc<Mutex<Vec<String>>>,
     long_polls: Arc<AtomicUsize>,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
@@ -260,6 +287,7 @@ struct SiteState {
     /// Origin of the *other* site, used by pages that embed or link across sites.
     other_origin: String,
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
+    records: Arc<Mutex<Vec<String>>>,
     long_polls: Arc<AtomicUsize>,
     stop: CancellationToken,
 }
@@ -277,17 +305,20 @@ impl FixtureSite {
         let second_v6 = TcpListener::bind((Ipv6Addr::LOCALHOST, second.port())).await.ok();
 
         let uploads = Arc::new(Mutex::new(Vec::new()));
+        let records = Arc::new(Mutex::new(Vec::new()));
         let long_polls = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
         let primary_state = SiteState {
             other_origin: format!("http://localhost:{}", second.port()),
             uploads: uploads.clone(),
+            records: records.clone(),
             long_polls: long_polls.clone(),
             stop: stop.clone(),
         };
         let second_state = SiteState {
             other_origin: format!("http://127.0.0.1:{}", primary.port()),
             uploads: uploads.clone(),
+            records: records.clone(),
             long_polls: long_polls.clone(),
             stop: stop.clone(),
         };
@@ -298,7 +329,7 @@ impl FixtureSite {
         if let Some(listener) = second_v6 {
             tasks.push(spawn_server(listener, router(second_state), stop.clone()));
         }
-        Ok(FixtureSite { primary, second, uploads, long_polls, stop, tasks })
+        Ok(FixtureSite { primary, second, uploads, records, long_polls, stop, tasks })
     }
 
     /// `path` on the primary origin (`http://127.0.0.1:P1`); `path` starts with `/`.
@@ -324,6 +355,26 @@ impl FixtureSite {
     /// Every file the `/upload` endpoint has received so far, oldest first.
     pub fn uploads(&self) -> Vec<UploadedFile> {
         lock(&self.uploads).clone()
+    }
+
+    /// What the app pages have recorded (`POST /api/record`: `nav:Inbox`, `open:TRK-101`, ...), oldest first, on
+    /// either site.
+    pub fn records(&self) -> Vec<String> {
+        lock(&self.records).clone()
+    }
+
+    /// Waits up to `timeout` for a record equal to `event` (the page sends it without waiting for an answer).
+    pub async fn wait_for_record(&self, event: &str, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if lock(&self.records).iter().any(|r| r == event) {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// How many `/api/long-poll` requests are waiting right now (they end only at shutdown).
@@ -382,6 +433,7 @@ fn router(state: SiteState) -> Router {
         .route("/upload", post(upload).layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)))
         .route("/download/report.csv", get(download))
         .route("/api/poll", get(poll))
+        .route("/api/record", post(record))
         .route("/api/long-poll", get(long_poll))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(get(static_file))
@@ -402,6 +454,12 @@ fn typed(status: StatusCode, content_type: &'static str, body: String) -> Respon
 
 async fn static_file(State(state): State<SiteState>, uri: Uri) -> Response {
     let path = uri.path();
+    if let Some(page) = apps::shell(path) {
+        return html(page);
+    }
+    if let Some((_, content_type, body)) = apps::FILES.iter().find(|(p, _, _)| *p == path) {
+        return typed(StatusCode::OK, content_type, (*body).to_owned());
+    }
     match STATIC.iter().find(|(p, _)| *p == path) {
         Some((p, body)) if p.ends_with(".css") => typed(StatusCode::OK, "text/css; charset=utf-8", (*body).to_owned()),
         // Pages that embed the other site name it as `{{OTHER_ORIGIN}}`.
@@ -550,6 +608,15 @@ async fn download() -> Response {
         .headers_mut()
         .insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"report.csv\""));
     response
+}
+
+/// Keeps what an app page reports (a short text, at most 200 bytes) for [`FixtureSite::records`].
+async fn record(State(state): State<SiteState>, body: String) -> Response {
+    if body.is_empty() || body.len() > 200 {
+        return bad_request("send the event as a text body of 1 to 200 bytes, e.g. nav:Inbox\n".into());
+    }
+    lock(&state.records).push(body);
+    StatusCode::NO_CONTENT.into_response()
 }
 
 async fn poll() -> Response {

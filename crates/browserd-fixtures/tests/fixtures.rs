@@ -44,6 +44,20 @@ async fn get(url: &str) -> Reply {
     send(url, "GET", None, Vec::new()).await
 }
 
+/// A page as the browser gets it: its HTML and, for an app page, the bundle it loads (which renders its text).
+async fn get_with_bundle(url: &str) -> Reply {
+    let mut reply = get(url).await;
+    if let Some(start) = reply.body.find("<script src=\"/apps/") {
+        let src = &reply.body[start + "<script src=\"".len()..];
+        let src = src[..src.find('"').expect("closing quote")].to_owned();
+        let origin = &url[..url.find("/apps/").expect("app page URL")];
+        let bundle = get(&format!("{origin}{src}")).await;
+        assert_eq!(bundle.status, StatusCode::OK, "{src}");
+        reply.body.push_str(&bundle.body);
+    }
+    reply
+}
+
 #[tokio::test]
 async fn every_page_is_served_with_its_marker_on_both_sites() {
     let site = FixtureSite::start().await.expect("start fixture site");
@@ -51,7 +65,7 @@ async fn every_page_is_served_with_its_marker_on_both_sites() {
     assert!(pages.len() >= 20, "expected every fixture category, got {}", pages.len());
     for page in pages {
         for url in [site.url(page.path), site.cross_origin_url(page.path)] {
-            let reply = get(&url).await;
+            let reply = get_with_bundle(&url).await;
             assert_eq!(reply.status, StatusCode::OK, "{url}");
             assert!(reply.body.contains(page.marker), "{url} lacks marker {:?}", page.marker);
             assert_eq!(reply.headers[hyper::header::CONTENT_TYPE], "text/html; charset=utf-8", "{url}");
@@ -255,7 +269,7 @@ async fn operable_ground_truth_names_elements_that_exist() {
         let Some(expected) = operable_elements(page.path) else { continue };
         pages_with_truth += 1;
         assert!(!expected.is_empty(), "{}", page.path);
-        let mut body = get(&site.url(page.path)).await.body;
+        let mut body = get_with_bundle(&site.url(page.path)).await.body;
         if page.path == "/iframes.html" {
             body.push_str(&get(&site.url("/frame-inner.html")).await.body); // the frames' controls
         }
@@ -265,4 +279,42 @@ async fn operable_ground_truth_names_elements_that_exist() {
     }
     assert!(pages_with_truth >= 15, "only {pages_with_truth} pages have a ground truth");
     assert!(operable_elements("/gen/elements?n=100").is_none());
+}
+
+#[tokio::test]
+async fn app_pages_carry_their_data_and_bundle_but_not_their_ground_truth() {
+    let site = FixtureSite::start().await.expect("start fixture site");
+    for page in FixtureSite::pages().iter().filter(|p| p.category == "app") {
+        let truth = browserd_fixtures::app_truth(page.path).expect("every app page has a ground truth");
+        assert!(!truth.operable.is_empty() && !truth.texts.is_empty(), "{}", page.path);
+        assert_eq!(operable_elements(page.path).expect("bench elements").len(), truth.operable.len());
+        let reply = get(&site.url(page.path)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{}", page.path);
+        // The records a click leaves are the ground truth's own words and never appear in the page.
+        for op in &truth.operable {
+            if let Some(record) = &op.records {
+                assert!(!reply.body.contains(record.as_str()), "{} reveals {record:?}", page.path);
+            }
+        }
+    }
+    for bundle in ["/apps/tracker.js", "/apps/dashboard.js", "/apps/mail.js"] {
+        let reply = get(&site.url(bundle)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{bundle}");
+        assert_eq!(reply.headers[hyper::header::CONTENT_TYPE], "text/javascript; charset=utf-8");
+        assert!(reply.body.starts_with("// Built by crates/browserd-fixtures/fixtures-src"), "{bundle}");
+    }
+    let tracker = get(&site.url("/apps/tracker.html")).await.body;
+    assert!(tracker.contains("TRK-120") && tracker.contains("<div id=\"root\"></div>"));
+}
+
+#[tokio::test]
+async fn record_keeps_what_app_pages_report_and_refuses_empty_bodies() {
+    let site = FixtureSite::start().await.expect("start fixture site");
+    let ok = send(&site.url("/api/record"), "POST", Some("text/plain"), b"nav:Inbox".to_vec()).await;
+    assert_eq!(ok.status, StatusCode::NO_CONTENT);
+    let empty = send(&site.url("/api/record"), "POST", Some("text/plain"), Vec::new()).await;
+    assert_eq!(empty.status, StatusCode::BAD_REQUEST);
+    assert!(empty.body.contains("nav:Inbox"), "the refusal says what to send: {}", empty.body);
+    assert_eq!(site.records(), vec!["nav:Inbox".to_owned()]);
+    assert!(site.wait_for_record("nav:Inbox", std::time::Duration::from_millis(10)).await);
 }

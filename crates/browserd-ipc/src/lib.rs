@@ -27,7 +27,11 @@
 //! # Where the socket lives
 //!
 //! `$XDG_RUNTIME_DIR/browserd/broker.sock` (with `broker.lock` beside it); when `XDG_RUNTIME_DIR` is unset, empty or
-//! relative, `/tmp/browserd-<uid>/broker.sock`. See [`paths::unix_runtime_dir`]. The macOS rule (`$TMPDIR/browserd`)
+//! relative (Codex and the MCP SDK start servers without it), `/run/user/<uid>/browserd/broker.sock` when
+//! `/run/user/<uid>` is a real directory owned by this uid — the directory a login session's `XDG_RUNTIME_DIR` names,
+//! so every client reaches the same broker whatever environment its host passed — else
+//! `/tmp/browserd-<uid>/broker.sock`. See [`paths::unix_runtime_dir`]; `BROWSERD_TEST_RUN_USER_BASE` replaces
+//! `/run/user` in tests only. The macOS rule (`$TMPDIR/browserd`)
 //! and the Windows pipe name (`\\.\pipe\browserd-<user SID or name>`, [`paths::windows_pipe_name`]) are computed
 //! and unit-tested as data but **not tested on those operating systems**; the socket code is Unix-only and Windows is
 //! unsupported.
@@ -96,7 +100,7 @@ pub use crate::{
     listener::{BindError, BrokerListener},
     lock::{AcquireLockError, InstanceLock},
     peer::{PeerCred, PeerRefused, check_peer},
-    rundir::{RuntimeDir, RuntimeDirError, default_runtime_dir},
+    rundir::{RuntimeDir, RuntimeDirError, default_runtime_dir, is_ours},
     server::{ConnectionContext, ServeOptions, ServeSummary, serve},
 };
 pub use paths::{DirSource, Platform};

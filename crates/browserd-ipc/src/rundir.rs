@@ -158,10 +158,19 @@ impl RuntimeDir {
     }
 }
 
-/// The default runtime directory for this process (`$XDG_RUNTIME_DIR/browserd`, macOS `$TMPDIR/browserd`, else
-/// `/tmp/browserd-<uid>`) and which rule chose it. Does no I/O beyond reading the environment.
+/// The default runtime directory for this process (`$XDG_RUNTIME_DIR/browserd`, else `/run/user/<uid>/browserd` when
+/// that directory [`is_ours`], macOS `$TMPDIR/browserd`, else `/tmp/browserd-<uid>`) and which rule chose it. Reads
+/// the environment and `lstat`s `/run/user/<uid>`; creates nothing.
 pub fn default_runtime_dir() -> (PathBuf, DirSource) {
-    paths::unix_runtime_dir(Platform::current(), |name| std::env::var_os(name), nix::unistd::geteuid().as_raw())
+    let uid = nix::unistd::geteuid().as_raw();
+    paths::unix_runtime_dir(Platform::current(), |name| std::env::var_os(name), uid, |p| is_ours(p, uid))
+}
+
+/// Whether `path` is a directory (not a symlink to one) owned by `uid`: the test `/run/user/<uid>` must pass before
+/// a client without `XDG_RUNTIME_DIR` puts the broker there. The browserd directory inside it is then checked in
+/// full by [`RuntimeDir::ensure`].
+pub fn is_ours(path: &Path, uid: u32) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_dir() && m.uid() == uid)
 }
 
 /// Checks an existing directory without changing it and returns its `st_mode`.
@@ -225,6 +234,23 @@ mod tests {
     fn foreign_owner_is_refused_before_mode() {
         let err = check_dir_facts(Path::new("/x"), facts(0o777, 0), 1000).unwrap_err();
         assert!(matches!(err, RuntimeDirError::ForeignOwner { owner: 0, expected: 1000, .. }), "{err}");
+    }
+
+    #[test]
+    fn is_ours_wants_a_real_directory_of_this_uid() {
+        let uid = nix::unistd::geteuid().as_raw();
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("1000");
+        assert!(!is_ours(&dir, uid), "a missing directory is not ours");
+        fs::create_dir(&dir).unwrap();
+        assert!(is_ours(&dir, uid));
+        assert!(!is_ours(&dir, uid.wrapping_add(1)), "another uid's directory");
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&dir, &link).unwrap();
+        assert!(!is_ours(&link, uid), "a symlink to our directory");
+        let file = root.path().join("file");
+        fs::write(&file, b"").unwrap();
+        assert!(!is_ours(&file, uid), "a file");
     }
 
     #[test]

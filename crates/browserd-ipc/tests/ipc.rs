@@ -32,8 +32,12 @@ fn euid() -> u32 {
 fn temp_runtime() -> (TempDir, RuntimeDir) {
     let tmp = tempfile::tempdir().expect("temp dir");
     let xdg = OsString::from(tmp.path());
-    let (path, source) =
-        paths::unix_runtime_dir(Platform::Linux, |name| (name == "XDG_RUNTIME_DIR").then(|| xdg.clone()), euid());
+    let (path, source) = paths::unix_runtime_dir(
+        Platform::Linux,
+        |name| (name == "XDG_RUNTIME_DIR").then(|| xdg.clone()),
+        euid(),
+        |_| panic!("XDG_RUNTIME_DIR is set: /run/user must not be probed"),
+    );
     assert_eq!(source, paths::DirSource::XdgRuntimeDir);
     assert_eq!(path, tmp.path().join("browserd"));
     let dir = RuntimeDir::ensure(path).expect("runtime dir");

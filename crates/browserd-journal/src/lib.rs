@@ -338,6 +338,21 @@ impl Journal {
         Ok(PruneReport { dedup_expired, audit_removed, recoveries_removed })
     }
 
+    /// Checks that the journal can be written right now: one committed (fsynced) write of a `meta` row. The broker
+    /// probes before an operation that must be recorded (a new tab, input) once a write has failed, so a full disk
+    /// refuses that operation instead of letting it run unrecorded.
+    pub fn probe(&mut self, now: UnixMillis) -> Result<()> {
+        let path = self.path.clone();
+        let sql = write_tx_sql(&path);
+        let tx = self.write_tx(Weight::Critical)?;
+        tx.execute(
+            "INSERT INTO meta (key, value) VALUES ('probe', ?1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [i64::try_from(now.0).unwrap_or(i64::MAX)],
+        )
+        .map_err(sql)?;
+        tx.commit().map_err(sql)
+    }
+
     /// An immediate (write-locking) transaction whose commit is as durable as `weight` needs.
     pub(crate) fn write_tx(&mut self, weight: Weight) -> Result<rusqlite::Transaction<'_>> {
         self.use_weight(weight)?;
@@ -497,6 +512,22 @@ mod tests {
             journal.audit(&AuditRecord::new(UnixMillis(5), AuditAction::Stop)).unwrap();
             assert_eq!(synchronous(&journal), routine, "{durability:?}: audit");
         }
+    }
+
+    #[test]
+    fn a_probe_is_one_committed_write_of_a_row_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut journal = Journal::open(dir.path().join("p.sqlite3"), JournalConfig::default()).unwrap();
+        journal.probe(UnixMillis(7)).unwrap();
+        let at: i64 = journal.conn.query_row("SELECT value FROM meta WHERE key = 'probe'", [], |r| r.get(0)).unwrap();
+        assert_eq!(at, 7);
+        // A probe proves only that a small write commits: with no page left to grow into, bigger writes still fail.
+        let pages: i64 = journal.conn.pragma_query_value(None, "page_count", |row| row.get(0)).unwrap();
+        journal.conn.pragma_update(None, "max_page_count", pages).unwrap();
+        let filler = "x".repeat(64 * 1024);
+        let grew = journal.conn.execute("INSERT INTO meta (key, value) VALUES (?1, 1)", [&filler]);
+        assert!(grew.is_err(), "the file is at its page limit");
+        assert!(journal.probe(UnixMillis(8)).is_ok(), "an in-place update still fits");
     }
 
     #[test]

@@ -14,9 +14,12 @@
 //! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
 //! | the broker's `tools.changed` (activation, the advanced tier, a reset) | `notifications/tools/list_changed` (`tools.listChanged` is advertised) |
 //!
-//! Results are compact JSON text plus `structuredContent`; failures are `isError: true` results whose
-//! text is `{"error": {code, message, nextStep, ...}}`; screenshots become image content plus a file
-//! path ([`render`]).
+//! Results are compact JSON text plus `structuredContent`; screenshots become image content plus a file path
+//! ([`render`]). `isError` is true exactly when the call did not fully succeed: a typed error (text
+//! `{"error": {code, message, nextStep, ...}}`), or a result with `ok: false`, an `outcome` other than `succeeded`, a
+//! failed postcondition, a batch step that fell short or a handoff that ended without completion (the rule of
+//! [`browserd_protocol::verdict`], shared with the CLI's exit status and the adapters); the structured result stays
+//! in the content so the model sees what happened. See `README.md`.
 //!
 //! # Protocol versions
 //! rmcp 3.11 negotiates `2025-11-25` (and older) through `initialize`, and serves `2026-07-28` without a
@@ -24,10 +27,12 @@
 //! Both are covered by this crate's tests.
 //!
 //! # Size of the tool list
-//! Measured by `tests/mcp.rs` (o200k tokens): the 13 core tools are 69.5 KB / ≈16 000 tokens with output schemas
-//! and 15.9 KB / ≈3 600 tokens without (`--no-output-schemas`). Claude Code shows the model only names,
-//! descriptions and input schemas (the smaller figure) but validates `structuredContent` against the output
-//! schemas; Codex's code mode uses them.
+//! Output schemas are opt-in (`--output-schemas`): results carry `structuredContent` either way, and Claude Code
+//! shows the model only names, descriptions and input schemas. Measured with the real binary (compact JSON of the
+//! `tools/list` result, 13 core tools): 81 245 bytes before 0.1.0 (output schemas on, 3 tools annotated); now
+//! 21 680 bytes by default, every tool with a `title` and the four annotation hints (81 592 bytes with
+//! `--output-schemas`). `tests/mcp.rs` keeps the default under 22 KB and prints the o200k token counts. For
+//! comparison, Playwright MCP 0.0.83: 25 tools in 20 296 bytes; chrome-devtools-mcp 1.11.0: 32 in 28 628.
 //!
 //! # Layout
 //! - [`backend`]: the [`ToolBackend`] trait; [`broker::BrokerBackend`] implements it over the broker client,
@@ -99,8 +104,12 @@ pub struct McpArgs {
     /// Return screenshots only as image content, without writing files.
     #[arg(long)]
     pub no_screenshot_files: bool,
-    /// Leave output schemas out of `tools/list` (smaller tool list; results keep structured content).
-    #[arg(long)]
+    /// Include each tool's output schema in `tools/list` (about four times the list's size; for hosts whose code
+    /// mode reads them). Off by default: results carry `structuredContent` either way.
+    #[arg(long, env = "BROWSERD_MCP_OUTPUT_SCHEMAS")]
+    pub output_schemas: bool,
+    /// The default since 0.1.0; accepted so older host configs keep working.
+    #[arg(long, hide = true, conflicts_with = "output_schemas")]
     pub no_output_schemas: bool,
     /// Milliseconds between progress heartbeats of a running call that asked for progress.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
@@ -125,7 +134,7 @@ impl McpArgs {
         };
         ServerOptions {
             advanced: self.advanced,
-            output_schemas: !self.no_output_schemas,
+            output_schemas: self.output_schemas && !self.no_output_schemas,
             identity,
             screenshot_dir,
             heartbeat: Duration::from_millis(self.progress_interval_ms.max(100)),
@@ -276,10 +285,13 @@ mod tests {
     }
 
     #[test]
-    fn defaults_serve_the_core_tier_with_schemas_and_files() {
+    fn defaults_serve_the_core_tier_without_output_schemas_and_with_files() {
         let args = Cli::try_parse_from(["x"]).unwrap().mcp;
         let options = args.options(env(&[("HOME", "/home/u"), ("CLAUDE_CODE_SESSION_ID", "cc-1")]));
-        assert!(!options.advanced && options.output_schemas);
+        assert!(!options.advanced && !options.output_schemas);
+        let opted = Cli::try_parse_from(["x", "--output-schemas"]).unwrap().mcp.options(env(&[]));
+        assert!(opted.output_schemas);
+        assert!(Cli::try_parse_from(["x", "--output-schemas", "--no-output-schemas"]).is_err());
         assert_eq!(options.screenshot_dir, Some(PathBuf::from("/home/u/.cache/browserd/screenshots")));
         assert_eq!((options.identity.host, options.identity.host_session_id.as_str()), (HostKind::ClaudeCode, "cc-1"));
         assert_eq!(options.heartbeat, Duration::from_secs(5));

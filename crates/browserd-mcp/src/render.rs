@@ -1,5 +1,6 @@
 //! Turning backend results into MCP tool results: compact JSON text plus `structuredContent`, images
-//! for screenshots (saved to a file whose path goes into the JSON), and `isError` results for failures.
+//! for screenshots (saved to a file whose path goes into the JSON), and `isError` results for failures: a typed
+//! error, and a result that does not report full success (the rule of [`browserd_protocol::verdict`]).
 //!
 //! A screenshot is any object in a result with a string `imageId`, a string `format` and non-empty
 //! base64 `data` (the protocol's `Screenshot`). Its bytes leave the JSON (`data` becomes `""`, so the
@@ -110,20 +111,101 @@ fn mime_type(format: &str) -> &'static str {
     }
 }
 
-/// A successful tool result: the JSON (screenshots moved out) as text and as `structuredContent`,
-/// then one image block per screenshot.
+/// A tool result the broker answered: the JSON (screenshots moved out) as text and as `structuredContent`, then one
+/// image block per screenshot; an observation is rendered by [`observation_text`] instead. `isError` is true exactly
+/// when the result does not report full success ([`browserd_protocol::verdict::shortfall`]: `ok: false`, an outcome
+/// other than `succeeded`, a failed postcondition, a batch step that fell short, a handoff that ended without
+/// completion); the structured result is kept either way so the model still sees what happened.
 #[must_use]
-pub fn success(mut value: Value, screenshots: &ScreenshotStore) -> CallToolResult {
+pub fn success(value: Value, screenshots: &ScreenshotStore) -> CallToolResult {
+    success_with(value, screenshots, true)
+}
+
+/// [`success`], where `output_schema` says whether the tool list declared the tool's output schema. An observation
+/// (`browser_observe`'s result) comes as page text that needs no escaping ([`observation_text`]); its
+/// `structuredContent` is sent only when an output schema was declared (the schema then requires it), and then
+/// without the page text the text block already carries. Hosts that find `structuredContent` show the model that
+/// JSON instead of the text (Claude Code, Codex): without a declared schema there is none, so the model reads the
+/// page text once and unescaped.
+#[must_use]
+pub fn success_with(mut value: Value, screenshots: &ScreenshotStore, output_schema: bool) -> CallToolResult {
     let mut images = Vec::new();
     extract_screenshots(&mut value, screenshots, &mut images);
     let mut content = Vec::with_capacity(1 + images.len());
-    content.push(ContentBlock::text(value.to_string()));
+    let observation = observation_text(&value);
+    let is_observation = observation.is_some();
+    content.push(ContentBlock::text(observation.unwrap_or_else(|| value.to_string())));
     content.extend(images);
-    let mut result = CallToolResult::success(content);
-    if value.is_object() {
+    let failed = browserd_protocol::verdict::shortfall(&value).is_some();
+    let mut result = if failed { CallToolResult::error(content) } else { CallToolResult::success(content) };
+    if value.is_object() && (!is_observation || output_schema) {
+        if is_observation && let Value::Object(map) = &mut value {
+            map.remove("untrustedContent");
+            if let Some(Value::Object(diff)) = map.get_mut("diff") {
+                diff.remove("added");
+            }
+        }
         result.structured_content = Some(value);
     }
     result
+}
+
+/// The fields of an observation its first line shows; every other field follows them as compact JSON.
+const ENVELOPE: &[&str] = &["tab", "url", "title", "cursor", "untrustedContent"];
+
+/// An observation as the model reads it: one line of browserd's (the envelope), then the page's lines exactly as
+/// `untrustedContent` holds them, to the end of the text — nothing after the page text, so the page cannot forge a
+/// line of browserd's, and nothing escaped.
+///
+/// The envelope: `tab 3 http://127.0.0.1:8080/form.html "Form" @7`, then any other field of the result as compact
+/// JSON (`{"truncated":{...},"focused":"e3"}`; a diff's `added` lines are page text and come below like the rest).
+/// `None` when `value` is not an observation (an object with a string `cursor` and `url`).
+#[must_use]
+pub fn observation_text(value: &Value) -> Option<String> {
+    let map = value.as_object()?;
+    let cursor = map.get("cursor")?.as_str()?;
+    let url = map.get("url")?.as_str()?;
+    if !map.contains_key("untrustedContent") && !map.contains_key("diff") {
+        return None;
+    }
+    let mut out = String::new();
+    if let Some(tab) = map.get("tab").filter(|t| t.is_number()) {
+        out.push_str(&format!("tab {tab} "));
+    }
+    out.push_str(&one_line(url));
+    if let Some(title) = map.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+        out.push_str(&format!(" {}", Value::String(one_line(title))));
+    }
+    out.push_str(&format!(" @{cursor}"));
+    let mut rest = Map::new();
+    for (k, v) in map {
+        if !ENVELOPE.contains(&k.as_str()) {
+            rest.insert(k.clone(), v.clone());
+        }
+    }
+    let mut page: Vec<String> = Vec::new();
+    if let Some(Value::Object(diff)) = rest.get_mut("diff")
+        && let Some(Value::Array(added)) = diff.remove("added")
+    {
+        page.extend(added.iter().filter_map(Value::as_str).map(one_line));
+    }
+    if !rest.is_empty() {
+        out.push(' ');
+        out.push_str(&Value::Object(rest).to_string());
+    }
+    if let Some(content) = map.get("untrustedContent").and_then(Value::as_str).filter(|c| !c.is_empty()) {
+        page.push(content.to_owned());
+    }
+    for p in page {
+        out.push('\n');
+        out.push_str(&p);
+    }
+    Some(out)
+}
+
+/// A field of the envelope on the envelope's one line (a URL or title never breaks it).
+fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 /// A failed tool result: `isError: true` and `{"error": {code, message, nextStep, ...}}` as text, so
@@ -234,6 +316,39 @@ mod tests {
     }
 
     #[test]
+    fn an_observation_is_one_envelope_line_then_the_page_text_unescaped() {
+        let store = ScreenshotStore::new(None);
+        let content = "# Task\nEnter \"Ada\" into the field\n[e3] textbox \"Name\"";
+        let value = json!({"tab": 3, "url": "http://127.0.0.1:8080/task.html", "title": "Task", "cursor": "7",
+            "untrustedContent": content, "focused": "e3"});
+        let without = success_with(value.clone(), &store, false);
+        let text = without.content[0].as_text().unwrap().text.clone();
+        let (envelope, page) = text.split_once('\n').unwrap();
+        assert_eq!(envelope, "tab 3 http://127.0.0.1:8080/task.html \"Task\" @7 {\"focused\":\"e3\"}");
+        assert_eq!(page, content, "the page text as it is, nothing escaped, nothing after it");
+        assert!(without.structured_content.is_none(), "no output schema: no JSON copy for hosts to prefer");
+        let with = success_with(value, &store, true);
+        assert_eq!(with.content[0].as_text().unwrap().text, text);
+        let structured = with.structured_content.unwrap();
+        assert!(structured.get("untrustedContent").is_none(), "the text already says it: {structured}");
+        assert_eq!((structured["cursor"].as_str(), structured["focused"].as_str()), (Some("7"), Some("e3")));
+        let back: browserd_protocol::Observation = serde_json::from_value(structured).unwrap();
+        assert_eq!(back.cursor, "7");
+    }
+
+    #[test]
+    fn a_diff_shows_its_added_lines_as_page_text_and_its_removed_refs_in_the_envelope() {
+        let value = json!({"url": "https://a.test/", "cursor": "9",
+            "diff": {"since": "7", "added": ["[e5] button \"Undo\"", "Saved \"draft\""], "removed": ["e2"]}});
+        let text = observation_text(&value).unwrap();
+        assert_eq!(
+            text,
+            "https://a.test/ @9 {\"diff\":{\"removed\":[\"e2\"],\"since\":\"7\"}}\n[e5] button \"Undo\"\nSaved \"draft\""
+        );
+        assert_eq!(observation_text(&json!({"toolsActive": true})), None, "other results stay JSON");
+    }
+
+    #[test]
     fn old_screenshot_files_are_pruned() {
         let dir = tempfile::tempdir().unwrap();
         let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
@@ -259,6 +374,22 @@ mod tests {
         let value: Value = serde_json::from_str(&result.content[0].as_text().unwrap().text).unwrap();
         assert!(value["screenshot"]["pathError"].as_str().unwrap().contains("cannot"), "{value}");
         assert!(value["screenshot"].get("path").is_none());
+    }
+
+    #[test]
+    fn results_that_fall_short_are_errors_with_their_structure_kept() {
+        let store = ScreenshotStore::new(None);
+        for value in [
+            json!({"ok": false, "closed": [], "failed": [{"tab": 4, "code": "CLEANUP_FAILED", "nextStep": "x"}]}),
+            json!({"outcome": "failed", "code": "TARGET_NOT_FOUND", "dispatch": "notDispatched"}),
+            json!({"outcome": "unknown", "dispatch": "dispatched"}),
+            json!({"outcome": "succeeded", "postcondition": "failed"}),
+        ] {
+            let result = success(value.clone(), &store);
+            assert_eq!(result.is_error, Some(true), "{value}");
+            assert_eq!(result.structured_content.as_ref(), Some(&value));
+        }
+        assert_eq!(success(json!({"ok": true}), &store).is_error, Some(false));
     }
 
     #[test]

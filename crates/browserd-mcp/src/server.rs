@@ -40,7 +40,8 @@ use crate::render::{self, ScreenshotStore};
 pub struct ServerOptions {
     /// Serve the advanced tier too (`browser_evaluate`, console, network, raw CDP). Off by default.
     pub advanced: bool,
-    /// Include each tool's output schema in `tools/list` (and `structuredContent` in results).
+    /// Include each tool's output schema in `tools/list` (`browserd mcp --output-schemas`); results carry
+    /// `structuredContent` either way.
     pub output_schemas: bool,
     /// The host and host session id when no Codex turn metadata names them.
     pub identity: HostIdentity,
@@ -52,13 +53,13 @@ pub struct ServerOptions {
 }
 
 impl ServerOptions {
-    /// Defaults for a given identity: core tier only, output schemas on, no screenshot files,
+    /// Defaults for a given identity: core tier only, no output schemas, no screenshot files,
     /// a 5 s heartbeat.
     #[must_use]
     pub fn new(identity: HostIdentity) -> Self {
         Self {
             advanced: false,
-            output_schemas: true,
+            output_schemas: false,
             identity,
             screenshot_dir: None,
             heartbeat: Duration::from_secs(5),
@@ -336,7 +337,7 @@ impl McpServer {
                             tracing::debug!(%error, "tools/list_changed not sent");
                         }
                     }
-                    return Ok(render::success(value, &self.inner.screenshots));
+                    return Ok(render::success_with(value, &self.inner.screenshots, self.inner.options.output_schemas));
                 }
             }
         }
@@ -440,12 +441,17 @@ fn to_mcp_tool(spec: &ToolSpec, output_schemas: bool) -> Tool {
     if output_schemas {
         tool = tool.with_raw_output_schema(Arc::new(schema_object(&spec.output_schema)));
     }
-    let read_only = matches!(
-        ProtocolTool::from_name(&spec.name),
-        Some(ProtocolTool::Status | ProtocolTool::List | ProtocolTool::Observe)
-    );
-    if read_only {
-        tool = tool.with_annotations(ToolAnnotations::new().read_only(true));
+    if !spec.title.is_empty() {
+        tool = tool.with_title(spec.title.clone());
+    }
+    if let Some(hints) = &spec.annotations {
+        tool = tool.with_annotations(
+            ToolAnnotations::new()
+                .read_only(hints.read_only_hint)
+                .destructive(hints.destructive_hint)
+                .idempotent(hints.idempotent_hint)
+                .open_world(hints.open_world_hint),
+        );
     }
     tool
 }

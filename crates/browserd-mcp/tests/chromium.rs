@@ -86,6 +86,7 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
     let mut options =
         ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "unused".into(), from_host: false });
     options.screenshot_dir = Some(shots.clone());
+    options.output_schemas = true;
     let (server_io, client_io) = tokio::io::duplex(1 << 22);
     let backend = Arc::new(BrokerBackend::new(connect, false));
     let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
@@ -97,8 +98,12 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
     let tab = opened["tab"].as_u64().expect("a tab id");
     // `browser_open` returns once the page has loaded: the first observation must show it.
     let observed = client.call_tool(call("browser_observe", json!({"screenshot": true}), "t1")).await.unwrap();
-    let observation = ok(&observed);
-    assert!(observation["untrustedContent"].as_str().unwrap().contains("browserd fixture site"), "{observation}");
+    assert_eq!(observed.is_error, Some(false));
+    // The page text comes as text after one envelope line; the rest of the observation in `structuredContent`.
+    let text = &observed.content[0].as_text().expect("text first").text;
+    let (_envelope, page) = text.split_once('\n').expect("an envelope line, then the page");
+    assert!(page.contains("browserd fixture site"), "{text}");
+    let observation = observed.structured_content.clone().expect("structured content with an output schema");
     let image = observed.content.iter().find_map(|block| block.as_image()).expect("an image block");
     assert!(image.mime_type.starts_with("image/") && !image.data.is_empty());
     let path = observation["screenshot"]["path"].as_str().expect("a screenshot file path");

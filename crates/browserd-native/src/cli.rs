@@ -52,11 +52,15 @@ pub enum Command {
         /// Print the result as JSON.
         #[arg(long)]
         json: bool,
+        /// Test hook: kill this process after its Nth file-system step (see `install_steps`).
+        #[arg(long, hide = true)]
+        fault_after: Option<usize>,
     },
     /// Check the binary, manifests, ids, socket, browsers and the live connection; print a fix for each failure.
     Doctor {
-        #[arg(long, value_enum, default_value = "all")]
-        browser: BrowserArg,
+        /// Also check the extension path for this browser (checked anyway when `browserd install` ran).
+        #[arg(long, value_enum)]
+        browser: Option<BrowserArg>,
         #[arg(long)]
         user_data_dir: Option<PathBuf>,
         #[arg(long = "extension-id")]
@@ -68,6 +72,9 @@ pub enum Command {
     Uninstall {
         #[arg(long)]
         json: bool,
+        /// Test hook: kill this process after its Nth file-system step (see `install_steps`).
+        #[arg(long, hide = true)]
+        fault_after: Option<usize>,
     },
 }
 
@@ -84,7 +91,10 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
                 }
             }
         }
-        Command::Install { browser, user_data_dir, extension_ids, json } => {
+        Command::Install { browser, user_data_dir, extension_ids, json, fault_after } => {
+            if let Some(n) = fault_after {
+                crate::install_steps::arm_fault_after(n);
+            }
             let loc = Locations::from_env()?;
             let exe = std::env::current_exe()?;
             let report = install::install(
@@ -107,11 +117,16 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
         }
         Command::Doctor { browser, user_data_dir, extension_ids, json } => {
             let loc = Locations::from_env()?;
-            let checks = install::doctor(
-                &loc,
-                &DoctorOptions { brands: browser.brands(), user_data_dir, extension_ids, socket: None },
-            )
-            .await;
+            // The default path first: what works without any extension.
+            let mut checks = crate::doctor::default_path().await;
+            let installed = loc.wrapper_path().exists();
+            let extension = browser.is_some() || installed || user_data_dir.is_some() || !extension_ids.is_empty();
+            if extension {
+                let brands = browser.unwrap_or(BrowserArg::All).brands();
+                checks.extend(
+                    install::doctor(&loc, &DoctorOptions { brands, user_data_dir, extension_ids, socket: None }).await,
+                );
+            }
             let failed = checks.iter().any(|c| c.status == CheckStatus::Fail);
             if json {
                 println!("{}", serde_json::to_string_pretty(&checks)?);
@@ -127,10 +142,19 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
                         println!("       fix: {fix}");
                     }
                 }
+                if !extension {
+                    println!(
+                        "[optional] extension (your own logged-in browser): not installed; to use it, load \
+                         `extension/` and run `browserd install --browser chrome`, then `browserd doctor --browser chrome`"
+                    );
+                }
             }
             Ok(i32::from(failed))
         }
-        Command::Uninstall { json } => {
+        Command::Uninstall { json, fault_after } => {
+            if let Some(n) = fault_after {
+                crate::install_steps::arm_fault_after(n);
+            }
             let loc = Locations::from_env()?;
             let report = install::uninstall(&loc)?;
             if json {

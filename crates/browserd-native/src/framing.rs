@@ -92,25 +92,38 @@ pub fn plan_frames(message: &[u8], chunk_id: u64) -> Result<Vec<Vec<u8>>, Framin
 /// Chunks received so far for one message: how many, and each by index.
 type Partial = (usize, Vec<Option<Vec<u8>>>);
 
-/// Reassembles chunk frames (the extension does this in JS; this twin is for tests and tools).
+/// The most chunks one message can have: [`MAX_CHUNKED_TOTAL`] in pieces of [`CHUNK_RAW`].
+pub const MAX_CHUNKS: usize = MAX_CHUNKED_TOTAL.div_ceil(CHUNK_RAW);
+/// The most messages reassembled at once; a chunk of one more drops the oldest partial message.
+pub const MAX_PARTIAL_MESSAGES: usize = 4;
+
+/// Reassembles chunk frames (the extension does this in JS; this twin is for tests and tools). What it holds is bounded:
+/// at most [`MAX_PARTIAL_MESSAGES`] partial messages of at most [`MAX_CHUNKS`] chunks of at most [`CHUNK_RAW`] bytes.
 #[derive(Debug, Default)]
 pub struct Reassembler {
-    parts: std::collections::HashMap<u64, Partial>,
+    parts: std::collections::BTreeMap<u64, Partial>,
 }
 
 impl Reassembler {
     /// Feeds one parsed frame; returns the whole message once its last chunk arrived, or the frame itself if it is not
-    /// a chunk.
+    /// a chunk. A chunk that does not fit its message (a count out of range or unlike the first chunk's, an index out
+    /// of range or repeated, an oversized or undecodable piece) is dropped.
     pub fn push(&mut self, frame: Value) -> Option<Value> {
         if frame["type"] != "chunk" {
             return Some(frame);
         }
         let id = frame["id"].as_u64()?;
-        let count = usize::try_from(frame["count"].as_u64()?).ok()?;
-        let index = usize::try_from(frame["index"].as_u64()?).ok()?;
+        let count = usize::try_from(frame["count"].as_u64()?).ok().filter(|c| (1..=MAX_CHUNKS).contains(c))?;
+        let index = usize::try_from(frame["index"].as_u64()?).ok().filter(|i| *i < count)?;
         let raw = base64::engine::general_purpose::STANDARD.decode(frame["data"].as_str()?).ok()?;
+        if raw.len() > CHUNK_RAW {
+            return None;
+        }
+        if !self.parts.contains_key(&id) && self.parts.len() >= MAX_PARTIAL_MESSAGES {
+            self.parts.pop_first();
+        }
         let entry = self.parts.entry(id).or_insert_with(|| (0, vec![None; count]));
-        if index >= entry.1.len() || entry.1[index].is_some() {
+        if entry.1.len() != count || entry.1[index].is_some() {
             return None;
         }
         entry.1[index] = Some(raw);

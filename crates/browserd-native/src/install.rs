@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
+use crate::install_steps::{self, Pending};
+
 /// The Native Messaging host name (the manifest file is `<HOST_NAME>.json`).
 pub const HOST_NAME: &str = "com.browserd.native_host";
 /// The development id of `extension/` (from the fixed `key` in its manifest).
@@ -212,7 +214,9 @@ fn write_file(path: &Path, bytes: &[u8], mode: u32) -> anyhow::Result<()> {
     std::fs::write(&tmp, bytes)
         .map_err(|e| anyhow::anyhow!("cannot write {}: {e}; check permissions", tmp.display()))?;
     std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(mode))?;
+    install_steps::step_done();
     std::fs::rename(&tmp, path)?;
+    install_steps::step_done();
     Ok(())
 }
 
@@ -287,29 +291,45 @@ pub fn install(loc: &Locations, opts: &InstallOptions) -> anyhow::Result<Install
     receipt.version = 1;
     let wrapper = loc.wrapper_path();
     let script = wrapper_script(&exe);
-    write_file(&wrapper, script.as_bytes(), 0o755)?;
-    receipt.record(ReceiptEntry {
-        path: wrapper.clone(),
-        kind: "wrapper".into(),
-        sha256: sha256_hex(script.as_bytes()),
-        brand: None,
-    });
-    let mut manifests = Vec::new();
     let brands: Vec<Brand> =
         if opts.user_data_dir.is_some() { opts.brands.iter().take(1).copied().collect() } else { opts.brands.clone() };
+    // Every file with its contents, the wrapper first: a manifest is never written before the wrapper it names.
+    let mut plan = vec![(
+        ReceiptEntry {
+            path: wrapper.clone(),
+            kind: "wrapper".into(),
+            sha256: sha256_hex(script.as_bytes()),
+            brand: None,
+        },
+        script.into_bytes(),
+        0o755,
+    )];
     for brand in brands {
         let path = loc.manifest_path(brand, opts.user_data_dir.as_deref());
         let body = serde_json::to_vec_pretty(&manifest_json(&wrapper, &ids))?;
-        write_file(&path, &body, 0o644)?;
-        receipt.record(ReceiptEntry {
-            path: path.clone(),
-            kind: "manifest".into(),
-            sha256: sha256_hex(&body),
-            brand: Some(brand),
-        });
-        manifests.push(path);
+        let entry = ReceiptEntry { path, kind: "manifest".into(), sha256: sha256_hex(&body), brand: Some(brand) };
+        plan.push((entry, body, 0o644));
+    }
+    // An interrupted run before this one: its temporary files go; what it named is rewritten below.
+    let mut earlier = receipt.files.clone();
+    earlier.extend(Pending::load(loc).map(|p| p.files).unwrap_or_default());
+    install_steps::remove_leftovers(loc, &earlier)?;
+    // Recorded before anything else, so an `uninstall` after an interruption removes whatever of it was written.
+    let mut pending = Pending::load(loc).unwrap_or_default();
+    pending.files.retain(|f| !plan.iter().any(|(e, _, _)| e.path == f.path && e.sha256 == f.sha256));
+    pending.files.extend(plan.iter().map(|(e, _, _)| e.clone()));
+    write_file(&install_steps::pending_path(loc), &serde_json::to_vec_pretty(&pending)?, 0o600)?;
+    let mut manifests = Vec::new();
+    for (entry, body, mode) in plan {
+        write_file(&entry.path, &body, mode)?;
+        if entry.kind == "manifest" {
+            manifests.push(entry.path.clone());
+        }
+        receipt.record(entry);
     }
     write_file(&loc.receipt_path(), &serde_json::to_vec_pretty(&receipt)?, 0o600)?;
+    std::fs::remove_file(install_steps::pending_path(loc))?;
+    install_steps::step_done();
     Ok(InstallReport { wrapper, manifests, extension_ids: ids, receipt: loc.receipt_path() })
 }
 
@@ -321,14 +341,27 @@ pub struct UninstallReport {
     pub kept: Vec<(PathBuf, String)>,
 }
 
-/// Removes exactly the files in the receipt that still hold what install wrote, then the receipt.
+/// Removes exactly the files in the receipt (and in the pending record of an interrupted install) that still hold what
+/// install wrote — manifests before the wrapper they name — then the temporary files of an interrupted run, the receipt
+/// and the pending record.
 pub fn uninstall(loc: &Locations) -> anyhow::Result<UninstallReport> {
     let receipt = Receipt::load(&loc.receipt_path())?;
+    let mut entries = receipt.files.clone();
+    entries.extend(Pending::load(loc).map(|p| p.files).unwrap_or_default());
+    // Manifests first: stopping half-way never leaves a manifest that names a removed wrapper.
+    entries.sort_by_key(|f| f.kind != "manifest");
     let mut report = UninstallReport::default();
-    for f in &receipt.files {
+    let mut seen: Vec<&Path> = Vec::new();
+    for f in &entries {
+        if seen.contains(&f.path.as_path()) {
+            continue;
+        }
+        seen.push(&f.path);
+        let ours = |sha: &str| entries.iter().any(|e| e.path == f.path && e.sha256 == sha);
         match std::fs::read(&f.path) {
-            Ok(b) if sha256_hex(&b) == f.sha256 => {
+            Ok(b) if ours(&sha256_hex(&b)) => {
                 std::fs::remove_file(&f.path)?;
+                install_steps::step_done();
                 report.removed.push(f.path.clone());
             }
             Ok(_) => report.kept.push((f.path.clone(), "changed since install; remove it by hand if unwanted".into())),
@@ -336,9 +369,13 @@ pub fn uninstall(loc: &Locations) -> anyhow::Result<UninstallReport> {
             Err(e) => report.kept.push((f.path.clone(), e.to_string())),
         }
     }
-    if loc.receipt_path().exists() {
-        std::fs::remove_file(loc.receipt_path())?;
-        report.removed.push(loc.receipt_path());
+    report.removed.extend(install_steps::remove_leftovers(loc, &entries)?);
+    for record in [loc.receipt_path(), install_steps::pending_path(loc)] {
+        if record.exists() {
+            std::fs::remove_file(&record)?;
+            install_steps::step_done();
+            report.removed.push(record);
+        }
     }
     Ok(report)
 }
@@ -476,6 +513,10 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
             format!("no native-host wrapper at {}", wrapper.display()),
             "run `browserd install --browser chrome` (or chromium, edge, all)",
         )),
+    }
+    // an interrupted install or uninstall
+    for what in install_steps::half_done(loc) {
+        checks.push(fail("install state", what, "run `browserd install` again to finish it, or `browserd uninstall`"));
     }
     // manifests
     let mut any_manifest = false;

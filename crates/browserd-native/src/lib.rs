@@ -18,6 +18,10 @@
 //!   resync on gaps.
 //! - [`relay`]: [`relay::RelayTransport`], a browser-level CDP endpoint emulated over `chrome.debugger`.
 //! - [`install`]: manifests per brand and OS (Linux live; macOS/Windows as data), wrapper script, receipt, doctor.
+//! - [`doctor`]: `browserd doctor`'s default-path checks (browser launch, sandbox, profile, journal, runtime dir,
+//!   the broker a stripped-environment host reaches); the extension checks of [`install`] follow only when installed
+//!   or asked.
+//! - [`install_steps`]: what makes install/uninstall safe to interrupt (pending record, leftovers, `--fault-after`).
 //! - [`cli`]: the clap subcommands and [`cli::run`].
 //!
 //! # Wire protocol (extension ⇄ broker; the host only relays)
@@ -29,8 +33,8 @@
 //!   `stopped` (`via`,`controlEpoch`,`droppedInputs`,`detached`,`reason`). `seq` increases by one per event.
 //! - broker → extension: `{"type":"welcome","protocolVersion","broker"}` or `{"type":"refused","message"}`, then
 //!   `{"type":"call","id","cmd","args"[, "lane":"priority"]}`. Commands: `ping`, `status`, `resync`, `cdp.send`
-//!   (`target:{tabId[,sessionId]}`, `method`, `params`, `fence:{token,epoch}` for `Input.*`), `debugger.attach|detach|
-//!   getTargets`, `tabs.create|remove|get|query|update`, `own.claim|release|list`, `lease.grant|revoke`, `stop`, `cancel`.
+//!   (`target:{tabId[,sessionId]}`, `method`, `params`, `fence:{token,epoch}` when a lease is granted),
+//!   `debugger.attach|detach|getTargets`, `tabs.create|remove|get|query|update`, `own.claim|release|list`, `lease.grant|revoke`, `stop`, `cancel`.
 //! - host → endpoint only: `{"type":"host","origin","extensionId","hostVersion","pid"}` first; `{"type":"probe"}` from
 //!   `doctor` instead gets `{"type":"probeResult","paired","extension"}`. Host → extension only: `{"type":"chunk","id",
 //!   "index","count","data"}` (base64 of ≤ 256 KiB) and `{"type":"hostError","message"}`.
@@ -46,9 +50,11 @@
 //! session id as dead), and tells its client when the extension detached by itself (Stop, release).
 
 pub mod cli;
+pub mod doctor;
 pub mod framing;
 pub mod host;
 pub mod install;
+pub mod install_steps;
 pub mod link;
 pub mod relay;
 

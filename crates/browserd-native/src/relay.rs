@@ -10,8 +10,9 @@
 //! - Browser-level commands other than the emulated ones are refused as unsupported over the extension relay.
 //! - `Browser.setDownloadBehavior` with `deny` is accepted without touching the user's download settings (the relay
 //!   reports no download events, so the agent gets no downloads); any other behaviour is unsupported.
-//! - Input commands (`Input.*`) carry the tab's fence (lease token + control epoch) and pass the extension's last-hop
-//!   gate; without a lease they fail with `LEASE_REVOKED`, after Stop with `USER_STOPPED`.
+//! - Commands carry the tab's fence (lease token + control epoch); every page-mutating one (off the extension's
+//!   read-only allow list) passes its last-hop gate: without a lease it fails with `LEASE_REVOKED`, after Stop with
+//!   `USER_STOPPED`.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -445,9 +446,9 @@ impl Transport for RelayTransport {
             None => json!({"tabId": tab_id}),
         };
         let mut args = json!({"target": target, "method": method, "params": params});
-        if method.starts_with("Input.")
-            && let Some(f) = self.state().fences.get(&tab_id)
-        {
+        // Every command carries the tab's fence when a lease is granted: the extension's one gate checks it for every
+        // method off its read-only allow list.
+        if let Some(f) = self.state().fences.get(&tab_id) {
             args["fence"] = json!({"token": f.token, "epoch": f.epoch});
         }
         // Registered synchronously so the answer keeps its place relative to events.

@@ -53,6 +53,11 @@ fn ref_of(content: &str, needle: &str) -> String {
 
 /// Starts the broker (browser = extension), installs the host, launches Chromium with the extension, connects a client.
 async fn start() -> Setup {
+    start_with(Vec::new()).await
+}
+
+/// [`start`] with more unpacked extensions loaded beside browserd's (a second debugger client for the drills).
+async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -103,7 +108,7 @@ async fn start() -> Setup {
     .unwrap();
     let browser = ManagedBrowser::launch(LaunchOptions {
         user_data_dir: Some(profile),
-        extensions: vec![extension_dir()],
+        extensions: std::iter::once(extension_dir()).chain(more_extensions).collect(),
         env: vec![
             ("BROWSERD_EXTENSION_SOCKET".into(), socket.display().to_string()),
             ("XDG_RUNTIME_DIR".into(), run.display().to_string()),
@@ -177,6 +182,11 @@ impl Setup {
     /// Runs `expr` (awaited) in the extension's service worker over the harness's own DevTools pipe and returns its
     /// value. `globalThis.browserd` there exposes `status()` and the keyboard command's listener.
     async fn sw_eval(&self, expr: &str) -> Value {
+        self.worker_eval(true, expr).await
+    }
+
+    /// Like [`Setup::sw_eval`] in browserd's service worker (`ours`) or in the other extension's.
+    async fn worker_eval(&self, ours: bool, expr: &str) -> Value {
         let cdp = self.browser.cdp();
         let t = Duration::from_secs(10);
         let targets = cdp.call(None, "Target.getTargets", json!({}), t).await.unwrap();
@@ -184,7 +194,10 @@ impl Setup {
             .as_array()
             .unwrap()
             .iter()
-            .find(|x| x["type"] == "service_worker" && x["url"].as_str().unwrap_or_default().contains(EXT_ID))
+            .find(|x| {
+                let url = x["url"].as_str().unwrap_or_default();
+                x["type"] == "service_worker" && url.starts_with("chrome-extension://") && url.contains(EXT_ID) == ours
+            })
             .expect("the extension's service worker is running")["targetId"]
             .clone();
         let att = cdp.call(None, "Target.attachToTarget", json!({"targetId": sw, "flatten": true}), t).await.unwrap();
@@ -292,13 +305,22 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     assert_eq!(stopped.code, ErrorCode::UserStopped);
     let click_other = json!({"action": "click", "target": other,
                              "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]});
-    let after = c.tool(s, "browser_act", click_other).await.unwrap_err();
-    assert_eq!(after.code(), ErrorCode::LeaseRevoked, "{after}");
+    // Stop is a state: the pre-Stop ref is refused before anything is sent, however often the agent retries, and
+    // observing again does not resume.
+    for _ in 0..2 {
+        let after = c.tool(s, "browser_act", click_other.clone()).await.unwrap_err();
+        assert_eq!(after.code(), ErrorCode::UserStopped, "{after}");
+        let details = after.error_data().and_then(|d| d.details.clone()).unwrap_or_default();
+        assert_eq!(details["staleReason"], "controlEpochChanged", "{details}");
+        c.tool(s, "browser_observe", json!({})).await.unwrap();
+    }
     let status_line = h.page_text(&user_url, "document.getElementById('status').textContent").await;
     assert_eq!(status_line, "Deleted: Inbox / Team lunch", "the refused click reached nothing");
-    // Resuming takes a new lease and a full observation.
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let other = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in \"Old contract\"");
+    // Resuming is explicit: `browser_claim` `resume: true` takes a new lease and a full observation.
+    let resumed = c.tool(s, "browser_claim", json!({"tab": tab, "resume": true})).await.unwrap();
+    assert!(resumed["resumed"]["fencingToken"].as_u64().is_some(), "{resumed}");
+    let other =
+        ref_of(resumed["observation"]["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in \"Old contract\"");
     let resumed = c
         .tool(s, "browser_act", json!({"action": "click", "target": other,
                                         "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}))
@@ -383,7 +405,7 @@ async fn stop_in_the_extension_reports_user_stopped_to_the_caller_and_no_input_f
     // Nothing more reaches the page: the old refs are void and the next action is refused before any input.
     let again = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": "zzz"})).await;
     let again = again.unwrap_err();
-    assert_eq!(again.code(), ErrorCode::LeaseRevoked, "{again}");
+    assert_eq!(again.code(), ErrorCode::UserStopped, "{again}");
     let len_after = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert_eq!(len_after, len_at_stop, "no input after Stop");
     h.stop().await;
@@ -576,8 +598,9 @@ async fn keyboard_stop_command_closes_the_gate_and_reports_user_stopped_with_the
     );
     let len_at_stop = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert!(len_at_stop < 603, "Stop cut the typing short: {len_at_stop}");
+    // Stop holds: the next write is refused before anything is sent, until `browser_claim` `resume: true`.
     let again = c.tool(s, "browser_act", json!({"action": "type", "target": name, "value": "zzz"})).await;
-    assert_eq!(again.unwrap_err().code(), ErrorCode::LeaseRevoked);
+    assert_eq!(again.unwrap_err().code(), ErrorCode::UserStopped);
     let len_after = h.page_text_number(&form_url, "document.getElementById('fullName').value.length").await;
     assert_eq!(len_after, len_at_stop, "no input after Stop");
     h.stop().await;
@@ -746,6 +769,16 @@ async fn stop_in_the_middle_of_a_batch_dispatches_no_further_input() {
     assert_eq!(stopped.code, ErrorCode::UserStopped);
     let e = batched.expect_err("the batch in flight at Stop does not complete");
     assert_eq!(stop_details(&e)["via"], "broker", "{e}");
+    // The answer still lists every step: the one Stop cut short (its input may have been sent) and the ones not
+    // started.
+    let details = e.error_data().and_then(|d| d.details.clone()).unwrap_or_default();
+    let results = details["batch"]["results"].as_array().cloned().unwrap_or_default();
+    let status: Vec<&str> = results.iter().map(|r| r["status"].as_str().unwrap_or("?")).collect();
+    assert_eq!(status, ["cutShort", "notStarted", "notStarted"], "{details}");
+    assert_eq!(results[0]["outcome"], "unknown", "{details}");
+    assert!(results[0].get("dispatch").is_none(), "the cut step's dispatch is unknown: {details}");
+    assert_eq!(results[0]["code"], "USER_STOPPED", "{details}");
+    assert_eq!(details["batch"]["stopped"], json!({"step": 0, "reason": "userStopped"}), "{details}");
     let read = |id: &str| format!("document.getElementById('{id}').value");
     let len_at_stop = h.page_text_number(&form_url, &format!("{}.length", read("fullName"))).await;
     assert!(len_at_stop < 600, "Stop cut the first step short: {len_at_stop}");
@@ -758,5 +791,195 @@ async fn stop_in_the_middle_of_a_batch_dispatches_no_further_input() {
     assert_eq!(len_after, len_at_stop, "no input after Stop");
     assert_eq!(h.page_text(&form_url, &read("notes")).await, "", "the later steps never ran");
     assert_eq!(h.page_text(&form_url, &read("email")).await, "", "the later steps never ran");
+    h.stop().await;
+}
+
+/// The extension's one gate covers every page-mutating DevTools method, not only `Input.*`: navigation, reload,
+/// history, file input, dialogs, focus, input and a script run for an action are refused with a stale fencing token
+/// and after Stop, and none of them reaches the page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mutating_method_is_gated_by_lease_fencing_and_stop() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, _, name) = h.open_form(s).await;
+    let acted = c.tool(s, "browser_act", json!({"action": "fill", "target": name, "value": "Ada"})).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    h.page_text(&form_url, "String(window.__mark = 'kept')").await;
+    let gate = h.sw_eval("browserd.status().then((s) => s.gate)").await;
+    let lease = gate["leases"].as_array().and_then(|l| l.first()).cloned().expect("the act left a lease");
+    let (tab_id, token, epoch) = (&lease["tabId"], lease["token"].as_u64().unwrap(), gate["epoch"].clone());
+    let methods = json!([
+        ["Page.navigate", {"url": h.site.url("/index.html")}, false],
+        ["Page.reload", {}, false],
+        ["Page.navigateToHistoryEntry", {"entryId": 0}, false],
+        ["DOM.setFileInputFiles", {"files": ["/etc/hostname"], "backendNodeId": 1}, false],
+        ["Page.handleJavaScriptDialog", {"accept": true}, false],
+        ["DOM.focus", {"backendNodeId": 1}, false],
+        ["Input.insertText", {"text": "zzz"}, false],
+        ["Runtime.evaluate", {"expression": "document.getElementById('fullName').value = 'hacked'"}, true],
+    ]);
+    let send_all = |fence: Value| {
+        format!(
+            "Promise.all({methods}.map(([method, params, forAction]) => browserd.cdpSend({{target: {{tabId: {tab_id}}}, \
+             method, params, forAction, fence: {fence}}}).then(() => method + ' passed', (e) => e.code)))"
+        )
+    };
+    let codes =
+        |v: Value| v.as_array().unwrap().iter().map(|c| c.as_str().unwrap_or("?").to_owned()).collect::<Vec<_>>();
+    let stale = h.sw_eval(&send_all(json!({"token": token + 1000, "epoch": epoch}))).await;
+    assert!(codes(stale.clone()).iter().all(|c| c == "LEASE_REVOKED"), "a stale token passes nothing: {stale}");
+    c.stop_gate().await.unwrap();
+    let after = h.sw_eval(&send_all(json!({"token": token, "epoch": epoch}))).await;
+    assert!(codes(after.clone()).iter().all(|c| c == "USER_STOPPED"), "nothing passes after Stop: {after}");
+    assert_eq!(h.page_text(&form_url, "location.href").await, form_url, "no navigation reached the page");
+    assert_eq!(h.page_text(&form_url, "String(window.__mark)").await, "kept", "no reload reached the page");
+    assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada", "no input");
+    h.stop().await;
+}
+
+/// Releasing a claimed tab keeps the user's own tab group: release takes a tab only out of the group browserd put it
+/// in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_keeps_a_claimed_tab_in_the_users_own_group() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let user_url = h.site.url("/duplicates.html");
+    h.browser.cdp().call(None, "Target.createTarget", json!({"url": user_url}), Duration::from_secs(10)).await.unwrap();
+    let mut user_tab = None;
+    for _ in 0..100 {
+        let listed = c.tool(s, "browser_list", json!({})).await.unwrap();
+        user_tab = listed["tabs"].as_array().unwrap().iter().find(|t| t["url"] == user_url.as_str()).cloned();
+        if user_tab.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tab = user_tab.expect("the user's tab is listed")["tab"].as_u64().unwrap();
+    // The user's own group.
+    let group_of = format!("chrome.tabs.query({{}}).then((ts) => ts.find((t) => t.url === {user_url:?}).groupId)");
+    let made = format!(
+        "chrome.tabs.query({{}}).then((ts) => chrome.tabs.group({{tabIds: [ts.find((t) => t.url === {user_url:?}).id]}}))"
+    );
+    let group = h.sw_eval(&made).await;
+    assert!(group.as_i64().is_some_and(|g| g >= 0), "the user grouped the tab: {group}");
+    c.tool(s, "browser_claim", json!({"tab": tab})).await.unwrap();
+    c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let end = c
+        .call(&TurnEndParams { session: s.clone(), reason: TurnEndReason::HostStop, host_turn_id: None })
+        .await
+        .unwrap();
+    assert!(end.closed.is_empty(), "{end:?}");
+    assert_eq!(h.sw_eval(&group_of).await, group, "the released tab stays in the user's group");
+    h.stop().await;
+}
+
+/// A second extension that only asks for `debugger` and `tabs`: the other debugging client of the drill below.
+fn rogue_extension(dir: &std::path::Path) -> PathBuf {
+    let path = dir.join("rogue-debugger");
+    std::fs::create_dir_all(&path).unwrap();
+    std::fs::write(
+        path.join("manifest.json"),
+        r#"{"manifest_version": 3, "name": "another debugger", "version": "1.0",
+            "background": {"service_worker": "sw.js"}, "permissions": ["debugger", "tabs"]}"#,
+    )
+    .unwrap();
+    std::fs::write(path.join("sw.js"), "// Attaches chrome.debugger when the test asks (over DevTools).\n").unwrap();
+    path
+}
+
+/// Waits until browserd's extension holds no debugger attachment (the idle detach after the last operation).
+async fn until_browserd_detached(h: &Setup) {
+    for _ in 0..300 {
+        if h.sw_eval("browserd.status().then(s => s.attached.length)").await == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("browserd's debugger never detached from the idle tab");
+}
+
+/// `DEBUGGER_IN_USE` from a `browser_act` (an error, or a typed result that names it), with nothing dispatched.
+fn assert_debugger_in_use(acted: Result<Value, browserd_broker::client::ClientError>) {
+    match acted {
+        Err(e) => {
+            assert_eq!(e.code(), ErrorCode::DebuggerInUse, "{e}");
+            assert!(e.to_string().contains("another debugger"), "the error says what holds the tab: {e}");
+            assert!(e.error_data().and_then(|d| d.retry_after_ms).is_some(), "a retry hint: {e}");
+        }
+        Ok(r) => panic!("expected DEBUGGER_IN_USE, got a result: {r}"),
+    }
+}
+
+/// Drill "another DevTools client takes the debugger": Chromium lets several debugging clients share a tab, so with
+/// another client on a leased tab browserd refuses to attach (`DEBUGGER_IN_USE`, naming what holds it), dispatches no
+/// input (the extension's gate counts none, the field keeps its value), and works again once the tab is free. Two
+/// other clients, one after the other: a second extension's `chrome.debugger.attach` (the extension's `DEBUGGER_BUSY`
+/// mapped through the relay) and a raw CDP session over the harness's own DevTools pipe.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_debugger_on_a_leased_tab_reads_debugger_in_use_sends_nothing_and_recovers() {
+    let extra = tempfile::tempdir().unwrap();
+    let h = start_with(vec![rogue_extension(extra.path())]).await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, _tab, name) = h.open_form(s).await;
+    let value = "document.getElementById('fullName').value";
+
+    // 1. Another extension attaches chrome.debugger to the tab while browserd's attachment is idle-detached.
+    until_browserd_detached(&h).await;
+    let dispatched = h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await;
+    let find = format!("chrome.tabs.query({{}}).then(ts => ts.find(t => t.url === {form_url:?}).id)");
+    let other = h
+        .worker_eval(false, &format!("{find}.then(id => chrome.debugger.attach({{tabId: id}}, '1.3').then(() => id))"))
+        .await;
+    assert!(other.is_i64(), "the other extension attached: {other}");
+    assert_debugger_in_use(c.tool(s, "browser_act", fill_checked(&name, "Ada")).await);
+    assert_eq!(h.page_text(&form_url, value).await, "", "nothing reached the field");
+    assert_eq!(h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await, dispatched, "no input dispatched");
+    // The tab is free again: the same ref works.
+    h.worker_eval(false, &format!("chrome.debugger.detach({{tabId: {other}}}).then(() => true)")).await;
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, value).await, "Ada");
+
+    // 2. A raw CDP client (the harness's own DevTools pipe) holds a session on the tab.
+    until_browserd_detached(&h).await;
+    let cdp = h.browser.cdp();
+    let t = Duration::from_secs(10);
+    let target = h.user_tabs().await.into_iter().find(|x| x["url"] == form_url.as_str()).unwrap();
+    let att =
+        cdp.call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), t).await;
+    let raw = att.unwrap()["sessionId"].as_str().unwrap().to_owned();
+    let dispatched = h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await;
+    assert_debugger_in_use(c.tool(s, "browser_act", fill_checked(&name, "Bea")).await);
+    let still = cdp
+        .call(
+            Some(&browserd_cdp::SessionId(raw.clone())),
+            "Runtime.evaluate",
+            json!({"expression": value, "returnByValue": true}),
+            t,
+        )
+        .await
+        .unwrap();
+    assert_eq!(still["result"]["value"], "Ada", "nothing reached the field");
+    assert_eq!(h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await, dispatched, "no input dispatched");
+    cdp.call(None, "Target.detachFromTarget", json!({"sessionId": raw}), t).await.unwrap();
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Bea")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, value).await, "Bea");
+    h.stop().await;
+}
+
+/// Found by the drill above: after browserd's idle debugger detach (1.5 s without a page operation) the extension
+/// dropped the write lease, and the next action re-granted the same fencing token, which the gate refused
+/// (`LEASE_REVOKED: fencing token 1 … is not above 1`): every action after a pause failed. The same lease may now be
+/// granted again in the same control epoch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_after_the_idle_debugger_detach_keeps_its_lease() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, _tab, name) = h.open_form(s).await;
+    until_browserd_detached(&h).await;
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada");
     h.stop().await;
 }

@@ -238,7 +238,11 @@ error_codes! {
         "Send hello first on every connection.";
     ShuttingDown = "SHUTTING_DOWN", 1805, Broker,
         "The broker is stopping; reconnect to start a new one.";
-    NotAuthorised = "NOT_AUTHORISED", 1806, Broker,
+    JournalUnavailable = "JOURNAL_UNAVAILABLE", 1806, Broker,
+        "The broker's journal cannot be written (the message names the file and why): free disk space on its disk \
+         or fix the file's permissions, then retry; the broker tries the journal again at every call that needs it. \
+         Reading and cleaning up tabs still work.";
+    NotAuthorised = "NOT_AUTHORISED", 1807, Broker,
         "The browser endpoint refused the credentials; fix the token in remote_cdp or BROWSERD_REMOTE_AUTHORIZATION (`browserd config`), then call browser_status.";
 }
 

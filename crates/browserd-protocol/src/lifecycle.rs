@@ -34,6 +34,22 @@ pub enum HostKind {
     Other,
 }
 
+impl HostKind {
+    /// The wire name (`claudeCode`, `codex`, ...), for text meant for people.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            HostKind::Pi => "pi",
+            HostKind::Dsh => "dsh",
+            HostKind::Mcp => "mcp",
+            HostKind::Codex => "codex",
+            HostKind::ClaudeCode => "claudeCode",
+            HostKind::Cli => "cli",
+            HostKind::Other => "other",
+        }
+    }
+}
+
 /// Why a session ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -196,6 +212,51 @@ pub enum AutoTurnCleanup {
     Enabled,
     /// Refused: the browser lacks a required capability (listed in `missingCapabilities`).
     Refused,
+    /// No browser yet: it starts at the first browser operation, and its capabilities are checked then. Nothing can
+    /// be owned before that, so there is nothing to clean up.
+    Pending,
+}
+
+/// Whether the broker's browser has been started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum BrowserStart {
+    /// The browser starts on first use and has not been needed yet.
+    NotStarted,
+    /// The browser has been started (or connected); see `bridge` for whether it is reachable now.
+    #[default]
+    Started,
+}
+
+/// Whether the broker's durable journal (de-duplication log, owned-tab ledger, recovery records, audit) works.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum JournalState {
+    /// Open, and its last write succeeded.
+    #[default]
+    Ok,
+    /// It could not be opened, or a write failed: operations that dispatch input or open or claim a tab are refused
+    /// (`JOURNAL_UNAVAILABLE`) until it works again; reads and cleanup keep working.
+    Degraded,
+    /// This broker runs without a journal (no state directory configured).
+    Off,
+}
+
+/// The journal as `status` and `browser_status` report it (`browserd doctor` reads it from `status`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct JournalStatus {
+    /// State.
+    pub state: JournalState,
+    /// The journal file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// Why it is degraded (the failed open or write).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What to free or fix (when degraded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_step: Option<String>,
 }
 
 /// A tab that a cleanup or close could not handle, and what to do about it.
@@ -599,6 +660,9 @@ pub struct BrowserStatus {
     /// Product and version, when connected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub product: Option<String>,
+    /// Whether the browser has been started yet.
+    #[serde(default)]
+    pub browser_start: BrowserStart,
     /// Bridge state.
     pub bridge: BridgeState,
     /// Capabilities, each with the reason when unsupported.
@@ -709,6 +773,9 @@ pub struct StatusResult {
     pub recovery: Vec<RecoveryRecord>,
     /// Limits in use.
     pub limits: Limits,
+    /// The durable journal.
+    #[serde(default)]
+    pub journal: JournalStatus,
 }
 
 #[cfg(test)]
@@ -765,6 +832,7 @@ mod tests {
                 browser: "b1".into(),
                 kind: BrowserKind::Extension,
                 product: None,
+                browser_start: BrowserStart::Started,
                 bridge: BridgeState::Reconnecting,
                 capabilities: vec![
                     CapabilityStatus { name: capability::TURN_CLEANUP.into(), unsupported: None },
@@ -799,6 +867,12 @@ mod tests {
                 running_actions_per_tab: usage(0, 1),
                 queued_requests: usage(0, 16),
                 concurrent_page_ops: usage(0, 4),
+            },
+            journal: JournalStatus {
+                state: JournalState::Degraded,
+                path: Some("/state/browserd/journal.sqlite3".into()),
+                reason: Some("database or disk is full".into()),
+                next_step: Some(ErrorCode::JournalUnavailable.next_step().into()),
             },
         }
     }

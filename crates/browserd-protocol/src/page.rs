@@ -328,6 +328,7 @@ pub struct ScreenshotOptions {
     pub format: Option<ImageFormat>,
     /// JPEG/WebP quality 1-100 (default 80).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
     pub quality: Option<u8>,
     /// Longest image side in pixels; larger captures are downscaled (default 1280).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -422,7 +423,7 @@ pub enum ActionKind {
     Back,
     /// History forward.
     Forward,
-    /// Reload.
+    /// Reload the page.
     Reload,
     /// Set file input `target` to the authorised file path `value`.
     Upload,
@@ -663,24 +664,37 @@ pub struct ExpectationResult {
     pub detail: String,
 }
 
-/// Milliseconds spent per phase.
+/// Milliseconds spent per phase, sent rounded to 0.1 ms (a clock difference such as `39.919999999999995` reads
+/// `39.9`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PhaseTimings {
     /// Waiting for the tab's queue.
+    #[serde(serialize_with = "tenth_ms")]
     pub queue: f64,
     /// Resolving the target.
+    #[serde(serialize_with = "tenth_ms")]
     pub resolve: f64,
     /// Actionability checks.
+    #[serde(serialize_with = "tenth_ms")]
     pub actionability: f64,
     /// Sending input.
+    #[serde(serialize_with = "tenth_ms")]
     pub dispatch: f64,
     /// Settling and checking expectations.
+    #[serde(serialize_with = "tenth_ms")]
     pub wait: f64,
     /// Observing effects.
+    #[serde(serialize_with = "tenth_ms")]
     pub observe: f64,
     /// Building the result.
+    #[serde(serialize_with = "tenth_ms")]
     pub serialize: f64,
+}
+
+/// Writes a millisecond figure rounded to 0.1 ms: finer digits are clock noise, and every digit is a token.
+fn tenth_ms<S: serde::Serializer>(ms: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_f64((ms * 10.0).round() / 10.0)
 }
 
 /// A download seen during the action.
@@ -733,6 +747,13 @@ pub struct Effects {
     /// Field value read back after input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// Text lines (no ref) that appeared in the page: a heading, a status, a message the action brought.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
+    /// The input was sent and nothing observable happened: no DOM change at all, no navigation, dialog, tab,
+    /// download or announcement. A `succeeded` outcome then means only that the input was delivered.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub none: bool,
 }
 
 /// An element at a point: what covers a target (`NOT_ACTIONABLE`) or what a coordinate action hits.
@@ -884,6 +905,16 @@ mod tests {
         assert_eq!(v["expected"][0]["kind"], "url");
         let back: ActParams = serde_json::from_value(v).unwrap();
         assert_eq!(back, p);
+    }
+
+    #[test]
+    fn timings_are_sent_rounded_to_a_tenth_of_a_millisecond() {
+        let t = PhaseTimings { queue: 39.919999999999995, resolve: 0.04, dispatch: 1.25, ..PhaseTimings::default() };
+        let text = serde_json::to_string(&t).unwrap();
+        assert!(text.contains(r#""queue":39.9,"#) && text.contains(r#""resolve":0.0,"#), "{text}");
+        assert!(text.contains(r#""dispatch":1.3,"#), "{text}");
+        let back: PhaseTimings = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.queue, 39.9);
     }
 
     #[test]

@@ -121,3 +121,39 @@ fn a_readable_session_open_observe_act_mark_close() {
     assert!(v.get("tabs").is_some_and(serde_json::Value::is_array), "{v}");
     assert!(Path::new(&home.0.path().join("run/browserd")).is_dir(), "the broker's socket directory is in the home");
 }
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let home = Home::new();
+    for args in [&["status"][..], &["config"][..], &["broker", "status"][..]] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // `browserd status | head -1` once head has exited
+        let out = Command::new(env!("CARGO_BIN_EXE_browserd"))
+            .args(args)
+            .env("XDG_RUNTIME_DIR", home.dir("run"))
+            .env("XDG_CONFIG_HOME", home.dir("config"))
+            .env("XDG_STATE_HOME", home.dir("state"))
+            .env("HOME", home.0.path())
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "browserd {args:?}: {stderr}");
+        assert!(out.status.success(), "browserd {args:?}: {:?} {stderr}", out.status);
+    }
+}
+
+#[test]
+fn error_hints_name_cli_commands() {
+    let home = Home::new();
+    let opened = home.ok(&["open", "data:text/html,<title>Mine</title>x", "--session", "owner", "--json"]);
+    let tab = serde_json::from_str::<serde_json::Value>(&opened).unwrap()["tab"].as_u64().unwrap().to_string();
+    home.ok(&["mark", &tab, "deliverable", "--session", "owner"]);
+    home.ok(&["reset", "--session", "owner"]); // the kept page is the user's now
+    let out = home.run(&["observe", "--tab", &tab, "--session", "other"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("`browserd claim`") && stderr.contains("`browserd open`"), "{stderr}");
+    assert!(!stderr.contains("browser_claim"), "the CLI names its own commands, not MCP tools: {stderr}");
+}

@@ -194,6 +194,9 @@ pub enum Command {
         /// Also print an observation.
         #[arg(long)]
         observe: bool,
+        /// Resume the tab after `browserd stop` (a new lease and a full observation; refs from before are void).
+        #[arg(long)]
+        resume: bool,
         #[command(flatten)]
         common: Common,
     },

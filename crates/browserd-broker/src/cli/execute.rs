@@ -98,9 +98,9 @@ impl Output {
     }
 }
 
+/// The one rule of every front end (MCP `isError`, this exit status, the adapters): [`browserd_protocol::verdict`].
 fn result_ok(v: &Value) -> bool {
-    let failed_outcome = matches!(v.get("outcome").and_then(Value::as_str), Some("failed" | "cancelled" | "unknown"));
-    !failed_outcome && v.get("ok").and_then(Value::as_bool) != Some(false)
+    browserd_protocol::verdict::shortfall(v).is_none()
 }
 
 /// Runs one tool subcommand on `client`; returns the text (or JSON) to print.
@@ -193,7 +193,9 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
             (BROWSER_CLEANUP, json!({"keep": keep, "close": close, "release": release}))
         }
         Command::List { .. } => (BROWSER_LIST, json!({})),
-        Command::Claim { tab, observe, .. } => (BROWSER_CLAIM, json!({"tab": tab, "observe": observe})),
+        Command::Claim { tab, observe, resume, .. } => {
+            (BROWSER_CLAIM, json!({"tab": tab, "observe": observe, "resume": resume}))
+        }
         Command::Handoff { tab, message, until, timeout_ms, .. } => {
             if until.is_some() {
                 let secs = timeout_ms.unwrap_or(300_000) / 1000;

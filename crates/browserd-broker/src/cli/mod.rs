@@ -46,16 +46,52 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
     }
 }
 
-/// A broker error on stderr: the code, the message, the next step and the hints it carries.
+/// A broker error on stderr: the code, the message, the next step and the hints it carries, in the CLI's words.
 pub(crate) fn report_error(e: &ErrorData) {
-    eprintln!("error: {}: {}", e.code, e.message);
-    eprintln!("  next: {}", e.next_step);
+    eprintln!("error: {}: {}", e.code, cli_words(&e.message));
+    eprintln!("  next: {}", cli_words(&e.next_step));
     if let Some(holder) = &e.holder_session {
         eprintln!("  held by session: {holder}");
     }
     if let Some(ms) = e.retry_after_ms {
         eprintln!("  retry after: {ms} ms");
     }
+}
+
+/// The CLI command for each model tool, as hints name them.
+const CLI_FOR_TOOL: &[(&str, &str)] = &[
+    ("browser_mark_deliverable", "browserd mark <tab> deliverable"),
+    ("browser_mark_handoff", "browserd mark <tab> handoff"),
+    ("browser_context_reset", "browserd reset"),
+    ("browser_evaluate", "browserd eval"),
+    ("browser_observe", "browserd observe"),
+    ("browser_cleanup", "browserd cleanup"),
+    ("browser_console", "browserd console"),
+    ("browser_network", "browserd network"),
+    ("browser_handoff", "browserd handoff"),
+    ("browser_status", "browserd status"),
+    ("browser_claim", "browserd claim"),
+    ("browser_batch", "browserd batch"),
+    ("browser_close", "browserd close"),
+    ("browser_list", "browserd list"),
+    ("browser_open", "browserd open"),
+    ("browser_act", "browserd act"),
+    ("browser_cdp", "browserd cdp"),
+];
+
+/// A hint written for a model (tool names: "Call browser_list") in the words of the CLI ("Run `browserd list`").
+pub(crate) fn cli_words(text: &str) -> String {
+    let mut out = text.to_owned();
+    for (call, run) in [("Call ", "Run "), ("call ", "run ")] {
+        for tick in ["", "`"] {
+            out = out.replace(&format!("{call}{tick}browser_"), &format!("{run}{tick}browser_"));
+        }
+    }
+    // Longest names first, so `browser_mark_handoff` is not read as `browser_handoff`'s prefix.
+    for (tool, command) in CLI_FOR_TOOL {
+        out = out.replace(&format!("`{tool}`"), &format!("`{command}`")).replace(tool, &format!("`{command}`"));
+    }
+    out
 }
 
 /// Logs to stderr, filtered by `BROWSERD_LOG` (else `to_stderr_default`).

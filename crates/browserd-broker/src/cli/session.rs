@@ -38,7 +38,7 @@ pub async fn cli_session_with(client: &Client, name: &str, advanced: bool) -> Re
     if !opened.tools.is_active() || advanced {
         let set = client.call(&ToolsActivateParams { session: opened.session.clone(), advanced }).await?;
         if advanced && !set.advanced {
-            let why = set.advanced_refused.map_or_else(|| "refused".to_owned(), |r| format!("{r:?}"));
+            let why = set.advanced_refused.map_or_else(|| "refused".to_owned(), |r| super::render::wire(&r));
             let next = set.advanced_next_step.unwrap_or_default();
             return Err(ClientError::Rpc(Box::new(
                 ErrorData::new(ErrorCode::PolicyBlocked, format!("the advanced tier was not activated ({why})"))

@@ -177,6 +177,7 @@ fn status_text_is_one_line_per_item() {
             browser: "b1".into(),
             kind: BrowserKind::Managed,
             product: None,
+            browser_start: browserd_protocol::lifecycle::BrowserStart::Started,
             bridge: BridgeState::Connected,
             capabilities: Vec::new(),
             auto_turn_cleanup: AutoTurnCleanup::Enabled,
@@ -198,15 +199,22 @@ fn status_text_is_one_line_per_item() {
             queued_requests: Usage { used: 0, max: 16 },
             concurrent_page_ops: Usage { used: 0, max: 4 },
         },
+        journal: browserd_protocol::lifecycle::JournalStatus {
+            state: browserd_protocol::lifecycle::JournalState::Degraded,
+            path: Some("/s/journal.sqlite3".into()),
+            reason: Some("disk full".into()),
+            next_step: Some("free disk space".into()),
+        },
     };
     assert_eq!(
         status_text(&status),
         "broker: running, protocol v1, browserd 0.0.0\n\
-         browser b1: Managed bridge=Connected autoTurnCleanup=Enabled\n\
-         session s1: Codex thread-1 turn=2 tools=ActiveSticky\n\
-         tab 4: AgentCreated Owned session=s1 https://a.test/\n\
+         browser b1: managed bridge=connected autoTurnCleanup=enabled\n\
+         session s1: codex thread-1 turn=2 tools=activeSticky\n\
+         tab 4: agentCreated owned session=s1 https://a.test/\n\
          write lease: tab 4 held by s1 (token 3)\n\
-         limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4"
+         limits: tabs/task 1/3, running/tab 0/1, queued 0/16, page ops 0/4\n\
+         journal: degraded /s/journal.sqlite3 (disk full); free disk space"
     );
 }
 
@@ -214,4 +222,20 @@ fn status_text_is_one_line_per_item() {
 fn config_keys_become_camel_case() {
     assert_eq!(to_camel("max_queued_requests"), "maxQueuedRequests");
     assert_eq!(to_camel("remote_cdp"), "remoteCdp");
+}
+
+#[test]
+fn hints_name_cli_commands_in_the_cli() {
+    use super::cli_words;
+    assert_eq!(
+        cli_words("Claim the tab with browser_claim, or open your own with browser_open."),
+        "Claim the tab with `browserd claim`, or open your own with `browserd open`."
+    );
+    assert_eq!(cli_words("Call `browser_list` to see the tabs."), "Run `browserd list` to see the tabs.");
+    assert_eq!(
+        cli_words("mark it with browser_mark_handoff, then browser_handoff"),
+        "mark it with `browserd mark <tab> handoff`, then `browserd handoff`"
+    );
+    assert_eq!(cli_words("browser_context_reset hides the tools"), "`browserd reset` hides the tools");
+    assert_eq!(cli_words("nothing to translate"), "nothing to translate");
 }

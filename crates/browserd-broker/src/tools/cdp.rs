@@ -18,6 +18,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: RawProtocolParams) -> Re
         return Err(denied);
     }
     let tab = ctx.tab_for(Some(params.tab))?;
+    ctx.broker.check_not_stopped(tab)?;
     let admission = ctx.admit(Some(tab)).await?;
     let mut result = tokio::select! {
         r = rt.raw_protocol(key, tab, &params) => r.map_err(|e| err(&e))?,

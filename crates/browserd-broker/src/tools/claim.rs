@@ -1,7 +1,8 @@
-//! `browser_claim`: take control of a user's tab (released, not closed, at cleanup).
+//! `browser_claim`: take control of a user's tab (released, not closed, at cleanup); with `resume: true`, resume a
+//! tab after Stop (a new write lease and a full observation).
 
 use browserd_protocol::ErrorData;
-use browserd_protocol::tools::ClaimParams;
+use browserd_protocol::tools::{ClaimParams, Resumed};
 use serde_json::Value;
 
 use crate::dispatch::{err, to_value};
@@ -18,7 +19,13 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ClaimParams) -> Result<V
         let view = rt.claim_tab(key, tab).await.map_err(|e| err(&e))?;
         ctx.set_current_tab(Some(tab));
         let mut result = to_proto::tab_result(&view);
-        if params.observe {
+        if params.resume {
+            // The Stop ends for this tab only now, with a new lease: its fencing token is higher than any before.
+            let epoch = ctx.broker.resume_tab(tab);
+            let token = rt.acquire_write_lease(key, tab).await.map_err(|e| err(&e))?;
+            result.resumed = Some(Resumed { fencing_token: token.0, control_epoch: epoch });
+        }
+        if params.observe || params.resume {
             let obs = rt.observe(key, tab, &browserd_protocol::ObserveParams::default()).await.map_err(|e| err(&e))?;
             result.observation = Some(Box::new(obs));
         }

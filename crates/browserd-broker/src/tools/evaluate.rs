@@ -13,6 +13,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: EvaluateParams) -> Resul
     let key = ctx.key;
     let rt = ctx.runtime();
     let tab = ctx.tab_for(Some(params.tab))?;
+    ctx.broker.check_not_stopped(tab)?;
     let admission = ctx.admit(Some(tab)).await?;
     let mut result = tokio::select! {
         r = rt.evaluate(key, tab, &params) => r.map_err(|e| err(&e))?,

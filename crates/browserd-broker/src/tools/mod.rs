@@ -25,7 +25,7 @@ use browserd_protocol::tools::ToolCallParams;
 use browserd_protocol::{ErrorData, SessionId, TabId};
 use serde_json::json;
 
-use crate::dedup::Ticket;
+use crate::dedup::CallRecord;
 use crate::limits::{Admission, RunningWrite, user_stopped};
 use crate::server::Broker;
 
@@ -58,14 +58,15 @@ pub(crate) struct ToolCtx<'a> {
     pub(crate) name: &'a str,
     /// The host's id of this call, when it sent one.
     pub(crate) call_id: Option<&'a str>,
-    /// The de-duplication ticket of a journaled call; [`Self::mark_dispatched`] moves it to dispatched.
-    pub(crate) ticket: Option<Ticket>,
+    /// The de-duplication record of a journaled call; [`Self::mark_dispatched`] moves it to dispatched. Dropped with
+    /// the call (cancelled), it resolves the record.
+    pub(crate) record: CallRecord,
 }
 
 impl<'a> ToolCtx<'a> {
     /// The context of the call `p` by the session `key`.
-    pub(crate) fn new(broker: &'a Broker, p: &'a ToolCallParams, key: &'a SessionKey, ticket: Option<Ticket>) -> Self {
-        Self { broker, session: &p.session, key, name: &p.name, call_id: p.call_id.as_deref(), ticket }
+    pub(crate) fn new(broker: &'a Broker, p: &'a ToolCallParams, key: &'a SessionKey, record: CallRecord) -> Self {
+        Self { broker, session: &p.session, key, name: &p.name, call_id: p.call_id.as_deref(), record }
     }
 
     /// The core runtime.
@@ -83,6 +84,7 @@ impl<'a> ToolCtx<'a> {
     /// [`Self::admit`] for a write on `tab`: reads of the tab see it running (named by the caller's `callId`, else a
     /// broker trace id) until it ends.
     pub(crate) async fn admit_write(&mut self, tab: TabHandle) -> Result<Admission, ErrorData> {
+        self.broker.check_not_stopped(tab)?;
         let trace = match self.call_id {
             Some(id) => id.to_owned(),
             None => format!("w{}", self.broker.next_write.fetch_add(1, Ordering::Relaxed) + 1),
@@ -94,8 +96,8 @@ impl<'a> ToolCtx<'a> {
 
     /// Marks a de-duplicated call dispatched: from now on a repeat of its `callId` answers `unknown`.
     pub(crate) fn mark_dispatched(&mut self) -> Result<(), ErrorData> {
-        if let (Some(t), Some(log)) = (self.ticket.take(), self.broker.dedup()) {
-            self.ticket = Some(log.dispatch(t)?);
+        if let (Some(t), Some(log)) = (self.record.slot().take(), self.broker.dedup()) {
+            *self.record.slot() = Some(log.dispatch(t)?);
         }
         Ok(())
     }

@@ -39,8 +39,13 @@ impl Broker {
                 info.current_tab = None;
             }
         }
-        // Disconnecting one client from the shared bridge is not separate from the connection here: the client
-        // closes its connection itself; the bridge stays up for everyone else.
-        Ok(to_proto::context_reset_result(&report, disconnect_client && report.ok))
+        // `disconnectClient`: this client's connection to the broker closes right after this reply (its other
+        // sessions wait out their grace period, as on any disconnect); other clients and the shared bridge stay.
+        let disconnected = disconnect_client
+            && report.ok
+            && crate::sessions::REQUEST_CONN
+                .try_with(|conn| self.tables().disconnect_after_reply.insert(*conn))
+                .is_ok();
+        Ok(to_proto::context_reset_result(&report, disconnected))
     }
 }

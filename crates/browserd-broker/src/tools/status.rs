@@ -1,6 +1,8 @@
-//! `browser_status`: the calling session's browser state: tools, bridge, its tabs, pending cleanup, limits.
+//! `browser_status`: the calling session's browser state: tools, whether the browser has started, bridge, its tabs,
+//! pending cleanup, limits, the journal.
 
 use browserd_protocol::ErrorData;
+use browserd_protocol::lifecycle::{AutoTurnCleanup, BrowserStart};
 use browserd_protocol::tools::{BrowserStatusParams, BrowserStatusResult};
 use serde_json::Value;
 
@@ -12,14 +14,23 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
     let key = ctx.key;
     let rt = ctx.runtime();
     let s = rt.status(key).await.map_err(|e| err(&e))?;
-    let (auto_turn_cleanup, missing_capabilities) = to_proto::auto_cleanup(&s.auto_cleanup);
-    let unsupported = to_proto::capabilities(&ctx.broker.provider.capabilities())
-        .into_iter()
-        .filter(|c| c.unsupported.is_some())
-        .collect();
+    let started = ctx.broker.browser_started();
+    let (auto_turn_cleanup, missing_capabilities, unsupported) = if started {
+        let (auto, missing) = to_proto::auto_cleanup(&s.auto_cleanup);
+        let unsupported = to_proto::capabilities(&ctx.broker.provider.capabilities())
+            .into_iter()
+            .filter(|c| c.unsupported.is_some())
+            .collect();
+        (auto, missing, unsupported)
+    } else {
+        // No browser yet (it starts at the first browser operation): nothing is missing.
+        (AutoTurnCleanup::Pending, Vec::new(), Vec::new())
+    };
     to_value(&BrowserStatusResult {
         tools_active: s.tools_active,
         advanced: s.tools_active && ctx.broker.advanced_on(ctx.session),
+        browser: if started { BrowserStart::Started } else { BrowserStart::NotStarted },
+        journal: ctx.broker.journal.status(),
         bridge: to_proto::bridge(s.bridge),
         tabs: s.tabs.iter().map(to_proto::listed_tab).collect(),
         recovery: s.recovery.iter().map(to_proto::recovery_record).collect(),

@@ -27,6 +27,8 @@ pub struct Real {
     pub site: FixtureSite,
     pub c: Client,
     pub s: SessionId,
+    /// The broker's runtime directory (for more clients).
+    pub runtime_dir: PathBuf,
     profile: PathBuf,
     task: JoinHandle<Result<browserd_broker::server::RunSummary, browserd_broker::server::BrokerError>>,
     _tmp: TempDir,
@@ -35,6 +37,15 @@ pub struct Real {
 impl Real {
     /// A broker (managed Chromium launched on first use), a client, and an open session with tools active.
     pub async fn start(host_session: &str) -> Real {
+        Self::start_with(host_session, false).await
+    }
+
+    /// [`Real::start`] with the durable journal the product broker opens (call-id de-duplication, recovery records).
+    pub async fn start_journaled(host_session: &str) -> Real {
+        Self::start_with(host_session, true).await
+    }
+
+    async fn start_with(host_session: &str, journal: bool) -> Real {
         let site = FixtureSite::start().await.unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rt");
@@ -48,6 +59,9 @@ impl Real {
             ..LaunchOptions::default()
         }));
         let broker = Broker::with_target(target, BrokerConfig { idle_exit_secs: 0, ..BrokerConfig::default() });
+        if journal {
+            broker.set_journal_path(tmp.path().join(browserd_journal::FILE_NAME));
+        }
         let task = tokio::spawn({
             let broker = broker.clone();
             async move { broker.run(&rdir).await }
@@ -74,7 +88,7 @@ impl Real {
             .unwrap();
         let s = opened.session;
         c.call(&ToolsActivateParams { session: s.clone(), advanced: false }).await.unwrap();
-        Real { site, c, s, profile, task, _tmp: tmp }
+        Real { site, c, s, runtime_dir: dir, profile, task, _tmp: tmp }
     }
 
     /// A tool call that must succeed.
@@ -167,6 +181,21 @@ impl User {
             .await
             .unwrap();
         let _ = self.cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), CALL).await;
+    }
+
+    /// The JSON value of a script run in the page whose URL contains `url_part` (to check what reached the page).
+    pub async fn eval_in(&self, url_part: &str, script: &str) -> Value {
+        let target = self.target_with(url_part).await;
+        let attached =
+            self.cdp.call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), CALL).await;
+        let session = CdpSession(attached.unwrap()["sessionId"].as_str().unwrap().to_owned());
+        let r = self
+            .cdp
+            .call(Some(&session), "Runtime.evaluate", json!({"expression": script, "returnByValue": true}), CALL)
+            .await
+            .unwrap();
+        let _ = self.cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), CALL).await;
+        r["result"]["value"].clone()
     }
 
     /// Close the tab whose URL contains `url_part`.

@@ -9,7 +9,6 @@ use super::line::{self, RefLine};
 use super::renderer::Renderer;
 use super::snapshot::DomNode;
 use crate::ax::{AxNode, AxTree};
-use crate::provider::truncate;
 use crate::state::NodeFacts;
 
 impl Renderer<'_> {
@@ -19,8 +18,9 @@ impl Renderer<'_> {
     pub(super) fn interactive(&mut self, frame: &str, id: &str, indent: u16, shown: &str) {
         let ax = &self.axs[frame];
         let n = &ax.nodes[id];
-        if self.out.node_count >= self.max_nodes || self.bytes_full {
+        if self.nodes_full() || self.bytes_full {
             self.omitted += 1;
+            self.omitted_lines += 1;
             if let Some(c) = self.containers.last()
                 && !self.expand.contains(c)
             {
@@ -36,7 +36,8 @@ impl Renderer<'_> {
             && shown != "textbox"
         {
             let mut t = String::new();
-            self.subtree_text(ax, id, &mut t);
+            self.subtree_text(frame, ax, id, &mut t);
+            let t = t.trim_end().to_owned();
             name = t;
         }
         let mut states = self.states(n, shown, dom.as_ref());
@@ -57,7 +58,7 @@ impl Renderer<'_> {
             && *value != name)
             .then(|| {
                 let masked = states.iter().any(|s| s == "type=password");
-                if masked { "•••".to_owned() } else { truncate(&clean_value, 60) }
+                if masked { "•••".to_owned() } else { clean_value.clone() }
             });
         let placeholder = dom
             .as_ref()
@@ -118,6 +119,64 @@ impl Renderer<'_> {
             self.walk_children(frame, &n.children, indent + 1);
             self.in_operable -= 1;
         }
+    }
+
+    /// A text whose element the accessibility tree leaves out altogether (an inline `<a>` without `href` or a
+    /// `span` with a pointer cursor, whose click a listener on an ancestor handles): that element gets a
+    /// `clickable` line named by the text, once. False when the text is plain text.
+    pub(super) fn inline_clickable(&mut self, frame: &str, n: &AxNode, indent: u16) -> bool {
+        let Some(text_backend) = n.backend else { return false };
+        let Some(docs) = self.docs.get(frame) else { return false };
+        let Some(element) = docs.get(&text_backend).and_then(|t| t.parent) else { return false };
+        let Some(d) = docs.get(&element) else { return false };
+        let operable = !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
+            && (d.clickable || (d.pointer && !d.parent_pointer) || (d.tag == "a" && d.attr("href").is_none()));
+        if !operable {
+            return false;
+        }
+        let in_tree = {
+            let mut memo = self.ax_backends.borrow_mut();
+            let set = memo.entry(frame.to_owned()).or_insert_with(|| {
+                self.axs.get(frame).map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect()).unwrap_or_default()
+            });
+            set.contains(&element)
+        };
+        if in_tree {
+            return false;
+        }
+        if !self.inline_done.insert((frame.to_owned(), element)) {
+            return true; // a later text of the same element: its line is written
+        }
+        if self.out.node_count >= self.max_nodes || self.bytes_full {
+            self.omitted += 1;
+            return true;
+        }
+        let name = n.name.split_whitespace().collect::<Vec<_>>().join(" ");
+        let r = self.assign_ref(frame, element);
+        let (line, tail) = line::ref_line(
+            &RefLine {
+                node_ref: &r,
+                role: "clickable",
+                name: &name,
+                states: &[],
+                placeholder: None,
+                href: None,
+                options: &[],
+                value: None,
+            },
+            &self.origin,
+        );
+        let context = self.context.clone();
+        if let Some(idx) = self.push(indent, Some(r.clone()), line) {
+            self.out.node_count += 1;
+            self.inter.push(Operable { line: idx, role: "clickable".into(), name: name.clone(), context, tail });
+            self.refs.describe(&r, "clickable", &name, &[]);
+            self.refs.observed(&r, NodeFacts::new("generic", &name));
+            self.out.nodes.push(NodeSummary { node_ref: r, role: "clickable".into(), name, states: Vec::new() });
+        } else {
+            self.omitted += 1;
+        }
+        true
     }
 
     pub(super) fn walk_children(&mut self, frame: &str, children: &[String], indent: u16) {

@@ -10,7 +10,15 @@ use browserd_protocol::NodeRef;
 use crate::provider::truncate;
 use crate::state::Line;
 
-pub(super) fn quote(s: &str, max: usize) -> String {
+/// A name or text in quotes, whole (whitespace runs folded to one space, inner quotes escaped).
+pub(super) fn quote(s: &str) -> String {
+    let clean: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("\"{}\"", clean.replace('"', "\\\""))
+}
+
+/// A context label in quotes, cut at `max` characters with `…`: the words that tell a line from its namesakes
+/// (` (in "Team lunch")`), never the text or name itself, which is shown whole on its own line.
+pub(super) fn quote_cut(s: &str, max: usize) -> String {
     let clean: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
     format!("\"{}\"", truncate(&clean, max).replace('"', "\\\""))
 }
@@ -63,27 +71,27 @@ pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
     (added, removed)
 }
 
-/// A text line: page text gathered in document order (whitespace already folded), without a trailing cell
-/// separator, cut at 160 characters.
+/// A text line: page text gathered in document order, its whitespace runs folded to one space (as `innerText` shows
+/// them), without a trailing cell separator. Shown whole: only the observation's budget cuts, between lines.
 pub(super) fn text(gathered: &str) -> String {
-    truncate(gathered.trim_end_matches(" |"), 160)
+    let folded = gathered.split_whitespace().collect::<Vec<_>>().join(" ");
+    folded.trim_end_matches(" |").to_owned()
 }
 
-/// A heading: `## Billing` (level 1-6, the name on one line, cut at 120 characters).
+/// A heading: `## Billing` (level 1-6, the whole name on one line).
 pub(super) fn heading(level: u64, name: &str) -> String {
     let level = level.clamp(1, 6);
-    let text = format!(
+    format!(
         "{} {}",
         "#".repeat(usize::try_from(level).unwrap_or(2)),
         name.split_whitespace().collect::<Vec<_>>().join(" ")
-    );
-    truncate(&text, 120)
+    )
 }
 
 /// A container that opens its children: `region "Inbox":`, `form:`; with its ref when it keeps one (a heuristic
-/// operable with operable nodes inside): `[e3] clickable "Card":`. The name is cut at `max` characters.
-pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str, max: usize) -> String {
-    let label = if name.is_empty() { format!("{role}:") } else { format!("{role} {}:", quote(name, max)) };
+/// operable with operable nodes inside): `[e3] clickable "Card":`. The name is shown whole.
+pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str) -> String {
+    let label = if name.is_empty() { format!("{role}:") } else { format!("{role} {}:", quote(name)) };
     match node_ref {
         Some(r) => format!("[{r}] {label}"),
         None => label,
@@ -94,13 +102,13 @@ pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str, max: usi
 /// origin when it shares it).
 pub(super) fn iframe(name: &str, key: u32, url: &str, origin: &str) -> String {
     let url = relative(url, origin);
-    let src = if url.is_empty() { String::new() } else { format!(" -> {}", truncate(url, 80)) };
-    format!("iframe {} [f{key}]{src}:", quote(name, 60))
+    let src = if url.is_empty() { String::new() } else { format!(" -> {url}") };
+    format!("iframe {} [f{key}]{src}:", quote(name))
 }
 
 /// A frame whose document is not there: `iframe "Ad" (not loaded)`.
 pub(super) fn iframe_not_loaded(name: &str) -> String {
-    format!("iframe {} (not loaded)", quote(name, 60))
+    format!("iframe {} (not loaded)", quote(name))
 }
 
 /// A URL relative to the page's origin when it shares it (`/a/b`), else as it is.
@@ -132,21 +140,21 @@ pub(super) fn ref_line(l: &RefLine<'_>, origin: &str) -> (String, usize) {
     let mut line = format!("[{}] {}", l.node_ref, l.role);
     if !l.name.trim().is_empty() {
         line.push(' ');
-        line.push_str(&quote(l.name, 80));
+        line.push_str(&quote(l.name));
     }
     for s in l.states {
         line.push(' ');
         line.push_str(s);
     }
     if let Some(p) = l.placeholder {
-        let _ = write!(line, " placeholder={}", quote(p, 40));
+        let _ = write!(line, " placeholder={}", quote(p));
     }
     if let Some(h) = l.href {
-        let _ = write!(line, " -> {}", truncate(relative(h, origin), 80));
+        let _ = write!(line, " -> {}", relative(h, origin));
     }
     if !l.options.is_empty() {
         let total = l.options.len();
-        let shown: Vec<String> = l.options.iter().take(10).map(|o| truncate(o, 30)).collect();
+        let shown: Vec<&str> = l.options.iter().take(10).map(String::as_str).collect();
         let more = if total > 10 { format!("|+{}", total - 10) } else { String::new() };
         let _ = write!(line, " options=[{}{more}]", shown.join("|"));
     }
@@ -158,9 +166,9 @@ pub(super) fn ref_line(l: &RefLine<'_>, origin: &str) -> (String, usize) {
 }
 
 /// The other cells of a row folded into the line of its one operable cell: ` (row: Ann | Active | $12)`, and the
-/// row's text in it (cut at 120 characters).
+/// row's text in it (whole).
 pub(super) fn row_note(cells: &[&str]) -> (String, String) {
-    let context = truncate(&cells.join(" | "), 120);
+    let context = cells.join(" | ");
     (format!(" (row: {context})"), context)
 }
 
@@ -194,18 +202,23 @@ pub(super) fn window_note(asked: u32, first: u32, shown: u32, total: Option<u32>
     Line { indent: 0, node_ref: None, text }
 }
 
-/// The note that ends an observation the budgets cut: `… 12 more operable nodes omitted; observe with
-/// within=e3|e9 to expand`.
-pub(super) fn omitted(omitted: u32, expand: &[NodeRef]) -> Line {
-    let text = if expand.is_empty() {
-        format!("… {omitted} more operable nodes omitted")
+/// The note that ends an observation the budget cut (always at a line boundary, nothing shown after it): what was
+/// left out and how to read it. `… cut at maxBytes: 40 more lines (12 operable) not shown; observe within=e3|f1e9
+/// to read them`; with no region to offer, a larger budget or a `window` of the list is the way.
+pub(super) fn omitted(lines: u32, operable: u32, reason: &str, expand: &[NodeRef]) -> Line {
+    let what = match operable {
+        0 => format!("{lines} more lines"),
+        _ => format!("{lines} more lines ({operable} operable)"),
+    };
+    let how = if expand.is_empty() {
+        format!("observe with a larger {reason} to read them")
     } else {
         format!(
-            "… {omitted} more operable nodes omitted; observe with within={} to expand",
+            "observe within={} to read them (a long list: with window)",
             expand.iter().map(NodeRef::as_str).collect::<Vec<_>>().join("|")
         )
     };
-    Line { indent: 0, node_ref: None, text }
+    Line { indent: 0, node_ref: None, text: format!("… cut at {reason}: {what} not shown; {how}") }
 }
 
 /// The one line of a page a dialog blocks: `confirm dialog "Leave?" blocks the page; use the dialog action`.
@@ -213,7 +226,7 @@ pub(super) fn dialog(kind: &str, message: &str) -> Line {
     Line {
         indent: 0,
         node_ref: None,
-        text: format!("{kind} dialog {} blocks the page; use the dialog action", quote(message, 120)),
+        text: format!("{kind} dialog {} blocks the page; use the dialog action", quote(message)),
     }
 }
 
@@ -256,14 +269,18 @@ mod tests {
     fn origins_and_quotes() {
         assert_eq!(origin_of("http://127.0.0.1:8080/a/b?c"), "http://127.0.0.1:8080");
         assert_eq!(origin_of("about:blank"), "");
-        assert_eq!(quote("  a \"b\"\n c ", 80), "\"a \\\"b\\\" c\"");
+        assert_eq!(quote("  a \"b\"\n c "), "\"a \\\"b\\\" c\"");
+        assert_eq!(quote(&"n".repeat(300)), format!("\"{}\"", "n".repeat(300)));
+        assert_eq!(quote_cut(&"n".repeat(50), 40), format!("\"{}…\"", "n".repeat(40)));
     }
 
     #[test]
-    fn a_text_line_drops_a_trailing_cell_separator_and_is_cut_at_160_characters() {
+    fn a_text_line_folds_whitespace_drops_a_trailing_cell_separator_and_is_never_cut() {
         assert_eq!(text("Ann | Active |"), "Ann | Active");
-        assert_eq!(text("Count: 2"), "Count: 2");
-        assert_eq!(text(&"x".repeat(200)), format!("{}…", "x".repeat(160)));
+        assert_eq!(text("Ann | Active | "), "Ann | Active");
+        assert_eq!(text(" Count:\n  2 "), "Count: 2");
+        assert_eq!(text("a|b"), "a|b");
+        assert_eq!(text(&"x".repeat(2000)), "x".repeat(2000));
     }
 
     #[test]
@@ -271,15 +288,15 @@ mod tests {
         assert_eq!(heading(2, "  Billing \n details "), "## Billing details");
         assert_eq!(heading(0, "Top"), "# Top");
         assert_eq!(heading(9, "Deep"), "###### Deep");
-        assert_eq!(heading(1, &"y".repeat(130)), format!("# {}…", "y".repeat(118)));
+        assert_eq!(heading(1, &"y".repeat(300)), format!("# {}", "y".repeat(300)));
     }
 
     #[test]
     fn a_container_line_opens_its_children() {
-        assert_eq!(container(None, "region", "Inbox", 60), "region \"Inbox\":");
-        assert_eq!(container(None, "form", "", 60), "form:");
-        assert_eq!(container(Some("e3"), "clickable", "Card \"A\"", 60), "[e3] clickable \"Card \\\"A\\\"\":");
-        assert_eq!(container(None, "row", &"r".repeat(55), 50), format!("row \"{}…\":", "r".repeat(50)));
+        assert_eq!(container(None, "region", "Inbox"), "region \"Inbox\":");
+        assert_eq!(container(None, "form", ""), "form:");
+        assert_eq!(container(Some("e3"), "clickable", "Card \"A\""), "[e3] clickable \"Card \\\"A\\\"\":");
+        assert_eq!(container(None, "row", &"r".repeat(155)), format!("row \"{}\":", "r".repeat(155)));
     }
 
     #[test]
@@ -356,12 +373,16 @@ mod tests {
     }
 
     #[test]
-    fn an_omitted_note_offers_the_regions_to_expand() {
-        assert_eq!(omitted(4, &[]).text, "… 4 more operable nodes omitted");
+    fn an_omitted_note_says_what_was_cut_and_how_to_read_it() {
+        assert_eq!(
+            omitted(4, 0, "maxBytes", &[]).text,
+            "… cut at maxBytes: 4 more lines not shown; observe with a larger maxBytes to read them"
+        );
         let expand = [NodeRef("e3".into()), NodeRef("f1e9".into())];
         assert_eq!(
-            omitted(12, &expand).text,
-            "… 12 more operable nodes omitted; observe with within=e3|f1e9 to expand"
+            omitted(40, 12, "maxNodes", &expand).text,
+            "… cut at maxNodes: 40 more lines (12 operable) not shown; observe within=e3|f1e9 to read them (a long \
+             list: with window)"
         );
     }
 

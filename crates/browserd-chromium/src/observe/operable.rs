@@ -69,6 +69,11 @@ impl Renderer<'_> {
         if depth > 0 && !n.ignored && self.operable(frame, ax, id).is_some_and(|(_, semantic)| semantic) {
             return true;
         }
+        // A clickable that holds other clickables (a list whose click listener serves the title links and chips of
+        // its rows, as React's `onClick` on the list does) lists them rather than swallowing them into one line.
+        if depth > 0 && self.dom_operable(frame, n) {
+            return true;
+        }
         if depth >= 40 {
             return false;
         }
@@ -117,10 +122,23 @@ impl Renderer<'_> {
         if d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0)) {
             return Some(("focusable".to_owned(), false));
         }
-        if d.clickable || (d.pointer && !d.parent_pointer) {
+        if d.clickable || (d.pointer && !d.parent_pointer) || anchor_without_href(d) {
             return Some(("clickable".to_owned(), false));
         }
         None
+    }
+
+    /// Whether the DOM alone makes a node operable, whatever the accessibility tree says of it: a non-negative
+    /// `tabindex`, a click listener of its own, a pointer cursor its parent does not show, an `<a>` without `href`.
+    pub(super) fn dom_operable(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
+        !n.hidden
+            && self.dom(frame, n).is_some_and(|d| {
+                !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
+                    && (d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
+                        || d.clickable
+                        || (d.pointer && !d.parent_pointer)
+                        || anchor_without_href(d))
+            })
     }
 
     /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
@@ -141,4 +159,9 @@ impl Renderer<'_> {
         }
         n.children.iter().find_map(|c| self.click_descendant(frame, ax, c, depth + 1))
     }
+}
+
+/// An `<a>` without `href` is not a link to the accessibility tree, but users click it: apps handle it by script.
+fn anchor_without_href(d: &super::snapshot::DomNode) -> bool {
+    d.tag == "a" && d.attr("href").is_none()
 }

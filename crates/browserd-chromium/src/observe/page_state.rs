@@ -117,7 +117,7 @@ impl StateReader {
         let snapshot = self.call(
             session,
             "DOMSnapshot.captureSnapshot",
-            json!({"computedStyles": ["cursor", "visibility"], "includeDOMRects": false}),
+            json!({"computedStyles": ["cursor", "visibility", "display", "position"], "includeDOMRects": false}),
         );
         let (signature, snapshot) = tokio::join!(signature, snapshot);
         let snapshot = snapshot?;

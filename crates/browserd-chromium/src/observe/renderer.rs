@@ -42,6 +42,8 @@ pub(super) struct Renderer<'a> {
     /// Operable nodes the budgets left out; whether the byte budget was reached.
     pub(super) omitted: u32,
     pub(super) bytes_full: bool,
+    /// Lines (of any kind) left out after the cut.
+    pub(super) omitted_lines: u32,
     /// Containers being walked (frame, backend), innermost last; the regions to offer to expand.
     pub(super) containers: Vec<(String, i64)>,
     pub(super) expand: Vec<(String, i64)>,
@@ -60,6 +62,14 @@ pub(super) struct Renderer<'a> {
     pub(super) window: Option<WindowState>,
     /// Tables and lists being walked, innermost last.
     pub(super) collections: Vec<(String, i64)>,
+    /// Depth of unnamed lists being walked (a list inside a list item is indented under it: a tree).
+    pub(super) list_depth: u16,
+    /// Whether a fixed-position container is being walked (one inside it is not a popup of its own).
+    pub(super) in_popup: bool,
+    /// Per frame, the backend nodes the accessibility tree has (built on first use).
+    pub(super) ax_backends: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
+    /// Elements outside the accessibility tree already given a line from their text (`inline_clickable`).
+    pub(super) inline_done: std::collections::HashSet<(String, i64)>,
 }
 
 impl Renderer<'_> {
@@ -78,8 +88,11 @@ impl Renderer<'_> {
     /// expand); its index in the lines.
     pub(super) fn push_raw(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
         let size = text.len() + usize::from(indent) * 2 + 1;
-        if self.bytes + size > self.max_bytes {
-            self.bytes_full = true;
+        // One cut, at a line boundary: once a budget is spent, no later line is shown (a shorter one would fit, but
+        // the observation would then skip lines silently).
+        if self.bytes_full || self.nodes_full() || self.bytes + size > self.max_bytes {
+            self.bytes_full |= !self.nodes_full();
+            self.omitted_lines += 1;
             // Offer the table or list (else the region) that was cut, to read by `within` + `window`.
             if let Some(c) = self.collections.last().or(self.containers.last())
                 && !self.expand.contains(c)
@@ -129,12 +142,17 @@ impl<'a> Renderer<'a> {
             max_nodes,
             max_bytes,
             omitted: 0,
+            omitted_lines: 0,
             bytes_full: false,
             containers: Vec::new(),
             expand: Vec::new(),
             context: Vec::new(),
             inter: Vec::new(),
             in_operable: 0,
+            list_depth: 0,
+            in_popup: false,
+            ax_backends: std::cell::RefCell::default(),
+            inline_done: std::collections::HashSet::new(),
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),
             window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),
@@ -144,6 +162,11 @@ impl<'a> Renderer<'a> {
 }
 
 impl Renderer<'_> {
+    /// The node budget is spent: the observation is cut here.
+    pub(super) fn nodes_full(&self) -> bool {
+        self.out.node_count >= self.max_nodes
+    }
+
     /// The ref of a node of a frame (recorded in the tab's ref table).
     pub(super) fn assign_ref(&mut self, frame: &str, backend: i64) -> String {
         let (key, epoch) = self.frames.get(frame).map_or((0, 0), |m| (m.key, m.epoch));
@@ -157,6 +180,7 @@ impl Renderer<'_> {
             let Some(l) = self.out.lines.pop() else { break };
             size -= line_size(&l);
             self.bytes_full = true;
+            self.omitted_lines += 1;
             if let Some(gone) = &l.node_ref {
                 self.omitted += 1;
                 self.out.node_count = self.out.node_count.saturating_sub(1);
@@ -175,18 +199,15 @@ impl Renderer<'_> {
             out.lines.push(note);
             out.window = Some(shown);
         }
-        if self.omitted > 0 || self.bytes_full {
+        if self.omitted > 0 || self.bytes_full || self.omitted_lines > 0 {
             let expand: Vec<NodeRef> = expand_nodes
                 .into_iter()
                 .take(8)
                 .map(|(frame, backend)| NodeRef(self.assign_ref(&frame, backend)))
                 .collect();
-            out.lines.push(line::omitted(self.omitted, &expand));
-            out.truncated = Some(Truncation {
-                omitted_nodes: self.omitted,
-                reason: if out.node_count >= self.max_nodes { "maxNodes".into() } else { "maxBytes".into() },
-                expand,
-            });
+            let reason = if self.bytes_full { "maxBytes" } else { "maxNodes" };
+            out.lines.push(line::omitted(self.omitted_lines.max(self.omitted), self.omitted, reason, &expand));
+            out.truncated = Some(Truncation { omitted_nodes: self.omitted, reason: reason.into(), expand });
         }
         out
     }

@@ -1,5 +1,6 @@
 //! The DOM snapshot (`DOMSnapshot.captureSnapshot`) as per-frame maps of the facts the renderer reads: tag, kept
-//! attributes, clickability (click listener or pointer cursor) and the frame a frame owner holds.
+//! attributes, clickability (click listener or pointer cursor), whether the element is laid out as a block (its text
+//! starts and ends a line, as `innerText` breaks it), fixed position, the parent and the frame a frame owner holds.
 
 use std::collections::HashMap;
 
@@ -27,6 +28,16 @@ pub(crate) struct DomNode {
     pub(crate) clickable: bool,
     pub(crate) pointer: bool,
     pub(crate) parent_pointer: bool,
+    /// `position: fixed` (a popup, a toast, a bar that stays in view).
+    pub(crate) fixed: bool,
+    /// The parent node's backend id.
+    pub(crate) parent: Option<i64>,
+    /// Laid out as a block-level box (`display` other than `inline*`, `contents` or `none`): its text is a line of
+    /// its own, as `innerText` shows it.
+    pub(crate) block: bool,
+    /// Its previous sibling is rendered whitespace (a text node of spaces with a layout box): the space between two
+    /// inline boxes that the accessibility tree may leave out.
+    pub(crate) space_before: bool,
     pub(crate) content_frame: Option<String>,
 }
 
@@ -92,6 +103,8 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         }
         let layout = &d["layout"];
         let mut pointer = vec![false; count];
+        let mut fixed = vec![false; count];
+        let mut block = vec![false; count];
         for (ni, st) in
             layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten())
         {
@@ -99,16 +112,55 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 && ni < count
             {
                 pointer[ni] = st.get(0).map(&s) == Some("pointer");
+                block[ni] = st.get(2).map(&s).is_some_and(is_block);
+                fixed[ni] = st.get(3).map(&s) == Some("fixed");
             }
+        }
+        let values = n["nodeValue"].as_array().cloned().unwrap_or_default();
+        let mut laid_out = vec![false; count];
+        for ni in layout["nodeIndex"].as_array().into_iter().flatten() {
+            if let Some(ni) = ni.as_u64().and_then(|x| usize::try_from(x).ok())
+                && ni < count
+            {
+                laid_out[ni] = true;
+            }
+        }
+        // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.
+        let mut last_child: HashMap<i64, usize> = HashMap::new();
+        let mut space_before = vec![false; count];
+        let mut inherited = vec![false; count];
+        for (i, space) in space_before.iter_mut().enumerate() {
+            let Some(p) = parents.get(i).and_then(Value::as_i64) else { continue };
+            match last_child.get(&p) {
+                Some(&prev) => {
+                    *space = laid_out[prev]
+                        && nodes[prev].tag == "#text"
+                        && values.get(prev).map(&s).is_some_and(|v| !v.is_empty() && v.trim().is_empty());
+                }
+                // A first child starts where its inline parent starts: the space before the parent is before it
+                // (the accessibility tree often has no node for an inline `<span>`, only for its text).
+                None => *space = usize::try_from(p).ok().is_some_and(|p| p < i && inherited[p] && !block[p]),
+            }
+            inherited[i] = *space;
+            last_child.insert(p, i);
         }
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
             node.pointer = pointer[i];
+            node.fixed = fixed[i];
+            node.block = block[i] && !node.tag.starts_with('#');
+            node.space_before = space_before[i];
             node.parent_pointer = parents
                 .get(i)
                 .and_then(Value::as_i64)
                 .and_then(|p| usize::try_from(p).ok())
                 .is_some_and(|p| pointer.get(p).copied().unwrap_or(false));
+            node.parent = parents
+                .get(i)
+                .and_then(Value::as_i64)
+                .and_then(|p| usize::try_from(p).ok())
+                .and_then(|p| backend.get(p))
+                .and_then(Value::as_i64);
             if let Some(b) = backend.get(i).and_then(Value::as_i64) {
                 map.insert(b, node);
             }
@@ -116,4 +168,15 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         out.insert(frame_ids[di].clone(), map);
     }
     out
+}
+
+/// Whether a computed `display` lays the element out as a block-level box, whose text `innerText` puts on lines of
+/// its own (`block`, `flex`, `grid`, `list-item`, `table`, `table-row`, `flow-root`, ...). Inline-level boxes
+/// (`inline`, `inline-block`, `inline-flex`, ...) and `contents` (no box of its own) continue the line; table cells
+/// are joined by the row rendering.
+fn is_block(display: &str) -> bool {
+    let outer = display.split_whitespace().next().unwrap_or("");
+    !(outer.is_empty()
+        || outer.starts_with("inline")
+        || matches!(outer, "contents" | "none" | "table-cell" | "ruby" | "ruby-text"))
 }

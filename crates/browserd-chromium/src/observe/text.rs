@@ -1,6 +1,7 @@
-//! Text assembly: page text gathered into text lines (whitespace folded, runs joined per indent, cut at 160 bytes),
-//! the text of a subtree that names a generic clickable or labels a list item, and label text that only echoes a
-//! name.
+//! Text assembly: page text gathered into text lines the way `innerText` breaks it — the text nodes of a line
+//! joined exactly as rendered (no space added or lost at an inline element's boundary), a line break at every
+//! block-level box and `<br>`, whitespace runs folded, shown whole —, the text of a subtree that names a generic
+//! clickable or labels a list item, and label text that only echoes a name.
 
 use super::line;
 use super::operable::INTERACTIVE;
@@ -12,9 +13,14 @@ pub(super) const NAME_FROM_CONTENT: &[&str] =
     &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
 
 impl Renderer<'_> {
+    /// Adds a text node's rendered text to the line being gathered, as it is: its own spaces (the accessibility
+    /// tree's text keeps the collapsible space at a text node's edge that the page renders) decide whether words
+    /// across an inline boundary are apart, so `Enter "<span>Ada</span>"` reads `Enter "Ada"`.
     pub(super) fn text(&mut self, indent: u16, t: &str) {
-        let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
-        if t.is_empty() {
+        if t.trim().is_empty() {
+            if !self.pending.is_empty() && !t.is_empty() {
+                self.pending.push(' ');
+            }
             return;
         }
         if !self.pending.is_empty() && self.pending_indent != indent {
@@ -22,10 +28,20 @@ impl Renderer<'_> {
         }
         if self.pending.is_empty() {
             self.pending_indent = indent;
-        } else {
-            self.pending.push(' ');
         }
-        self.pending.push_str(&t);
+        self.pending.push_str(t);
+    }
+
+    /// A line break in the text (a block-level box starts or ends, or a `<br>`): the line gathered so far ends. In
+    /// a table row, whose cells share one line, it is a space.
+    pub(super) fn text_break(&mut self) {
+        if self.row_depth > 0 {
+            if !self.pending.is_empty() && !self.pending.ends_with(' ') {
+                self.pending.push(' ');
+            }
+        } else {
+            self.flush_text();
+        }
     }
 
     pub(super) fn flush_text(&mut self) {
@@ -39,21 +55,29 @@ impl Renderer<'_> {
         }
     }
 
-    /// Text of a subtree (for names of generic clickables).
-    pub(super) fn subtree_text(&self, ax: &AxTree, id: &str, out: &mut String) {
+    /// Text of a subtree (for names of generic clickables): its text nodes joined as rendered, whole (the caller
+    /// folds whitespace).
+    pub(super) fn subtree_text(&self, frame: &str, ax: &AxTree, id: &str, out: &mut String) {
         let Some(n) = ax.nodes.get(id) else { return };
         if n.role == "StaticText" {
-            if !out.is_empty() {
-                out.push(' ');
-            }
-            out.push_str(n.name.trim());
+            out.push_str(&n.name);
             return;
         }
+        if n.role == "LineBreak" {
+            out.push(' ');
+            return;
+        }
+        // A block-level box (a flex item, a div) starts a line of its own as innerText shows it; inside one name
+        // that line break reads as a space ("Grace Hopper Compiler meeting…", not "Grace HopperCompiler meeting…").
+        let block = self.dom(frame, n).is_some_and(|d| d.block);
+        if block && !out.is_empty() && !out.ends_with(char::is_whitespace) {
+            out.push(' ');
+        }
         for c in &n.children {
-            if out.len() > 80 {
-                return;
-            }
-            self.subtree_text(ax, c, out);
+            self.subtree_text(frame, ax, c, out);
+        }
+        if block && !out.is_empty() && !out.ends_with(char::is_whitespace) {
+            out.push(' ');
         }
     }
 

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::line::{self, quote};
+use super::line::{self, quote, quote_cut};
 use super::operable::Operability;
 use super::renderer::Renderer;
 use super::text::NAME_FROM_CONTENT;
@@ -75,19 +75,54 @@ impl Renderer<'_> {
         self.walk_node(frame, id, indent, named);
     }
 
-    /// One node: what it is decides its lines (`named`: its text is already in the name of an ancestor's line).
+    /// One node: a block-level box starts and ends a line of text, as `innerText` breaks it (two sibling `<div>`s
+    /// are two lines, never one), whatever its role (an ignored or generic `<div>` too).
     fn walk_node(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+        let dom = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| self.dom(frame, n));
+        let block = dom.is_some_and(|d| d.block);
+        let space = dom.is_some_and(|d| d.space_before);
+        if block {
+            self.text_break();
+        } else if space && !self.pending.is_empty() && !self.pending.ends_with(' ') {
+            self.pending.push(' ');
+        }
+        self.walk_inner(frame, id, indent, named);
+        if block {
+            self.text_break();
+        }
+    }
+
+    /// What a node is decides its lines (`named`: its text is already in the name of an ancestor's line).
+    fn walk_inner(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let Some(ax) = self.axs.get(frame) else { return };
         let Some(n) = ax.nodes.get(id) else { return };
-        if n.ignored {
+        if !self.in_popup
+            && !n.hidden
+            && self.dom(frame, n).is_some_and(|d| d.fixed)
+            && self.has_operable_descendant(frame, ax, id, 0)
+        {
+            return self.popup(frame, id, indent);
+        }
+        // An element the accessibility tree ignores (a `div` or an `<a>` without `href` whose click a listener on an
+        // ancestor handles, as React, Vue and jQuery's `.on(selector)` do) is still operable when the DOM says so.
+        if n.ignored && !(self.in_operable == 0 && self.dom_operable(frame, n)) {
             for c in &n.children {
                 self.walk(frame, c, indent, named);
             }
             return;
         }
         match n.role.as_str() {
-            "InlineTextBox" | "LineBreak" => return,
+            "InlineTextBox" => return,
+            "LineBreak" => {
+                if !named {
+                    self.text_break();
+                }
+                return;
+            }
             "StaticText" => {
+                if !named && self.in_operable == 0 && self.inline_clickable(frame, n, indent) {
+                    return;
+                }
                 if !named {
                     self.text(indent, &n.name);
                 }
@@ -120,6 +155,23 @@ impl Renderer<'_> {
         }
     }
 
+    /// A fixed-position element with operable nodes inside (a confirmation popup, a cookie banner): its own
+    /// `popup:` container, so its text and buttons are not read as part of what it covers.
+    fn popup(&mut self, frame: &str, id: &str, indent: u16) {
+        self.flush_text();
+        let start = self.out.lines.len();
+        let start_bytes = self.bytes;
+        let idx = self.push(indent, None, line::container(None, "popup", ""));
+        self.in_popup = true;
+        self.walk_node(frame, id, indent + 1, false);
+        self.in_popup = false;
+        self.flush_text();
+        if idx.is_some() && self.out.lines.len() == start + 1 {
+            self.out.lines.truncate(start);
+            self.bytes = start_bytes;
+        }
+    }
+
     /// A frame owner: the frame's document under it, or `(not loaded)`.
     fn iframe(&mut self, frame: &str, n: &AxNode, indent: u16) {
         let child = n.backend.and_then(|b| {
@@ -149,7 +201,7 @@ impl Renderer<'_> {
     /// structural change.
     fn heading(&mut self, frame: &str, n: &AxNode, indent: u16) {
         let level = n.prop("level").and_then(Value::as_u64).unwrap_or(2);
-        let label = format!(" {}:", quote(&n.name, 60));
+        let label = format!(" {}:", quote(&n.name));
         let repeats = indent > 0
             && self.pending.is_empty()
             && self
@@ -160,7 +212,7 @@ impl Renderer<'_> {
         if !repeats {
             self.push(indent, None, line::heading(level, &n.name));
         }
-        let q = quote(&n.name, 40);
+        let q = quote_cut(&n.name, 40);
         if self.context.last() != Some(&q) {
             self.context.push(q);
         }
@@ -182,7 +234,7 @@ impl Renderer<'_> {
             t.clone_from(&n.name);
         }
         if !t.trim().is_empty() {
-            self.context.push(quote(&t, 40));
+            self.context.push(quote_cut(&t, 40));
         }
         let start = self.out.lines.len();
         let inter_start = self.inter.len();
@@ -206,16 +258,16 @@ impl Renderer<'_> {
             _ => role,
         };
         let node_ref = container_ref.as_ref().map(|(r, _)| r.as_str());
-        let label = line::container(node_ref, shown_role, &n.name, if role == "row" { 50 } else { 60 });
+        let label = line::container(node_ref, shown_role, &n.name);
         if n.flag("modal") && self.out.modal.is_none() {
-            self.out.modal = Some(format!("{role} {}", quote(&n.name, 60)));
+            self.out.modal = Some(format!("{role} {}", quote(&n.name)));
         }
         let start = self.out.lines.len();
         let start_bytes = self.bytes;
         let idx = self.push(indent, node_ref.map(str::to_owned), label);
         let ctx_len = self.context.len();
         if !n.name.is_empty() {
-            self.context.push(quote(&n.name, 40));
+            self.context.push(quote_cut(&n.name, 40));
         }
         if let Some(b) = n.backend {
             self.containers.push((frame.to_owned(), b));
@@ -247,7 +299,7 @@ impl Renderer<'_> {
             let mut t = String::new();
             self.first_text(ax, id, &mut t);
             if !t.is_empty() {
-                self.context.push(quote(&t, 40));
+                self.context.push(quote_cut(&t, 40));
             }
         }
         let block = matches!(
@@ -266,15 +318,24 @@ impl Renderer<'_> {
         );
         let cell = matches!(role, "cell" | "gridcell" | "columnheader" | "rowheader");
         if cell && self.row_depth > 0 {
-            if !self.pending.is_empty() && !self.pending.ends_with(" |") {
-                self.pending.push_str(" |");
+            if !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
+                self.pending.push_str(" | ");
             }
         } else if block {
             self.flush_text();
         }
         let child_named = named || (NAME_FROM_CONTENT.contains(&role) && !n.name.is_empty() && role != "cell");
+        // A list inside a list (a tree built from nested lists) is indented under its item.
+        let list = role == "list";
+        let child_indent = if list && self.list_depth > 0 { indent + 1 } else { indent };
+        if list {
+            self.list_depth += 1;
+        }
         for c in &n.children {
-            self.walk(frame, c, indent, child_named);
+            self.walk(frame, c, child_indent, child_named);
+        }
+        if list {
+            self.list_depth -= 1;
         }
         if block && !(cell && self.row_depth > 0) {
             self.flush_text();

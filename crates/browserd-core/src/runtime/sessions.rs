@@ -27,6 +27,13 @@ impl Runtime {
         self.engine().begin_turn(session)
     }
 
+    /// Opens a turn if none is open, without waiting for the session's running operation: every tool call does this
+    /// (turns come from the host's turn ends, not from tab activity), and a read must not queue behind a write.
+    /// Idempotent while a turn is open.
+    pub fn open_turn(&self, session: &SessionKey) -> Result<u64, CoreError> {
+        self.engine().begin_turn(session)
+    }
+
     /// `tools.activate`. Idempotent; returns whether the state changed.
     pub async fn activate_tools(&self, session: &SessionKey) -> Result<bool, CoreError> {
         let _op = self.serialized(session).await?;

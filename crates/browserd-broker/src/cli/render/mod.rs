@@ -56,6 +56,15 @@ pub(super) fn to_json<T: serde::Serialize>(value: &T) -> String {
 }
 
 /// The field `key` as text (a string without quotes; absent or null is empty).
+/// An enum's wire name (`connected`, `activeSticky`), never Rust debug text.
+pub(crate) fn wire<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(Value::String(name)) => name,
+        Ok(other) => other.to_string(),
+        Err(_) => String::new(),
+    }
+}
+
 fn s(v: &Value, key: &str) -> String {
     match v.get(key) {
         Some(Value::String(s)) => s.clone(),

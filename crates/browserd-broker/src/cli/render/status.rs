@@ -3,6 +3,8 @@
 
 use browserd_protocol::lifecycle::StatusResult;
 
+use super::wire;
+
 /// Readable text of the broker status.
 #[must_use]
 pub fn status_text(st: &StatusResult) -> String {
@@ -11,8 +13,16 @@ pub fn status_text(st: &StatusResult) -> String {
     out.push(format!("broker: running, protocol v{}, {}", st.protocol_version, components.join(", ")));
     for b in &st.browsers {
         let mut line = format!(
-            "browser {}: {:?} bridge={:?} autoTurnCleanup={:?}",
-            b.browser, b.kind, b.bridge, b.auto_turn_cleanup
+            "browser {}: {}{} bridge={} autoTurnCleanup={}",
+            b.browser,
+            wire(&b.kind),
+            if b.browser_start == browserd_protocol::lifecycle::BrowserStart::NotStarted {
+                " (not started)"
+            } else {
+                ""
+            },
+            wire(&b.bridge),
+            wire(&b.auto_turn_cleanup)
         );
         if !b.missing_capabilities.is_empty() {
             line.push_str(&format!(" (missing {})", b.missing_capabilities.join(", ")));
@@ -21,22 +31,22 @@ pub fn status_text(st: &StatusResult) -> String {
     }
     for s in &st.sessions {
         out.push(format!(
-            "session {}: {:?} {} turn={} tools={:?}{}{}",
+            "session {}: {} {} turn={} tools={}{}{}",
             s.session,
-            s.host,
+            s.host.as_str(),
             s.host_session_id,
             s.turn,
-            s.tools,
+            wire(&s.tools),
             if s.advanced { " advanced" } else { "" },
             if s.busy { " busy" } else { "" }
         ));
     }
     for t in &st.tabs {
         out.push(format!(
-            "tab {}: {:?} {:?}{} {}",
+            "tab {}: {} {}{} {}",
             t.tab,
-            t.provenance,
-            t.state,
+            wire(&t.provenance),
+            wire(&t.state),
             t.session.as_ref().map(|s| format!(" session={s}")).unwrap_or_default(),
             t.url.clone().unwrap_or_default()
         ));
@@ -45,12 +55,12 @@ pub fn status_text(st: &StatusResult) -> String {
         out.push(format!("write lease: tab {} held by {} (token {})", l.tab, l.holder, l.fencing_token));
     }
     for d in &st.debugger_leases {
-        out.push(format!("debugger: tab {} {:?} by {} refs={}", d.tab, d.state, d.holder, d.active_refs));
+        out.push(format!("debugger: tab {} {} by {} refs={}", d.tab, wire(&d.state), d.holder, d.active_refs));
     }
     for r in &st.recovery {
         out.push(format!(
-            "recovery: {:?} tab {} for {} attempts={} last={}",
-            r.what,
+            "recovery: {} tab {} for {} attempts={} last={}",
+            wire(&r.what),
             r.tab,
             r.session,
             r.attempts,
@@ -69,5 +79,14 @@ pub fn status_text(st: &StatusResult) -> String {
         l.concurrent_page_ops.used,
         l.concurrent_page_ops.max
     ));
+    let j = &st.journal;
+    let mut line = format!("journal: {}", wire(&j.state));
+    if let Some(path) = &j.path {
+        line.push_str(&format!(" {path}"));
+    }
+    if let Some(reason) = &j.reason {
+        line.push_str(&format!(" ({reason}); {}", j.next_step.as_deref().unwrap_or_default()));
+    }
+    out.push(line);
     out.join("\n")
 }

@@ -1,0 +1,180 @@
+//! Stop is a state, not an event, on a real managed Chromium: after `broker.stopGate` (what `browserd stop` sends) a
+//! write with a ref read before the Stop is refused with `USER_STOPPED` and nothing reaches the page, until the
+//! session resumes with `browser_claim` `resume: true` (a new lease with a higher fencing token and a full
+//! observation). Also measures the stop → resume round trip (printed; never asserted), and screenshots of error pages
+//! answer (issue 15 item 7).
+
+mod real_browser;
+
+use std::time::{Duration, Instant};
+
+use browserd_protocol::ErrorCode;
+use browserd_protocol::lifecycle::StatusParams;
+use real_browser::Real;
+use serde_json::json;
+
+fn ref_of(content: &str, needle: &str) -> String {
+    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
+    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+}
+
+const VALUE: &str = "document.getElementById('fullName').value";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_stop_a_pre_stop_ref_is_refused_until_an_explicit_resume() {
+    let r = Real::start("thread-stop").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let name = ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
+    // The open navigated as an action: the session holds the tab's write lease.
+    let fill = json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"});
+    let first = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "x"})).await;
+    assert_eq!(first["outcome"], "succeeded", "{first}");
+    let status = r.c.call(&StatusParams::default()).await.unwrap();
+    let before = status.write_leases.iter().find(|l| l.tab.0 == tab.as_u64().unwrap()).expect("a lease").clone();
+
+    let stopped = r.c.stop_gate().await.unwrap();
+    assert_eq!(stopped.code, ErrorCode::UserStopped);
+    let user = r.user().await;
+
+    // Every write is refused before anything is sent, however often the agent retries.
+    for _ in 0..2 {
+        let e =
+            r.c.tool(&r.s, "browser_act", fill.clone())
+                .await
+                .expect_err("a write after Stop is refused")
+                .into_error_data();
+        assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
+        let details = e.details.as_deref().cloned().unwrap_or_default();
+        assert_eq!(details["staleReason"], "controlEpochChanged", "{details}");
+        assert_eq!(details["dispatch"], "notSent", "{details}");
+        assert!(e.message.contains("browser_claim"), "the error names the resume call: {}", e.message);
+    }
+    let e = r
+        .c
+        .tool(&r.s, "browser_batch", json!({"tab": tab, "steps": [{"action": "fill", "target": name, "value": "Ada"}]}))
+        .await
+        .expect_err("a batch after Stop is refused")
+        .into_error_data();
+    assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("x"), "nothing reached the page after Stop");
+    let status = r.c.call(&StatusParams::default()).await.unwrap();
+    assert!(status.write_leases.iter().all(|l| l.tab != before.tab), "Stop revoked the lease: {status:?}");
+    // Reads still work while stopped.
+    r.tool("browser_observe", json!({"tab": tab})).await;
+
+    // The explicit resume: a new lease (higher fencing token) and a full observation.
+    let resumed = r.tool("browser_claim", json!({"tab": tab, "resume": true})).await;
+    let token = resumed["resumed"]["fencingToken"].as_u64().expect("the resume names its lease");
+    assert!(token > before.fencing_token.0, "{resumed} vs {before:?}");
+    let content = resumed["observation"]["untrustedContent"].as_str().expect("a full observation");
+    let name = ref_of(content, "textbox \"Full name\"");
+    let acted = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"})).await;
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("Ada"));
+
+    // The stop → resume round trip (printed for the report; timings are never asserted under load).
+    let mut rounds = Vec::new();
+    for _ in 0..20 {
+        let t = Instant::now();
+        r.c.stop_gate().await.unwrap();
+        r.tool("browser_claim", json!({"tab": tab, "resume": true})).await;
+        rounds.push(t.elapsed());
+    }
+    rounds.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    eprintln!(
+        "stop->resume round trip over {} runs: p50 {:.1} ms, p95 {:.1} ms",
+        rounds.len(),
+        ms(rounds[rounds.len() / 2]),
+        ms(rounds[rounds.len() * 95 / 100])
+    );
+    r.finish().await;
+}
+
+/// A screenshot of a `chrome-error://` page (a tab navigated to a port nothing listens on) answers with the image
+/// and the page's state instead of running into the call's deadline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_of_an_error_page_answers() {
+    let r = Real::start("thread-error-page").await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/index.html")})).await["tab"].clone();
+    let url = format!("http://127.0.0.1:{port}/");
+    let _ = r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "navigate", "value": url})).await;
+    for _ in 0..3 {
+        // Either the image, or a typed error saying what the tab shows, never the call's deadline.
+        match r.c.tool(&r.s, "browser_observe", json!({"tab": tab, "screenshot": true})).await {
+            Ok(obs) => assert!(obs["screenshot"].is_object(), "the answer carries the image: {obs}"),
+            Err(e) => {
+                let e = e.into_error_data();
+                assert_ne!(e.code, ErrorCode::DeadlineExceeded, "answered inside the deadline: {e:?}");
+                assert!(e.message.contains("error page"), "the error says what the tab shows: {e:?}");
+            }
+        }
+    }
+    // The page's state is still readable.
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    assert!(obs["url"].as_str().is_some(), "{obs}");
+    r.finish().await;
+}
+
+/// Refs inside an out-of-process iframe survive the debugger's idle detach (1.5 s): after a wait longer than the
+/// idle window the re-attached child session maps to the same document (its loader id), so the click lands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oopif_refs_survive_the_idle_detach() {
+    let r = Real::start("thread-oopif-idle").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let inner: Vec<String> = content
+        .lines()
+        .filter(|l| l.contains("button \"Inner button\""))
+        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+        .collect();
+    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    tokio::time::sleep(Duration::from_millis(3000)).await;
+    for target in &inner {
+        let acted = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": target})).await;
+        assert_eq!(acted["outcome"], "succeeded", "{target} after the idle window: {acted}");
+    }
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap();
+    assert_eq!(content.matches("Inner clicks: 1").count(), 2, "{content}");
+    r.finish().await;
+}
+
+/// A batch stops before a high-risk step (a button named Submit) and answers every step: the fill ran, the submit
+/// and the step after it were not started, and the form was not submitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_stops_before_a_high_risk_step_and_answers_every_step() {
+    let r = Real::start("thread-batch-risk").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap();
+    let name = ref_of(content, "textbox \"Full name\"");
+    let submit = ref_of(content, "button \"Submit\"");
+    let batch = r
+        .tool(
+            "browser_batch",
+            json!({"tab": tab, "steps": [
+                {"action": "fill", "target": name, "value": "Ada"},
+                {"action": "click", "target": submit},
+                {"action": "fill", "target": name, "value": "Bob"}]}),
+        )
+        .await;
+    assert_eq!(batch["ok"], false, "{batch}");
+    assert_eq!(batch["stopped"], json!({"step": 1, "reason": "highRisk"}), "{batch}");
+    let results = batch["results"].as_array().unwrap();
+    let status: Vec<&str> = results.iter().map(|s| s["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["ran", "notStarted", "notStarted"], "{batch}");
+    assert_eq!(results[0]["outcome"], "succeeded", "{batch}");
+    assert_eq!(results[1]["code"], "HIGH_RISK", "{batch}");
+    assert_eq!(results[1]["dispatch"], "notDispatched", "{batch}");
+    let user = r.user().await;
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("Ada"), "the step after the high-risk one never ran");
+    let url = user.eval_in("/form.html", "location.href").await;
+    assert!(!url.as_str().unwrap_or_default().contains('?'), "the form was not submitted: {url}");
+    r.finish().await;
+}

@@ -1,0 +1,137 @@
+//! How an action fails: the failure that ends it ([`Fail`]), made from a CDP error, from browserd's world being
+//! unavailable, or from an open dialog, and what a link lost after input means.
+
+use browserd_cdp::{CdpError, SessionId};
+use browserd_protocol::{CoveringElement, Outcome, codes};
+
+use crate::provider::truncate;
+use crate::world::WorldError;
+
+/// The tab or frame went away (the protocol's `codes` has no constant for it yet).
+pub(super) const TARGET_CLOSED: &str = browserd_protocol::ErrorCode::TargetClosed.as_str();
+/// The input was sent and whether it took effect could not be established.
+pub(super) const OUTCOME_UNKNOWN: &str = browserd_protocol::ErrorCode::OutcomeUnknown.as_str();
+
+/// A failure that ends the action.
+#[derive(Debug)]
+pub(super) struct Fail {
+    pub(super) code: &'static str,
+    pub(super) message: String,
+    pub(super) outcome: Outcome,
+    pub(super) covering: Option<CoveringElement>,
+    pub(super) candidates: Vec<String>,
+    /// The link to the page failed (connection, target, deadline or cancellation on a CDP call): once input may
+    /// have been sent, such a failure makes the outcome unknown.
+    pub(super) link: bool,
+    /// The node that would receive the input instead of the target (session, frame id, backend id); described as
+    /// `covering` only when the failure is final.
+    pub(super) cover_at: Option<(SessionId, String, i64)>,
+    /// browserd's isolated world could not be used, so a check or read-back could not be made out of the page's
+    /// reach (it is never made in the page's world instead).
+    pub(super) world: bool,
+}
+
+impl Fail {
+    pub(super) fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            outcome: Outcome::Failed,
+            covering: None,
+            candidates: Vec::new(),
+            link: false,
+            cover_at: None,
+            world: false,
+        }
+    }
+
+    pub(super) fn covered_at(session: &SessionId, frame: &str, backend: i64) -> Self {
+        let mut f = Self::new(codes::NOT_ACTIONABLE, "the target is covered by another element");
+        f.cover_at = Some((session.clone(), frame.to_owned(), backend));
+        f
+    }
+    pub(super) fn unknown(mut self) -> Self {
+        self.outcome = Outcome::Unknown;
+        self
+    }
+}
+
+pub(super) fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
+    let f = match e {
+        CdpError::Timeout { .. } => Fail::new(codes::DEADLINE_EXCEEDED, format!("{what}: the deadline passed")),
+        CdpError::ConnectionClosed { .. } | CdpError::Transport(_) => {
+            Fail::new(codes::CONNECTION_LOST, format!("{what}: {e}"))
+        }
+        CdpError::TargetClosed { reason } => {
+            Fail::new(TARGET_CLOSED, format!("{what}: the tab or frame went away ({reason})"))
+        }
+        CdpError::Cancelled => {
+            Fail { outcome: Outcome::Cancelled, ..Fail::new(codes::CANCELLED, format!("{what}: cancelled")) }
+        }
+        CdpError::Protocol { message, .. } if target_went_away(message) => {
+            Fail::new(TARGET_CLOSED, format!("{what}: the tab or frame went away ({message})"))
+        }
+        _ => return Fail::new(codes::ACTION_FAILED, format!("{what}: {e}")),
+    };
+    let f = Fail { link: true, ..f };
+    if dispatched { f.unknown() } else { f }
+}
+
+/// A failure to use browserd's isolated world while `what`: a link failure is one like any other call's; otherwise the
+/// step fails closed (see [`Fail::world`]), and `act_inner` says whether anything had been sent.
+pub(super) fn world_fail(e: WorldError, what: &str) -> Fail {
+    match e {
+        WorldError::Link(e) => cdp_fail(&e, what, false),
+        WorldError::Unavailable(why) => Fail {
+            world: true,
+            ..Fail::new(
+                codes::ACTION_FAILED,
+                format!(
+                    "{what}: browserd could not use its isolated world in this frame ({why}); it never checks or reads \
+                     the page from the page's own world, where the page's scripts could fake the answer"
+                ),
+            )
+        },
+        WorldError::Script(why) => Fail::new(
+            codes::ACTION_FAILED,
+            format!("{what}: browserd's script failed ({why}); observe the page and try another way"),
+        ),
+    }
+}
+
+/// Whether a protocol error says the target or its session went away while the command was handled (Chromium's
+/// and `chrome.debugger`'s wordings).
+pub(crate) fn target_went_away(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    [
+        "detached while handling",
+        "target closed",
+        "session with given id not found",
+        "no session with given id",
+        "no target with given id",
+        "inspected target navigated or closed",
+        "debugger is not attached",
+    ]
+    .iter()
+    .any(|p| m.contains(p))
+}
+
+/// The message of an action whose input may have reached the page when the link failed.
+pub(super) fn unknown_message(why: &str) -> String {
+    format!(
+        "{why}; the input may already have reached the page, so the outcome is unknown: it is not retried \
+         automatically — observe the page (reconnecting first if needed) before deciding to act again"
+    )
+}
+
+/// The failure of an action (other than `dialog`) tried while a dialog is open.
+pub(super) fn blocked_by(d: &browserd_protocol::DialogInfo) -> Fail {
+    Fail::new(
+        codes::DIALOG_BLOCKING,
+        format!(
+            "a {} dialog is open ({:?}); handle it with the dialog action (accept or dismiss) first",
+            d.kind,
+            truncate(&d.message, 80)
+        ),
+    )
+}

@@ -1,0 +1,226 @@
+//! The settle window after input (DOM quiet, or the load after a navigation, bounded) and the effect tracker that
+//! measures it and collects announcements; the effect summary (a new observation diffed against the last one, and
+//! what the tab's log recorded).
+
+use std::time::{Duration, Instant};
+
+use browserd_cdp::{Cdp, CdpError, SessionId};
+use browserd_core::provider::ProviderError;
+use browserd_protocol::{DownloadInfo, NodeRef};
+use serde_json::{Value, json};
+
+use super::run::{Run, ms};
+use crate::observe::{build, diff};
+use crate::state::LogEvent;
+use crate::world::{self, WORLD, WorldError};
+
+/// DOM quiet time that ends the settle window.
+pub(super) const QUIET_MS: f64 = 40.0;
+/// DOM quiet time when expectations decide the end of the wait.
+pub(super) const QUIET_EXPECTING_MS: f64 = 15.0;
+/// Longest settle window when nothing is expected.
+pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
+
+/// The effect tracker, run in browserd's isolated world ([`crate::world`]) of every document: DOM quiet time and
+/// live-region / toast text for effect summaries. Page scripts can neither see it nor break it (by replacing
+/// `MutationObserver`, `Array.prototype.push`, `Element.prototype.getAttribute`, ...). Idempotent.
+pub(crate) const TRACKER: &str = r#"(() => {
+  if (window.__browserd) return;
+  const st = { last: performance.now(), ann: [] };
+  window.__browserd = st;
+  const live = (n) => {
+    for (let e = n && n.nodeType === 1 ? n : n && n.parentElement; e; e = e.parentElement) {
+      const l = e.getAttribute('aria-live'); const r = e.getAttribute('role');
+      if (l === 'off') return null;
+      if (l || r === 'alert' || r === 'status' || r === 'log' ||
+          (typeof e.className === 'string' && /\b(toast|snackbar|notification)/i.test(e.className))) return e;
+    }
+    return null;
+  };
+  new MutationObserver((ms) => {
+    st.last = performance.now();
+    for (const m of ms) {
+      const nodes = m.type === 'characterData' ? [m.target] : m.addedNodes;
+      for (const n of nodes) {
+        if (live(n)) { const t = (n.textContent || '').trim().replace(/\s+/g, ' '); if (t) st.ann.push(t.slice(0, 200)); }
+      }
+    }
+  }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+})()"#;
+
+/// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements]`.
+const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return null; return [performance.now() - b.last, b.ann.splice(0)]; })()";
+
+/// Installs the effect tracker in browserd's isolated world of a page or frame session: for every later document
+/// (before its scripts run) and for the current one. Only the registration for later documents must succeed; the
+/// current document is covered again when an action starts.
+pub(crate) async fn install_tracker(cdp: &Cdp, session: &SessionId, timeout: Duration) -> Result<(), CdpError> {
+    let s = Some(session);
+    let (registered, tree) = tokio::join!(
+        cdp.call(s, "Page.addScriptToEvaluateOnNewDocument", json!({"source": TRACKER, "worldName": WORLD}), timeout),
+        cdp.call(s, "Page.getFrameTree", json!({}), timeout),
+    );
+    registered?;
+    if let Some(frame) = tree.ok().as_ref().and_then(|t| t["frameTree"]["frame"]["id"].as_str())
+        && let Ok(w) =
+            cdp.call(s, "Page.createIsolatedWorld", json!({"frameId": frame, "worldName": WORLD}), timeout).await
+    {
+        let _ = cdp
+            .call(s, "Runtime.evaluate", json!({"expression": TRACKER, "contextId": w["executionContextId"]}), timeout)
+            .await;
+    }
+    Ok(())
+}
+
+impl Run<'_> {
+    /// The execution context of browserd's world in the tab's current main-frame document (the effect tracker is
+    /// installed when it is made). Looked up when none is remembered for this document, or when `fresh`.
+    pub(super) async fn tracker_context(&self, fresh: bool) -> Result<i64, WorldError> {
+        let frame = world::root_frame(self.p, self.tab, &self.session)
+            .ok_or_else(|| WorldError::Link(CdpError::TargetClosed { reason: "the tab closed".into() }))?;
+        world::context(self.p, self.tab, &self.session, &frame, fresh, self.deadline).await
+    }
+
+    /// Reads (and drains) the tracker of the current main-frame document; `None` when it cannot be read. `null` is a
+    /// world without the tracker: the world is made again (installing it) and read once more.
+    async fn read_tracker(&self) -> Option<Value> {
+        for attempt in 0..2 {
+            if attempt > 0 {
+                self.tracker_context(true).await.ok()?;
+            }
+            let v = world::eval(self.p, self.tab, &self.session, TRACKER_READ, self.deadline).await.ok()?;
+            if !v.is_null() {
+                return Some(v);
+            }
+        }
+        None
+    }
+
+    /// Waits for DOM quiet (or the load after a navigation), bounded.
+    pub(super) async fn settle(&mut self, quiet_ms: f64) {
+        let start = Instant::now();
+        let max = (start + MAX_SETTLE).min(self.deadline);
+        loop {
+            if self.dialog_open().is_some() || self.link_lost().is_some() {
+                return;
+            }
+            let pending_load = {
+                let st = self.p.st();
+                let evs = st.log_since(self.tab, self.seq0);
+                let nav = evs.iter().rposition(|e| matches!(e, LogEvent::Navigated(_)));
+                nav.is_some_and(|i| !evs[i..].iter().any(|e| matches!(e, LogEvent::Loaded)))
+            };
+            let quiet = if pending_load {
+                None
+            } else {
+                match self.read_tracker().await {
+                    Some(v) => {
+                        for a in v[1].as_array().into_iter().flatten() {
+                            if let Some(s) = a.as_str()
+                                && !self.announced.iter().any(|x| x == s)
+                            {
+                                self.announced.push(s.to_owned());
+                            }
+                        }
+                        let q = v[0].as_f64();
+                        // The last DOM change came after the input began when the quiet time is shorter than the
+                        // time since then (the settle starts right after the dispatch).
+                        if let Some(q) = q {
+                            let since_input = start.elapsed().as_secs_f64() * 1000.0 + self.res.timings.dispatch;
+                            let changed = q < since_input;
+                            self.dom_changed = Some(self.dom_changed.unwrap_or(false) || changed);
+                        }
+                        q
+                    }
+                    None => None,
+                }
+            };
+            let limit = if pending_load { self.deadline } else { max };
+            // Quiet counts from the dispatch at the latest, so late effects (timers, toasts) still land.
+            let quiet = quiet.map(|q| q.min(start.elapsed().as_secs_f64() * 1000.0));
+            if let Some(q) = quiet
+                && q >= quiet_ms
+            {
+                return;
+            }
+            if Instant::now() >= limit {
+                return;
+            }
+            let wait = quiet.map_or(15.0, |q| (quiet_ms - q).clamp(3.0, 40.0));
+            tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
+        }
+    }
+
+    /// Observes the page for the effect summary, storing a new revision.
+    pub(super) async fn effects_snapshot(&mut self) -> Result<(), ProviderError> {
+        let o0 = Instant::now();
+        let built = build(
+            self.p,
+            self.tab,
+            None,
+            browserd_protocol::DEFAULT_MAX_NODES,
+            browserd_protocol::DEFAULT_MAX_BYTES as usize,
+            self.deadline,
+        )
+        .await?;
+        {
+            let mut st = self.p.st();
+            if let Some(t) = st.tabs.get_mut(&self.tab) {
+                t.push_revision(built.lines.clone());
+            }
+        }
+        if let Some(base) = &self.baseline {
+            let (added, removed) = diff(base, &built.lines);
+            self.res.effects.appeared =
+                added.iter().filter(|l| l.node_ref.is_some()).take(15).map(|l| l.text.clone()).collect();
+            self.res.effects.changed = added
+                .iter()
+                .filter(|l| l.node_ref.is_none() && !l.text.trim().is_empty())
+                .take(10)
+                .map(|l| l.text.clone())
+                .collect();
+            self.res.effects.disappeared = removed.into_iter().take(30).map(NodeRef).collect();
+        }
+        self.res.effects.focused = built.focused.as_ref().and_then(|f| {
+            built.lines.iter().find(|l| l.node_ref.as_deref() == Some(f.as_str())).map(|l| l.text.clone())
+        });
+        self.last_built = Some(built);
+        self.res.timings.observe += ms(o0.elapsed());
+        Ok(())
+    }
+
+    pub(super) fn log_effects(&mut self) {
+        let (evs, url) = {
+            let st = self.p.st();
+            (st.log_since(self.tab, self.seq0), st.tabs.get(&self.tab).map(|t| t.url.clone()))
+        };
+        let mut downloads: Vec<(String, DownloadInfo)> = Vec::new();
+        let e = &mut self.res.effects;
+        e.console_errors.clear();
+        e.tabs_opened.clear();
+        e.tabs_closed.clear();
+        for ev in evs {
+            match ev {
+                LogEvent::Navigated(u) | LogEvent::SameDocument(u) => e.navigated = Some(u),
+                LogEvent::Dialog(d) => e.dialog = Some(d),
+                LogEvent::Popup(h) => e.tabs_opened.push(browserd_protocol::TabId(h.0)),
+                LogEvent::TabClosed(h) => e.tabs_closed.push(browserd_protocol::TabId(h.0)),
+                LogEvent::Console(c) => {
+                    if e.console_errors.len() < 5 {
+                        e.console_errors.push(c);
+                    }
+                }
+                LogEvent::Download { guid, info } => match downloads.iter_mut().find(|(g, _)| *g == guid) {
+                    Some((_, d)) => *d = info,
+                    None => downloads.push((guid, info)),
+                },
+                LogEvent::Loaded | LogEvent::DialogClosed => {}
+            }
+        }
+        if e.navigated.is_some() {
+            e.navigated = url;
+        }
+        e.downloads = downloads.into_iter().map(|(_, d)| d).collect();
+        e.announced = self.announced.iter().take(5).cloned().collect();
+    }
+}

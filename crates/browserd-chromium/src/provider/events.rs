@@ -1,0 +1,367 @@
+//! The event pump: CDP events kept in the records as they come — targets (tabs and popups), frames and documents,
+//! loads and navigations, dialogs, downloads, console errors — and passed on as provider events.
+
+use std::sync::{Arc, Mutex};
+
+use browserd_cdp::{Cdp, CdpEvent, SessionId};
+use browserd_core::provider::{DetachCause, HandleAllocator, ProviderEvent, TabHandle};
+use browserd_protocol::{DialogInfo, DownloadInfo, LoadState};
+use serde_json::Value;
+use tokio::sync::{Notify, broadcast};
+
+use crate::state::{LogEvent, State, Tab};
+
+use super::sessions::setup_child;
+use super::{ChromiumProvider, truncate};
+
+/// Registers a page target; returns its handle and whether it is new.
+pub(super) fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Value) -> Option<(TabHandle, bool)> {
+    if info["type"].as_str() != Some("page") {
+        return None;
+    }
+    let target = info["targetId"].as_str()?.to_owned();
+    if let Some(h) = st.by_target.get(&target) {
+        return Some((*h, false));
+    }
+    let opener = info["openerId"].as_str().and_then(|o| st.by_target.get(o).copied());
+    let h = st.preferred.remove(&target).unwrap_or_else(|| alloc.tab());
+    let tab = Tab::new(
+        h,
+        target.clone(),
+        info["url"].as_str().unwrap_or_default().to_owned(),
+        info["title"].as_str().unwrap_or_default().to_owned(),
+        opener,
+        st.revisions.clone(),
+    );
+    st.tabs.insert(h, tab);
+    st.by_target.insert(target, h);
+    if let Some(o) = opener {
+        st.log(o, LogEvent::Popup(h));
+    }
+    Some((h, true))
+}
+
+/// Keeps the records current from CDP events.
+pub(super) async fn pump(
+    cdp: Cdp,
+    state: Arc<Mutex<State>>,
+    tx: broadcast::Sender<ProviderEvent>,
+    dialog_notify: Arc<Notify>,
+    alloc: HandleAllocator,
+) {
+    let mut rx = cdp.events();
+    loop {
+        let ev = match rx.recv().await {
+            Ok(ev) => ev,
+            Err(broadcast::error::RecvError::Lagged(_)) => {
+                let _ = tx.send(ProviderEvent::ResyncRequired);
+                continue;
+            }
+            Err(broadcast::error::RecvError::Closed) => {
+                let detail = cdp.close_reason().unwrap_or_else(|| "the browser connection closed".into());
+                let _ = tx.send(ProviderEvent::ConnectionLost { detail });
+                return;
+            }
+        };
+        let out = {
+            let mut st = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            handle_event(&mut st, &ev, &alloc)
+        };
+        for e in out {
+            if let Pumped::Provider(pe) = &e {
+                let _ = tx.send(pe.clone());
+            }
+            if let Pumped::DialogOpened = e {
+                dialog_notify.notify_waiters();
+            }
+            if let Pumped::SetupChild { session, tab } = e {
+                let cdp = cdp.clone();
+                let state = state.clone();
+                tokio::spawn(async move { setup_child(cdp, state, session, tab).await });
+            }
+        }
+    }
+}
+
+enum Pumped {
+    Provider(ProviderEvent),
+    DialogOpened,
+    SetupChild { session: SessionId, tab: TabHandle },
+}
+
+fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<Pumped> {
+    let p = &ev.params;
+    let mut out = Vec::new();
+    let session_tab = ev.session.as_ref().and_then(|s| st.by_session.get(s).copied());
+    match ev.method.as_str() {
+        "Target.targetCreated" => {
+            if let Some((h, true)) = register_page(st, alloc, &p["targetInfo"]) {
+                let t = &st.tabs[&h];
+                out.push(Pumped::Provider(ProviderEvent::TabCreated(ChromiumProvider::tab_info(t, false))));
+            }
+        }
+        "Target.targetInfoChanged" => {
+            let info = &p["targetInfo"];
+            if let Some(h) = info["targetId"].as_str().and_then(|id| st.by_target.get(id).copied())
+                && let Some(t) = st.tabs.get_mut(&h)
+            {
+                let mut url = info["url"].as_str().unwrap_or_default();
+                // A new target reports an empty URL (or the initial about:blank) before its first document commits;
+                // that must not replace the URL browserd created it with or the one the page already reported.
+                if url.is_empty() || (url == "about:blank" && t.awaiting_url.is_some()) {
+                    url = t.url.as_str();
+                }
+                let url = url.to_owned();
+                let title = info["title"].as_str().unwrap_or_default();
+                if t.url != url || t.title != title {
+                    url.clone_into(&mut t.url);
+                    title.clone_into(&mut t.title);
+                    out.push(Pumped::Provider(ProviderEvent::TabUpdated(ChromiumProvider::tab_info(t, false))));
+                }
+            }
+        }
+        // A crashed page is still an open tab (it shows the crash page): it stays until it is closed.
+        "Target.targetCrashed" => {
+            if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.get(id).copied())
+                && let Some(t) = st.tabs.get_mut(&h)
+            {
+                t.crashed = true;
+            }
+        }
+        "Target.targetDestroyed" => {
+            if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.remove(id))
+                && let Some(t) = st.tabs.remove(&h)
+            {
+                {
+                    if let Some(s) = &t.session {
+                        st.by_session.remove(s);
+                    }
+                    for s in t.children.keys() {
+                        st.by_session.remove(s);
+                    }
+                    if let Some(o) = t.opener {
+                        st.log(o, LogEvent::TabClosed(h));
+                    }
+                    st.log(h, LogEvent::TabClosed(h));
+                    out.push(Pumped::Provider(ProviderEvent::TabClosed { tab: h, by_user: !t.closing }));
+                }
+            }
+        }
+        "Target.attachedToTarget" => {
+            // Only OOPIF children of a page session arrive here (the filter excludes the rest).
+            if let Some(tab) = session_tab
+                && p["targetInfo"]["type"].as_str() == Some("iframe")
+            {
+                let child = SessionId(p["sessionId"].as_str().unwrap_or_default().to_owned());
+                let frame_id = p["targetInfo"]["targetId"].as_str().unwrap_or_default().to_owned();
+                let url = p["targetInfo"]["url"].as_str().unwrap_or_default().to_owned();
+                st.by_session.insert(child.clone(), tab);
+                if let Some(t) = st.tabs.get_mut(&tab) {
+                    t.children.insert(child.clone(), frame_id.clone());
+                    let parent = t.frames.get(&frame_id).and_then(|f| f.parent.clone());
+                    t.upsert_frame(&frame_id, parent, "", &url, &child, true);
+                    // A frame that moved into its own process holds a new document whose loader id is not known yet
+                    // (the child's frame tree tells it): a new epoch now, and the loader id learned later is adopted
+                    // without another one, so refs observed in between stay valid.
+                    t.new_document_of_unknown_loader(&frame_id);
+                }
+                out.push(Pumped::SetupChild { session: child, tab });
+            }
+        }
+        "Target.detachedFromTarget" => {
+            if let Some(s) = p["sessionId"].as_str().map(|s| SessionId(s.to_owned()))
+                && let Some(h) = st.by_session.remove(&s)
+                && let Some(t) = st.tabs.get_mut(&h)
+            {
+                if t.session.as_ref() == Some(&s) {
+                    t.session = None;
+                    let children: Vec<SessionId> = t.children.drain().map(|(k, _)| k).collect();
+                    let asked = std::mem::take(&mut t.detaching);
+                    let reason = t.detach_reason.take();
+                    let closing = t.closing;
+                    for c in children {
+                        st.by_session.remove(&c);
+                    }
+                    if !asked && !closing {
+                        let cause = match reason.as_deref() {
+                            Some("replaced_with_devtools") => DetachCause::ReplacedByOtherClient,
+                            Some(r) if r.contains("canceled_by_user") => DetachCause::UserCancelled,
+                            _ => DetachCause::TargetClosed,
+                        };
+                        out.push(Pumped::Provider(ProviderEvent::DebuggerDetached { tab: h, cause }));
+                    }
+                } else if let Some(frame) = t.children.remove(&s) {
+                    t.remove_frame(&frame);
+                }
+            }
+        }
+        "Inspector.detached" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && t.session.as_ref() == ev.session.as_ref()
+            {
+                t.detach_reason = p["reason"].as_str().map(str::to_owned);
+            }
+        }
+        "Page.frameNavigated" => {
+            if let (Some(tab), Some(session)) = (session_tab, ev.session.as_ref()) {
+                let f = &p["frame"];
+                let id = f["id"].as_str().unwrap_or_default().to_owned();
+                let url =
+                    format!("{}{}", f["url"].as_str().unwrap_or_default(), f["urlFragment"].as_str().unwrap_or(""));
+                let mut main = false;
+                if let Some(t) = st.tabs.get_mut(&tab) {
+                    let oop = t.children.get(session) == Some(&id);
+                    let hosted_elsewhere = t.frames.get(&id).is_some_and(|fr| fr.oop && fr.session != *session);
+                    if !hosted_elsewhere {
+                        t.upsert_frame(
+                            &id,
+                            f["parentId"].as_str().map(str::to_owned),
+                            f["loaderId"].as_str().unwrap_or_default(),
+                            &url,
+                            session,
+                            oop,
+                        );
+                    }
+                    main = id == t.target_id;
+                    if main {
+                        t.dialog = None;
+                        t.crashed = false;
+                    }
+                }
+                if main {
+                    st.log(tab, LogEvent::Navigated(url));
+                    if p["type"].as_str() == Some("BackForwardCacheRestore") {
+                        // Restored from the back/forward cache: no load event follows.
+                        st.log(tab, LogEvent::Loaded);
+                    }
+                }
+            }
+        }
+        "Page.navigatedWithinDocument" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+            {
+                let id = p["frameId"].as_str().unwrap_or_default();
+                let url = p["url"].as_str().unwrap_or_default().to_owned();
+                if let Some(f) = t.frames.get_mut(id) {
+                    f.url.clone_from(&url);
+                }
+                if id == t.target_id {
+                    t.url.clone_from(&url);
+                    st.log(tab, LogEvent::SameDocument(url));
+                }
+            }
+        }
+        "Page.frameDetached" => {
+            if let Some(tab) = session_tab
+                && p["reason"].as_str() != Some("swap")
+                && let Some(t) = st.tabs.get_mut(&tab)
+            {
+                let id = p["frameId"].as_str().unwrap_or_default().to_owned();
+                if !t.frames.get(&id).is_some_and(|f| f.oop && Some(&f.session) != ev.session.as_ref()) {
+                    t.remove_frame(&id);
+                }
+            }
+        }
+        "Page.frameStartedLoading" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && p["frameId"].as_str() == Some(t.target_id.as_str())
+            {
+                t.load_state = LoadState::Loading;
+            }
+        }
+        "Page.domContentEventFired" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && t.session.as_ref() == ev.session.as_ref()
+                && t.load_state == LoadState::Loading
+            {
+                t.load_state = LoadState::Interactive;
+            }
+        }
+        "Page.loadEventFired" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && t.session.as_ref() == ev.session.as_ref()
+            {
+                t.load_state = LoadState::Complete;
+                st.log(tab, LogEvent::Loaded);
+            }
+        }
+        "Page.javascriptDialogOpening" => {
+            if let Some(tab) = session_tab {
+                let info = DialogInfo {
+                    kind: p["type"].as_str().unwrap_or("alert").to_owned(),
+                    message: p["message"].as_str().unwrap_or_default().to_owned(),
+                    default_prompt: p["defaultPrompt"].as_str().filter(|s| !s.is_empty()).map(str::to_owned),
+                };
+                if let Some(t) = st.tabs.get_mut(&tab) {
+                    t.dialog = Some(info.clone());
+                }
+                st.log(tab, LogEvent::Dialog(info));
+                out.push(Pumped::DialogOpened);
+            }
+        }
+        "Page.javascriptDialogClosed" => {
+            if let Some(tab) = session_tab {
+                if let Some(t) = st.tabs.get_mut(&tab) {
+                    t.dialog = None;
+                }
+                st.log(tab, LogEvent::DialogClosed);
+                out.push(Pumped::DialogOpened);
+            }
+        }
+        "Runtime.consoleAPICalled" => {
+            if let Some(tab) = session_tab
+                && matches!(p["type"].as_str(), Some("error" | "assert"))
+            {
+                let text: Vec<String> = p["args"]
+                    .as_array()
+                    .map(|a| {
+                        a.iter()
+                            .map(|v| {
+                                v["value"]
+                                    .as_str()
+                                    .map(str::to_owned)
+                                    .or_else(|| v["description"].as_str().map(str::to_owned))
+                                    .unwrap_or_else(|| v["value"].to_string())
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                st.log(tab, LogEvent::Console(truncate(&text.join(" "), 200)));
+            }
+        }
+        "Runtime.exceptionThrown" => {
+            if let Some(tab) = session_tab {
+                let d = &p["exceptionDetails"];
+                let text = d["exception"]["description"].as_str().or_else(|| d["text"].as_str()).unwrap_or("exception");
+                st.log(tab, LogEvent::Console(truncate(text.lines().next().unwrap_or(text), 200)));
+            }
+        }
+        "Browser.downloadWillBegin" => {
+            let frame = p["frameId"].as_str().unwrap_or_default();
+            if let Some(tab) = st.tab_of_frame(frame) {
+                let guid = p["guid"].as_str().unwrap_or_default().to_owned();
+                let name = p["suggestedFilename"].as_str().unwrap_or_default().to_owned();
+                st.downloads.insert(guid.clone(), (tab, name.clone()));
+                let info = DownloadInfo { file_name: name, state: "inProgress".into(), path: None };
+                st.log(tab, LogEvent::Download { guid, info });
+            }
+        }
+        "Browser.downloadProgress" => {
+            let guid = p["guid"].as_str().unwrap_or_default().to_owned();
+            let state = p["state"].as_str().unwrap_or_default().to_owned();
+            if state != "inProgress"
+                && let Some((tab, name)) = st.downloads.get(&guid).cloned()
+            {
+                let path = p["filePath"].as_str().map(str::to_owned);
+                st.log(tab, LogEvent::Download { guid, info: DownloadInfo { file_name: name, state, path } });
+            }
+        }
+        _ => {}
+    }
+    out
+}

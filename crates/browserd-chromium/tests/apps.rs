@@ -1,0 +1,147 @@
+//! Real-Chromium tests on the fixture apps (React, Vue and jQuery-style pages): every operable element of their
+//! server-side ground truth has a ref, and clicking that ref reaches the page's handler (the site records it).
+mod common;
+
+use std::time::Duration;
+
+use browserd_protocol::{ActParams, ActionKind, Observation};
+use browserd_test_support::fixtures::{FixtureSite, app_truth};
+use common::{Page, env};
+
+/// The ref of the first line showing an operable with `role` (any role for `generic`) whose name is `name` or
+/// holds it, skipping the refs in `taken` (duplicate names take one ref each); from the last line up when
+/// `from_end`.
+fn ref_for(o: &Observation, role: &str, name: &str, taken: &[String], from_end: bool) -> Option<String> {
+    let mut lines: Vec<&str> = o.untrusted_content.lines().collect();
+    if from_end {
+        lines.reverse();
+    }
+    for line in lines {
+        let l = line.trim_start();
+        let Some(rest) = l.strip_prefix('[') else { continue };
+        let Some(end) = rest.find(']') else { continue };
+        let r = &rest[..end];
+        if taken.iter().any(|t| t == r) {
+            continue;
+        }
+        let after = rest[end + 1..].trim_start();
+        let (shown_role, tail) = after.split_once(' ').unwrap_or((after, ""));
+        if role != "generic" && shown_role != role {
+            continue;
+        }
+        let Some(quoted) = tail.strip_prefix('"') else { continue };
+        let shown = quoted.find('"').map_or(quoted, |end| &quoted[..end]);
+        // A generic element's text may carry more than its name (a caret drawn by CSS, a row's other cells).
+        let matches = if role == "generic" { shown.contains(name) } else { shown == name };
+        if matches || shown.strip_suffix('…').is_some_and(|cut| name.starts_with(cut)) {
+            return Some(r.to_owned());
+        }
+    }
+    None
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_ground_truth_operable_of_the_apps_has_a_ref() {
+    let mut missing = Vec::new();
+    for page in FixtureSite::pages().iter().filter(|p| p.category == "app") {
+        let truth = app_truth(page.path).expect("ground truth");
+        let tab = Page::open(page.path).await;
+        let o = tab.observe().await;
+        println!("=== {}\n{}", page.path, o.untrusted_content);
+        let mut taken = Vec::new();
+        for op in &truth.operable {
+            match ref_for(&o, op.role, &op.name, &taken, false) {
+                Some(r) => taken.push(r),
+                None => missing.push(format!("{}: {} {:?}", page.path, op.role, op.name)),
+            }
+        }
+        tab.close().await;
+    }
+    assert!(missing.is_empty(), "operable elements without a ref:\n{}", missing.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clicking_each_operable_of_the_apps_reaches_its_handler() {
+    let site = &env().site;
+    for page in FixtureSite::pages().iter().filter(|p| p.category == "app") {
+        let truth = app_truth(page.path).expect("ground truth");
+        let tab = Page::open(page.path).await;
+        // Last first, so a folder is clicked (which folds it) after its children; the confirmation popup covers the
+        // page once asked for: ask last of all.
+        let mut ops: Vec<_> = truth.operable.iter().rev().filter(|op| op.records.is_some()).collect();
+        ops.sort_by_key(|op| op.records.as_deref().is_some_and(|r| r.starts_with("delete:")));
+        let mut taken = Vec::new();
+        for op in ops {
+            let o = tab.observe().await;
+            let r = ref_for(&o, op.role, &op.name, &taken, true).unwrap_or_else(|| {
+                panic!("{}: no ref for {} {:?} in\n{}", page.path, op.role, op.name, o.untrusted_content)
+            });
+            taken.push(r.clone());
+            let result = tab.act(ActParams::new(ActionKind::Click).target(&r)).await;
+            let record = op.records.as_deref().unwrap_or_default();
+            assert!(
+                site.wait_for_record(record, Duration::from_secs(5)).await,
+                "{}: clicking [{r}] {} {:?} did not reach its handler ({record:?} not recorded); result {result:?}",
+                page.path,
+                op.role,
+                op.name
+            );
+        }
+        tab.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tree_of_nested_lists_is_indented_and_a_fixed_popup_is_its_own_container() {
+    let tab = Page::open("/apps/mail.html").await;
+    let o = tab.observe().await;
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    let indent_of = |needle: &str| {
+        let l = lines
+            .iter()
+            .find(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in\n{}", o.untrusted_content));
+        l.len() - l.trim_start().len()
+    };
+    // Apollo and Gemini are children of the open Projects folder; Archive is a sibling of Projects.
+    assert_eq!(indent_of("\"▸ Apollo\""), indent_of("\"▾ Projects\"") + 1, "{}", o.untrusted_content);
+    assert_eq!(indent_of("\"Gemini\""), indent_of("\"▾ Projects\"") + 1, "{}", o.untrusted_content);
+    assert_eq!(indent_of("\"▸ Archive\""), indent_of("\"▾ Projects\""), "{}", o.untrusted_content);
+    tab.close().await;
+
+    let tab = Page::open("/apps/tracker.html").await;
+    let o = tab.observe().await;
+    let r = ref_for(&o, "button", "Delete selected", &[], false).expect("Delete selected");
+    tab.act(ActParams::new(ActionKind::Click).target(&r)).await;
+    let o = tab.observe().await;
+    let text = &o.untrusted_content;
+    let lines: Vec<&str> = text.lines().collect();
+    let popup =
+        lines.iter().position(|l| l.trim() == "popup:").unwrap_or_else(|| panic!("no popup container in\n{text}"));
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let inside: Vec<&str> = lines[popup + 1..].iter().take_while(|l| depth(l) > depth(lines[popup])).copied().collect();
+    assert!(inside.iter().any(|l| l.contains("Delete the selected issue?")), "{text}");
+    assert!(inside.iter().any(|l| l.contains("button \"Cancel\"")), "{text}");
+    assert!(inside.iter().any(|l| l.contains("button \"Delete\"")), "{text}");
+    assert!(!inside.iter().any(|l| l.contains("Delete selected")), "the popup holds only its own content: {text}");
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_with_no_observable_effect_says_effects_none() {
+    let tab = Page::open("/apps/delegated.html").await;
+    let o = tab.observe().await;
+    // The Beta badge shows a pointer but nothing handles its click.
+    let beta = ref_for(&o, "generic", "Beta", &[], false).expect("the badge has a ref");
+    let r = tab.act(ActParams::new(ActionKind::Click).target(&beta)).await;
+    assert!(r.effects.none, "nothing happened, and the result must say so: {r:?}");
+    assert!(r.effects.changed.is_empty(), "{r:?}");
+    // A click that changes the page is not `none`, and says what text it brought.
+    let o = tab.observe().await;
+    let billing = ref_for(&o, "generic", "Billing", &[], false).expect("Billing has a ref");
+    let r = tab.act(ActParams::new(ActionKind::Click).target(&billing)).await;
+    assert!(!r.effects.none, "{r:?}");
+    assert!(r.effects.changed.iter().any(|l| l.contains("Section: Billing")), "{r:?}");
+    assert!(env().site.wait_for_record("section:Billing", Duration::from_secs(5)).await);
+    tab.close().await;
+}

@@ -1,0 +1,184 @@
+//! Text as rendered (issue 13 items 1 and 2), on real Chromium: every fixture page's observation reads as the page's
+//! own `innerText` — each text line is text of one rendered line (no space added or lost at an inline boundary, no
+//! two blocks folded into one line, nothing cut), and every rendered line is shown (as text, a heading, a name or a
+//! value) — and the text pages' lines read exactly, whole.
+mod common;
+
+use browserd_core::provider::Provider;
+use browserd_protocol::tools::EvaluateParams;
+use browserd_protocol::{Observation, TabId};
+use browserd_test_support::fixtures::FixtureSite;
+use browserd_test_support::text_pages::TEXT_PAGES;
+use common::{Page, ctx, env};
+
+/// The rendered text of the page and of every same-origin frame inside it, as `innerText` gives it.
+const INNER_TEXT: &str = r"(() => {
+  const out = [];
+  const walk = (doc) => {
+    if (!doc || !doc.body) return;
+    out.push(doc.body.innerText);
+    for (const f of doc.querySelectorAll('iframe')) { try { walk(f.contentDocument); } catch (e) {} }
+    const shadows = (root) => {
+      for (const el of root.querySelectorAll('*')) {
+        if (el.shadowRoot) {
+          for (const c of el.shadowRoot.children) if (c.innerText) out.push(c.innerText);
+          shadows(el.shadowRoot);
+        }
+      }
+    };
+    shadows(doc);
+  };
+  walk(document);
+  return out.join('\n');
+})()";
+
+async fn inner_text(page: &Page) -> Vec<String> {
+    let params = EvaluateParams { tab: TabId(page.tab.0), expression: INNER_TEXT.into(), await_promise: true };
+    let r = env().provider.evaluate(&ctx(), page.tab, &params).await.expect("innerText is read");
+    let text = r.value.as_str().unwrap_or_default().to_owned();
+    text.lines().map(normalise).filter(|l| !l.is_empty()).collect()
+}
+
+/// Whitespace runs collapsed to one space; a table cell boundary (`\t` in `innerText`) as the observation's ` | `.
+fn normalise(s: &str) -> String {
+    s.replace('\t', " | ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// What one observation line says of the page's text.
+enum Said {
+    /// A text line (or a heading's text): page text, one rendered line or part of one.
+    Text(String),
+    /// A ref line's or container's quoted name and value: page text, maybe computed from several lines.
+    Name(Vec<String>),
+    /// browserd's own note (`… cut at ...`) or an `iframe` line.
+    Own,
+}
+
+fn said(line: &str) -> Said {
+    let l = line.trim_start();
+    if l.starts_with("… ") || l.starts_with("iframe \"") {
+        return Said::Own;
+    }
+    if let Some(h) = l.strip_prefix('#') {
+        return Said::Text(h.trim_start_matches('#').trim().to_owned());
+    }
+    let is_ref =
+        l.starts_with('[') && l[1..].split_once(']').is_some_and(|(r, _)| r.chars().all(|c| c.is_ascii_alphanumeric()));
+    let container = {
+        let head = l.split([' ', ':']).next().unwrap_or("");
+        l.ends_with(':')
+            && head.chars().all(|c| c.is_ascii_lowercase())
+            && (l == format!("{head}:") || l[head.len()..].starts_with(" \""))
+    };
+    if is_ref || container {
+        let mut parts = quoted(l);
+        if let Some((_, value)) = l.rsplit_once(": ").filter(|_| is_ref) {
+            parts.push(value.to_owned());
+        }
+        if let Some(options) = l.split_once(" options=[").and_then(|(_, o)| o.split_once(']')).map(|(o, _)| o) {
+            parts.extend(options.split('|').map(str::to_owned));
+        }
+        if let Some(row) = l.split_once(" (row: ").map(|(_, r)| r.trim_end_matches(')')) {
+            parts.extend(row.split(" | ").map(str::to_owned));
+        }
+        return Said::Name(parts);
+    }
+    Said::Text(l.strip_prefix("text: ").unwrap_or(l).to_owned())
+}
+
+/// The quoted strings of a line (`"a \"b\""` → `a "b"`).
+fn quoted(l: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur: Option<String> = None;
+    let mut chars = l.chars();
+    while let Some(c) = chars.next() {
+        match (&mut cur, c) {
+            (None, '"') => cur = Some(String::new()),
+            (Some(s), '\\') => s.extend(chars.next()),
+            (Some(_), '"') => out.push(cur.take().unwrap_or_default()),
+            (Some(s), c) => s.push(c),
+            (None, _) => {}
+        }
+    }
+    out
+}
+
+/// The fidelity mismatches of one observation against the page's rendered lines.
+fn mismatches(o: &Observation, rendered: &[String]) -> Vec<String> {
+    let mut bad = Vec::new();
+    let mut fragments: Vec<String> = Vec::new();
+    // Lines of a cross-origin frame (an `iframe` line with an absolute URL): its `innerText` cannot be read here.
+    let mut foreign: Option<usize> = None;
+    for line in o.untrusted_content.lines() {
+        let depth = line.len() - line.trim_start().len();
+        if foreign.is_some_and(|d| depth > d) {
+            continue;
+        }
+        foreign = None;
+        if line.trim_start().starts_with("iframe \"") && line.contains(" -> http") {
+            foreign = Some(depth);
+        }
+        match said(line) {
+            Said::Text(t) => {
+                if !rendered.iter().any(|r| r.contains(&t)) {
+                    bad.push(format!("shown but not rendered as one line: {t:?}"));
+                }
+                fragments.push(t);
+            }
+            Said::Name(parts) => fragments.extend(parts.into_iter().filter(|p| !p.is_empty())),
+            Said::Own => {}
+        }
+    }
+    if o.truncated.is_none() {
+        fragments.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        for r in rendered {
+            let mut rest = r.clone();
+            for f in &fragments {
+                while let Some(i) = rest.find(f.as_str()) {
+                    rest.replace_range(i..i + f.len(), "\u{1}");
+                }
+            }
+            if rest.chars().any(char::is_alphanumeric) {
+                bad.push(format!("rendered but not shown: {r:?} (left: {rest:?})"));
+            }
+        }
+    }
+    bad
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fixture_page_reads_as_its_inner_text() {
+    let mut report = Vec::new();
+    let mut urls: Vec<(String, String)> =
+        FixtureSite::pages().iter().map(|p| (p.path.to_owned(), env().site.url(p.path))).collect();
+    urls.extend(TEXT_PAGES.iter().map(|p| (p.name.to_owned(), p.url())));
+    for (name, url) in urls {
+        let page = Page::open(&url).await;
+        let o = page.observe().await;
+        let rendered = inner_text(&page).await;
+        for m in mismatches(&o, &rendered) {
+            report.push(format!("{name}: {m}"));
+        }
+        page.close().await;
+    }
+    assert!(report.is_empty(), "{} text-fidelity mismatches:\n{}", report.len(), report.join("\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_pages_show_every_rendered_line_exactly_and_whole() {
+    for p in TEXT_PAGES {
+        let page = Page::open(&p.url()).await;
+        let o = page.observe().await;
+        let lines: Vec<&str> = o
+            .untrusted_content
+            .lines()
+            .map(|l| l.trim_start())
+            .map(|l| l.strip_prefix("text: ").unwrap_or(l))
+            .collect();
+        for want in p.must_read {
+            assert!(lines.contains(want), "{}: no line reads exactly {want:?} in\n{}", p.name, o.untrusted_content);
+        }
+        assert!(!o.untrusted_content.contains('…'), "{}: nothing is cut:\n{}", p.name, o.untrusted_content);
+        page.close().await;
+    }
+}

@@ -1,0 +1,30 @@
+// Builds the fixture apps with esbuild into ../fixtures/apps/ (production React and Vue, minified), printing each
+// bundle as it is written. The bundles are checked in, so tests need no build step; run `npm ci && npm run build`
+// here after changing a source.
+import { build } from 'esbuild';
+import { statSync } from 'node:fs';
+
+const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js'];
+for (const entry of apps) {
+  const out = `../fixtures/apps/${entry.replace(/\.jsx?$/, '')}.js`;
+  process.stdout.write(`building ${out} ... `);
+  await build({
+    entryPoints: [`src/${entry}`],
+    outfile: out,
+    bundle: true,
+    minify: true,
+    format: 'iife',
+    target: 'es2020',
+    jsx: 'automatic',
+    legalComments: 'none',
+    banner: { js: `// Built by crates/browserd-fixtures/fixtures-src (npm run build) from src/${entry}; do not edit.` },
+    define: {
+      'process.env.NODE_ENV': '"production"',
+      __VUE_OPTIONS_API__: 'true',
+      __VUE_PROD_DEVTOOLS__: 'false',
+      __VUE_PROD_HYDRATION_MISMATCH_DETAILS__: 'false',
+    },
+    logLevel: 'warning',
+  });
+  console.log(`${statSync(out).size} bytes`);
+}

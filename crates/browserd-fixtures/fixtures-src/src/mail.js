@@ -1,0 +1,78 @@
+// The mail app (Vue production build, render functions): a folder tree of nested lists whose rows toggle their
+// children, a mail list of clickable <div> rows (Vue's own per-element handlers), and a HUD of adjacent status
+// <div>s.
+import { createApp, h, reactive } from 'vue';
+import { record, pageData } from './record.js';
+
+const data = pageData();
+const state = reactive({
+  open: Object.fromEntries(data.folders.flatMap(allFolders).map((f) => [f.name, !!f.open])),
+  folder: data.folders[0].name,
+  read: {},
+  opened: null,
+});
+
+function allFolders(folder) {
+  return [folder, ...(folder.children || []).flatMap(allFolders)];
+}
+
+function folderItem(folder) {
+  const hasChildren = (folder.children || []).length > 0;
+  const open = state.open[folder.name];
+  const rowClass = ['folder-row', hasChildren ? (open ? 'expanded' : 'collapsed') : 'leaf'];
+  if (state.folder === folder.name) rowClass.push('active');
+  return h('li', { key: folder.name }, [
+    h(
+      'div',
+      {
+        class: rowClass,
+        onClick: () => {
+          if (hasChildren) state.open[folder.name] = !open;
+          state.folder = folder.name;
+          record(`folder:${folder.name}`);
+        },
+      },
+      folder.name,
+    ),
+    hasChildren && open ? h('ul', { class: 'tree' }, folder.children.map(folderItem)) : null,
+  ]);
+}
+
+const App = {
+  render() {
+    const unread = data.mails.filter((m) => !state.read[m.id]).length;
+    return h('div', { class: 'app mail' }, [
+      h('aside', { class: 'folders' }, [h('ul', { class: 'tree' }, data.folders.map(folderItem))]),
+      h('main', [
+        h('div', { class: 'hud' }, [
+          h('div', `Folder: ${state.folder}`),
+          h('div', `Unread: ${unread}`),
+          h('div', `Flagged: ${data.flagged}`),
+          h('div', `Storage: ${data.storage}`),
+          h('div', state.opened ? `Open: ${state.opened}` : 'Open: none'),
+        ]),
+        h(
+          'div',
+          { class: 'mail-list' },
+          data.mails.map((m) =>
+            h(
+              'div',
+              {
+                key: m.id,
+                class: state.read[m.id] ? 'mail-row' : 'mail-row unread',
+                onClick: () => {
+                  state.read[m.id] = true;
+                  state.opened = m.subject;
+                  record(`mail:${m.id}`);
+                },
+              },
+              [h('span', { class: 'from' }, m.from), h('span', { class: 'subject' }, m.subject), h('span', { class: 'date' }, m.date)],
+            ),
+          ),
+        ),
+      ]),
+    ]);
+  },
+};
+
+createApp(App).mount('#root');

@@ -1,0 +1,252 @@
+//! The fixture apps: pages built the way real products are (React and Vue production builds, a jQuery-style
+//! delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
+//! The server puts the data into the page as JSON; what is operable and which texts must be read is known only here.
+//! A click that reaches a page's handler is POSTed to `/api/record` and kept in order ([`crate::FixtureSite::records`]).
+
+use serde_json::{Value, json};
+
+/// One element a user can operate on an app page right after it loads, with the record its click leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppOperable {
+    /// The ARIA role (`generic` for an element without one: an `<a>` without `href`, a clickable `div`).
+    pub role: &'static str,
+    /// Its accessible name, or for a `generic` element its visible text (the part that names it).
+    pub name: String,
+    /// What `/api/record` receives when it is clicked (`None`: typing into a field records nothing).
+    pub records: Option<String>,
+}
+
+/// The ground truth of one app page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppTruth {
+    /// Every operable element right after load, in document order.
+    pub operable: Vec<AppOperable>,
+    /// Texts an agent must be able to read exactly as the page renders them, each on one line of its own.
+    pub texts: Vec<String>,
+}
+
+/// An app page: its path, the bundle it loads and its title.
+struct App {
+    path: &'static str,
+    script: &'static str,
+    title: &'static str,
+}
+
+const APPS: &[App] = &[
+    App { path: "/apps/tracker.html", script: "/apps/tracker.js", title: "Tracker — issues" },
+    App { path: "/apps/dashboard.html", script: "/apps/dashboard.js", title: "Dashboard" },
+    App { path: "/apps/mail.html", script: "/apps/mail.js", title: "Mail" },
+];
+
+/// The built bundles and the hand-written app files, by path.
+pub(crate) const FILES: &[(&str, &str, &str)] = &[
+    ("/apps/tracker.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/tracker.js")),
+    ("/apps/dashboard.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/dashboard.js")),
+    ("/apps/mail.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/mail.js")),
+    ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
+    ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
+];
+
+const VIEWS: &[&str] = &["Inbox", "My issues", "Projects", "Settings"];
+
+/// The tracker's issues: id, title, status. Some titles are longer than 80 characters, with the status after them.
+const ISSUES: &[(&str, &str, &str)] = &[
+    ("TRK-101", "Login button does nothing on Safari", "Open"),
+    (
+        "TRK-102",
+        "Checkout page shows the wrong currency for customers who switch their billing country during the session",
+        "In progress",
+    ),
+    ("TRK-103", "Typo in the welcome email", "Done"),
+    ("TRK-104", "Export to CSV drops the last row", "Open"),
+    (
+        "TRK-105",
+        "Search results flicker and reorder themselves while the user is still typing the query into the search box",
+        "Open",
+    ),
+    ("TRK-106", "Dark mode: chart labels unreadable", "In progress"),
+    ("TRK-107", "Avatar upload fails for PNG files over 2 MB", "Open"),
+    (
+        "TRK-108",
+        "Notification settings are not saved when the user leaves the page before the confirmation toast disappears",
+        "Done",
+    ),
+    ("TRK-109", "Keyboard shortcut conflicts with browser zoom", "Open"),
+    ("TRK-110", "Invoice PDF has a blank second page", "Done"),
+    (
+        "TRK-111",
+        "Password reset links expire after five minutes instead of the twenty-four hours promised in the help centre",
+        "In progress",
+    ),
+    ("TRK-112", "Sidebar collapses on every navigation", "Open"),
+    ("TRK-113", "Time zone missing in the activity feed", "Open"),
+    (
+        "TRK-114",
+        "Bulk archive of more than one hundred conversations times out and leaves some of them half archived",
+        "Open",
+    ),
+    ("TRK-115", "Broken link in the footer", "Done"),
+    ("TRK-116", "Slow first load on mobile networks", "In progress"),
+    (
+        "TRK-117",
+        "Team members invited by email cannot accept the invitation when their address contains a plus sign",
+        "Open",
+    ),
+    ("TRK-118", "Tooltip covers the save button", "Open"),
+    ("TRK-119", "Drag and drop reorders the wrong card", "Done"),
+    (
+        "TRK-120",
+        "Calendar view shows events one day early for users whose week starts on Monday in the regional settings",
+        "Open",
+    ),
+];
+
+const TABS: &[&str] = &["Overview", "Reports", "Alerts"];
+const CARDS: &[(&str, &str)] =
+    &[("Revenue", "$12,400"), ("Active users", "1,204"), ("Open tickets", "17"), ("Uptime", "99.95%")];
+const EXPECTED_NAME: &str = "Ada";
+
+/// Folder tree: (depth, name, open at load). Children follow their parent with a greater depth.
+const FOLDERS: &[(usize, &str, bool)] = &[
+    (0, "Inbox", false),
+    (0, "Projects", true),
+    (1, "Apollo", false),
+    (2, "Apollo designs", false),
+    (1, "Gemini", false),
+    (0, "Archive", false),
+    (1, "2025", false),
+    (1, "2024", false),
+    (0, "Sent", false),
+];
+const MAILS: &[(&str, &str, &str, &str)] = &[
+    ("m1", "Grace Hopper", "Compiler meeting moved to Thursday", "09:12"),
+    ("m2", "Alan Turing", "Re: the imitation game draft", "08:40"),
+    ("m3", "Katherine Johnson", "Trajectory numbers for review", "Yesterday"),
+    ("m4", "Linus Torvalds", "Patch series v3", "Yesterday"),
+    ("m5", "Barbara Liskov", "Substitution principle slides", "Mon"),
+    ("m6", "Dennis Ritchie", "Lunch?", "Sun"),
+];
+const FLAGGED: usize = 1;
+const STORAGE: &str = "41% of 15 GB";
+
+fn folder_tree(from: usize, depth: usize) -> (Vec<Value>, usize) {
+    let mut out = Vec::new();
+    let mut i = from;
+    while i < FOLDERS.len() && FOLDERS[i].0 == depth {
+        let (_, name, open) = FOLDERS[i];
+        let (children, next) = folder_tree(i + 1, depth + 1);
+        out.push(json!({ "name": name, "open": open, "children": children }));
+        i = next;
+    }
+    (out, i)
+}
+
+fn data(path: &str) -> Value {
+    match path {
+        "/apps/tracker.html" => json!({
+            "views": VIEWS,
+            "issues": ISSUES.iter().map(|(id, title, status)| json!({"id": id, "title": title, "status": status}))
+                .collect::<Vec<_>>(),
+        }),
+        "/apps/dashboard.html" => json!({
+            "tabs": TABS,
+            "cards": CARDS.iter().map(|(title, value)| json!({"title": title, "value": value})).collect::<Vec<_>>(),
+            "expectedName": EXPECTED_NAME,
+        }),
+        "/apps/mail.html" => json!({
+            "folders": folder_tree(0, 0).0,
+            "mails": MAILS.iter().map(|(id, from, subject, date)| json!({"id": id, "from": from, "subject": subject, "date": date}))
+                .collect::<Vec<_>>(),
+            "flagged": FLAGGED,
+            "storage": STORAGE,
+        }),
+        _ => Value::Null,
+    }
+}
+
+/// The HTML shell of the app page at `path`, or `None` when there is no such app: the data as JSON (`<` escaped so
+/// no text can close the script element), a root element and the bundle.
+pub(crate) fn shell(path: &str) -> Option<String> {
+    let app = APPS.iter().find(|a| a.path == path)?;
+    let data = data(path).to_string().replace('<', "\\u003c");
+    Some(format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\"><title>{}</title>\
+         <link rel=\"stylesheet\" href=\"/apps/apps.css\"></head>\n<body>\n<div id=\"root\"></div>\n\
+         <script type=\"application/json\" id=\"app-data\">{data}</script>\n<script src=\"{}\"></script>\n</body>\n</html>\n",
+        app.title, app.script
+    ))
+}
+
+fn op(role: &'static str, name: impl Into<String>, records: impl Into<String>) -> AppOperable {
+    AppOperable { role, name: name.into(), records: Some(records.into()) }
+}
+
+/// The folders shown at load: every top-level folder and the children of open ones.
+fn visible_folders() -> Vec<&'static str> {
+    let mut out = Vec::new();
+    let mut shown_depth = 0; // folders deeper than this are inside a closed parent
+    for &(depth, name, open) in FOLDERS {
+        if depth > shown_depth {
+            continue;
+        }
+        out.push(name);
+        shown_depth = if open { depth + 1 } else { depth };
+    }
+    out
+}
+
+/// The ground truth of the app page at `path` (query ignored), or `None` when it is not an app page.
+pub fn app_truth(path: &str) -> Option<AppTruth> {
+    let page = path.split('?').next().unwrap_or(path);
+    let truth = match page {
+        "/apps/tracker.html" => {
+            let mut operable: Vec<AppOperable> = VIEWS.iter().map(|v| op("generic", *v, format!("nav:{v}"))).collect();
+            operable.push(op("button", "Delete selected", "delete:ask"));
+            for (id, title, status) in ISSUES {
+                operable.push(op("generic", *title, format!("open:{id}")));
+                operable.push(op("generic", *status, format!("status:{id}")));
+            }
+            let mut texts = vec!["Opened: none".to_owned()];
+            texts.extend(ISSUES.iter().map(|(_, title, _)| (*title).to_owned()));
+            AppTruth { operable, texts }
+        }
+        "/apps/dashboard.html" => {
+            let mut operable: Vec<AppOperable> = TABS.iter().map(|t| op("generic", *t, format!("tab:{t}"))).collect();
+            operable.extend(CARDS.iter().map(|(title, _)| op("generic", *title, format!("card:{title}"))));
+            operable.push(AppOperable { role: "textbox", name: "Name".into(), records: None });
+            operable.push(op("button", "Check", "check:"));
+            let mut texts = vec![format!("Enter \"{EXPECTED_NAME}\" into the field"), "Selected card: none".into()];
+            texts.extend(CARDS.iter().map(|(_, value)| (*value).to_owned()));
+            AppTruth { operable, texts }
+        }
+        "/apps/mail.html" => {
+            let mut operable: Vec<AppOperable> =
+                visible_folders().into_iter().map(|f| op("generic", f, format!("folder:{f}"))).collect();
+            // A mail row is named by its text: sender, subject, date.
+            operable.extend(MAILS.iter().map(|(id, from, subject, date)| {
+                op("generic", format!("{from} {subject} {date}"), format!("mail:{id}"))
+            }));
+            let texts = vec![
+                format!("Folder: {}", FOLDERS[0].1),
+                format!("Unread: {}", MAILS.len()),
+                format!("Flagged: {FLAGGED}"),
+                format!("Storage: {STORAGE}"),
+                "Open: none".into(),
+            ];
+            AppTruth { operable, texts }
+        }
+        "/apps/delegated.html" => {
+            let sections = ["Profile", "Notifications", "Billing", "Security"];
+            let results = ["Quarterly report 2026", "Team offsite agenda", "Budget forecast"];
+            let devices = [("Work laptop", "laptop"), ("Phone", "phone"), ("Old tablet", "tablet")];
+            let mut operable: Vec<AppOperable> =
+                sections.iter().map(|s| op("generic", *s, format!("section:{s}"))).collect();
+            operable.extend(results.iter().map(|r| op("generic", *r, format!("result:{r}"))));
+            operable.extend(devices.iter().map(|(name, id)| op("generic", *name, format!("device:{id}"))));
+            let texts = vec!["Section: Profile".into(), "Last action: none".into(), "PDF, 2 MB, edited Monday".into()];
+            AppTruth { operable, texts }
+        }
+        _ => return None,
+    };
+    Some(truth)
+}

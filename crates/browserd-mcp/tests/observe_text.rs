@@ -1,0 +1,120 @@
+//! What a model reads from `browser_observe` through the MCP server, on real Chromium (issue 13 items 1, 2 and 7):
+//! rmcp's client → `browserd_mcp::serve` → an in-process broker → Debian's Chromium. The page text is exactly the
+//! rendered text (no space added at an inline `<span>`, four sibling status `<div>`s on four lines, nothing cut at
+//! 80 or 160 characters), it comes unescaped after one envelope line (URL, title, cursor: six tokens of framing), and without an output
+//! schema there is no `structuredContent` copy for a host to show instead.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browserd_broker::Broker;
+use browserd_broker::client::{Client, ConnectOptions};
+use browserd_broker::config::BrokerConfig;
+use browserd_ipc::RuntimeDir;
+use browserd_mcp::{BrokerBackend, HostIdentity, ServerOptions};
+use browserd_protocol::hello::ComponentRole;
+use browserd_protocol::lifecycle::HostKind;
+use browserd_test_support::fixtures::FixtureSite;
+use browserd_test_support::text_pages::TEXT_PAGES;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use serde_json::{Value, json};
+
+const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+fn call(name: &str, arguments: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(name.to_owned())
+        .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new))
+}
+
+fn text(result: &CallToolResult) -> String {
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    result.content[0].as_text().expect("text first").text.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_through_mcp_reads_the_page_text_exactly_whole_and_unescaped() {
+    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
+    let site = FixtureSite::start().await.unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
+    let config = BrokerConfig {
+        chromium_path: Some(CHROMIUM.into()),
+        profile_dir: Some(temp.path().join("profile")),
+        idle_exit_secs: 0,
+        ..BrokerConfig::default()
+    };
+    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
+    let running = tokio::spawn({
+        let broker = broker.clone();
+        let dir = dir.clone();
+        async move { broker.run(&dir).await }
+    });
+    let connect = ConnectOptions {
+        role: ComponentRole::Mcp,
+        runtime_dir: Some(dir.path().to_path_buf()),
+        spawn: false,
+        timeout: Some(Duration::from_secs(60)),
+        broker_exe: None,
+    };
+    let mut ready = false;
+    for _ in 0..500 {
+        if Client::connect(&connect).await.is_ok() {
+            ready = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(ready, "the broker started");
+    let mut options =
+        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "text".into(), from_host: false });
+    options.output_schemas = false;
+    let (server_io, client_io) = tokio::io::duplex(1 << 22);
+    let backend = Arc::new(BrokerBackend::new(connect, false));
+    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
+    let client = ().serve(client_io).await.unwrap();
+    let o200k = tiktoken_rs::o200k_base().unwrap();
+
+    // A fixture page: the envelope is one line of at most 15 tokens, and the page text follows it as it is.
+    let opened = text(&client.call_tool(call("browser_open", json!({"url": site.url("/form.html")}))).await.unwrap());
+    let tab = serde_json::from_str::<Value>(&opened).unwrap()["tab"].clone();
+    let observed = client.call_tool(call("browser_observe", json!({}))).await.unwrap();
+    let shown = text(&observed);
+    let (envelope, page) = shown.split_once('\n').expect("an envelope line, then the page");
+    // Framing: what the envelope costs beyond the page's own URL and title (a loopback URL with a port is 14
+    // tokens by itself; `https://example.com/form` is 5).
+    let url = site.url("/form.html");
+    let tokens = o200k.encode_ordinary(envelope).len();
+    let framing = tokens - o200k.encode_ordinary(&url).len() - o200k.encode_ordinary("Controlled form").len();
+    assert!(framing <= 6, "the envelope's framing is {framing} of its {tokens} tokens: {envelope}");
+    assert!(envelope.starts_with(&url) || envelope.contains(&format!(" {url} ")), "{envelope}");
+    assert!(envelope.contains("\"Controlled form\" @"), "{envelope}");
+    assert!(page.contains("textbox \"Full name\""), "refs keep their quotes, unescaped:\n{page}");
+    assert!(!page.contains("\\\""), "nothing JSON-escaped:\n{page}");
+    assert!(
+        page.contains("after each event. Assigning .value from script is ignored."),
+        "a long paragraph is shown whole:\n{page}"
+    );
+    assert!(observed.structured_content.is_none(), "no output schema: no JSON copy of the page");
+    text(&client.call_tool(call("browser_close", json!({"tabs": [tab]}))).await.unwrap());
+
+    // The text pages: each rendered line exactly, as a line of its own.
+    for p in TEXT_PAGES {
+        let opened = text(&client.call_tool(call("browser_open", json!({"url": p.url()}))).await.unwrap());
+        let tab = serde_json::from_str::<Value>(&opened).unwrap()["tab"].clone();
+        let shown = text(&client.call_tool(call("browser_observe", json!({"tab": tab}))).await.unwrap());
+        let lines: Vec<&str> = shown.lines().skip(1).map(str::trim_start).collect();
+        for want in p.must_read {
+            assert!(lines.contains(want), "{}: no line reads exactly {want:?} in\n{shown}", p.name);
+        }
+        assert!(!shown.contains('…'), "{}: nothing is cut:\n{shown}", p.name);
+        text(&client.call_tool(call("browser_close", json!({"tabs": [tab]}))).await.unwrap());
+    }
+
+    drop(client);
+    let _ = server.await;
+    broker.shutdown_token().cancel();
+    running.await.unwrap().unwrap();
+    site.shutdown().await;
+}

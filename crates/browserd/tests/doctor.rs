@@ -1,0 +1,150 @@
+//! `browserd doctor` as a user runs it (the real binary): the default path is checked first and a healthy machine
+//! exits 0 with the extension shown as optional; each FAIL the default-path checks can print appears with the exact
+//! command that fixes it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn uid() -> u32 {
+    std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap()
+}
+
+struct Home {
+    root: tempfile::TempDir,
+}
+
+impl Home {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        let home = Self { root };
+        for d in [home.path("home"), home.path("run")] {
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        home
+    }
+    /// `run` is this uid's directory under the fake `/run/user` root `base`.
+    fn path(&self, p: &str) -> PathBuf {
+        match p.strip_prefix("run") {
+            Some("") => self.root.path().join("base").join(uid().to_string()),
+            Some(rest) => self.path("run").join(rest.trim_start_matches('/')),
+            None => self.root.path().join(p),
+        }
+    }
+    /// `browserd doctor` with a fake `/run/user` root holding `<root>/run` as this uid's directory.
+    fn doctor(&self, args: &[&str], vars: &[(&str, &str)]) -> (i32, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_browserd"));
+        command
+            .arg("doctor")
+            .args(args)
+            .current_dir(self.root.path())
+            .env_clear()
+            .env("HOME", self.path("home"))
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("XDG_RUNTIME_DIR", self.path("run"))
+            .env("BROWSERD_TEST_RUN_USER_BASE", self.path("base"));
+        if let Some(chromium) = std::env::var_os("BROWSERD_CHROMIUM") {
+            command.env("BROWSERD_CHROMIUM", chromium);
+        }
+        for (k, v) in vars {
+            command.env(k, v);
+        }
+        let out = command.output().unwrap();
+        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+    fn failures(&self, vars: &[(&str, &str)]) -> Vec<Value> {
+        let (code, text) = self.doctor(&["--json"], vars);
+        let checks: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+        let failed: Vec<Value> = checks.as_array().unwrap().iter().filter(|c| c["status"] == "fail").cloned().collect();
+        assert_eq!(code, i32::from(!failed.is_empty()), "exit status follows the failures: {text}");
+        failed
+    }
+}
+
+fn only_failure(failed: &[Value], name: &str) -> (String, String) {
+    let names: Vec<&str> = failed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, [name], "{failed:#?}");
+    (failed[0]["detail"].as_str().unwrap().to_owned(), failed[0]["fix"].as_str().unwrap().to_owned())
+}
+
+#[test]
+fn a_healthy_machine_passes_with_the_extension_optional() {
+    let home = Home::new();
+    let (code, text) = home.doctor(&[], &[]);
+    assert_eq!(code, 0, "{text}");
+    assert!(!text.contains("FAIL"), "{text}");
+    assert!(text.contains("[ok  ] browser launch: headless launch and a page load"), "{text}");
+    assert!(text.contains("[optional] extension"), "{text}");
+    assert!(text.contains("browserd install --browser chrome"), "{text}");
+}
+
+#[test]
+fn no_browser_names_the_install_command() {
+    let (_, fix) = only_failure(&Home::new().failures(&[("BROWSERD_CHROMIUM", "/nonexistent/chromium")]), "browser");
+    assert!(fix.contains("apt-get install chromium") && fix.contains("BROWSERD_CHROMIUM"), "{fix}");
+}
+
+#[test]
+fn a_browser_that_cannot_load_a_page_names_the_command_showing_why() {
+    let failed = Home::new().failures(&[("BROWSERD_CHROMIUM", "/bin/false")]);
+    let (detail, fix) = only_failure(&failed, "browser launch");
+    assert!(detail.contains("did not load a page"), "{detail}");
+    assert!(fix.starts_with("/bin/false --headless") && fix.contains("--dump-dom about:blank"), "{fix}");
+}
+
+#[test]
+fn an_unsafe_runtime_dir_names_the_fix() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path("run/browserd")).unwrap();
+    std::fs::set_permissions(home.path("run/browserd"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (detail, fix) = only_failure(&home.failures(&[]), "runtime dir");
+    assert!(detail.contains("chmod 700"), "{detail}");
+    assert!(fix.contains(&format!("chmod 700 {}", home.path("run/browserd").display())), "{fix}");
+}
+
+#[test]
+fn a_host_without_xdg_runtime_dir_reaching_another_broker_is_a_failure() {
+    let home = Home::new();
+    // No fake /run/user/<uid>: a stripped host falls back to /tmp/browserd-<uid>, this shell uses <root>/run.
+    let failed = home.failures(&[("BROWSERD_TEST_RUN_USER_BASE", &home.path("nowhere").display().to_string())]);
+    let (detail, fix) = only_failure(&failed, "stripped-environment host");
+    assert!(detail.contains("two brokers"), "{detail}");
+    assert!(fix.contains(&format!("XDG_RUNTIME_DIR = \"{}\"", home.path("run").display())), "{fix}");
+}
+
+#[test]
+fn an_unwritable_journal_directory_names_the_fix() {
+    let home = Home::new();
+    std::fs::create_dir_all(home.path("home/.local/state")).unwrap();
+    std::fs::write(home.path("home/.local/state/browserd"), b"not a directory").unwrap();
+    let failed = home.failures(&[]);
+    let names: Vec<&str> = failed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["journal"], "{failed:#?}");
+    let fix = failed[0]["fix"].as_str().unwrap();
+    assert!(fix.starts_with("rm -f ") && fix.contains("chmod 700"), "{fix}");
+}
+
+#[test]
+fn no_home_names_the_fix() {
+    let failed = Home::new().failures(&[("HOME", "relative/home")]);
+    let names: Vec<&str> = failed.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert!(names.contains(&"journal"), "{failed:#?}");
+    let journal = failed.iter().find(|c| c["name"] == "journal").unwrap();
+    assert!(journal["fix"].as_str().unwrap().starts_with("export HOME="), "{journal}");
+}
+
+#[test]
+fn a_profile_held_by_a_stray_chromium_names_the_kill_command() {
+    let home = Home::new();
+    let profile = home.path("home/.local/state/browserd/profile");
+    std::fs::create_dir_all(&profile).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    std::os::unix::fs::symlink(format!("{}-{}", host.trim(), std::process::id()), profile.join("SingletonLock"))
+        .unwrap();
+    let failed = home.failures(&[]);
+    let (_, fix) = only_failure(&failed, "profile lock");
+    assert_eq!(fix, format!("kill {}", std::process::id()));
+}
