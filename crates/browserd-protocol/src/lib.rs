@@ -17,6 +17,7 @@
 //! - [`schema`]: JSON Schema generation and the whole-protocol document pinned by the snapshot test.
 //! - [`verdict`]: the one rule for whether a tool result is a full success (MCP `isError`, CLI exit status).
 
+pub mod advanced;
 pub mod errors;
 pub mod hello;
 pub mod ids;

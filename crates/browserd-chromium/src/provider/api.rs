@@ -265,7 +265,10 @@ impl Provider for ChromiumProvider {
     }
 
     async fn attach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
-        self.ensure_attached(tab, Instant::now() + ctx.timeout).await.map(|_| ()).map_err(|e| self.live_tab_error(tab, e))
+        self.ensure_attached(tab, Instant::now() + ctx.timeout)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.live_tab_error(tab, e))
     }
 
     async fn detach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use browserd_cdp::{Cdp, CdpError, ConnectOptions, LaunchError, LaunchOptions, ManagedBrowser, SessionId, TransportError};
+use browserd_cdp::{
+    Cdp, CdpError, ConnectOptions, LaunchError, LaunchOptions, ManagedBrowser, SessionId, TransportError,
+};
 use browserd_core::provider::{
     HandleAllocator, OpContext, Provider, ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle,
     TabInfo,
@@ -97,9 +99,9 @@ pub(crate) fn cdp_err(e: &CdpError, what: &str) -> ProviderError {
         CdpError::Cancelled => ProviderErrorKind::Cancelled,
         CdpError::TargetClosed { .. } => ProviderErrorKind::TabGone,
         CdpError::Transport(TransportError::NotAuthorised { .. }) => ProviderErrorKind::NotAuthorised,
-        CdpError::Transport(TransportError::Busy { retry_after_ms, .. }) => ProviderErrorKind::Busy {
-            retry_after_ms: retry_after_ms.unwrap_or(browserd_cdp::DEFAULT_RETRY_AFTER_MS),
-        },
+        CdpError::Transport(TransportError::Busy { retry_after_ms, .. }) => {
+            ProviderErrorKind::Busy { retry_after_ms: retry_after_ms.unwrap_or(browserd_cdp::DEFAULT_RETRY_AFTER_MS) }
+        }
         CdpError::Transport(TransportError::Unsupported { .. }) => {
             ProviderErrorKind::Unsupported(browserd_core::provider::UnsupportedReason::ByImplementation)
         }
