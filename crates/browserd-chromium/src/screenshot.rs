@@ -141,8 +141,11 @@ pub(crate) async fn capture(
     }
     // Chromium often renders no frame of its error page (`chrome-error://`) in a background tab, and the capture
     // then never answers: bound it, and answer with a typed error that says what the tab shows, inside the deadline.
-    let url = p.st().tabs.get(&tab).map(|t| t.url.clone()).unwrap_or_default();
-    let error_page = url.starts_with("chrome-error://");
+    // The tab's URL is the one that failed to load; its main frame's document is `chrome-error://chromewebdata/`.
+    let error_page = p.st().tabs.get(&tab).is_some_and(|t| {
+        t.url.starts_with("chrome-error://")
+            || t.frames.get(&t.target_id).is_some_and(|f| f.url.starts_with("chrome-error://"))
+    });
     let capture_by = if error_page { deadline.min(Instant::now() + ERROR_PAGE_WAIT) } else { deadline };
     let r = match p.call(Some(&session), "Page.captureScreenshot", params, capture_by).await {
         Ok(r) => r,
