@@ -432,6 +432,7 @@ fn router(state: SiteState) -> Router {
         .route("/gen/manifest", get(gen_manifest))
         .route("/upload", post(upload).layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)))
         .route("/download/report.csv", get(download))
+        .route("/scheme-redirect", get(scheme_redirect))
         .route("/api/poll", get(poll))
         .route("/api/record", post(record))
         .route("/api/long-poll", get(long_poll))
@@ -607,6 +608,16 @@ async fn download() -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"report.csv\""));
+    response
+}
+
+/// `/scheme-redirect?to=URL`: a 302 to any URL (`file:`, `chrome:`, …), for the scheme policy's redirect case.
+async fn scheme_redirect(Query(query): Query<HashMap<String, String>>) -> Response {
+    let to = query.get("to").cloned().unwrap_or_default();
+    let mut response = StatusCode::FOUND.into_response();
+    if let Ok(value) = HeaderValue::from_str(&to) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
     response
 }
 

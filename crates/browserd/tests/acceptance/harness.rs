@@ -57,6 +57,8 @@ impl Home {
         if let Some(ms) = options.op_timeout_ms {
             config.push_str(&format!("op_timeout_ms = {ms}\n"));
         }
+        // The counter pages are `data:` URLs, which the scheme policy refuses unless the user allows them.
+        config.push_str("[schemes]\nallow = [\"data\"]\n");
         std::fs::write(home.path().join(".config/browserd/config.toml"), config).unwrap();
         home
     }
