@@ -92,6 +92,19 @@ impl<'a> Rules<'a> {
     }
 }
 
+/// The policy's copy for the extension's last-hop gate (`schemes.set`): the file roots (symbolic links resolved,
+/// since the extension cannot resolve them) and the extra schemes.
+#[must_use]
+pub fn gate_copy(config: &crate::config::BrokerConfig) -> Value {
+    let roots: Vec<String> = config
+        .files
+        .file_url_roots
+        .iter()
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()).display().to_string())
+        .collect();
+    json!({"fileRoots": roots, "extra": config.schemes.allow})
+}
+
 /// Why `url` may not be shown in a tab an agent controls; `None` when it may.
 #[must_use]
 pub fn refusal(url: &str, rules: Rules<'_>) -> Option<Refusal> {
