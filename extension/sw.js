@@ -26,7 +26,10 @@ function refuseUrl(url, what) {
 /** Throws POLICY_DENIED when the tab shows (or is about to show) a URL the policy refuses. */
 async function refuseTab(tabId, what) {
   const tab = await chrome.tabs.get(tabId);
-  for (const url of [tab.url, tab.pendingUrl]) if (url) refuseUrl(url, `${what} tab ${tabId} (it shows a ${String(url).split(':')[0]}: page)`);
+  for (const url of [tab.url, tab.pendingUrl]) {
+    const why = url ? schemes.shownRefusal(url) : null;
+    if (why) throw new GateError('POLICY_DENIED', `${what} tab ${tabId} (it shows a ${String(url).split(':')[0]}: page) refused by the extension's scheme gate: ${why}; nothing was sent`);
+  }
 }
 const owners = new Owners(chrome.storage.session);
 const reassembler = new Reassembler(64 * 1024 * 1024);

@@ -24,7 +24,14 @@ export class Schemes {
     return { fileRoots: this.fileRoots, extra: this.extra };
   }
 
-  /** `null` when `url` may be shown, else the reason (a sentence naming the scheme). */
+  /** `null` when a tab showing `url` may be read and acted on: `refusal`, but the browser's error page for a failed load
+   *  (`chrome-error://chromewebdata/`, showing the failed URL) may be shown, though never navigated to. */
+  shownRefusal(url) {
+    if (String(url).startsWith('chrome-error:')) return null;
+    return this.refusal(url);
+  }
+
+  /** `null` when `url` may be navigated to or shown, else the reason (a sentence naming the scheme). */
   refusal(url) {
     let parsed;
     try { parsed = new URL(String(url)); } catch (e) { return 'a URL without a scheme is refused (only http:, https: and about:blank)'; }

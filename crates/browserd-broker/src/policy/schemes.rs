@@ -92,6 +92,17 @@ impl<'a> Rules<'a> {
     }
 }
 
+/// Why a tab may not be read or acted on while it shows `url`: [`refusal`], except that the browser's own error page
+/// for a load that failed (`chrome-error://chromewebdata/`, which shows the failed URL and the error) may be read
+/// and navigated away from, though never navigated to.
+#[must_use]
+pub fn shown_refusal(url: &str, rules: Rules<'_>) -> Option<Refusal> {
+    if scheme_of(url).as_deref() == Some("chrome-error") {
+        return None;
+    }
+    refusal(url, rules)
+}
+
 /// The policy's copy for the extension's last-hop gate (`schemes.set`): the file roots (symbolic links resolved,
 /// since the extension cannot resolve them) and the extra schemes.
 #[must_use]
@@ -368,7 +379,7 @@ pub(crate) async fn before(
     let Some(tab) = target_tab(broker, session, call) else { return Ok(()) };
     broker.runtime.apply_events().await;
     let url = broker.runtime.inspect(|e| e.tabs().get(tab).filter(|r| r.alive).map(|r| r.url.clone()));
-    match url.and_then(|u| refusal(&u, rules)) {
+    match url.and_then(|u| shown_refusal(&u, rules)) {
         Some(r) => Err(r.error(Doing::TabShows, Some(tab))),
         None => Ok(()),
     }
@@ -383,7 +394,7 @@ pub(crate) fn after(broker: &Broker, result: &mut Result<Value, ErrorData>) {
     let mut found = None;
     visit_urls(value, &mut |url| {
         if found.is_none() {
-            found = refusal(url, rules);
+            found = shown_refusal(url, rules);
         }
     });
     let Some(refused) = found else { return };
@@ -493,6 +504,14 @@ mod tests {
         assert!(c.set_allow(&["no scheme".into()]).is_err());
         let forced = ["javascript".to_owned()];
         assert!(refusal("javascript:1", Rules { file_roots: &[], extra: &forced }).is_some());
+    }
+
+    #[test]
+    fn the_browsers_error_page_may_be_shown_but_not_navigated_to() {
+        let error_page = "chrome-error://chromewebdata/";
+        assert_eq!(shown_refusal(error_page, Rules::default()), None);
+        assert!(refusal(error_page, Rules::default()).is_some());
+        assert!(shown_refusal("chrome://settings", Rules::default()).is_some());
     }
 
     #[test]
