@@ -32,7 +32,8 @@ impl AddressabilityReport {
 /// Exact (role, name) matches are taken first. Then an expected `generic` element (no ARIA role in the markup: a
 /// clickable `div`, a contenteditable region) that is still unmatched takes any remaining ref with the same name,
 /// whatever role the tool gave it (Chromium exposes a contenteditable region as `textbox`): it has a ref either way;
-/// failing that, a remaining ref whose name contains the element's text (or, cut with `…`, begins it).
+/// failing that, a remaining ref named from its content (not a form control, which is named by its label) whose
+/// name contains the element's text (or, cut with `…`, begins it).
 pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityReport {
     let mut available: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     for r in refs {
@@ -56,8 +57,9 @@ pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityR
         // text (a caret drawn by CSS, the row's other cells), and a name cut short with `…` counts by its start.
         let other = match other {
             Some(found) => Some(found),
-            None => available.iter_mut().find(|((_, name), count)| {
+            None => available.iter_mut().find(|((role, name), count)| {
                 **count > 0
+                    && named_from_content(role)
                     && (name.contains(element.name.as_str())
                         || name.strip_suffix('…').is_some_and(|cut| !cut.is_empty() && element.name.starts_with(cut)))
             }),
@@ -76,6 +78,31 @@ pub fn check(expected: &[BenchElement], refs: &[Addressable]) -> AddressabilityR
         .collect();
     let addressable = matched.iter().filter(|m| **m).count();
     AddressabilityReport { interactive: expected.len(), addressable, missing_sample }
+}
+
+/// Whether a ref of this role can be a clickable container named by all its text, so a name holding more than the
+/// element's own text can still be that element. A form control is named by its label (`textbox "Editor 2"` is not
+/// `Editor`), and a paragraph or heading that holds a pointer span's text is not the span: clicking it may miss.
+fn named_from_content(role: &str) -> bool {
+    !matches!(
+        role,
+        "textbox"
+            | "searchbox"
+            | "combobox"
+            | "checkbox"
+            | "radio"
+            | "switch"
+            | "slider"
+            | "spinbutton"
+            | "listbox"
+            | "paragraph"
+            | "heading"
+            | "text"
+            | "StaticText"
+            | "blockquote"
+            | "strong"
+            | "emphasis"
+    )
 }
 
 #[cfg(test)]
@@ -118,5 +145,9 @@ mod tests {
         assert!(report.complete());
         // The name must still match.
         assert_eq!(check(&manifest[..1], &[r("textbox", "Editor 2")]).addressable, 0);
+        // A clickable row named by all its text holds the element; a paragraph around a pointer span does not.
+        let span = vec![el("s1", "generic", "Show details")];
+        assert_eq!(check(&span, &[r("clickable", "Section 1 Show details")]).addressable, 1);
+        assert_eq!(check(&span, &[r("paragraph", "Section 1 Show details")]).addressable, 0);
     }
 }

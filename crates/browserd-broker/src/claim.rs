@@ -94,9 +94,14 @@ impl Holder {
 }
 
 /// The held claim on a state directory; dropping it releases the claim (the kernel does so when the process dies).
+///
+/// The claim is a lock on the directory itself, which needs no disk space: a broker whose state disk is full still
+/// starts (its journal then reports degraded and every input is refused until space is freed). The claim file only
+/// tells a second broker who holds it; it is written when it can be.
 #[derive(Debug)]
 pub struct StateClaim {
-    _file: File,
+    _dir: File,
+    _file: Option<File>,
     path: PathBuf,
 }
 
@@ -112,30 +117,27 @@ impl StateClaim {
         let mut builder = std::fs::DirBuilder::new();
         std::os::unix::fs::DirBuilderExt::mode(builder.recursive(true), 0o700);
         builder.create(state_dir).map_err(io_err)?;
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(&path)
-            .map_err(io_err)?;
-        match file.try_lock() {
+        let dir = File::open(state_dir).map_err(io_err)?;
+        match dir.try_lock() {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
-                return Err(ClaimError::HeldBy {
-                    dir: state_dir.to_path_buf(),
-                    holder: read_holder(&mut file),
-                    mine: socket.to_path_buf(),
-                });
+                let holder = open_claim_file(&path, false).map(|mut f| read_holder(&mut f)).unwrap_or_default();
+                return Err(ClaimError::HeldBy { dir: state_dir.to_path_buf(), holder, mine: socket.to_path_buf() });
             }
             Err(std::fs::TryLockError::Error(source)) => return Err(io_err(source)),
         }
-        file.set_len(0).map_err(io_err)?;
-        file.seek(SeekFrom::Start(0)).map_err(io_err)?;
-        write!(file, "pid {}\nsocket {}\n", std::process::id(), socket.display()).map_err(io_err)?;
-        Ok(StateClaim { _file: file, path })
+        // Who holds it, for a second broker's message; on a full disk the file may stay empty (holder unknown).
+        let file = open_claim_file(&path, true).ok().map(|mut file| {
+            let written = file
+                .set_len(0)
+                .and_then(|()| file.seek(SeekFrom::Start(0)))
+                .and_then(|_| write!(file, "pid {}\nsocket {}\n", std::process::id(), socket.display()));
+            if let Err(e) = written {
+                tracing::warn!(path = %path.display(), error = %e, "the broker claim file could not be written");
+            }
+            file
+        });
+        Ok(StateClaim { _dir: dir, _file: file, path })
     }
 
     /// The claim file.
@@ -145,18 +147,28 @@ impl StateClaim {
     }
 }
 
+fn open_claim_file(path: &Path, create: bool) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+}
+
 /// The broker that holds `state_dir` now, if one does (a non-blocking probe; the claim is not kept).
 #[must_use]
 pub fn holder_of(state_dir: &Path) -> Option<Holder> {
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(state_dir.join(CLAIM_FILE_NAME))
-        .ok()?;
-    match file.try_lock() {
+    let dir = File::open(state_dir).ok()?;
+    match dir.try_lock() {
         Ok(()) => None,
-        Err(std::fs::TryLockError::WouldBlock) => Some(read_holder(&mut file)),
+        Err(std::fs::TryLockError::WouldBlock) => Some(
+            open_claim_file(&state_dir.join(CLAIM_FILE_NAME), false)
+                .map(|mut f| read_holder(&mut f))
+                .unwrap_or_default(),
+        ),
         Err(std::fs::TryLockError::Error(_)) => None,
     }
 }

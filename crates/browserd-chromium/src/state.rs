@@ -325,6 +325,9 @@ pub(crate) struct Tab {
     pub(crate) awaiting_url: Option<String>,
     /// Its renderer crashed (`Target.targetCrashed`) and it has not navigated since: still an open tab.
     pub(crate) crashed: bool,
+    /// browserd created this tab (`Target.createTarget`). On a remote endpoint such a tab may show as attached to
+    /// another client: a grid (Browserless, Selenium) keeps its own protocol client on every page it serves.
+    pub(crate) opened_here: bool,
 }
 
 impl Tab {
@@ -358,6 +361,7 @@ impl Tab {
             detach_reason: None,
             load_state: LoadState::Complete,
             images: crate::point::ImageLog::default(),
+            opened_here: false,
             ax_cache: crate::observe::AxCache::default(),
             awaiting_url: None,
             crashed: false,

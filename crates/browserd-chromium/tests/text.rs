@@ -103,6 +103,26 @@ fn quoted(l: &str) -> Vec<String> {
     out
 }
 
+/// The consecutive rendered lines that, joined by a space, make up `name` (none when no run does).
+fn spanned_lines(rendered: &[String], name: &str) -> Vec<String> {
+    for start in 0..rendered.len() {
+        let mut joined = String::new();
+        for (end, line) in rendered.iter().enumerate().skip(start) {
+            if !joined.is_empty() {
+                joined.push(' ');
+            }
+            joined.push_str(line.trim());
+            if joined == name {
+                return rendered[start..=end].to_vec();
+            }
+            if !name.starts_with(joined.as_str()) {
+                break;
+            }
+        }
+    }
+    Vec::new()
+}
+
 /// The fidelity mismatches of one observation against the page's rendered lines.
 fn mismatches(o: &Observation, rendered: &[String]) -> Vec<String> {
     let mut bad = Vec::new();
@@ -125,7 +145,22 @@ fn mismatches(o: &Observation, rendered: &[String]) -> Vec<String> {
                 }
                 fragments.push(t);
             }
-            Said::Name(parts) => fragments.extend(parts.into_iter().filter(|p| !p.is_empty())),
+            Said::Name(parts) => {
+                for part in parts.into_iter().filter(|p| !p.is_empty()) {
+                    // A clickable card or row named by all its text reads its lines joined by a space (where a block
+                    // box begins, as innerText breaks the line): that name shows each of those rendered lines.
+                    if !rendered.iter().any(|r| r.contains(&part)) {
+                        fragments.extend(spanned_lines(rendered, &part));
+                    }
+                    // A marker drawn by CSS (`::before { content: "▸" }`) is in the accessible name, not in
+                    // innerText: the name past it shows the line.
+                    let unmarked = part.trim_start_matches(|c: char| !c.is_alphanumeric()).to_owned();
+                    if unmarked.len() < part.len() && !unmarked.is_empty() {
+                        fragments.push(unmarked);
+                    }
+                    fragments.push(part);
+                }
+            }
             Said::Own => {}
         }
     }
@@ -156,6 +191,9 @@ async fn every_fixture_page_reads_as_its_inner_text() {
         let page = Page::open(&url).await;
         let o = page.observe().await;
         let rendered = inner_text(&page).await;
+        if std::env::var("TEXT_DUMP").is_ok_and(|d| name.contains(&d)) {
+            eprintln!("=== {name}\n{}\n--- rendered\n{}", o.untrusted_content, rendered.join("\n"));
+        }
         for m in mismatches(&o, &rendered) {
             report.push(format!("{name}: {m}"));
         }

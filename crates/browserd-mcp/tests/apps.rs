@@ -124,6 +124,8 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
                 op.name
             );
         }
+        // The app's tab is done: a session keeps at most 3 tabs open.
+        text(&client.call_tool(call("browser_cleanup", json!({}))).await.unwrap());
     }
 
     // A badge that shows a pointer but has no handler: the click says nothing happened.

@@ -122,6 +122,32 @@ async fn frame_offset(
     Ok(off)
 }
 
+/// The backend id, in the top-level document, of the frame element that holds `frame` (its outermost ancestor frame
+/// below the top level); `None` when it cannot be read.
+async fn top_owner(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    frame: &str,
+    top_session: &SessionId,
+    deadline: Instant,
+) -> Option<i64> {
+    let outermost = {
+        let st = p.st();
+        let t = st.tabs.get(&tab)?;
+        let mut current = frame.to_owned();
+        for _ in 0..16 {
+            let parent = t.frames.get(&current)?.parent.clone()?;
+            if t.frames.get(&parent)?.parent.is_none() {
+                break;
+            }
+            current = parent;
+        }
+        current
+    };
+    let owner = p.call(Some(top_session), "DOM.getFrameOwner", json!({"frameId": outermost}), deadline).await.ok()?;
+    owner["backendNodeId"].as_i64()
+}
+
 /// The bounding box of a node's first visible quad, in top-level viewport coordinates.
 pub(crate) async fn quad_center(
     p: &ChromiumProvider,
@@ -312,14 +338,12 @@ impl Run<'_> {
             let a = quad_center(self.p, self.tab, res, self.deadline)
                 .await
                 .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
-            let b = if pr["animating"] == json!(true) {
-                tokio::time::sleep(Duration::from_millis(16)).await;
-                quad_center(self.p, self.tab, res, self.deadline)
-                    .await
-                    .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?
-            } else {
-                a
-            };
+            // Always two samples a frame apart: scrolling the node into view scrolls the parent documents from the
+            // frame's own process, and the owner's box in the parent may not have moved yet when first measured.
+            tokio::time::sleep(Duration::from_millis(16)).await;
+            let b = quad_center(self.p, self.tab, res, self.deadline)
+                .await
+                .map_err(|e| Fail::new(codes::NOT_ACTIONABLE, e))?;
             if (a.left - b.left).abs() > 1.0 || (a.top - b.top).abs() > 1.0 || (a.width - b.width).abs() > 1.0 {
                 return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is moving (animation or layout shift)"));
             }
@@ -382,7 +406,11 @@ impl Run<'_> {
                 .await
                 .map(|v| v["node"]["nodeName"].as_str().unwrap_or_default().to_ascii_lowercase())
                 .unwrap_or_default();
-            if tag != "iframe" && tag != "frame" {
+            // The point must land on the owner of this frame's outermost frame, not merely on some frame.
+            let owner = top_owner(self.p, self.tab, &res.frame_id, &self.session, self.deadline).await;
+            let lands = (tag == "iframe" || tag == "frame")
+                && owner.is_none_or(|owner| top["backendNodeId"].as_i64() == Some(owner));
+            if !lands {
                 let main = self.p.st().tabs.get(&self.tab).map(|t| t.target_id.clone()).unwrap_or_default();
                 let frame = top["frameId"].as_str().unwrap_or(&main).to_owned();
                 return Err(Fail::covered_at(&self.session, &frame, top["backendNodeId"].as_i64().unwrap_or(0)));

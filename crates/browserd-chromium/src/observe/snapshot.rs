@@ -35,6 +35,8 @@ pub(crate) struct DomNode {
     /// Laid out as a block-level box (`display` other than `inline*`, `contents` or `none`): its text is a line of
     /// its own, as `innerText` shows it.
     pub(crate) block: bool,
+    /// Laid out as a table cell (`display: table-cell`): `innerText` puts a tab between cells, the observation ` | `.
+    pub(crate) cell: bool,
     /// Its previous sibling is rendered whitespace (a text node of spaces with a layout box): the space between two
     /// inline boxes that the accessibility tree may leave out.
     pub(crate) space_before: bool,
@@ -105,6 +107,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         let mut pointer = vec![false; count];
         let mut fixed = vec![false; count];
         let mut block = vec![false; count];
+        let mut cell = vec![false; count];
         for (ni, st) in
             layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten())
         {
@@ -113,6 +116,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             {
                 pointer[ni] = st.get(0).map(&s) == Some("pointer");
                 block[ni] = st.get(2).map(&s).is_some_and(is_block);
+                cell[ni] = st.get(2).map(&s).is_some_and(|d| d.split_whitespace().next() == Some("table-cell"));
                 fixed[ni] = st.get(3).map(&s) == Some("fixed");
             }
         }
@@ -149,6 +153,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             node.pointer = pointer[i];
             node.fixed = fixed[i];
             node.block = block[i] && !node.tag.starts_with('#');
+            node.cell = cell[i] && !node.tag.starts_with('#');
             node.space_before = space_before[i];
             node.parent_pointer = parents
                 .get(i)

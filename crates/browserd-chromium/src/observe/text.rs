@@ -73,6 +73,11 @@ impl Renderer<'_> {
         if block && !out.is_empty() && !out.ends_with(char::is_whitespace) {
             out.push(' ');
         }
+        // A table cell after another cell's text: innerText puts a tab there, the observation ` | ` (as in `row:`).
+        if self.dom(frame, n).is_some_and(|d| d.cell) && !out.trim_end().is_empty() {
+            out.truncate(out.trim_end().len());
+            out.push_str(" | ");
+        }
         for c in &n.children {
             self.subtree_text(frame, ax, c, out);
         }

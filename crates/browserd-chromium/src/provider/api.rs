@@ -162,6 +162,9 @@ impl Provider for ChromiumProvider {
         let mut st = self.st();
         let (h, _) = register_page(&mut st, &self.alloc, &info)
             .ok_or_else(|| ProviderError::new(ProviderErrorKind::Internal, "the browser returned no target id"))?;
+        if let Some(t) = st.tabs.get_mut(&h) {
+            t.opened_here = true;
+        }
         if let Some(t) = st.tabs.get_mut(&h)
             && url != "about:blank"
         {

@@ -15,18 +15,21 @@ use super::{ChromiumProvider, cdp_err, debugger_in_use, gone, remaining};
 impl ChromiumProvider {
     /// The tab's page session, attaching first when needed.
     pub(crate) async fn ensure_attached(&self, tab: TabHandle, deadline: Instant) -> Result<SessionId, ProviderError> {
-        let target = {
+        let (target, opened_here) = {
             let st = self.st();
             let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
             if let Some(s) = &t.session {
                 return Ok(s.clone());
             }
-            t.target_id.clone()
+            (t.target_id.clone(), t.opened_here)
         };
         // browserd holds no attachment of this tab now, so an attached target means another client holds it
         // (developer tools, another extension, a second protocol client): refuse before attaching. Over the extension
-        // relay the extension makes this check itself (`DEBUGGER_BUSY`).
-        if self.kind != ProviderKind::Extension {
+        // relay the extension makes this check itself (`DEBUGGER_BUSY`). On a remote endpoint a tab browserd opened
+        // is exempt: a grid's own client (Browserless, Selenium) attaches to every page it serves, and that is not
+        // a person's developer tools.
+        let grid_page = self.kind == ProviderKind::Remote && opened_here;
+        if self.kind != ProviderKind::Extension && !grid_page {
             let info = match self.call(None, "Target.getTargetInfo", json!({"targetId": target}), deadline).await {
                 Ok(info) => info,
                 // An endpoint without the method cannot say; the attach below still reports what it finds.

@@ -463,10 +463,29 @@ impl Mcp {
 pub(crate) fn tool_result(response: &Value) -> ToolResult {
     let result = response.get("result").unwrap_or_else(|| panic!("tools/call answers a result: {response}"));
     let text = result["content"][0]["text"].as_str().unwrap_or_else(|| panic!("text content first: {result}"));
-    ToolResult {
-        is_error: result["isError"].as_bool().unwrap_or(false),
-        value: serde_json::from_str(text).unwrap_or_else(|e| panic!("the text is JSON ({e}): {text}")),
+    let value = match serde_json::from_str(text) {
+        Ok(value) => value,
+        Err(e) => observation(text).unwrap_or_else(|| panic!("the text is JSON ({e}) or an observation: {text}")),
+    };
+    ToolResult { is_error: result["isError"].as_bool().unwrap_or(false), value }
+}
+
+/// An observation as `browser_observe` shows it to the model (browserd's one envelope line, `tab 3 <url> … @<cursor>`
+/// and any further fields as a JSON object, then the page's lines) read back into its fields: `tab`, `cursor`,
+/// `untrustedContent` and the envelope's JSON fields. `None` when the text is not an observation.
+fn observation(text: &str) -> Option<Value> {
+    let (envelope, page) = text.split_once('\n').unwrap_or((text, ""));
+    let mut value = match envelope.find(" {").map(|at| &envelope[at + 1..]) {
+        Some(rest) => serde_json::from_str::<Value>(rest).ok().filter(Value::is_object).unwrap_or_else(|| json!({})),
+        None => json!({}),
+    };
+    let cursor = envelope.split_whitespace().find_map(|w| w.strip_prefix('@'))?;
+    value["cursor"] = json!(cursor);
+    if let Some(tab) = envelope.strip_prefix("tab ").and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok()) {
+        value["tab"] = json!(tab);
     }
+    value["untrustedContent"] = json!(page);
+    Some(value)
 }
 
 /// A Claude Code `Stop` hook payload (the fields Claude Code sends).
