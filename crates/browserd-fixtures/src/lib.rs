@@ -265,7 +265,8 @@ const STATIC: &[(&str, &str)] = &[
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");
-const REPORT_CSV: &str = "id,item,amount\n1,Widget,12.50\n2,Gadget,7.25\n3,Doohickey,3.00\n";
+/// The bytes `/download/report.csv` serves (as an attachment): the ground truth of a download's receipt.
+pub const REPORT_CSV: &str = "id,item,amount\n1,Widget,12.50\n2,Gadget,7.25\n3,Doohickey,3.00\n";
 const DEFAULT_SLOW_MS: u64 = 1500;
 const MAX_SLOW_MS: u64 = 60_000;
 const MAX_UPLOAD_BYTES: usize = 64 * 1024 * 1024;

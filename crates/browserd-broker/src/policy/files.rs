@@ -31,6 +31,28 @@ pub fn default_download_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<Path
     env("HOME").filter(|v| !v.is_empty()).map(|home| PathBuf::from(home).join(".local/share/browserd/downloads"))
 }
 
+/// The provider's file settings: the upload roots, and the download directory (created private, 0700, if missing;
+/// when it cannot be made, downloads stay denied and the broker log says why).
+#[must_use]
+pub fn chromium_config(files: &FilesConfig) -> browserd_chromium::ChromiumConfig {
+    let download_dir = files.download_dir.as_ref().and_then(|dir| match make_private_dir(dir) {
+        Ok(()) => Some(dir.clone()),
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), error = %e, "cannot create the download directory; downloads are denied");
+            None
+        }
+    });
+    browserd_chromium::ChromiumConfig { upload_roots: files.upload_roots.clone(), download_dir }
+}
+
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
 /// One path of the section: absolute, or `~/…` under `home`.
 fn path_of(text: &str, home: Option<&str>) -> Result<PathBuf, String> {
     let text = text.trim();
