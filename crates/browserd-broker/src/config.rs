@@ -144,6 +144,8 @@ pub struct BrokerConfig {
     pub files: crate::policy::files::FilesConfig,
     /// Extra URL schemes (`[schemes]`): none by default (http, https and about:blank only).
     pub schemes: crate::policy::schemes::SchemesConfig,
+    /// How long and how much of the screenshot and spill files is kept (`[retention]`: 15 min, 100 MB).
+    pub retention: crate::retention::RetentionConfig,
 }
 
 /// The `[advanced]` section: whether `browser_evaluate`, `browser_console`, `browser_network` and `browser_cdp` may be
@@ -245,6 +247,7 @@ impl Default for BrokerConfig {
             advanced: AdvancedConfig::default(),
             files: crate::policy::files::FilesConfig::default(),
             schemes: crate::policy::schemes::SchemesConfig::default(),
+            retention: crate::retention::RetentionConfig::default(),
         }
     }
 }
@@ -307,6 +310,8 @@ pub const KEYS: &[&str] = &[
     "files.upload_roots",
     "files.download_dir",
     "schemes.allow",
+    "retention.max_age_secs",
+    "retention.max_bytes",
 ];
 
 /// The environment variable overriding `key`: `BROWSERD_` + the key in upper case (e.g. `BROWSERD_REMOTE_CDP`), with
@@ -496,6 +501,7 @@ fn method_list(value: &str) -> Result<Vec<String>, String> {
 fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str, home: Option<&str>) -> Result<(), String> {
     match key {
         files if files.starts_with("files.") => crate::policy::files::set(&mut config.files, files, value, home)?,
+        retention if retention.starts_with("retention.") => config.retention.set(retention, value)?,
         "schemes.allow" => config.schemes.set_allow(&value.split([',', ' ']).map(str::to_owned).collect::<Vec<_>>())?,
         "idle_exit_secs" => config.idle_exit_secs = parse_u64(value)?,
         "disconnect_grace_secs" => config.disconnect_grace_secs = parse_u64(value)?,
@@ -573,6 +579,7 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods.join(", "),
         "advanced.denied_cdp_methods" => config.advanced.denied_cdp_methods.join(", "),
         files if files.starts_with("files.") => crate::policy::files::display(&config.files, files),
+        retention if retention.starts_with("retention.") => config.retention.display(retention),
         "schemes.allow" if config.schemes.allow.is_empty() => "(none: http, https and about:blank only)".to_owned(),
         "schemes.allow" => config.schemes.allow.join(", "),
         _ => String::new(),

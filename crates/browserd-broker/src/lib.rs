@@ -24,6 +24,7 @@
 //!   mirror (settled at the next start), and the audit metadata ring.
 //! - [`journal_gate`]: whether the journal works; what must be recorded is refused (`JOURNAL_UNAVAILABLE`) when not.
 //! - [`policy`]: the policy checks: URL schemes (`policy::schemes`), the `[files]` section (`policy::files`).
+//! - [`retention`]: the screenshot and spill files' retention (15 min / 100 MB) and the broker's sweeper.
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
@@ -43,6 +44,7 @@ pub mod limits;
 pub mod policy;
 mod reconcile;
 pub mod request_ids;
+pub mod retention;
 pub mod risk;
 pub mod server;
 mod sessions;

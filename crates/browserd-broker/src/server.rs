@@ -335,6 +335,8 @@ impl Broker {
         let runtime = self.runtime.clone();
         let timers = cancel.clone();
         tokio::spawn(async move { runtime.run_timers(timers).await });
+        let env = |name: &str| std::env::var(name).ok();
+        crate::retention::spawn_sweeper(crate::retention::swept_dirs(&env), self.config.retention, cancel.clone());
         if let Some(lazy) = self.lazy.clone() {
             tokio::spawn(lazy.supervise(cancel));
         }

@@ -14,20 +14,25 @@ use browserd_protocol::{ErrorCode, ErrorData};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
 
-/// Most screenshot files kept in the directory; older ones are deleted as new ones arrive.
-pub const MAX_SCREENSHOT_FILES: usize = 200;
-
 /// Where screenshots are written. `None` keeps them only as image content.
 #[derive(Debug, Clone, Default)]
 pub struct ScreenshotStore {
     dir: Option<PathBuf>,
+    /// How long and how much the directory keeps (`[retention]`, swept after every file written).
+    retention: browserd_broker::retention::RetentionConfig,
 }
 
 impl ScreenshotStore {
     /// Saves into `dir` (created 0700 on first use).
     #[must_use]
     pub fn new(dir: Option<PathBuf>) -> Self {
-        Self { dir }
+        Self { dir, retention: browserd_broker::retention::RetentionConfig::default() }
+    }
+
+    /// [`Self::new`] with the retention limits of the config (`[retention]`).
+    #[must_use]
+    pub fn with_retention(dir: Option<PathBuf>, retention: browserd_broker::retention::RetentionConfig) -> Self {
+        Self { dir, retention }
     }
 
     /// The directory, if saving is on.
@@ -52,30 +57,8 @@ impl ScreenshotStore {
         };
         let path = dir.join(format!("{stem}.{ext}"));
         write_private_file(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        prune(dir, MAX_SCREENSHOT_FILES);
+        let _ = browserd_broker::retention::sweep(dir, self.retention, std::time::SystemTime::now());
         Ok(Some(path))
-    }
-}
-
-/// Deletes the oldest image files in `dir` beyond `keep` (best effort: failures are only logged).
-fn prune(dir: &Path, keep: usize) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
-        .filter_map(Result::ok)
-        .filter(|entry| {
-            let path = entry.path();
-            matches!(path.extension().and_then(|e| e.to_str()), Some("png" | "jpg" | "webp"))
-        })
-        .filter_map(|entry| Some((entry.metadata().ok()?.modified().ok()?, entry.path())))
-        .collect();
-    if files.len() <= keep {
-        return;
-    }
-    files.sort();
-    for (_, path) in &files[..files.len() - keep] {
-        if let Err(error) = std::fs::remove_file(path) {
-            tracing::debug!(path = %path.display(), %error, "old screenshot not removed");
-        }
     }
 }
 
@@ -373,21 +356,28 @@ mod tests {
     }
 
     #[test]
-    fn old_screenshot_files_are_pruned() {
+    fn screenshot_files_past_retention_go_when_a_new_one_is_saved() {
         let dir = tempfile::tempdir().unwrap();
-        let base = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
-        for i in 0..5u64 {
+        let now = std::time::SystemTime::now();
+        for (i, age) in [(0u64, 20 * 60), (1, 16 * 60), (2, 60)] {
             let path = dir.path().join(format!("old{i}.png"));
             std::fs::write(&path, b"x").unwrap();
             let file = std::fs::File::options().write(true).open(&path).unwrap();
-            file.set_modified(base + std::time::Duration::from_secs(i)).unwrap();
+            file.set_modified(now - std::time::Duration::from_secs(age)).unwrap();
         }
         std::fs::write(dir.path().join("notes.txt"), b"not an image").unwrap();
-        prune(dir.path(), 3);
+        // 15 minutes and, for the test, 20 bytes: the two expired files go, and the oldest until the rest fit.
+        let limits = browserd_broker::retention::RetentionConfig { max_age_secs: 15 * 60, max_bytes: 20 };
+        let store = ScreenshotStore::with_retention(Some(dir.path().to_path_buf()), limits);
+        let data = base64::engine::general_purpose::STANDARD.encode([7u8; 16]);
+        store.save("new1", "png", &data).unwrap();
         let mut left: Vec<String> =
             std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
         left.sort();
-        assert_eq!(left, ["notes.txt", "old2.png", "old3.png", "old4.png"]);
+        assert_eq!(left, ["new1.png", "notes.txt", "old2.png"]);
+        store.save("new2", "png", &data).unwrap();
+        let left = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(left, 2, "over 20 bytes the oldest goes: new2.png and notes.txt are left");
     }
 
     #[test]
