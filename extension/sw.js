@@ -1,9 +1,11 @@
 // browserd's service worker: connects to the native host, relays CDP through chrome.debugger, manages owned tabs and
-// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input.
+// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input
+// and the scheme gate (`lib/schemes.js`) before any command to a tab.
 
 import { Gate, GateError } from './lib/gate.js';
 import { Owners } from './lib/owners.js';
 import { Reassembler } from './lib/chunks.js';
+import { Schemes } from './lib/schemes.js';
 
 const HOST_NAME = 'com.browserd.native_host';
 const VERSION = chrome.runtime.getManifest().version;
@@ -12,6 +14,23 @@ const INSTANCE = crypto.randomUUID();
 const GROUP_COLORS = ['blue', 'green', 'purple', 'cyan', 'orange', 'pink', 'yellow', 'red', 'grey'];
 
 const gate = new Gate();
+/** The scheme policy's last hop: which URLs a controlled tab may show (the broker sends its copy at connect). */
+const schemes = new Schemes();
+
+/** Throws POLICY_DENIED when `url` is a scheme the policy refuses; `what` says what was refused. */
+function refuseUrl(url, what) {
+  const why = schemes.refusal(url);
+  if (why) throw new GateError('POLICY_DENIED', `${what} refused by the extension's scheme gate: ${why}; nothing was sent`);
+}
+
+/** Throws POLICY_DENIED when the tab shows (or is about to show) a URL the policy refuses. */
+async function refuseTab(tabId, what) {
+  const tab = await chrome.tabs.get(tabId);
+  for (const url of [tab.url, tab.pendingUrl]) {
+    const why = url ? schemes.shownRefusal(url) : null;
+    if (why) throw new GateError('POLICY_DENIED', `${what} tab ${tabId} (it shows a ${String(url).split(':')[0]}: page) refused by the extension's scheme gate: ${why}; nothing was sent`);
+  }
+}
 const owners = new Owners(chrome.storage.session);
 const reassembler = new Reassembler(64 * 1024 * 1024);
 /** Tabs this worker attached chrome.debugger to. */
@@ -191,6 +210,7 @@ async function status() {
     version: VERSION,
     connection: { state: conn.state, lastError: conn.lastError, broker: conn.broker, connectedAt: conn.connectedAt },
     gate: gate.snapshot(),
+    schemes: { fileRoots: schemes.fileRoots, extra: schemes.extra },
     attached: [...attached],
     owners: await owners.all(),
     seq,
@@ -203,6 +223,9 @@ async function status() {
 
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
+  // The scheme gate: a navigation's destination, and the page the tab shows, before any command reaches it.
+  if (a.method === 'Page.navigate') refuseUrl(a.params?.url, 'navigating');
+  await refuseTab(target.tabId, `${a.method} on`);
   // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
   return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
@@ -220,6 +243,7 @@ async function handle(cmd, a) {
     }
     case 'debugger.attach': {
       await owners.require(a.tabId, a.session, 'attach to');
+      await refuseTab(a.tabId, 'attaching to');
       if (!attached.has(a.tabId)) {
         await refuseIfOtherDebugger(a.tabId);
         await chrome.debugger.attach({ tabId: a.tabId }, '1.3');
@@ -234,6 +258,7 @@ async function handle(cmd, a) {
     }
     case 'tabs.create': {
       if (!a.session) throw new GateError('INVALID_PARAMS', 'tabs.create needs the agent session that will own the tab');
+      refuseUrl(a.url || 'about:blank', 'opening a tab at this URL');
       const tab = await chrome.tabs.create({ url: a.url || 'about:blank', active: a.active ?? false });
       await owners.set(tab.id, { session: a.session, kind: 'created' });
       if (a.group !== false) {
@@ -256,13 +281,16 @@ async function handle(cmd, a) {
       await owners.require(a.tabId, a.session, 'update');
       const props = {};
       if (a.active !== undefined) props.active = !!a.active;
-      if (a.url !== undefined) props.url = a.url;
+      if (a.url !== undefined) {
+        refuseUrl(a.url, 'navigating');
+        props.url = a.url;
+      }
       return describe(await chrome.tabs.update(a.tabId, props));
     }
     case 'own.claim': {
       const rec = await owners.get(a.tabId);
       if (rec && rec.session !== a.session) throw new GateError('NOT_OWNER', `tab ${a.tabId} is owned by another agent session`);
-      await chrome.tabs.get(a.tabId);
+      await refuseTab(a.tabId, 'claiming');
       if (!rec) await owners.set(a.tabId, { session: a.session, kind: 'claimed' });
       return owners.get(a.tabId);
     }
@@ -282,6 +310,8 @@ async function handle(cmd, a) {
     case 'lease.revoke': return gate.revoke(a.tabId);
     case 'stop': return stopNow('broker', a.reason);
     case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
+    case 'schemes.set': return schemes.set(a);
+    case 'schemes.check': return { url: a.url, refusal: schemes.refusal(a.url) };
     default: throw new GateError('METHOD_NOT_FOUND', `unknown extension command ${cmd}; update the extension and browserd together`);
   }
 }

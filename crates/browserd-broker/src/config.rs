@@ -140,6 +140,12 @@ pub struct BrokerConfig {
     pub hello_timeout_ms: u64,
     /// The advanced tool tier (`[advanced]`): off by default.
     pub advanced: AdvancedConfig,
+    /// Local files (`[files]`): `file:` roots, upload roots, the download directory.
+    pub files: crate::policy::files::FilesConfig,
+    /// Extra URL schemes (`[schemes]`): none by default (http, https and about:blank only).
+    pub schemes: crate::policy::schemes::SchemesConfig,
+    /// How long and how much of the screenshot and spill files is kept (`[retention]`: 15 min, 100 MB).
+    pub retention: crate::retention::RetentionConfig,
 }
 
 /// The `[advanced]` section: whether `browser_evaluate`, `browser_console`, `browser_network` and `browser_cdp` may be
@@ -239,6 +245,9 @@ impl Default for BrokerConfig {
             op_timeout_ms: 10_000,
             hello_timeout_ms: 5_000,
             advanced: AdvancedConfig::default(),
+            files: crate::policy::files::FilesConfig::default(),
+            schemes: crate::policy::schemes::SchemesConfig::default(),
+            retention: crate::retention::RetentionConfig::default(),
         }
     }
 }
@@ -297,6 +306,12 @@ pub const KEYS: &[&str] = &[
     "advanced.raw_cdp",
     "advanced.allowed_cdp_methods",
     "advanced.denied_cdp_methods",
+    "files.file_url_roots",
+    "files.upload_roots",
+    "files.download_dir",
+    "schemes.allow",
+    "retention.max_age_secs",
+    "retention.max_bytes",
 ];
 
 /// The environment variable overriding `key`: `BROWSERD_` + the key in upper case (e.g. `BROWSERD_REMOTE_CDP`), with
@@ -355,6 +370,9 @@ pub fn load() -> Result<Effective, ConfigError> {
 /// An unreadable or invalid file, or an invalid environment value.
 pub fn load_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Effective, ConfigError> {
     let mut config = BrokerConfig::default();
+    config.files.download_dir = crate::policy::files::default_download_dir(env);
+    let home = env("HOME");
+    let home = home.as_deref();
     let mut sources: BTreeMap<&'static str, Source> = KEYS.iter().map(|k| (*k, Source::Default)).collect();
     let file = default_file(env);
     let mut file_exists = false;
@@ -382,7 +400,7 @@ pub fn load_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Effective, Conf
                             message: format!("unknown key `{key}` (known keys: {})", KEYS.join(", ")),
                         });
                     };
-                    set_from_toml(&mut config, known, value)
+                    set_from_toml(&mut config, known, value, home)
                         .map_err(|message| ConfigError::Parse { path: path.clone(), message })?;
                     sources.insert(known, Source::File(path.clone()));
                 }
@@ -394,7 +412,7 @@ pub fn load_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Effective, Conf
     for key in KEYS {
         let name = env_name(key);
         if let Some(value) = env(&name) {
-            set_from_str(&mut config, key, &value).map_err(|message| ConfigError::Env {
+            set_from_str(&mut config, key, &value, home).map_err(|message| ConfigError::Env {
                 name: name.clone(),
                 value: value.clone(),
                 message,
@@ -405,21 +423,23 @@ pub fn load_with(env: &dyn Fn(&str) -> Option<String>) -> Result<Effective, Conf
     Ok(Effective { config, sources, file, file_exists })
 }
 
-fn set_from_toml(config: &mut BrokerConfig, key: &str, value: &toml::Value) -> Result<(), String> {
+fn set_from_toml(config: &mut BrokerConfig, key: &str, value: &toml::Value, home: Option<&str>) -> Result<(), String> {
     let text = match value {
+        toml::Value::Array(items) if key == "schemes.allow" => {
+            return config.schemes.set_allow(&strings(key, items)?).map_err(|why| format!("`{key}`: {why}"));
+        }
+        toml::Value::Array(items) if crate::policy::files::is_list(key) => {
+            let items = strings(key, items)?;
+            return crate::policy::files::set_list(&mut config.files, key, &items, home)
+                .map_err(|why| format!("`{key}`: {why}"));
+        }
         toml::Value::String(s) => s.clone(),
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Boolean(b) => b.to_string(),
         toml::Value::Array(items)
             if matches!(key, "chromium_args" | "advanced.allowed_cdp_methods" | "advanced.denied_cdp_methods") =>
         {
-            let mut args = Vec::new();
-            for item in items {
-                match item {
-                    toml::Value::String(s) => args.push(s.clone()),
-                    other => return Err(format!("`{key}` holds a non-string item {other}")),
-                }
-            }
+            let args = strings(key, items)?;
             match key {
                 "chromium_args" => config.chromium_args = args,
                 "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = args,
@@ -429,7 +449,18 @@ fn set_from_toml(config: &mut BrokerConfig, key: &str, value: &toml::Value) -> R
         }
         other => return Err(format!("`{key}` has an unsupported value {other}")),
     };
-    set_from_str(config, key, &text).map_err(|why| format!("`{key}`: {why}"))
+    set_from_str(config, key, &text, home).map_err(|why| format!("`{key}`: {why}"))
+}
+
+/// The string items of a TOML array.
+fn strings(key: &str, items: &[toml::Value]) -> Result<Vec<String>, String> {
+    items
+        .iter()
+        .map(|item| match item {
+            toml::Value::String(s) => Ok(s.clone()),
+            other => Err(format!("`{key}` holds a non-string item {other}")),
+        })
+        .collect()
 }
 
 fn parse_u64(value: &str) -> Result<u64, String> {
@@ -467,8 +498,11 @@ fn method_list(value: &str) -> Result<Vec<String>, String> {
     Ok(items)
 }
 
-fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str) -> Result<(), String> {
+fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str, home: Option<&str>) -> Result<(), String> {
     match key {
+        files if files.starts_with("files.") => crate::policy::files::set(&mut config.files, files, value, home)?,
+        retention if retention.starts_with("retention.") => config.retention.set(retention, value)?,
+        "schemes.allow" => config.schemes.set_allow(&value.split([',', ' ']).map(str::to_owned).collect::<Vec<_>>())?,
         "idle_exit_secs" => config.idle_exit_secs = parse_u64(value)?,
         "disconnect_grace_secs" => config.disconnect_grace_secs = parse_u64(value)?,
         "browser" => {
@@ -544,6 +578,10 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         "advanced.allowed_cdp_methods" if config.advanced.allowed_cdp_methods.is_empty() => "(any)".to_owned(),
         "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods.join(", "),
         "advanced.denied_cdp_methods" => config.advanced.denied_cdp_methods.join(", "),
+        files if files.starts_with("files.") => crate::policy::files::display(&config.files, files),
+        retention if retention.starts_with("retention.") => config.retention.display(retention),
+        "schemes.allow" if config.schemes.allow.is_empty() => "(none: http, https and about:blank only)".to_owned(),
+        "schemes.allow" => config.schemes.allow.join(", "),
         _ => String::new(),
     }
 }

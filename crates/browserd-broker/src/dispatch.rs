@@ -78,6 +78,10 @@ impl Broker {
         let key = self.key_of(&p.session)?;
         // Turns come from the host: any call belongs to the turn the host's next turn end closes.
         self.runtime.open_turn(&key).map_err(|e| err(&e))?;
+        // The scheme policy: refused before anything is sent (and before a callId is recorded).
+        crate::policy::schemes::before(self, &key, &p.session, &call).await?;
+        crate::policy::transfer::before(&self.config, &call)?;
+        let page_answer = crate::policy::schemes::answers_with_page(&call);
         if must_be_recorded(&call) {
             self.journal_admit()?;
         }
@@ -108,6 +112,10 @@ impl Broker {
         }
         let mut ctx = ToolCtx::new(self, &p, &key, record);
         let mut result = run_tool(&mut ctx, call).await;
+        if page_answer {
+            crate::policy::schemes::after(self, &mut result);
+            crate::policy::transfer::after(&self.config, &mut result);
+        }
         self.with_stop_details(&mut result);
         if let Some(running) = request {
             crate::request_ids::finish(running, &result);

@@ -128,6 +128,8 @@ pub struct ExtensionProvider {
     create_lock: tokio::sync::Mutex<()>,
     events: broadcast::Sender<ProviderEvent>,
     forward: Vec<tokio::task::JoinHandle<()>>,
+    /// The scheme policy sent to the extension's gate at every connect (`schemes.set`).
+    gate_schemes: Mutex<serde_json::Value>,
 }
 
 impl std::fmt::Debug for ExtensionProvider {
@@ -162,6 +164,11 @@ fn ext_err(e: &ExtensionError, what: &str) -> ProviderError {
 }
 
 impl ExtensionProvider {
+    /// Sets the scheme policy the extension's last-hop gate gets at every connect (`schemes.set`).
+    pub fn set_gate_schemes(&self, policy: serde_json::Value) {
+        *self.gate_schemes.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = policy;
+    }
+
     /// A provider over `link` (connect it with [`Provider::connect`] before use). Handles come from `alloc`.
     #[must_use]
     pub fn new(link: ExtensionLink, alloc: HandleAllocator, config: ChromiumConfig) -> Arc<Self> {
@@ -256,6 +263,7 @@ impl ExtensionProvider {
             create_lock: tokio::sync::Mutex::new(()),
             events,
             forward: vec![provider_events, link_events],
+            gate_schemes: Mutex::new(serde_json::json!({})),
         })
     }
 
@@ -381,6 +389,12 @@ impl Provider for ExtensionProvider {
                 ProviderErrorKind::ConnectionLost,
                 format!("the extension link is closed ({reason}); wait until the extension pairs again"),
             ));
+        }
+        // The extension's last-hop scheme gate gets the broker's copy of the policy (its file roots and extras); an
+        // extension too old to have the gate is still covered by the broker's own check.
+        let schemes = self.gate_schemes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        if let Err(e) = self.link().call("schemes.set", schemes).await {
+            tracing::warn!(error = %e, "the extension did not take the scheme policy; update the extension");
         }
         self.inner.connect(ctx).await
     }

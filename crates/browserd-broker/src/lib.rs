@@ -23,6 +23,8 @@
 //! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
 //!   mirror (settled at the next start), and the audit metadata ring.
 //! - [`journal_gate`]: whether the journal works; what must be recorded is refused (`JOURNAL_UNAVAILABLE`) when not.
+//! - [`policy`]: the policy checks: URL schemes (`policy::schemes`), the `[files]` section (`policy::files`).
+//! - [`retention`]: the screenshot and spill files' retention (15 min / 100 MB) and the broker's sweeper.
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
@@ -39,8 +41,10 @@ mod journal;
 pub mod journal_gate;
 pub mod lazy;
 pub mod limits;
+pub mod policy;
 mod reconcile;
 pub mod request_ids;
+pub mod retention;
 pub mod risk;
 pub mod server;
 mod sessions;

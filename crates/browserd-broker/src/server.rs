@@ -137,7 +137,7 @@ impl Broker {
         let options = crate::lazy::LazyOptions::from_config(&config);
         let lazy = Arc::new(LazyChromium::with_options(
             target,
-            browserd_chromium::ChromiumConfig::default(),
+            crate::policy::files::chromium_config(&config.files),
             config.browser,
             options,
         ));
@@ -147,7 +147,12 @@ impl Broker {
     /// A broker over a managed Chromium (launched on first browser use) or a remote endpoint.
     #[must_use]
     pub fn with_target(target: BrowserTarget, config: BrokerConfig) -> Arc<Self> {
-        let lazy = Arc::new(LazyChromium::new(target, browserd_chromium::ChromiumConfig::default()));
+        let lazy = Arc::new(LazyChromium::with_options(
+            target,
+            crate::policy::files::chromium_config(&config.files),
+            crate::config::BrowserChoice::Auto,
+            crate::lazy::LazyOptions::from_config(&config),
+        ));
         Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
     }
 
@@ -330,6 +335,8 @@ impl Broker {
         let runtime = self.runtime.clone();
         let timers = cancel.clone();
         tokio::spawn(async move { runtime.run_timers(timers).await });
+        let env = |name: &str| std::env::var(name).ok();
+        crate::retention::spawn_sweeper(crate::retention::swept_dirs(&env), self.config.retention, cancel.clone());
         if let Some(lazy) = self.lazy.clone() {
             tokio::spawn(lazy.supervise(cancel));
         }

@@ -265,7 +265,8 @@ const STATIC: &[(&str, &str)] = &[
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");
-const REPORT_CSV: &str = "id,item,amount\n1,Widget,12.50\n2,Gadget,7.25\n3,Doohickey,3.00\n";
+/// The bytes `/download/report.csv` serves (as an attachment): the ground truth of a download's receipt.
+pub const REPORT_CSV: &str = "id,item,amount\n1,Widget,12.50\n2,Gadget,7.25\n3,Doohickey,3.00\n";
 const DEFAULT_SLOW_MS: u64 = 1500;
 const MAX_SLOW_MS: u64 = 60_000;
 const MAX_UPLOAD_BYTES: usize = 64 * 1024 * 1024;
@@ -432,6 +433,7 @@ fn router(state: SiteState) -> Router {
         .route("/gen/manifest", get(gen_manifest))
         .route("/upload", post(upload).layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)))
         .route("/download/report.csv", get(download))
+        .route("/scheme-redirect", get(scheme_redirect))
         .route("/api/poll", get(poll))
         .route("/api/record", post(record))
         .route("/api/long-poll", get(long_poll))
@@ -607,6 +609,16 @@ async fn download() -> Response {
     response
         .headers_mut()
         .insert(header::CONTENT_DISPOSITION, HeaderValue::from_static("attachment; filename=\"report.csv\""));
+    response
+}
+
+/// `/scheme-redirect?to=URL`: a 302 to any URL (`file:`, `chrome:`, …), for the scheme policy's redirect case.
+async fn scheme_redirect(Query(query): Query<HashMap<String, String>>) -> Response {
+    let to = query.get("to").cloned().unwrap_or_default();
+    let mut response = StatusCode::FOUND.into_response();
+    if let Ok(value) = HeaderValue::from_str(&to) {
+        response.headers_mut().insert(header::LOCATION, value);
+    }
     response
 }
 

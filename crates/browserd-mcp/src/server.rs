@@ -136,7 +136,9 @@ pub enum ShutdownOutcome {
 impl McpServer {
     /// A server over `backend`.
     pub fn new(backend: Arc<dyn ToolBackend>, options: ServerOptions) -> Self {
-        let screenshots = ScreenshotStore::new(options.screenshot_dir.clone());
+        // Retention limits from the user's config (`[retention]`); the defaults when it cannot be read.
+        let retention = browserd_broker::config::load().map(|e| e.config.retention).unwrap_or_default();
+        let screenshots = ScreenshotStore::with_retention(options.screenshot_dir.clone(), retention);
         let state = State { identity: options.identity.clone(), open: None, closed: false };
         let call_prefix = crate::host::generated_session_id();
         Self {

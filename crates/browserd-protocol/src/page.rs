@@ -703,11 +703,24 @@ fn tenth_ms<S: serde::Serializer>(ms: &f64, serializer: S) -> Result<S::Ok, S::E
 pub struct DownloadInfo {
     /// Suggested file name.
     pub file_name: String,
-    /// inProgress, completed or canceled.
+    /// inProgress, completed, canceled, or failed (the browser said completed but browserd found no readable file
+    /// inside the download directory; `error` says why).
     pub state: String,
-    /// Where it was saved, once completed.
+    /// Why the download is `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Where it was saved, once completed (inside the download directory, `[files] download_dir`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// The receipt of a completed download (the file is never opened or run): its size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// The receipt: lower-case hex SHA-256 of the saved file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// The receipt: the media type, from the file name's extension.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime: Option<String>,
 }
 
 /// What the action changed, gathered while the page settled.

@@ -9,7 +9,11 @@ struct Home(tempfile::TempDir);
 
 impl Home {
     fn new() -> Self {
-        Self(tempfile::tempdir().unwrap())
+        let home = Self(tempfile::tempdir().unwrap());
+        // The transcripts open `data:` pages, which the scheme policy refuses unless the user allows them.
+        std::fs::create_dir_all(home.dir("config").join("browserd")).unwrap();
+        std::fs::write(home.dir("config").join("browserd/config.toml"), "[schemes]\nallow = [\"data\"]\n").unwrap();
+        home
     }
 
     fn dir(&self, name: &str) -> std::path::PathBuf {

@@ -28,7 +28,10 @@ impl Machine {
         let run_user = root.path().join("run/user").join(uid().to_string());
         std::fs::create_dir_all(&run_user).unwrap();
         std::fs::set_permissions(&run_user, std::fs::Permissions::from_mode(0o700)).unwrap();
-        std::fs::create_dir_all(root.path().join("home")).unwrap();
+        std::fs::create_dir_all(root.path().join("home/.config/browserd")).unwrap();
+        // The test opens a `data:` page, which the scheme policy refuses unless the user allows it.
+        std::fs::write(root.path().join("home/.config/browserd/config.toml"), "[schemes]\nallow = [\"data\"]\n")
+            .unwrap();
         Self { root }
     }
 

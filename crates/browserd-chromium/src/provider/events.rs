@@ -347,7 +347,15 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 let guid = p["guid"].as_str().unwrap_or_default().to_owned();
                 let name = p["suggestedFilename"].as_str().unwrap_or_default().to_owned();
                 st.downloads.insert(guid.clone(), (tab, name.clone()));
-                let info = DownloadInfo { file_name: name, state: "inProgress".into(), path: None };
+                let info = DownloadInfo {
+                    file_name: name,
+                    state: "inProgress".into(),
+                    path: None,
+                    size: None,
+                    sha256: None,
+                    mime: None,
+                    error: None,
+                };
                 st.log(tab, LogEvent::Download { guid, info });
             }
         }
@@ -358,7 +366,21 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 && let Some((tab, name)) = st.downloads.get(&guid).cloned()
             {
                 let path = p["filePath"].as_str().map(str::to_owned);
-                st.log(tab, LogEvent::Download { guid, info: DownloadInfo { file_name: name, state, path } });
+                st.log(
+                    tab,
+                    LogEvent::Download {
+                        guid,
+                        info: DownloadInfo {
+                            file_name: name,
+                            state,
+                            path,
+                            size: None,
+                            sha256: None,
+                            mime: None,
+                            error: None,
+                        },
+                    },
+                );
             }
         }
         _ => {}

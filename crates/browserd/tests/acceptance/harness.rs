@@ -57,6 +57,8 @@ impl Home {
         if let Some(ms) = options.op_timeout_ms {
             config.push_str(&format!("op_timeout_ms = {ms}\n"));
         }
+        // The counter pages are `data:` URLs, which the scheme policy refuses unless the user allows them.
+        config.push_str("[schemes]\nallow = [\"data\"]\n");
         std::fs::write(home.path().join(".config/browserd/config.toml"), config).unwrap();
         home
     }
@@ -468,9 +470,9 @@ pub(crate) fn tool_result(response: &Value) -> ToolResult {
     ToolResult { is_error: result["isError"].as_bool().unwrap_or(false), value }
 }
 
-/// An observation as `browser_observe` shows it to the model (browserd's one envelope line, `tab 3 <url> … @<cursor>`
-/// and any further fields as a JSON object, then the page's lines) read back into its fields: `tab`, `cursor`,
-/// `untrustedContent` and the envelope's JSON fields. `None` when the text is not an observation.
+/// An observation as `browser_observe` shows it to the model (browserd's one envelope line, `tab 3 @<cursor>` and any
+/// further fields as a JSON object, then the page's part: `page <url> "<title>"` and the page's lines) read back into
+/// its fields: `tab`, `cursor`, `url`, `title`, `untrustedContent` and the envelope's JSON fields. `None` when the text is not an observation.
 fn observation(text: &str) -> Option<Value> {
     let (envelope, page) = text.split_once('\n').unwrap_or((text, ""));
     let mut value = match envelope.find(" {").map(|at| &envelope[at + 1..]) {
@@ -482,6 +484,18 @@ fn observation(text: &str) -> Option<Value> {
     if let Some(tab) = envelope.strip_prefix("tab ").and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok()) {
         value["tab"] = json!(tab);
     }
+    // The page's part opens with its URL and title (`page <url> "<title>"`), then its lines.
+    let page = match page.split_once('\n').unwrap_or((page, "")) {
+        (first, rest) if first.starts_with("page ") => {
+            let (url, title) = first["page ".len()..].split_once(' ').unwrap_or((&first["page ".len()..], ""));
+            value["url"] = json!(url);
+            if let Ok(title) = serde_json::from_str::<String>(title) {
+                value["title"] = json!(title);
+            }
+            rest
+        }
+        _ => page,
+    };
     value["untrustedContent"] = json!(page);
     Some(value)
 }
