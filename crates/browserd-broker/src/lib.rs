@@ -23,6 +23,7 @@
 //! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
 //!   mirror (settled at the next start), and the audit metadata ring.
 //! - [`journal_gate`]: whether the journal works; what must be recorded is refused (`JOURNAL_UNAVAILABLE`) when not.
+//! - [`policy`]: the site policy (origin patterns, `[policy]`, a session's lists) and where it is enforced.
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
@@ -39,6 +40,7 @@ mod journal;
 pub mod journal_gate;
 pub mod lazy;
 pub mod limits;
+pub mod policy;
 mod reconcile;
 pub mod request_ids;
 pub mod risk;

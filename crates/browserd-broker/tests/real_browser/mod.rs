@@ -45,7 +45,16 @@ impl Real {
         Self::start_with(host_session, true).await
     }
 
+    /// [`Real::start`] with a broker configuration of the test's own (`idle_exit_secs` is set to 0).
+    pub async fn start_config(host_session: &str, config: BrokerConfig) -> Real {
+        Self::start_full(host_session, false, config).await
+    }
+
     async fn start_with(host_session: &str, journal: bool) -> Real {
+        Self::start_full(host_session, journal, BrokerConfig::default()).await
+    }
+
+    async fn start_full(host_session: &str, journal: bool, config: BrokerConfig) -> Real {
         let site = FixtureSite::start().await.unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rt");
@@ -58,7 +67,7 @@ impl Real {
             window_size: Some((1000, 800)),
             ..LaunchOptions::default()
         }));
-        let broker = Broker::with_target(target, BrokerConfig { idle_exit_secs: 0, ..BrokerConfig::default() });
+        let broker = Broker::with_target(target, BrokerConfig { idle_exit_secs: 0, ..config });
         if journal {
             broker.set_journal_path(tmp.path().join(browserd_journal::FILE_NAME));
         }
@@ -83,7 +92,12 @@ impl Real {
         }
         let c = client.expect("the broker listens");
         let opened = c
-            .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session.into(), label: None })
+            .call(&SessionOpenParams {
+                host: HostKind::Codex,
+                host_session_id: host_session.into(),
+                label: None,
+                policy: None,
+            })
             .await
             .unwrap();
         let s = opened.session;
@@ -131,7 +145,12 @@ impl Real {
     pub async fn session(&self, host_session: &str) -> SessionId {
         let opened = self
             .c
-            .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session.into(), label: None })
+            .call(&SessionOpenParams {
+                host: HostKind::Codex,
+                host_session_id: host_session.into(),
+                label: None,
+                policy: None,
+            })
             .await
             .unwrap();
         self.c.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
