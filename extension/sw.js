@@ -2,6 +2,7 @@
 // one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input.
 
 import { Gate, GateError } from './lib/gate.js';
+import { SitePolicy } from './lib/sites.js';
 import { Owners } from './lib/owners.js';
 import { Reassembler } from './lib/chunks.js';
 
@@ -12,6 +13,8 @@ const INSTANCE = crypto.randomUUID();
 const GROUP_COLORS = ['blue', 'green', 'purple', 'cyan', 'orange', 'pink', 'yellow', 'red', 'grey'];
 
 const gate = new Gate();
+/** The site policy the gate checks every command's tab against (the broker's copy once it sent one). */
+const sites = new SitePolicy();
 const owners = new Owners(chrome.storage.session);
 const reassembler = new Reassembler(64 * 1024 * 1024);
 /** Tabs this worker attached chrome.debugger to. */
@@ -191,6 +194,7 @@ async function status() {
     version: VERSION,
     connection: { state: conn.state, lastError: conn.lastError, broker: conn.broker, connectedAt: conn.connectedAt },
     gate: gate.snapshot(),
+    sites: sites.snapshot(),
     attached: [...attached],
     owners: await owners.all(),
     seq,
@@ -201,8 +205,25 @@ async function status() {
 
 // ---- commands from the broker -------------------------------------------------------------------------------------
 
+/** The site policy at the last hop: a command to a tab that shows (or is loading) an origin the policy does not
+ *  authorise is refused, and so is a navigation to one; going to an allowed page (`Page.navigate`) stays possible. */
+async function checkSite(tabId, method, params) {
+  if (method === 'Page.navigate') {
+    const why = sites.refusal(params?.url ?? '');
+    if (why) { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `refused to navigate tab ${tabId}: ${why}; nothing was sent`); }
+    return;
+  }
+  let tab;
+  try { tab = await chrome.tabs.get(tabId); } catch { return; }
+  for (const url of [tab.url, tab.pendingUrl]) {
+    const why = url ? sites.refusal(url) : null;
+    if (why) { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `tab ${tabId} shows ${why}; nothing was sent`); }
+  }
+}
+
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
+  await checkSite(target.tabId, a.method, a.params);
   // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
   return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
@@ -280,6 +301,7 @@ async function handle(cmd, a) {
       return gate.grant(a.tabId, a.session, a.token, a.epoch);
     }
     case 'lease.revoke': return gate.revoke(a.tabId);
+    case 'policy.set': return sites.set(a);
     case 'stop': return stopNow('broker', a.reason);
     case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
     default: throw new GateError('METHOD_NOT_FOUND', `unknown extension command ${cmd}; update the extension and browserd together`);

@@ -92,6 +92,8 @@ pub struct LazyOptions {
     pub backoff: Duration,
     /// The longest wait between attempts.
     pub backoff_max: Duration,
+    /// The site policy handed to the extension's last-hop gate (`policy.set`) on every pairing.
+    pub gate_policy: serde_json::Value,
 }
 
 impl std::fmt::Debug for LazyOptions {
@@ -122,6 +124,7 @@ impl LazyOptions {
             connect_timeout: Duration::from_millis(config.remote_connect_timeout_ms.max(1)),
             backoff,
             backoff_max: Duration::from_millis(config.reconnect_backoff_max_ms).max(backoff),
+            gate_policy: crate::policy::enforce::gate_policy(&config.policy),
         }
     }
 
@@ -337,6 +340,7 @@ impl LazyChromium {
     fn use_extension(&self, link: ExtensionLink) -> (Arc<dyn Provider>, Option<Arc<ExtensionProvider>>) {
         let ext =
             ExtensionProvider::with_pairings(link, self.paired.subscribe(), self.alloc.clone(), self.config.clone());
+        ext.set_gate_policy(self.options.gate_policy.clone());
         (ext.clone(), Some(ext))
     }
 

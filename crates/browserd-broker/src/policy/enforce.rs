@@ -213,3 +213,12 @@ impl crate::server::Broker {
         self.policy.sites.status(own.as_deref(), self.real_profile())
     }
 }
+
+/// The policy the extension's last-hop gate checks with (`policy.set`): `[policy]`'s lists and the real-profile
+/// default deny list when it applies. A session's own lists stay in the broker.
+#[must_use]
+pub fn gate_policy(config: &crate::config::PolicyConfig) -> serde_json::Value {
+    let defaults: Vec<&str> =
+        if config.real_profile_defaults { super::sites::REAL_PROFILE_DENY.to_vec() } else { Vec::new() };
+    json!({"allow": config.allow, "deny": config.deny, "realProfileDeny": defaults})
+}
