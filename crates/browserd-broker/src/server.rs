@@ -97,6 +97,8 @@ pub struct Broker {
     pub(crate) stopped: Mutex<crate::stop::Stopped>,
     /// The site policy (`[policy]`, each session's lists); the provider asks it too.
     pub(crate) policy: Arc<crate::policy::enforce::Policy>,
+    /// Approvals asked for and granted (`approval.grant`).
+    pub(crate) approvals: crate::policy::approvals::Approvals,
 }
 
 impl std::fmt::Debug for Broker {
@@ -178,6 +180,7 @@ impl Broker {
             last_stop: Mutex::new(None),
             stopped: Mutex::new(crate::stop::Stopped::default()),
             policy,
+            approvals: crate::policy::approvals::Approvals::default(),
         })
     }
 

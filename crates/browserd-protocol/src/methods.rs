@@ -250,6 +250,7 @@ methods! {
     BrokerShutdown, BROKER_SHUTDOWN = "broker.shutdown", Request, BrokerShutdownParams => BrokerShutdownResult;
     BrokerStopGate, BROKER_STOP_GATE = "broker.stopGate", Request, StopGateParams => StopGateResult;
     BrokerSelectTab, BROKER_SELECT_TAB = "broker.selectTab", Request, SelectTabParams => ListedTab;
+    ApprovalGrant, APPROVAL_GRANT = "approval.grant", Request, crate::policy::ApprovalGrantParams => crate::policy::ApprovalGrantResult;
 }
 
 impl MethodCall {

@@ -89,3 +89,28 @@ pub struct PolicyStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub require_approval: Vec<ActionClass>,
 }
+
+/// Params of `approval.grant`: the user approves the action an `APPROVAL_REQUIRED` answer named (the host's approval
+/// UI, `browserd approve <id>`). Never a model tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApprovalGrantParams {
+    /// The approval's id (`details.approval` of the `APPROVAL_REQUIRED` answer).
+    pub approval: String,
+}
+
+impl crate::jsonrpc::Validate for ApprovalGrantParams {
+    fn validate(&self) -> Result<(), String> {
+        if self.approval.trim().is_empty() { Err("approval must not be empty".to_owned()) } else { Ok(()) }
+    }
+}
+
+/// Result of `approval.grant`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalGrantResult {
+    /// What was approved (the same call may now run once, until it expires).
+    pub approved: String,
+    /// Milliseconds until the approval expires.
+    pub expires_in_ms: u64,
+}

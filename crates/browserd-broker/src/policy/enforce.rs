@@ -210,7 +210,9 @@ impl crate::server::Broker {
     /// The policy in force for `session` as `browser_status` shows it.
     pub(crate) fn policy_status(&self, session: &SessionId) -> browserd_protocol::policy::PolicyStatus {
         let own = self.policy.session(session);
-        self.policy.sites.status(own.as_deref(), self.real_profile())
+        let mut status = self.policy.sites.status(own.as_deref(), self.real_profile());
+        status.require_approval = self.approval_classes();
+        status
     }
 }
 

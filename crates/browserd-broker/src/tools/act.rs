@@ -12,6 +12,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Val
     let rt = ctx.runtime();
     let tab = ctx.tab_for(params.tab)?;
     ctx.check_step_site(&params)?;
+    ctx.check_approval(tab, &params)?;
     let admission = ctx.admit_write(tab).await?;
     tokio::select! {
         r = rt.act(key, tab, &params, None) => {

@@ -68,6 +68,15 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
             );
             break;
         }
+        // A step that needs the user's approval: the batch stops before it (the answer names the approval).
+        if let Err(e) = ctx.check_approval(tab, step) {
+            stopped = Some(stop_at(index, BatchStopReason::HighRisk));
+            results.push(
+                report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
+                    .with_code(e.code.as_str(), format!("not started: {} {}", e.message, e.next_step)),
+            );
+            break;
+        }
         let run = tokio::select! {
             r = tokio::time::timeout_at(deadline, rt.act(key, tab, step, None)) => match r {
                 Ok(Ok(result)) => Ok(result),
