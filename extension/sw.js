@@ -3,6 +3,7 @@
 // and the scheme gate (`lib/schemes.js`) before any command to a tab.
 
 import { Gate, GateError } from './lib/gate.js';
+import { SitePolicy } from './lib/sites.js';
 import { Owners } from './lib/owners.js';
 import { Reassembler } from './lib/chunks.js';
 import { Schemes } from './lib/schemes.js';
@@ -31,6 +32,8 @@ async function refuseTab(tabId, what) {
     if (why) throw new GateError('POLICY_DENIED', `${what} tab ${tabId} (it shows a ${String(url).split(':')[0]}: page) refused by the extension's scheme gate: ${why}; nothing was sent`);
   }
 }
+/** The site policy the gate checks every command's tab against (the broker's copy once it sent one). */
+const sites = new SitePolicy();
 const owners = new Owners(chrome.storage.session);
 const reassembler = new Reassembler(64 * 1024 * 1024);
 /** Tabs this worker attached chrome.debugger to. */
@@ -211,6 +214,7 @@ async function status() {
     connection: { state: conn.state, lastError: conn.lastError, broker: conn.broker, connectedAt: conn.connectedAt },
     gate: gate.snapshot(),
     schemes: { fileRoots: schemes.fileRoots, extra: schemes.extra },
+    sites: sites.snapshot(),
     attached: [...attached],
     owners: await owners.all(),
     seq,
@@ -221,11 +225,28 @@ async function status() {
 
 // ---- commands from the broker -------------------------------------------------------------------------------------
 
+/** The site policy at the last hop: a command to a tab that shows (or is loading) an origin the policy does not
+ *  authorise is refused, and so is a navigation to one; going to an allowed page (`Page.navigate`) stays possible. */
+async function checkSite(tabId, method, params) {
+  if (method === 'Page.navigate') {
+    const why = sites.refusal(params?.url ?? '');
+    if (why) { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `refused to navigate tab ${tabId}: ${why}; nothing was sent`); }
+    return;
+  }
+  let tab;
+  try { tab = await chrome.tabs.get(tabId); } catch { return; }
+  for (const url of [tab.url, tab.pendingUrl]) {
+    const why = url ? sites.refusal(url) : null;
+    if (why) { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `tab ${tabId} shows ${why}; nothing was sent`); }
+  }
+}
+
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
   // The scheme gate: a navigation's destination, and the page the tab shows, before any command reaches it.
   if (a.method === 'Page.navigate') refuseUrl(a.params?.url, 'navigating');
   await refuseTab(target.tabId, `${a.method} on`);
+  await checkSite(target.tabId, a.method, a.params);
   // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
   return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
@@ -308,6 +329,7 @@ async function handle(cmd, a) {
       return gate.grant(a.tabId, a.session, a.token, a.epoch);
     }
     case 'lease.revoke': return gate.revoke(a.tabId);
+    case 'policy.set': return sites.set(a);
     case 'stop': return stopNow('broker', a.reason);
     case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
     case 'schemes.set': return schemes.set(a);

@@ -146,6 +146,31 @@ pub struct BrokerConfig {
     pub schemes: crate::policy::schemes::SchemesConfig,
     /// How long and how much of the screenshot and spill files is kept (`[retention]`: 15 min, 100 MB).
     pub retention: crate::retention::RetentionConfig,
+    /// The site and action policy (`[policy]`).
+    pub policy: PolicyConfig,
+}
+
+/// The `[policy]` section: origin patterns allowed and denied (syntax: `crate::policy::sites`), whether the
+/// real-profile default deny list applies, and which action classes need the user's approval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyConfig {
+    /// When not empty, the only origins any session may use.
+    pub allow: Vec<String>,
+    /// Origins no session may use (wins over every allow list).
+    pub deny: Vec<String>,
+    /// On the user's own browser (the extension), deny password managers, banking logins and SSO admin consoles
+    /// unless allowed by name.
+    pub real_profile_defaults: bool,
+    /// Action classes that need the user's approval (`read`, `navigate`, `input`, `submit`, `highRisk`); empty: the
+    /// default (`highRisk` on the user's own browser, none on a managed one).
+    pub require_approval: Vec<String>,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self { allow: Vec::new(), deny: Vec::new(), real_profile_defaults: true, require_approval: Vec::new() }
+    }
 }
 
 /// The `[advanced]` section: whether `browser_evaluate`, `browser_console`, `browser_network` and `browser_cdp` may be
@@ -248,6 +273,7 @@ impl Default for BrokerConfig {
             files: crate::policy::files::FilesConfig::default(),
             schemes: crate::policy::schemes::SchemesConfig::default(),
             retention: crate::retention::RetentionConfig::default(),
+            policy: PolicyConfig::default(),
         }
     }
 }
@@ -312,6 +338,10 @@ pub const KEYS: &[&str] = &[
     "schemes.allow",
     "retention.max_age_secs",
     "retention.max_bytes",
+    "policy.allow",
+    "policy.deny",
+    "policy.real_profile_defaults",
+    "policy.require_approval",
 ];
 
 /// The environment variable overriding `key`: `BROWSERD_` + the key in upper case (e.g. `BROWSERD_REMOTE_CDP`), with
@@ -437,13 +467,22 @@ fn set_from_toml(config: &mut BrokerConfig, key: &str, value: &toml::Value, home
         toml::Value::Integer(i) => i.to_string(),
         toml::Value::Boolean(b) => b.to_string(),
         toml::Value::Array(items)
-            if matches!(key, "chromium_args" | "advanced.allowed_cdp_methods" | "advanced.denied_cdp_methods") =>
+            if matches!(
+                key,
+                "chromium_args"
+                    | "advanced.allowed_cdp_methods"
+                    | "advanced.denied_cdp_methods"
+                    | "policy.allow"
+                    | "policy.deny"
+                    | "policy.require_approval"
+            ) =>
         {
             let args = strings(key, items)?;
             match key {
                 "chromium_args" => config.chromium_args = args,
                 "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = args,
-                _ => config.advanced.denied_cdp_methods = args,
+                "advanced.denied_cdp_methods" => config.advanced.denied_cdp_methods = args,
+                _ => return set_from_str(config, key, &args.join(","), home).map_err(|why| format!("`{key}`: {why}")),
             }
             return Ok(());
         }
@@ -498,6 +537,26 @@ fn method_list(value: &str) -> Result<Vec<String>, String> {
     Ok(items)
 }
 
+/// A comma- or space-separated list of origin patterns (syntax: `crate::policy::sites`).
+fn origin_list(value: &str) -> Result<Vec<String>, String> {
+    let items: Vec<String> =
+        value.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(str::to_owned).collect();
+    crate::policy::sites::OriginPattern::parse_all(&items)?;
+    Ok(items)
+}
+
+/// A comma- or space-separated list of action classes.
+fn class_list(value: &str) -> Result<Vec<String>, String> {
+    let items: Vec<&str> = value.split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).collect();
+    items
+        .into_iter()
+        .map(|i| match browserd_protocol::policy::ActionClass::parse(i) {
+            Some(c) => Ok(c.as_str().to_owned()),
+            None => Err(format!("{i:?} is not an action class (read, navigate, input, submit, highRisk)")),
+        })
+        .collect()
+}
+
 fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str, home: Option<&str>) -> Result<(), String> {
     match key {
         files if files.starts_with("files.") => crate::policy::files::set(&mut config.files, files, value, home)?,
@@ -541,6 +600,10 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str, home: Option<
         "advanced.raw_cdp" => config.advanced.raw_cdp = parse_bool(value)?,
         "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = method_list(value)?,
         "advanced.denied_cdp_methods" => config.advanced.denied_cdp_methods = method_list(value)?,
+        "policy.allow" => config.policy.allow = origin_list(value)?,
+        "policy.deny" => config.policy.deny = origin_list(value)?,
+        "policy.real_profile_defaults" => config.policy.real_profile_defaults = parse_bool(value)?,
+        "policy.require_approval" => config.policy.require_approval = class_list(value)?,
         other => return Err(format!("unknown key `{other}`")),
     }
     Ok(())
@@ -582,6 +645,15 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         retention if retention.starts_with("retention.") => config.retention.display(retention),
         "schemes.allow" if config.schemes.allow.is_empty() => "(none: http, https and about:blank only)".to_owned(),
         "schemes.allow" => config.schemes.allow.join(", "),
+        "policy.allow" if config.policy.allow.is_empty() => "(any)".to_owned(),
+        "policy.allow" => config.policy.allow.join(", "),
+        "policy.deny" if config.policy.deny.is_empty() => "(none)".to_owned(),
+        "policy.deny" => config.policy.deny.join(", "),
+        "policy.real_profile_defaults" => config.policy.real_profile_defaults.to_string(),
+        "policy.require_approval" if config.policy.require_approval.is_empty() => {
+            "(default: highRisk on the user's own browser)".to_owned()
+        }
+        "policy.require_approval" => config.policy.require_approval.join(", "),
         _ => String::new(),
     }
 }
@@ -670,6 +742,32 @@ mod tests {
         assert!(err.to_string().contains("unknown key `advanced.turbo`"), "{err}");
         let err = load_with(&env_of(&[("BROWSERD_ADVANCED_DENIED_CDP_METHODS", "Page".into())])).unwrap_err();
         assert!(err.to_string().contains("not a method pattern"), "{err}");
+    }
+
+    #[test]
+    fn the_policy_section_reads_origin_lists_and_classes_and_refuses_bad_patterns() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg_dir = dir.path().join("browserd");
+        std::fs::create_dir_all(&cfg_dir).unwrap();
+        let file = cfg_dir.join("config.toml");
+        std::fs::write(
+            &file,
+            "[policy]\nallow = [\"*.example.com\", \"localhost:*\"]\ndeny = [\"https://bad.example.com\"]\n\
+             real_profile_defaults = false\nrequire_approval = [\"submit\", \"high-risk\"]\n",
+        )
+        .unwrap();
+        let env = env_of(&[("XDG_CONFIG_HOME", dir.path().display().to_string())]);
+        let policy = load_with(&env).unwrap().config.policy;
+        assert_eq!(policy.allow, ["*.example.com", "localhost:*"]);
+        assert_eq!(policy.deny, ["https://bad.example.com"]);
+        assert!(!policy.real_profile_defaults);
+        assert_eq!(policy.require_approval, ["submit", "highRisk"]);
+        std::fs::write(&file, "[policy]\ndeny = [\"https://example.com/login\"]\n").unwrap();
+        let err = load_with(&env).unwrap_err().to_string();
+        assert!(err.contains("policy.deny") && err.contains("no path"), "{err}");
+        let err = load_with(&env_of(&[("BROWSERD_POLICY_REQUIRE_APPROVAL", "everything".into())])).unwrap_err();
+        assert!(err.to_string().contains("not an action class"), "{err}");
+        assert_eq!(BrokerConfig::default().policy, PolicyConfig::default());
     }
 
     #[test]

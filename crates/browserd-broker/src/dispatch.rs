@@ -51,6 +51,7 @@ impl Broker {
             MethodCall::ContextReset(p) => to_value(&self.context_reset(p).await?),
             MethodCall::Status(p) => to_value(&self.status(version, &p).await?),
             MethodCall::ToolCall(p) => self.tool_call(p).await,
+            MethodCall::ApprovalGrant(p) => to_value(&self.approval_grant(&p)?),
             MethodCall::ToolsChanged(_) => Err(ErrorData::new(
                 ErrorCode::InvalidRequest,
                 "tools.changed is a notification the broker sends; clients do not call it",

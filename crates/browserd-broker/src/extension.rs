@@ -130,6 +130,8 @@ pub struct ExtensionProvider {
     forward: Vec<tokio::task::JoinHandle<()>>,
     /// The scheme policy sent to the extension's gate at every connect (`schemes.set`).
     gate_schemes: Mutex<serde_json::Value>,
+    /// The site policy for the extension's last-hop gate, and the service-worker instance it was last handed to.
+    gate_policy: Mutex<(Option<Value>, Option<String>)>,
 }
 
 impl std::fmt::Debug for ExtensionProvider {
@@ -264,7 +266,30 @@ impl ExtensionProvider {
             events,
             forward: vec![provider_events, link_events],
             gate_schemes: Mutex::new(serde_json::json!({})),
+            gate_policy: Mutex::new((None, None)),
         })
+    }
+
+    /// The site policy the extension's last-hop gate checks with (handed over before the next browser call).
+    pub fn set_gate_policy(&self, policy: Value) {
+        *self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (Some(policy), None);
+    }
+
+    /// Hands the site policy to the current service worker unless it has it (a new pairing or worker has not). Fails
+    /// closed: an extension that does not take it gets no page work.
+    async fn push_gate_policy(&self) -> Result<(), ProviderError> {
+        let link = self.link();
+        let instance = link.info().instance.clone();
+        let policy = {
+            let held = self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &*held {
+                (Some(policy), sent) if sent.as_deref() != Some(instance.as_str()) => policy.clone(),
+                _ => return Ok(()),
+            }
+        };
+        link.call("policy.set", policy).await.map_err(|e| ext_err(&e, "handing the site policy to the extension"))?;
+        self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = Some(instance);
+        Ok(())
     }
 
     /// The link this provider runs over now.
@@ -396,7 +421,9 @@ impl Provider for ExtensionProvider {
         if let Err(e) = self.link().call("schemes.set", schemes).await {
             tracing::warn!(error = %e, "the extension did not take the scheme policy; update the extension");
         }
-        self.inner.connect(ctx).await
+        let info = self.inner.connect(ctx).await?;
+        self.push_gate_policy().await?;
+        Ok(info)
     }
 
     async fn list_tabs(&self, ctx: &OpContext) -> Result<Vec<TabInfo>, ProviderError> {
@@ -461,6 +488,7 @@ impl Provider for ExtensionProvider {
         params: &ObserveParams,
     ) -> Result<Observation, ProviderError> {
         self.tab_id(ctx, tab).await?;
+        self.push_gate_policy().await?;
         let epoch = self.link().control_epoch();
         let observation = self.inner.observe(ctx, tab, params).await?;
         if params.since.is_none() && params.within.is_none() {
@@ -479,6 +507,7 @@ impl Provider for ExtensionProvider {
 
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
         let id = self.tab_id(ctx, tab).await?;
+        self.push_gate_policy().await?;
         let Some(token) = ctx.fencing else {
             return Err(ProviderError::new(
                 ProviderErrorKind::StaleFencing,

@@ -94,6 +94,8 @@ pub struct LazyOptions {
     pub backoff_max: Duration,
     /// The scheme policy's copy for the extension's last-hop gate (`schemes.set`: `fileRoots`, `extra`).
     pub gate_schemes: serde_json::Value,
+    /// The site policy handed to the extension's last-hop gate (`policy.set`) on every pairing.
+    pub gate_policy: serde_json::Value,
 }
 
 impl std::fmt::Debug for LazyOptions {
@@ -125,6 +127,7 @@ impl LazyOptions {
             backoff,
             backoff_max: Duration::from_millis(config.reconnect_backoff_max_ms).max(backoff),
             gate_schemes: crate::policy::schemes::gate_copy(config),
+            gate_policy: crate::policy::enforce::gate_policy(&config.policy),
         }
     }
 
@@ -341,6 +344,7 @@ impl LazyChromium {
         let ext =
             ExtensionProvider::with_pairings(link, self.paired.subscribe(), self.alloc.clone(), self.config.clone());
         ext.set_gate_schemes(self.options.gate_schemes.clone());
+        ext.set_gate_policy(self.options.gate_policy.clone());
         (ext.clone(), Some(ext))
     }
 

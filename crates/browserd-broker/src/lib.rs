@@ -23,7 +23,8 @@
 //! - [`dedup`]: the durable journal (`browserd-journal`): `tool.call` de-duplication by `callId`, the recovery-record
 //!   mirror (settled at the next start), and the audit metadata ring.
 //! - [`journal_gate`]: whether the journal works; what must be recorded is refused (`JOURNAL_UNAVAILABLE`) when not.
-//! - [`policy`]: the policy checks: URL schemes (`policy::schemes`), the `[files]` section (`policy::files`).
+//! - [`policy`]: the policy checks: URL schemes (`policy::schemes`), the `[files]` section (`policy::files`), the site
+//!   policy (origin patterns, `[policy]`, a session's lists) and where it is enforced, action classes and approvals.
 //! - [`retention`]: the screenshot and spill files' retention (15 min / 100 MB) and the broker's sweeper.
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 

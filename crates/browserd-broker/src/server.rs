@@ -95,6 +95,10 @@ pub struct Broker {
     pub(crate) last_stop: Mutex<Option<Value>>,
     /// Tabs under Stop until a session resumes them (`browser_claim` with `resume: true`).
     pub(crate) stopped: Mutex<crate::stop::Stopped>,
+    /// The site policy (`[policy]`, each session's lists); the provider asks it too.
+    pub(crate) policy: Arc<crate::policy::enforce::Policy>,
+    /// Approvals asked for and granted (`approval.grant`).
+    pub(crate) approvals: crate::policy::approvals::Approvals,
 }
 
 impl std::fmt::Debug for Broker {
@@ -126,7 +130,8 @@ impl Broker {
     /// A broker over `provider` (tests use the fake provider; the clock drives the runtime's timers).
     #[must_use]
     pub fn with_provider(provider: Arc<dyn Provider>, clock: Arc<dyn Clock>, config: BrokerConfig) -> Arc<Self> {
-        Self::build(provider, None, clock, config)
+        let policy = crate::policy::enforce::Policy::from_config(&config.policy);
+        Self::build(provider, None, clock, config, policy)
     }
 
     /// A broker over the configured browser: the remote endpoint when `remote_cdp` is set, else a managed Chromium
@@ -135,25 +140,27 @@ impl Broker {
     pub fn from_config(config: BrokerConfig, state_dir: Option<&std::path::Path>) -> Arc<Self> {
         let target = BrowserTarget::from_config(&config, state_dir);
         let options = crate::lazy::LazyOptions::from_config(&config);
+        let policy = crate::policy::enforce::Policy::from_config(&config.policy);
         let lazy = Arc::new(LazyChromium::with_options(
             target,
-            crate::policy::files::chromium_config(&config.files),
+            policy.with_files(crate::policy::files::chromium_config(&config.files)),
             config.browser,
             options,
         ));
-        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
+        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config, policy)
     }
 
     /// A broker over a managed Chromium (launched on first browser use) or a remote endpoint.
     #[must_use]
     pub fn with_target(target: BrowserTarget, config: BrokerConfig) -> Arc<Self> {
+        let policy = crate::policy::enforce::Policy::from_config(&config.policy);
         let lazy = Arc::new(LazyChromium::with_options(
             target,
-            crate::policy::files::chromium_config(&config.files),
+            policy.with_files(crate::policy::files::chromium_config(&config.files)),
             crate::config::BrowserChoice::Auto,
             crate::lazy::LazyOptions::from_config(&config),
         ));
-        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config)
+        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config, policy)
     }
 
     fn build(
@@ -161,6 +168,7 @@ impl Broker {
         lazy: Option<Arc<LazyChromium>>,
         clock: Arc<dyn Clock>,
         config: BrokerConfig,
+        policy: Arc<crate::policy::enforce::Policy>,
     ) -> Arc<Self> {
         let runtime = Runtime::new(provider.clone(), clock, runtime_config(&config));
         Arc::new(Self {
@@ -181,6 +189,8 @@ impl Broker {
             owned_journal: crate::dedup::OwnedJournal::default(),
             last_stop: Mutex::new(None),
             stopped: Mutex::new(crate::stop::Stopped::default()),
+            policy,
+            approvals: crate::policy::approvals::Approvals::default(),
         })
     }
 

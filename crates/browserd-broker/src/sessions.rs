@@ -99,6 +99,14 @@ impl Broker {
         conn_id: u64,
         p: SessionOpenParams,
     ) -> Result<SessionOpenResult, ErrorData> {
+        // The session's own origin lists are checked before anything changes.
+        let sites = match &p.policy {
+            Some(policy) => Some(crate::policy::sites::SessionSites::parse(policy).map_err(|e| {
+                ErrorData::new(ErrorCode::InvalidParams, format!("the session's origin lists are invalid: {e}"))
+                    .with_next_step("Fix the origin pattern in the browserd mcp flags (or the adapter's options).")
+            })?),
+            None => None,
+        };
         let host_key = (p.host, p.host_session_id.clone());
         let existing = {
             let mut tables = self.tables();
@@ -146,6 +154,9 @@ impl Broker {
                 (id, false)
             }
         };
+        if let Some(sites) = sites {
+            self.policy.set_session(&id, sites);
+        }
         let key = to_proto::session_key(&id);
         let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
         Ok(SessionOpenResult {
@@ -186,6 +197,7 @@ impl Broker {
                 tables.by_host.remove(&(info.host, info.host_session_id));
             }
         }
+        self.policy.forget_session(id);
         for tab in report.closed.iter().chain(&report.released).chain(&report.kept) {
             self.gate.forget_tab(*tab);
         }
@@ -320,6 +332,10 @@ impl Broker {
 
     /// Sets (or clears) the session's current tab.
     pub(crate) fn set_current_tab(&self, id: &SessionId, tab: Option<TabHandle>) {
+        // The session's origin lists apply to what the provider finds in the tab it uses.
+        if let Some(tab) = tab {
+            self.policy.bind_tab(tab, id);
+        }
         if let Some(info) = self.tables().sessions.get_mut(id) {
             info.current_tab = tab;
         }

@@ -70,6 +70,14 @@ fn tabs(list: &[TabHandle]) -> Vec<TabId> {
 #[must_use]
 pub fn error_data(err: &CoreError) -> ErrorData {
     let code = ErrorCode::from_name(err.kind.code()).unwrap_or(ErrorCode::InternalError);
+    // The provider's site-policy refusal (a page or frame of an origin the policy does not authorise).
+    if let Some(at) = err.message.find(browserd_chromium::ORIGIN_NOT_AUTHORISED_PREFIX) {
+        let why = &err.message[at + browserd_chromium::ORIGIN_NOT_AUTHORISED_PREFIX.len()..];
+        return ErrorData::new(ErrorCode::OriginNotAuthorised, why.to_owned()).with_next_step(
+            "Ask the user to allow that origin (browser_status shows the policy), or go elsewhere (browser_act \
+             navigate or back) or close the tab (browser_close).",
+        );
+    }
     let mut data = ErrorData::new(code, err.message.clone());
     match &err.kind {
         ErrorKind::OtherSessionTab { tab, holder } => {

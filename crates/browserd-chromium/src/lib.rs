@@ -17,6 +17,7 @@ mod ax;
 mod fuzz_tests;
 mod input;
 mod observe;
+mod origin;
 mod point;
 mod provider;
 mod screenshot;
@@ -24,5 +25,6 @@ mod state;
 mod world;
 
 pub use ax::AxStats;
+pub use origin::{ORIGIN_NOT_AUTHORISED_PREFIX, OriginCheck, OriginCheckFn};
 pub use provider::{ChromiumConfig, ChromiumProvider};
 pub use screenshot::DEFAULT_MAX_SIZE;

@@ -235,8 +235,12 @@ const PAGES: &[FixturePage] = &[
 
 /// Static files embedded at build time, by path. Pages here but not in [`PAGES`] serve one test each and are kept out
 /// of the index and the benchmarks: `/hostile.html`, `/hostile-actions.html` and its cross-site `/hostile-frame.html`
-/// (pages whose scripts lie to anything running in their world), `/transient-cover.html`. A page names the other
-/// site as `{{OTHER_ORIGIN}}`.
+/// (pages whose scripts lie to anything running in their world), `/transient-cover.html`; the site-policy pages
+/// `/policy-frame.html` (an allowed page with a frame of the other site, `/policy-inner.html`: a secret, an injected
+/// instruction and a "Transfer everything" button that records `partner:transfer`), `/policy-redirect.html` (links to
+/// the other site's `/policy-landing.html`, one through `/redirect`), `/delete-account.html` (a "Delete account"
+/// button that records `account:delete`) and `/injection.html` (a title and text that try to pass for browserd's own
+/// lines). A page names the other site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -262,6 +266,12 @@ const STATIC: &[(&str, &str)] = &[
     ("/hostile-actions.html", include_str!("../fixtures/hostile-actions.html")),
     ("/hostile-frame.html", include_str!("../fixtures/hostile-frame.html")),
     ("/transient-cover.html", include_str!("../fixtures/transient-cover.html")),
+    ("/policy-frame.html", include_str!("../fixtures/policy-frame.html")),
+    ("/policy-inner.html", include_str!("../fixtures/policy-inner.html")),
+    ("/policy-landing.html", include_str!("../fixtures/policy-landing.html")),
+    ("/policy-redirect.html", include_str!("../fixtures/policy-redirect.html")),
+    ("/delete-account.html", include_str!("../fixtures/delete-account.html")),
+    ("/injection.html", include_str!("../fixtures/injection.html")),
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");
@@ -437,6 +447,7 @@ fn router(state: SiteState) -> Router {
         .route("/api/poll", get(poll))
         .route("/api/record", post(record))
         .route("/api/long-poll", get(long_poll))
+        .route("/redirect", get(redirect))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(get(static_file))
         .with_state(state)
@@ -623,6 +634,22 @@ async fn scheme_redirect(Query(query): Query<HashMap<String, String>>) -> Respon
 }
 
 /// Keeps what an app page reports (a short text, at most 200 bytes) for [`FixtureSite::records`].
+/// `/redirect?to=/path`: a 302 to `path` on the other site (a page that leads to another origin through a redirect).
+async fn redirect(State(state): State<SiteState>, Query(query): Query<HashMap<String, String>>) -> Response {
+    let to = query.get("to").map_or("/policy-landing.html", String::as_str);
+    if !to.starts_with('/') || to.starts_with("//") {
+        return bad_request(format!("to={to:?} must be a path on the other site, e.g. /policy-landing.html\n"));
+    }
+    let mut response = StatusCode::FOUND.into_response();
+    match HeaderValue::from_str(&format!("{}{to}", state.other_origin)) {
+        Ok(location) => {
+            response.headers_mut().insert(header::LOCATION, location);
+            response
+        }
+        Err(_) => bad_request(format!("to={to:?} is not a valid path\n")),
+    }
+}
+
 async fn record(State(state): State<SiteState>, body: String) -> Response {
     if body.is_empty() || body.len() > 200 {
         return bad_request("send the event as a text body of 1 to 200 bytes, e.g. nav:Inbox\n".into());

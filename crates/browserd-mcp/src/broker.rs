@@ -21,6 +21,7 @@ use browserd_protocol::lifecycle::{
     ToolsActivateParams, TurnBeginParams, TurnBeginResult, TurnEndParams, TurnEndReason, TurnEndResult,
 };
 use browserd_protocol::methods::{MethodParams, ToolsListParams};
+use browserd_protocol::policy::SessionPolicy;
 use browserd_protocol::tools::{ToolCallParams, ToolSpec};
 use browserd_protocol::{ErrorCode, ErrorData, SessionId};
 use serde_json::Value;
@@ -37,6 +38,8 @@ const SESSION_LABEL: &str = "mcp";
 pub struct BrokerBackend {
     connect: ConnectOptions,
     advanced: bool,
+    /// The session policy every session opened here carries.
+    policy: Option<SessionPolicy>,
     state: Mutex<Connection>,
     /// Counts the broker's `tools.changed` notifications on every connection this backend made.
     changed: watch::Sender<u64>,
@@ -60,7 +63,20 @@ impl BrokerBackend {
     /// A backend reaching the broker as `connect` says; `advanced` asks `tools.activate` for the advanced tier.
     #[must_use]
     pub fn new(connect: ConnectOptions, advanced: bool) -> Self {
-        Self { connect, advanced, state: Mutex::new(Connection::default()), changed: watch::Sender::new(0) }
+        Self {
+            connect,
+            advanced,
+            policy: None,
+            state: Mutex::new(Connection::default()),
+            changed: watch::Sender::new(0),
+        }
+    }
+
+    /// Every session this backend opens carries `policy` (`--allowed-origins/--blocked-origins`).
+    #[must_use]
+    pub fn with_policy(mut self, policy: Option<SessionPolicy>) -> Self {
+        self.policy = policy.filter(|p| !p.is_empty());
+        self
     }
 
     /// The default: the user's broker (started on demand), as the MCP component.
@@ -93,6 +109,7 @@ impl BrokerBackend {
                 host: owned.host,
                 host_session_id: owned.host_session_id.clone(),
                 label: Some(SESSION_LABEL.to_owned()),
+                policy: self.policy.clone(),
             };
             match client.call(&params).await {
                 Ok(opened) => {
@@ -121,6 +138,7 @@ impl ToolBackend for BrokerBackend {
             host,
             host_session_id: host_session_id.to_owned(),
             label: Some(SESSION_LABEL.to_owned()),
+            policy: self.policy.clone(),
         };
         let mut opened = self.call(&params).await?;
         {

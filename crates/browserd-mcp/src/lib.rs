@@ -54,6 +54,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use browserd_protocol::lifecycle::{CloseReason, HostKind};
+use browserd_protocol::policy::SessionPolicy;
 use rmcp::service::{QuitReason, RoleServer, ServiceExt};
 use rmcp::transport::IntoTransport;
 use tokio_util::sync::CancellationToken;
@@ -114,9 +115,36 @@ pub struct McpArgs {
     /// Milliseconds between progress heartbeats of a running call that asked for progress.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
     pub progress_interval_ms: u64,
+    /// Only these origin patterns may be shown or acted on in this server's sessions (`;` or `,` separated, or the
+    /// flag repeated; e.g. `https://example.com;*.example.org`). Narrows the broker's `[policy]`, never widens it.
+    #[arg(long, value_delimiter = ';', env = "BROWSERD_MCP_ALLOWED_ORIGINS")]
+    pub allowed_origins: Vec<String>,
+    /// Origin patterns never shown or acted on in this server's sessions (`;` or `,` separated, or repeated).
+    #[arg(long, value_delimiter = ';', env = "BROWSERD_MCP_BLOCKED_ORIGINS")]
+    pub blocked_origins: Vec<String>,
 }
 
 impl McpArgs {
+    /// The session policy of `--allowed-origins/--blocked-origins` (`None` without either); the broker checks the
+    /// patterns when the session opens.
+    #[must_use]
+    pub fn session_policy(&self) -> Option<SessionPolicy> {
+        let split = |items: &[String]| -> Vec<String> {
+            items
+                .iter()
+                .flat_map(|i| i.split([',', ';']))
+                .map(str::trim)
+                .filter(|i| !i.is_empty())
+                .map(str::to_owned)
+                .collect()
+        };
+        let policy = SessionPolicy {
+            allowed_origins: split(&self.allowed_origins),
+            blocked_origins: split(&self.blocked_origins),
+        };
+        (!policy.is_empty()).then_some(policy)
+    }
+
     /// The server options these flags mean, reading the host's environment through `var`.
     pub fn options(&self, var: impl Fn(&str) -> Option<String>) -> ServerOptions {
         let mut identity = host::identity_from_env(&var);
@@ -242,7 +270,7 @@ pub async fn run(args: &McpArgs) -> anyhow::Result<()> {
         advanced = options.advanced,
         "browserd mcp serving on stdio"
     );
-    serve_stdio(BrokerBackend::from_env(options.advanced), options).await
+    serve_stdio(BrokerBackend::from_env(options.advanced).with_policy(args.session_policy()), options).await
 }
 
 /// Resolves on SIGTERM or SIGINT (on other platforms: Ctrl-C).

@@ -129,7 +129,12 @@ async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
     }
     paired.expect("the extension pairs with the broker within 30 s");
     let opened = client
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-ext".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-ext".into(),
+            label: None,
+            policy: None,
+        })
         .await
         .unwrap();
     let session = opened.session;
@@ -704,7 +709,12 @@ async fn another_sessions_tab_is_refused_naming_the_holder() {
     let (form_url, tab, name) = h.open_form(a).await;
 
     let b = c
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-other".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-other".into(),
+            label: None,
+            policy: None,
+        })
         .await
         .unwrap()
         .session;
@@ -981,5 +991,25 @@ async fn an_action_after_the_idle_debugger_detach_keeps_its_lease() {
     let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
     assert_eq!(acted["outcome"], "succeeded", "{acted}");
     assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada");
+    h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_broker_hands_its_site_policy_to_the_extension_gate_and_status_shows_the_real_profile_defaults() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    c.tool(s, "browser_open", json!({"url": h.site.url("/form.html")})).await.unwrap();
+    // The broker's policy reached the last-hop gate: the real-profile default deny list, from the broker.
+    let sites = h.sw_eval("browserd.status().then((s) => s.sites)").await;
+    assert_eq!(sites["fromBroker"], true, "{sites}");
+    assert_eq!(
+        sites["realProfileDeny"].as_u64().unwrap() as usize,
+        browserd_broker::policy::sites::REAL_PROFILE_DENY.len(),
+        "{sites}"
+    );
+    // browser_status shows the policy in force on the user's own browser: the real-profile defaults apply.
+    let status = c.tool(s, "browser_status", json!({})).await.unwrap();
+    let shown = status["policy"]["realProfileDeny"].as_array().cloned().unwrap_or_default();
+    assert!(shown.iter().any(|p| p == "*.1password.com"), "{status}");
     h.stop().await;
 }

@@ -11,6 +11,7 @@
 //!   `client.disconnect`, `status`, and the lifecycle state vocabulary.
 //! - [`tools`]: params and results of every model-visible tool and [`tools::tool_catalog`].
 //! - [`page`]: observation, refs, actions, expectations and action results (the page-level payloads).
+//! - [`policy`]: a session's origin overrides, the policy in force (`browser_status`), action classes.
 //! - [`errors`]: the error taxonomy ([`ErrorCode`]) and the structured error ([`ErrorData`]).
 //! - [`ids`]: tab, group and session ids and fencing tokens.
 //! - [`methods`]: method names and the registry mapping each to its params and result types.
@@ -25,6 +26,7 @@ pub mod jsonrpc;
 pub mod lifecycle;
 pub mod methods;
 pub mod page;
+pub mod policy;
 pub mod schema;
 pub mod tools;
 pub mod verdict;

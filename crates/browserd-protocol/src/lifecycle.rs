@@ -312,6 +312,9 @@ pub struct SessionOpenParams {
     /// Display label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The session's own origin lists (narrow the broker's `[policy]`); a re-attach with them replaces the old.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<crate::policy::SessionPolicy>,
 }
 
 impl Validate for SessionOpenParams {

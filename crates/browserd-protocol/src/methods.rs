@@ -250,6 +250,7 @@ methods! {
     BrokerShutdown, BROKER_SHUTDOWN = "broker.shutdown", Request, BrokerShutdownParams => BrokerShutdownResult;
     BrokerStopGate, BROKER_STOP_GATE = "broker.stopGate", Request, StopGateParams => StopGateResult;
     BrokerSelectTab, BROKER_SELECT_TAB = "broker.selectTab", Request, SelectTabParams => ListedTab;
+    ApprovalGrant, APPROVAL_GRANT = "approval.grant", Request, crate::policy::ApprovalGrantParams => crate::policy::ApprovalGrantResult;
 }
 
 impl MethodCall {
@@ -295,7 +296,8 @@ mod tests {
 
     #[test]
     fn lifecycle_requests_round_trip_through_the_wire() {
-        let open = SessionOpenParams { host: HostKind::ClaudeCode, host_session_id: "cc-1".into(), label: None };
+        let open =
+            SessionOpenParams { host: HostKind::ClaudeCode, host_session_id: "cc-1".into(), label: None, policy: None };
         let text = serde_json::to_string(&request(1, &open).unwrap()).unwrap();
         assert!(text.contains(r#""method":"session.open""#) && text.contains(r#""host":"claudeCode""#), "{text}");
         let Message::Request(req) = Message::parse(&text).unwrap() else { panic!("expected a request") };

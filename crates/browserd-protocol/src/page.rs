@@ -886,6 +886,8 @@ pub mod codes {
     pub const INVALID_PARAMS: &str = "INVALID_PARAMS";
     /// Policy forbids it (e.g. a file outside the authorised uploads).
     pub const POLICY_DENIED: &str = "POLICY_DENIED";
+    /// The site policy does not authorise the origin of the tab or of the target's frame.
+    pub const ORIGIN_NOT_AUTHORISED: &str = "ORIGIN_NOT_AUTHORISED";
     /// The request id is still running.
     pub const DUPLICATE_REQUEST: &str = "DUPLICATE_REQUEST";
     /// The request id was used before with other parameters.

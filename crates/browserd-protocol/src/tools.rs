@@ -77,6 +77,9 @@ pub struct BrowserStatusResult {
     /// The broker's journal (`degraded`: opening or claiming tabs and input are refused until it is fixed).
     #[serde(default)]
     pub journal: JournalStatus,
+    /// The site and action policy in force for this session.
+    #[serde(default)]
+    pub policy: crate::policy::PolicyStatus,
 }
 
 /// Params of `browser_list`.

@@ -305,6 +305,11 @@ pub enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Approve the one action an APPROVAL_REQUIRED answer named (its `approval` id); the same call then runs once.
+    Approve {
+        /// The approval id (`details.approval`).
+        approval: String,
+    },
     /// Print the effective configuration and where each value came from.
     Config {
         /// Print JSON.

@@ -17,6 +17,7 @@ use std::io::IsTerminal;
 
 use browserd_protocol::ErrorData;
 
+mod approve;
 mod args;
 mod broker;
 mod config;
@@ -41,6 +42,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Broker { action } => broker::run(action).await,
         Command::Config { json } => Ok(config::print(json)),
+        Command::Approve { approval } => Ok(approve::run(approval).await),
         Command::Hook { event, notify, host, timeout_ms } => Ok(hook::run(event, notify, host, timeout_ms).await),
         other => Ok(execute::run_tool_command(other).await),
     }

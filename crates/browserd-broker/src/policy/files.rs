@@ -42,7 +42,7 @@ pub fn chromium_config(files: &FilesConfig) -> browserd_chromium::ChromiumConfig
             None
         }
     });
-    browserd_chromium::ChromiumConfig { upload_roots: files.upload_roots.clone(), download_dir }
+    browserd_chromium::ChromiumConfig { upload_roots: files.upload_roots.clone(), download_dir, ..Default::default() }
 }
 
 fn make_private_dir(dir: &Path) -> std::io::Result<()> {

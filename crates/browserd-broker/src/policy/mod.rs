@@ -1,6 +1,11 @@
-//! The broker's policy checks, one file per layer: URL schemes (`schemes`), the `[files]` section (`files`), uploads
-//! and download receipts (`transfer`).
+//! The broker's policy checks (BRIEF §8, the second of the three checks), one file per layer: URL schemes
+//! (`schemes`), the `[files]` section (`files`), uploads and download receipts (`transfer`), which sites a session may
+//! see and act on (`sites`, enforced by `enforce`), action classes (`classes`) and the user's approvals (`approvals`).
 
+pub mod approvals;
+pub mod classes;
+pub mod enforce;
 pub mod files;
 pub mod schemes;
+pub mod sites;
 pub mod transfer;

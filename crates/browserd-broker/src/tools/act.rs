@@ -11,9 +11,15 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Val
     let key = ctx.key;
     let rt = ctx.runtime();
     let tab = ctx.tab_for(params.tab)?;
+    ctx.check_step_site(&params)?;
+    ctx.check_approval(tab, &params)?;
     let admission = ctx.admit_write(tab).await?;
     tokio::select! {
-        r = rt.act(key, tab, &params, None) => to_value(&r.map_err(|e| err(&e))?),
+        r = rt.act(key, tab, &params, None) => {
+            let result = r.map_err(|e| err(&e))?;
+            ctx.check_result_site(tab, &result)?;
+            to_value(&result)
+        }
         () = admission.stop.cancelled() => Err(user_stopped("the action was stopped; it may or may not have \
             taken effect").with_details(json!({"outcome": "unknown"}))),
     }

@@ -46,6 +46,15 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
             stopped = Some(stop_at(index, BatchStopReason::CrossSite));
             break;
         }
+        // A navigation to an origin the policy does not authorise is not dispatched.
+        if let Err(e) = ctx.check_step_site(step) {
+            stopped = Some(stop_at(index, BatchStopReason::Error));
+            results.push(
+                report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
+                    .with_code(e.code.as_str(), e.message),
+            );
+            break;
+        }
         // A high-risk step is never part of a batch: the model does it alone, after observing.
         let content = broker.gate.last_observation(tab);
         let content = content.as_deref().and_then(|o| o["untrustedContent"].as_str());
@@ -56,6 +65,15 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
                     "HIGH_RISK",
                     format!("not started: {why}; do it alone with browser_act after observing"),
                 ),
+            );
+            break;
+        }
+        // A step that needs the user's approval: the batch stops before it (the answer names the approval).
+        if let Err(e) = ctx.check_approval(tab, step) {
+            stopped = Some(stop_at(index, BatchStopReason::HighRisk));
+            results.push(
+                report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
+                    .with_code(e.code.as_str(), format!("not started: {} {}", e.message, e.next_step)),
             );
             break;
         }
@@ -76,6 +94,15 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
                 break;
             }
         };
+        // A step that led to a page of an origin the policy does not authorise: the batch ends there, and nothing of
+        // that page (the step's effects) is shown.
+        if let Err(e) = ctx.check_result_site(tab, &result) {
+            let mut rep = report(index_of(index), BatchStepStatus::Ran, result.outcome);
+            rep.dispatch = Some(result.dispatch);
+            results.push(rep.with_code(e.code.as_str(), e.message));
+            stopped = Some(stop_at(index, BatchStopReason::Error));
+            break;
+        }
         let failed = result.outcome != Outcome::Succeeded;
         let left_site = match (&start_url, &result.effects.navigated) {
             (Some(start), Some(now)) => crate::batch::leaves_site(start, now),

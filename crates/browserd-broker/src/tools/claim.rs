@@ -14,6 +14,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ClaimParams) -> Result<V
     let key = ctx.key;
     let rt = ctx.runtime();
     let tab = to_proto::tab_handle(params.tab);
+    ctx.check_tab_site(tab)?;
     let admission = ctx.admit(Some(tab)).await?;
     let work = async {
         let view = rt.claim_tab(key, tab).await.map_err(|e| err(&e))?;

@@ -18,6 +18,7 @@ use crate::tools::ToolCtx;
 pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: OpenParams) -> Result<Value, ErrorData> {
     let key = ctx.key;
     let rt = ctx.runtime();
+    ctx.check_site("no tab was opened", &params.url)?;
     let admission = ctx.admit(None).await?;
     let work = async {
         let view = rt.open_tab(key, "about:blank").await.map_err(|e| err(&e))?;
@@ -44,6 +45,8 @@ async fn load(
     let rt = &broker.runtime;
     let navigate = ActParams::new(ActionKind::Navigate).value(params.url.clone());
     let loaded = rt.act(key, view.tab, &navigate, None).await.map_err(|e| err(&e))?;
+    // A redirect to an origin the policy does not authorise: the tab is closed again (by the caller) unseen.
+    crate::policy::enforce::check_landed(broker, &to_proto::session_id(key), view.tab, &loaded)?;
     if loaded.outcome == Outcome::Failed {
         let code = match loaded.code.as_deref().and_then(ErrorCode::from_name) {
             None | Some(ErrorCode::ActionFailed) => ErrorCode::NavigationFailed,

@@ -38,5 +38,6 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         auto_turn_cleanup,
         missing_capabilities,
         unsupported,
+        policy: ctx.broker.policy_status(ctx.session),
     })
 }

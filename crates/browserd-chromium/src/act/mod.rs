@@ -91,7 +91,10 @@ async fn act_inner(
     run.res.timings.queue = ms(queue);
     // Before any input: foreground, tracker, `nodeVersion`, the target prefetched (counted as resolving it).
     let v0 = Instant::now();
-    let ready = run.prepare(params).await;
+    let ready = match run.tab_refusal(params) {
+        Some(f) => Err(f),
+        None => run.prepare(params).await,
+    };
     let versions_ms = ms(v0.elapsed());
     // Resolve → actionability and hit test → last hop → dispatch, as the action's family does them.
     let result = match ready {

@@ -70,6 +70,13 @@ impl Run<'_> {
             }
         };
         match resolve_ref(self.p, self.tab, &r) {
+            Ok(res) if self.frame_refusal(&res.frame_id).is_some() => {
+                let why = self.frame_refusal(&res.frame_id).unwrap_or_default();
+                Err(Fail::new(
+                    codes::ORIGIN_NOT_AUTHORISED,
+                    format!("ref {r} is in a frame that shows {why}; nothing was sent"),
+                ))
+            }
             Ok(res) => {
                 if !self.sessions_used.contains(&res.session) {
                     self.sessions_used.push(res.session.clone());
@@ -92,6 +99,27 @@ impl Run<'_> {
                 ))
             }
         }
+    }
+
+    /// The site policy before any input: a tab showing an origin that is not authorised takes no action but going
+    /// somewhere else (`navigate`, whose destination the broker checks, and `back`).
+    pub(super) fn tab_refusal(&self, params: &ActParams) -> Option<Fail> {
+        if matches!(params.action, ActionKind::Navigate | ActionKind::Back) {
+            return None;
+        }
+        let url = self.p.st().tabs.get(&self.tab)?.url.clone();
+        let why = self.p.origin_refusal(self.tab, &url)?;
+        Some(Fail::new(codes::ORIGIN_NOT_AUTHORISED, format!("the tab shows {why}; nothing was sent")))
+    }
+
+    /// Why the site policy refuses the frame `frame_id` of the tab (its document's origin), or `None`.
+    pub(super) fn frame_refusal(&self, frame_id: &str) -> Option<String> {
+        let url = {
+            let st = self.p.st();
+            let t = st.tabs.get(&self.tab)?;
+            t.frames.get(frame_id).map_or_else(|| t.url.clone(), |f| f.url.clone())
+        };
+        self.p.origin_refusal(self.tab, &url)
     }
 
     /// The ref's node as an object of browserd's isolated world in its frame (see [`crate::world`]): every script
@@ -122,6 +150,9 @@ impl Run<'_> {
             return Vec::new();
         }
         let Ok(res) = resolve_ref(self.p, self.tab, target) else { return Vec::new() };
+        if self.frame_refusal(&res.frame_id).is_some() {
+            return Vec::new();
+        }
         let Some(context) = world::remembered(self.p, self.tab, &res.session, &res.frame_id) else { return Vec::new() };
         let mut backends = vec![res.backend];
         if res.point_backend != res.backend {

@@ -92,14 +92,15 @@ pub(super) fn metas(t: &Tab) -> HashMap<String, FrameMeta> {
         .collect()
 }
 
-/// The frames of the observation, the main frame first.
-pub(super) fn summaries(t: &Tab) -> Vec<FrameSummary> {
+/// The frames of the observation, the main frame first; a frame whose origin is not authorised (`denied`) shows its
+/// origin only.
+pub(super) fn summaries(t: &Tab, denied: &dyn Fn(&str) -> bool) -> Vec<FrameSummary> {
     let mut summaries: Vec<FrameSummary> = t
         .frames
         .values()
         .map(|f| FrameSummary {
             frame: if f.key == 0 { String::new() } else { format!("f{}", f.key) },
-            url: f.url.clone(),
+            url: if denied(&f.url) { crate::origin::shown_origin(&f.url) } else { f.url.clone() },
             out_of_process: f.oop,
             document_epoch: f.doc_epoch,
         })

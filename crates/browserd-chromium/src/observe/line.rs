@@ -106,6 +106,12 @@ pub(super) fn iframe(name: &str, key: u32, url: &str, origin: &str) -> String {
     format!("iframe {} [f{key}]{src}:", quote(name))
 }
 
+/// A frame whose origin the site policy does not authorise: `frame http://other.test (not authorised)`, nothing of
+/// its document (no name, no content, no refs).
+pub(super) fn frame_not_authorised(origin: &str) -> String {
+    format!("frame {origin} (not authorised)")
+}
+
 /// A frame whose document is not there: `iframe "Ad" (not loaded)`.
 pub(super) fn iframe_not_loaded(name: &str) -> String {
     format!("iframe {} (not loaded)", quote(name))

@@ -233,11 +233,14 @@ async fn build_in(
     let mut st = p.st();
     let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
     t.refs.bind(p.epoch);
-    let metas = frames::metas(t);
-    let summaries = frames::summaries(t);
     let url = t.url.clone();
+    // The site policy: a tab showing an origin that is not authorised is not read at all; a frame of one is one line.
+    p.origin_error(tab, &url)?;
+    let denied = |frame_url: &str| p.origin_refusal(tab, frame_url).is_some();
+    let metas = frames::metas(t);
+    let summaries = frames::summaries(t, &denied);
     let (start_frame, start_id) = frames::start(&trees, within.as_ref(), &layout.main_frame)?;
-    let inputs = renderer::Inputs { frames: &metas, docs: &docs, axs: &trees, owners: &owners };
+    let inputs = renderer::Inputs { frames: &metas, docs: &docs, axs: &trees, owners: &owners, denied: &denied };
     let mut r = renderer::Renderer::new(inputs, &mut t.refs, line::origin_of(&url), max_nodes, max_bytes, window);
     r.out.title = frames::title(&trees, &layout.main_frame);
     r.walk(&start_frame, &start_id, 0, false);

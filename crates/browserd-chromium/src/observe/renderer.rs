@@ -27,6 +27,8 @@ pub(super) struct Renderer<'a> {
     pub(super) docs: &'a HashMap<String, HashMap<i64, DomNode>>,
     pub(super) axs: &'a HashMap<String, Arc<AxTree>>,
     pub(super) owners: &'a HashMap<(String, i64), String>,
+    /// See [`Inputs::denied`].
+    pub(super) denied: &'a dyn Fn(&str) -> bool,
     pub(super) refs: &'a mut RefTable,
     /// The page's origin: same-origin links and frames are shown relative to it.
     pub(super) origin: String,
@@ -114,6 +116,8 @@ pub(super) struct Inputs<'a> {
     pub(super) docs: &'a HashMap<String, HashMap<i64, DomNode>>,
     pub(super) axs: &'a HashMap<String, Arc<AxTree>>,
     pub(super) owners: &'a HashMap<(String, i64), String>,
+    /// Whether a frame's URL is of an origin the site policy does not authorise (shown as one line, never walked).
+    pub(super) denied: &'a dyn Fn(&str) -> bool,
 }
 
 impl<'a> Renderer<'a> {
@@ -127,12 +131,13 @@ impl<'a> Renderer<'a> {
         max_bytes: usize,
         window: Option<(u32, u32)>,
     ) -> Self {
-        let Inputs { frames, docs, axs, owners } = inputs;
+        let Inputs { frames, docs, axs, owners, denied } = inputs;
         Self {
             frames,
             docs,
             axs,
             owners,
+            denied,
             refs,
             origin,
             out: Built::default(),

@@ -181,6 +181,10 @@ impl Renderer<'_> {
                 .or_else(|| self.docs.get(frame).and_then(|d| d.get(&b)).and_then(|d| d.content_frame.clone()))
         });
         match child.filter(|c| self.axs.contains_key(c)) {
+            Some(c) if self.frames.get(&c).is_some_and(|f| (self.denied)(&f.url)) => {
+                let url = self.frames.get(&c).map_or("", |f| f.url.as_str());
+                self.push(indent, None, line::frame_not_authorised(&crate::origin::shown_origin(url)));
+            }
             Some(c) => {
                 let (key, url) = self.frames.get(&c).map_or((0, ""), |f| (f.key, f.url.as_str()));
                 self.push(indent, None, line::iframe(&n.name, key, url, &self.origin));

@@ -36,6 +36,8 @@ pub struct ChromiumConfig {
     pub upload_roots: Vec<PathBuf>,
     /// Where downloads land. `None`: downloads are denied.
     pub download_dir: Option<PathBuf>,
+    /// The site policy's check of a tab's and its frames' origins (`None`: every origin is allowed).
+    pub origin_check: Option<crate::OriginCheck>,
 }
 
 /// A per-request id record for de-duplication.

@@ -33,8 +33,11 @@ pub fn env() -> &'static Env {
                 let download_dir = root.join("downloads");
                 std::fs::create_dir_all(&upload_dir).unwrap();
                 std::fs::create_dir_all(&download_dir).unwrap();
-                let config =
-                    ChromiumConfig { upload_roots: vec![upload_dir.clone()], download_dir: Some(download_dir.clone()) };
+                let config = ChromiumConfig {
+                    upload_roots: vec![upload_dir.clone()],
+                    download_dir: Some(download_dir.clone()),
+                    ..ChromiumConfig::default()
+                };
                 let opts = LaunchOptions {
                     user_data_dir: Some(root.join("profile")),
                     env: vec![("XDG_CONFIG_HOME".into(), root.join("xdg").display().to_string())],

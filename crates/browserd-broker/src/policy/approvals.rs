@@ -1,0 +1,286 @@
+//! Approvals: an action whose class the policy puts under approval runs only with the user's approval of exactly it.
+//! An approval binds the browser instance, the origin, the action class, a digest of the target (its role and name as
+//! the caller was shown them) and a hash of the action's parameters, and expires after [`APPROVAL_TTL`]; it is used
+//! once. A changed target or parameter is another action, which needs its own approval.
+//!
+//! The broker asks by answering `APPROVAL_REQUIRED` with what the user must confirm and the approval's id; the host's
+//! UI grants it with the `approval.grant` method (`browserd approve <id>` on a terminal), and the same call again then
+//! runs.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use browserd_protocol::policy::ActionClass;
+use browserd_protocol::{ActParams, ErrorCode, ErrorData, SessionId};
+use serde_json::json;
+
+/// How long an approval (asked or granted) stays valid.
+pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
+
+/// At most this many approvals are kept (oldest dropped first).
+const MAX_KEPT: usize = 256;
+
+/// What an approval is for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Binding {
+    /// The session asking.
+    pub session: SessionId,
+    /// The browser instance (which browser, this broker's run of it).
+    pub browser: String,
+    /// The page's origin.
+    pub origin: String,
+    /// The action class.
+    pub class: ActionClass,
+    /// Digest of the target's role and name.
+    pub target: u64,
+    /// Hash of the action's parameters (action, value and the rest; not `requestId`, `timeoutMs`, `tab`, `target`).
+    pub params: u64,
+}
+
+impl Binding {
+    /// The binding of `step` on `origin`, whose target is shown as `target_line`.
+    #[must_use]
+    pub fn of(
+        session: &SessionId,
+        browser: &str,
+        origin: &str,
+        class: ActionClass,
+        target_line: Option<&str>,
+        step: &ActParams,
+    ) -> Binding {
+        let mut v = serde_json::to_value(step).unwrap_or_default();
+        if let Some(map) = v.as_object_mut() {
+            // The target is bound by its digest (role and name), not by its ref, which a new observation renames.
+            for k in ["requestId", "timeoutMs", "tab", "target"] {
+                map.remove(k);
+            }
+        }
+        // `target_line` has no ref (`classes::target_line`): the same role and name under a new ref is the same target.
+        let target = target_line.map(str::to_owned);
+        Binding {
+            session: session.clone(),
+            browser: browser.to_owned(),
+            origin: origin.to_owned(),
+            class,
+            target: digest(&target),
+            params: digest(&v.to_string()),
+        }
+    }
+}
+
+fn digest<T: Hash>(value: &T) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut h);
+    h.finish()
+}
+
+#[derive(Debug)]
+struct Entry {
+    binding: Binding,
+    granted: bool,
+    expires: Instant,
+    summary: String,
+}
+
+/// The approvals asked for and granted.
+#[derive(Debug, Default)]
+pub struct Approvals {
+    inner: Mutex<(u64, HashMap<String, Entry>)>,
+}
+
+/// What `approval.grant` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Granted {
+    /// Granted: what the user approved.
+    Granted(String),
+    /// No such approval (never asked, used, or expired).
+    Unknown,
+}
+
+impl Approvals {
+    fn lock(&self) -> MutexGuard<'_, (u64, HashMap<String, Entry>)> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Uses a granted approval of exactly `binding` (once), or asks for one: `Err` with its id.
+    ///
+    /// # Errors
+    /// The id of the approval to grant, new or already asked.
+    pub fn take_or_ask(&self, binding: &Binding, summary: &str, now: Instant) -> Result<(), String> {
+        let mut g = self.lock();
+        let (next, map) = &mut *g;
+        map.retain(|_, e| e.expires > now);
+        if let Some(id) = map.iter().find(|(_, e)| e.binding == *binding && e.granted).map(|(id, _)| id.clone()) {
+            map.remove(&id);
+            return Ok(());
+        }
+        if let Some((id, _)) = map.iter().find(|(_, e)| e.binding == *binding) {
+            return Err(id.clone());
+        }
+        if map.len() >= MAX_KEPT
+            && let Some(oldest) = map.iter().min_by_key(|(_, e)| e.expires).map(|(id, _)| id.clone())
+        {
+            map.remove(&oldest);
+        }
+        *next += 1;
+        // Not guessable from the outside: the counter and a digest of the binding and the time.
+        let id = format!("a{}-{:08x}", *next, digest(&(binding, now.elapsed().as_nanos(), *next)) as u32);
+        map.insert(
+            id.clone(),
+            Entry {
+                binding: binding.clone(),
+                granted: false,
+                expires: now + APPROVAL_TTL,
+                summary: summary.to_owned(),
+            },
+        );
+        Err(id)
+    }
+
+    /// The user grants the approval `id` (valid until it expires, for one use).
+    pub fn grant(&self, id: &str, now: Instant) -> Granted {
+        let mut g = self.lock();
+        match g.1.get_mut(id).filter(|e| e.expires > now) {
+            Some(e) => {
+                e.granted = true;
+                e.expires = now + APPROVAL_TTL;
+                Granted::Granted(e.summary.clone())
+            }
+            None => Granted::Unknown,
+        }
+    }
+}
+
+/// The `APPROVAL_REQUIRED` answer: what the user must confirm, and how.
+#[must_use]
+pub fn approval_required(id: &str, summary: &str, class: ActionClass, origin: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::ApprovalRequired,
+        format!("{summary} needs the user's approval ({} on {origin}); nothing was sent", class.as_str()),
+    )
+    .with_next_step(format!(
+        "Ask the user to confirm exactly this; their approval (the host's approval UI, or `browserd approve {id}` in a \
+         terminal) lets the same call run once within {} minutes. A changed target or value needs a new approval.",
+        APPROVAL_TTL.as_secs() / 60
+    ))
+    .with_details(json!({
+        "approval": id,
+        "class": class,
+        "origin": origin,
+        "confirm": summary,
+        "expiresInMs": APPROVAL_TTL.as_millis() as u64,
+    }))
+}
+
+impl crate::server::Broker {
+    /// The action classes that need the user's approval: `[policy] require_approval`, else `highRisk` on the user's
+    /// own browser and none on a managed one.
+    pub(crate) fn approval_classes(&self) -> Vec<ActionClass> {
+        let configured: Vec<ActionClass> =
+            self.config.policy.require_approval.iter().filter_map(|c| ActionClass::parse(c)).collect();
+        if !configured.is_empty() {
+            return configured;
+        }
+        if self.real_profile() { vec![ActionClass::HighRisk] } else { Vec::new() }
+    }
+
+    /// `approval.grant`.
+    pub(crate) fn approval_grant(
+        &self,
+        p: &browserd_protocol::policy::ApprovalGrantParams,
+    ) -> Result<browserd_protocol::policy::ApprovalGrantResult, ErrorData> {
+        match self.approvals.grant(p.approval.trim(), Instant::now()) {
+            Granted::Granted(approved) => {
+                tracing::info!(approval = %p.approval, "the user approved an action");
+                Ok(browserd_protocol::policy::ApprovalGrantResult {
+                    approved,
+                    expires_in_ms: APPROVAL_TTL.as_millis() as u64,
+                })
+            }
+            Granted::Unknown => Err(ErrorData::new(
+                ErrorCode::InvalidParams,
+                format!("no approval `{}` is waiting (never asked, already used, or expired)", p.approval),
+            )
+            .with_next_step("Run the action again: its APPROVAL_REQUIRED answer names a fresh approval id.")),
+        }
+    }
+}
+
+impl crate::tools::ToolCtx<'_> {
+    /// Before an action on `tab`: its class (see `classes`), and when the policy puts that class under approval, a
+    /// granted approval of exactly this action (used up here), else `APPROVAL_REQUIRED`.
+    pub(crate) fn check_approval(
+        &self,
+        tab: browserd_core::provider::TabHandle,
+        step: &ActParams,
+    ) -> Result<(), ErrorData> {
+        let needs = self.broker.approval_classes();
+        if needs.is_empty() {
+            return Ok(());
+        }
+        let url = self.broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone())).unwrap_or_default();
+        let seen = self.broker.gate.last_observation(tab);
+        let content = seen.as_deref().and_then(|o| o["untrustedContent"].as_str());
+        let (class, why) = super::classes::classify(step, content, &url);
+        if !needs.contains(&class) {
+            return Ok(());
+        }
+        let origin = super::sites::Origin::of(&url).map_or_else(|| url.clone(), |o| o.to_string());
+        let line = super::classes::target_line(step, content);
+        let action = serde_json::to_value(step.action).ok().and_then(|v| v.as_str().map(str::to_owned));
+        let mut summary = format!("{} {}", action.unwrap_or_default(), line.as_deref().unwrap_or("the page"));
+        if let Some(value) = &step.value {
+            summary.push_str(&format!(" with {value:?}"));
+        }
+        summary.push_str(&format!(" in tab {} ({why})", tab.0));
+        let browser = format!("{:?}@{:?}", self.broker.provider.kind(), self.broker.started);
+        let binding = Binding::of(self.session, &browser, &origin, class, line.as_deref(), step);
+        match self.broker.approvals.take_or_ask(&binding, &summary, Instant::now()) {
+            Ok(()) => {
+                tracing::info!(class = class.as_str(), "an approved action runs");
+                Ok(())
+            }
+            Err(id) => Err(approval_required(&id, &summary, class, &origin)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(v: serde_json::Value) -> ActParams {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn an_approval_binds_its_action_is_used_once_and_expires() {
+        let s = SessionId::new("s1");
+        let click = step(json!({"action": "click", "target": "e5", "requestId": "r1"}));
+        let b = Binding::of(&s, "managed", "http://a.test", ActionClass::HighRisk, Some("button \"Delete\""), &click);
+        let store = Approvals::default();
+        let t0 = Instant::now();
+        let id = store.take_or_ask(&b, "click button \"Delete\"", t0).unwrap_err();
+        assert_eq!(store.take_or_ask(&b, "x", t0).unwrap_err(), id, "asking again names the same approval");
+        assert_eq!(store.grant("nope", t0), Granted::Unknown);
+        assert!(matches!(store.grant(&id, t0), Granted::Granted(s) if s.contains("Delete")));
+        // Another target, value or origin is another action.
+        let other =
+            Binding::of(&s, "managed", "http://a.test", ActionClass::HighRisk, Some("button \"Delete all\""), &click);
+        assert!(store.take_or_ask(&other, "x", t0).is_err());
+        let changed = step(json!({"action": "dblclick", "target": "e5"}));
+        let b2 =
+            Binding::of(&s, "managed", "http://a.test", ActionClass::HighRisk, Some("button \"Delete\""), &changed);
+        assert!(store.take_or_ask(&b2, "x", t0).is_err());
+        // The same action under a new requestId and a new ref of the same button: approved, once.
+        let again = step(json!({"action": "click", "target": "e5", "requestId": "r2"}));
+        let b3 = Binding::of(&s, "managed", "http://a.test", ActionClass::HighRisk, Some("button \"Delete\""), &again);
+        assert_eq!(store.take_or_ask(&b3, "x", t0), Ok(()));
+        assert!(store.take_or_ask(&b3, "x", t0).is_err(), "used once");
+        // Expired.
+        let id = store.take_or_ask(&b, "x", t0).unwrap_err();
+        assert_eq!(store.grant(&id, t0 + APPROVAL_TTL + Duration::from_secs(1)), Granted::Unknown);
+    }
+}

@@ -1,0 +1,232 @@
+//! Where the site policy is enforced: the broker's [`Policy`] holds the `[policy]` lists, each session's own lists
+//! and which session uses which tab; it answers the checks of the tools (before a navigation or an open, after every
+//! action and observation) and hands the provider the same decision ([`Policy::origin_check`]) for the documents only
+//! the provider sees (frames, the page an action or observation finds).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use browserd_core::provider::TabHandle;
+use browserd_protocol::{ErrorCode, ErrorData, SessionId};
+use serde_json::json;
+
+use super::sites::{Denied, OriginPattern, SessionSites, SitePolicy};
+
+/// The site policy in force and who uses which tab.
+#[derive(Debug, Default)]
+pub struct Policy {
+    /// `[policy]`.
+    pub sites: SitePolicy,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    sessions: HashMap<SessionId, Arc<SessionSites>>,
+    tabs: HashMap<TabHandle, SessionId>,
+}
+
+impl Policy {
+    /// The policy of `[policy]`.
+    #[must_use]
+    pub fn new(sites: SitePolicy) -> Arc<Self> {
+        Arc::new(Policy { sites, state: Mutex::default() })
+    }
+
+    /// The policy of a `[policy]` section (its patterns were checked when the config was read; one that does not
+    /// parse here is left out of an allow list and kept out of nothing: a bad deny pattern denies every web origin).
+    #[must_use]
+    pub fn from_config(config: &crate::config::PolicyConfig) -> Arc<Self> {
+        let parse = |items: &[String], fallback: &str| -> Vec<OriginPattern> {
+            items
+                .iter()
+                .filter_map(|i| match OriginPattern::parse(i) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "ignoring a bad [policy] pattern");
+                        OriginPattern::parse(fallback).ok()
+                    }
+                })
+                .collect()
+        };
+        let allow = parse(&config.allow, "0.0.0.0:1");
+        let deny = parse(&config.deny, "*");
+        Policy::new(SitePolicy::new(allow, deny, config.real_profile_defaults))
+    }
+
+    /// The Chromium provider's configuration with this policy's origin check.
+    #[must_use]
+    pub fn chromium_config(self: &Arc<Self>) -> browserd_chromium::ChromiumConfig {
+        browserd_chromium::ChromiumConfig { origin_check: Some(self.origin_check()), ..Default::default() }
+    }
+
+    /// `files` (the `[files]` section's upload roots and download directory) with this policy's origin check.
+    #[must_use]
+    pub fn with_files(self: &Arc<Self>, files: browserd_chromium::ChromiumConfig) -> browserd_chromium::ChromiumConfig {
+        browserd_chromium::ChromiumConfig { origin_check: Some(self.origin_check()), ..files }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sets (or clears, with an empty policy) a session's own lists.
+    pub fn set_session(&self, session: &SessionId, sites: SessionSites) {
+        let mut st = self.state();
+        if sites == SessionSites::default() {
+            st.sessions.remove(session);
+        } else {
+            st.sessions.insert(session.clone(), Arc::new(sites));
+        }
+    }
+
+    /// Forgets a closed session.
+    pub fn forget_session(&self, session: &SessionId) {
+        let mut st = self.state();
+        st.sessions.remove(session);
+        st.tabs.retain(|_, s| s != session);
+    }
+
+    /// `tab` is used by `session` from now on (its lists apply to what the provider finds there).
+    pub fn bind_tab(&self, tab: TabHandle, session: &SessionId) {
+        let mut st = self.state();
+        if st.tabs.len() > 4096 {
+            st.tabs.clear();
+        }
+        st.tabs.insert(tab, session.clone());
+    }
+
+    /// The session's own lists.
+    #[must_use]
+    pub fn session(&self, session: &SessionId) -> Option<Arc<SessionSites>> {
+        self.state().sessions.get(session).cloned()
+    }
+
+    /// Whether `url` may be shown and acted on by `session`.
+    ///
+    /// # Errors
+    /// Why not.
+    pub fn decide(&self, session: Option<&SessionId>, url: &str, real_profile: bool) -> Result<(), Denied> {
+        let own = session.and_then(|s| self.session(s));
+        self.sites.decide(url, own.as_deref(), real_profile)
+    }
+
+    /// The check the provider asks for `tab`'s documents: the lists of the session using the tab.
+    #[must_use]
+    pub fn origin_check(self: &Arc<Self>) -> browserd_chromium::OriginCheck {
+        let policy = Arc::downgrade(self);
+        browserd_chromium::OriginCheck(Arc::new(move |tab, url, real_profile| {
+            let policy = policy.upgrade()?;
+            let session = policy.state().tabs.get(&tab).cloned();
+            policy.decide(session.as_ref(), url, real_profile).err().map(|d| d.sentence())
+        }))
+    }
+}
+
+/// The `ORIGIN_NOT_AUTHORISED` answer: what was refused, the origin and what the user can change.
+#[must_use]
+pub fn not_authorised(what: &str, denied: &Denied) -> ErrorData {
+    ErrorData::new(ErrorCode::OriginNotAuthorised, format!("{what}: {}", denied.sentence()))
+        .with_next_step(format!(
+            "Ask the user to allow it ({}), or work on another site; browser_status shows the policy.",
+            denied.change
+        ))
+        .with_details(json!({"origin": denied.origin}))
+}
+
+impl crate::server::Broker {
+    /// Whether the browser is the user's own (the extension): the real-profile defaults apply.
+    pub(crate) fn real_profile(&self) -> bool {
+        self.provider.kind() == browserd_core::provider::ProviderKind::Extension
+    }
+}
+
+impl crate::tools::ToolCtx<'_> {
+    /// Refuses `url` unless the site policy authorises its origin for this session; `what` names the refused step
+    /// ("opening the tab").
+    pub(crate) fn check_site(&self, what: &str, url: &str) -> Result<(), ErrorData> {
+        let real = self.broker.real_profile();
+        self.broker.policy.decide(Some(self.session), url, real).map_err(|d| not_authorised(what, &d))
+    }
+
+    /// Refuses a tab whose last known page is of an origin the policy does not authorise.
+    pub(crate) fn check_tab_site(&self, tab: TabHandle) -> Result<(), ErrorData> {
+        let url = self.broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone()));
+        match url {
+            Some(url) => self.check_site(&format!("tab {} was not used", tab.0), &url),
+            None => Ok(()),
+        }
+    }
+
+    /// Before an action: a navigation's destination.
+    pub(crate) fn check_step_site(&self, step: &browserd_protocol::ActParams) -> Result<(), ErrorData> {
+        match (step.action, step.value.as_deref()) {
+            (browserd_protocol::ActionKind::Navigate, Some(url)) => self.check_site("nothing was sent", url),
+            _ => Ok(()),
+        }
+    }
+
+    /// After an action: the page it led to (see [`check_landed`]).
+    pub(crate) fn check_result_site(
+        &self,
+        tab: TabHandle,
+        result: &browserd_protocol::ActionResult,
+    ) -> Result<(), ErrorData> {
+        check_landed(self.broker, self.session, tab, result)
+    }
+}
+
+/// After an action: the page it led to (a navigation, a link, a redirect). A page of an origin the policy does not
+/// authorise for `session` is not shown: the answer is `ORIGIN_NOT_AUTHORISED` with what the action did.
+pub(crate) fn check_landed(
+    broker: &crate::server::Broker,
+    session: &SessionId,
+    tab: TabHandle,
+    result: &browserd_protocol::ActionResult,
+) -> Result<(), ErrorData> {
+    let now = broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone()));
+    for url in result.effects.navigated.iter().chain(now.iter()) {
+        if let Err(d) = broker.policy.decide(Some(session), url, broker.real_profile()) {
+            let outcome = serde_json::to_value(result.outcome).ok();
+            let mut e = not_authorised(
+                &format!(
+                    "the action ran (outcome {}) and tab {} went to a page that is not shown",
+                    outcome.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown"),
+                    tab.0
+                ),
+                &d,
+            );
+            e.next_step = format!(
+                "{} Then go elsewhere (browser_act navigate or back) or close the tab (browser_close).",
+                e.next_step
+            );
+            e.details = Some(Box::new(json!({
+                "origin": d.origin,
+                "outcome": result.outcome,
+                "dispatch": result.dispatch,
+                "tab": tab.0,
+            })));
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+impl crate::server::Broker {
+    /// The policy in force for `session` as `browser_status` shows it.
+    pub(crate) fn policy_status(&self, session: &SessionId) -> browserd_protocol::policy::PolicyStatus {
+        let own = self.policy.session(session);
+        let mut status = self.policy.sites.status(own.as_deref(), self.real_profile());
+        status.require_approval = self.approval_classes();
+        status
+    }
+}
+
+/// The policy the extension's last-hop gate checks with (`policy.set`): `[policy]`'s lists and the real-profile
+/// default deny list when it applies. A session's own lists stay in the broker.
+#[must_use]
+pub fn gate_policy(config: &crate::config::PolicyConfig) -> serde_json::Value {
+    let defaults: Vec<&str> =
+        if config.real_profile_defaults { super::sites::REAL_PROFILE_DENY.to_vec() } else { Vec::new() };
+    json!({"allow": config.allow, "deny": config.deny, "realProfileDeny": defaults})
+}

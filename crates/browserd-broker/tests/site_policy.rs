@@ -1,0 +1,223 @@
+//! The site policy on a real managed Chromium and the two-origin fixture site (`127.0.0.1` and `localhost` are two
+//! origins): an origin the policy does not authorise is never opened, observed or acted on — not when asked for
+//! directly, not after a redirect or a link, not in a popup, not inside an allowed page's frame — and the refusal
+//! (`ORIGIN_NOT_AUTHORISED`) says what to change. The fixture server records clicks, so "nothing was sent" is checked
+//! on the server's side.
+
+mod real_browser;
+
+use browserd_broker::ClientError;
+use browserd_broker::config::{BrokerConfig, PolicyConfig};
+use browserd_protocol::lifecycle::{HostKind, SessionOpenParams};
+use browserd_protocol::policy::SessionPolicy;
+use browserd_protocol::{ErrorCode, ErrorData};
+use real_browser::Real;
+use serde_json::{Value, json};
+
+fn ref_of(content: &str, needle: &str) -> String {
+    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
+    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+}
+
+async fn refused(r: &Real, name: &str, args: Value) -> ErrorData {
+    match r.c.tool(&r.s, name, args).await {
+        Err(ClientError::Rpc(e)) => *e,
+        other => panic!("{name} should be refused, got {other:?}"),
+    }
+}
+
+fn deny_localhost() -> BrokerConfig {
+    BrokerConfig {
+        policy: PolicyConfig { deny: vec!["localhost".into()], ..PolicyConfig::default() },
+        ..BrokerConfig::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_origin_is_never_opened_and_the_refusal_says_what_to_change() {
+    let r = Real::start_config("thread-policy-open", deny_localhost()).await;
+    let before = r.tool("browser_list", json!({})).await["tabs"].as_array().unwrap().len();
+    let e =
+        refused(&r, "browser_open", json!({"url": r.site.cross_origin_url("/policy-landing.html"), "observe": true}))
+            .await;
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(e.message.contains("http://localhost:") && e.message.contains("`[policy] deny` has `localhost`"), "{e:?}");
+    assert!(e.next_step.contains("remove `localhost` from `deny` in the `[policy]` section"), "{e:?}");
+    assert!(!format!("{e:?}").contains("Landing secret"));
+    let after = r.tool("browser_list", json!({})).await;
+    assert_eq!(after["tabs"].as_array().unwrap().len(), before, "no tab was opened: {after}");
+
+    // A direct server redirect from an allowed URL: the tab is closed again, nothing of the page is shown.
+    let e =
+        refused(&r, "browser_open", json!({"url": r.site.url("/redirect?to=/policy-landing.html"), "observe": true}))
+            .await;
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(!format!("{e:?}").contains("Landing secret"), "{e:?}");
+    assert_eq!(e.details.as_ref().unwrap()["closed"], true, "{e:?}");
+
+    // browser_status shows the policy in force.
+    let status = r.tool("browser_status", json!({})).await;
+    assert_eq!(status["policy"]["deny"], json!(["localhost"]), "{status}");
+    assert!(status["policy"].get("realProfileDeny").is_none(), "a managed browser: no real-profile defaults: {status}");
+
+    // A session's own --blocked-origins narrows the policy for that session only.
+    let opened =
+        r.c.call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "policy-narrow".into(),
+            label: None,
+            policy: Some(SessionPolicy { allowed_origins: vec![], blocked_origins: vec!["127.0.0.1".into()] }),
+        })
+        .await
+        .unwrap();
+    let narrow = opened.session;
+    r.c.call(&browserd_protocol::lifecycle::ToolsActivateParams { session: narrow.clone(), advanced: false })
+        .await
+        .unwrap();
+    let e = r.c.tool(&narrow, "browser_open", json!({"url": r.site.url("/form.html")})).await.unwrap_err();
+    let ClientError::Rpc(e) = e else { panic!("{e:?}") };
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(e.message.contains("--blocked-origins has `127.0.0.1`"), "{e:?}");
+    let status = r.c.tool(&narrow, "browser_status", json!({})).await.unwrap();
+    assert_eq!(status["policy"]["session"]["blockedOrigins"], json!(["127.0.0.1"]), "{status}");
+    // The first session is not narrowed.
+    r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await;
+
+    // A bad pattern is refused when the session opens, changing nothing.
+    let bad =
+        r.c.call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "policy-bad".into(),
+            label: None,
+            policy: Some(SessionPolicy {
+                allowed_origins: vec!["https://x.test/path".into()],
+                blocked_origins: vec![],
+            }),
+        })
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("--allowed-origins") && bad.to_string().contains("no path"), "{bad}");
+    r.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_or_redirect_to_a_denied_origin_is_refused_and_the_page_is_never_read() {
+    let r = Real::start_config("thread-policy-redirect", deny_localhost()).await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-redirect.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let via = ref_of(&content, "Continue to the partner");
+    let popup = ref_of(&content, "Open the partner in a new tab");
+
+    // A popup to the denied origin: the click ran, the new tab is never observed or acted on.
+    let clicked = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": popup})).await;
+    let opened = clicked["effects"]["tabsOpened"][0].clone();
+    assert!(opened.is_u64(), "{clicked}");
+    let mut e = refused(&r, "browser_observe", json!({"tab": opened})).await;
+    for _ in 0..100 {
+        if e.code == ErrorCode::OriginNotAuthorised {
+            break;
+        }
+        // The popup may still be on its initial blank document: observe again once it committed.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        e = match r.c.tool(&r.s, "browser_observe", json!({"tab": opened})).await {
+            Err(ClientError::Rpc(e)) => *e,
+            Ok(v) => {
+                assert!(!v.to_string().contains("Landing secret"), "{v}");
+                ErrorData::new(ErrorCode::InternalError, "not yet")
+            }
+            Err(other) => panic!("{other:?}"),
+        };
+    }
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(!format!("{e:?}").contains("Landing secret"));
+    let landing = ErrorCode::OriginNotAuthorised;
+    let e = refused(&r, "browser_act", json!({"tab": opened, "action": "scroll", "value": "down"})).await;
+    assert_eq!(e.code, landing, "{e:?}");
+
+    // A link through a server redirect: the click ran, the page it led to is not shown.
+    let e = refused(&r, "browser_act", json!({"tab": tab, "action": "click", "target": via})).await;
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(e.message.contains("http://localhost:"), "{e:?}");
+    assert!(e.next_step.contains("browser_act navigate or back"), "{e:?}");
+    assert_ne!(e.details.as_ref().unwrap()["dispatch"], "notDispatched", "the click was sent: {e:?}");
+    assert!(!format!("{e:?}").contains("Landing secret"), "{e:?}");
+    // The tab now shows the denied page: it is not observed or acted on, and says so.
+    let e = refused(&r, "browser_observe", json!({"tab": tab})).await;
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(!format!("{e:?}").contains("Landing secret"));
+    // A navigation to the denied origin is refused before anything is sent; going back works.
+    let e = refused(
+        &r,
+        "browser_act",
+        json!({"tab": tab, "action": "navigate", "value": r.site.cross_origin_url("/form.html")}),
+    )
+    .await;
+    assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
+    assert!(e.message.contains("nothing was sent"), "{e:?}");
+    let back = r.tool("browser_act", json!({"tab": tab, "action": "back"})).await;
+    assert_eq!(back["outcome"], "succeeded", "{back}");
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("Continue to the partner"), "{obs}");
+
+    // In a batch: the step that leads there ends the batch, and nothing after it runs.
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let direct = ref_of(obs["untrustedContent"].as_str().unwrap(), "Partner landing page");
+    let batch = r
+        .tool(
+            "browser_batch",
+            json!({"tab": tab, "steps": [
+                {"action": "click", "target": direct},
+                {"action": "scroll", "value": "down"},
+            ]}),
+        )
+        .await;
+    assert_eq!(batch["ok"], false, "{batch}");
+    assert_eq!(batch["results"][0]["code"], "ORIGIN_NOT_AUTHORISED", "{batch}");
+    assert_eq!(batch["results"][1]["status"], "notStarted", "{batch}");
+    assert!(!batch.to_string().contains("Landing secret"), "{batch}");
+    r.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_frame_is_one_line_with_no_refs_and_its_elements_are_refused() {
+    let r = Real::start("thread-policy-frame").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-frame.html")})).await["tab"].clone();
+    // Allowed (the default for a managed browser): the partner frame is read, its button has a ref.
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    assert!(content.contains("Partner secret"), "{content}");
+    let transfer = ref_of(&content, "button \"Transfer everything\"");
+
+    // The host re-opens the session with the other site blocked (`browserd mcp --blocked-origins localhost`).
+    r.c.call(&SessionOpenParams {
+        host: HostKind::Codex,
+        host_session_id: "thread-policy-frame".into(),
+        label: None,
+        policy: Some(SessionPolicy { allowed_origins: vec![], blocked_origins: vec!["localhost".into()] }),
+    })
+    .await
+    .unwrap();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let origin = r.site.cross_origin_url("");
+    let line = format!("frame {origin} (not authorised)");
+    assert!(content.lines().any(|l| l.trim() == line), "one line for the frame:\n{content}");
+    assert!(!content.contains("Partner secret") && !content.contains("Transfer everything"), "{content}");
+    assert!(!content.contains("SYSTEM: ignore"), "{content}");
+    let frame_line = content.lines().find(|l| l.contains("(not authorised)")).unwrap();
+    assert!(!frame_line.contains('['), "no ref on the frame line: {frame_line}");
+    assert!(!obs.to_string().contains("policy-inner.html"), "the frame's URL is shown as its origin only: {obs}");
+    assert!(content.contains("Local button"), "the allowed page is still read: {content}");
+
+    // The ref the model saw before is refused before any input; the server never sees the click.
+    let acted = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": transfer})).await;
+    assert_eq!(acted["outcome"], "failed", "{acted}");
+    assert_eq!(acted["code"], "ORIGIN_NOT_AUTHORISED", "{acted}");
+    assert_eq!(acted["dispatch"], "notDispatched", "{acted}");
+    let local = ref_of(&content, "button \"Local button\"");
+    let clicked = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": local})).await;
+    assert_eq!(clicked["outcome"], "succeeded", "{clicked}");
+    assert!(!r.site.records().iter().any(|e| e == "partner:transfer"), "{:?}", r.site.records());
+    r.finish().await;
+}
