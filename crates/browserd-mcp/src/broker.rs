@@ -22,7 +22,8 @@ use browserd_protocol::lifecycle::{
 };
 use browserd_protocol::methods::{MethodParams, ToolsListParams};
 use browserd_protocol::tools::{ToolCallParams, ToolSpec};
-use browserd_protocol::{ErrorCode, ErrorData, SessionId};
+use browserd_protocol::vision::SessionVisionParams;
+use browserd_protocol::{ErrorCode, ErrorData, SessionId, VisionMode};
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
@@ -37,6 +38,8 @@ const SESSION_LABEL: &str = "mcp";
 pub struct BrokerBackend {
     connect: ConnectOptions,
     advanced: bool,
+    /// The vision mode every session of this server gets (`browserd mcp --vision`).
+    vision: VisionMode,
     state: Mutex<Connection>,
     /// Counts the broker's `tools.changed` notifications on every connection this backend made.
     changed: watch::Sender<u64>,
@@ -60,7 +63,29 @@ impl BrokerBackend {
     /// A backend reaching the broker as `connect` says; `advanced` asks `tools.activate` for the advanced tier.
     #[must_use]
     pub fn new(connect: ConnectOptions, advanced: bool) -> Self {
-        Self { connect, advanced, state: Mutex::new(Connection::default()), changed: watch::Sender::new(0) }
+        Self {
+            connect,
+            advanced,
+            vision: VisionMode::NativeMultimodal,
+            state: Mutex::new(Connection::default()),
+            changed: watch::Sender::new(0),
+        }
+    }
+
+    /// Opens every session in vision mode `mode` (`browserd mcp --vision`).
+    #[must_use]
+    pub fn with_vision(mut self, mode: VisionMode) -> Self {
+        self.vision = mode;
+        self
+    }
+
+    fn vision_params(&self, session: &SessionId) -> SessionVisionParams {
+        let flag = if self.vision.has_image_route() { "native" } else { "semantic" };
+        SessionVisionParams {
+            session: session.clone(),
+            mode: self.vision,
+            source: Some(format!("browserd mcp --vision {flag}")),
+        }
     }
 
     /// The default: the user's broker (started on demand), as the MCP component.
@@ -100,6 +125,9 @@ impl BrokerBackend {
                     // A new id (the broker restarted): calls on the old id fail with UNKNOWN_SESSION and the
                     // MCP layer opens it again, which lands here on this id.
                     owned.session = opened.session;
+                    if let Err(error) = client.call(&self.vision_params(&owned.session)).await {
+                        tracing::warn!(%error, "setting the vision mode after a reconnect failed");
+                    }
                 }
                 Err(error) => tracing::warn!(%error, "re-opening a session after a reconnect failed"),
             }
@@ -132,6 +160,7 @@ impl ToolBackend for BrokerBackend {
                 host_session_id: host_session_id.to_owned(),
             });
         }
+        self.call(&self.vision_params(&opened.session)).await?;
         let set = self.call(&ToolsActivateParams { session: opened.session.clone(), advanced: self.advanced }).await?;
         if let Some(reason) = set.advanced_refused {
             tracing::warn!(?reason, "the broker refused the advanced tools; only the core tools will work");

@@ -22,6 +22,7 @@ use crate::lifecycle::{
 };
 use crate::schema;
 use crate::tools::{ListedTab, ToolCall, ToolCallParams, ToolSpec};
+use crate::vision::{SessionVisionParams, VisionStatus};
 
 /// Whether a method expects a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -250,6 +251,7 @@ methods! {
     BrokerShutdown, BROKER_SHUTDOWN = "broker.shutdown", Request, BrokerShutdownParams => BrokerShutdownResult;
     BrokerStopGate, BROKER_STOP_GATE = "broker.stopGate", Request, StopGateParams => StopGateResult;
     BrokerSelectTab, BROKER_SELECT_TAB = "broker.selectTab", Request, SelectTabParams => ListedTab;
+    SessionVision, SESSION_VISION = "session.vision", Request, SessionVisionParams => VisionStatus;
 }
 
 impl MethodCall {

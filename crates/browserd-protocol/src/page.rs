@@ -283,6 +283,9 @@ pub struct Observation {
     /// Screenshot, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<Screenshot>,
+    /// The page draws content only pixels show (canvases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pixel_content: Option<crate::vision::PixelContent>,
     /// With `window`: the items actually shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<WindowShown>,

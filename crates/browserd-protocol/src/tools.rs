@@ -77,6 +77,10 @@ pub struct BrowserStatusResult {
     /// The broker's journal (`degraded`: opening or claiming tabs and input are refused until it is fixed).
     #[serde(default)]
     pub journal: JournalStatus,
+    /// Where screenshots may go: `native-multimodal` (to you), `dsh-vision-router` (to the host's grounding tool),
+    /// `semantic-only` (nowhere: refused with `VISION_UNAVAILABLE`).
+    #[serde(default = "crate::vision::VisionStatus::default_native")]
+    pub vision: crate::vision::VisionStatus,
 }
 
 /// Params of `browser_list`.

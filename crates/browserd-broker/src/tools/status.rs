@@ -38,5 +38,6 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         auto_turn_cleanup,
         missing_capabilities,
         unsupported,
+        vision: ctx.broker.vision_of(ctx.session),
     })
 }
