@@ -31,6 +31,36 @@ fn metrics_dpr(m: &serde_json::Value) -> Option<f64> {
 /// How long the capture of a browser error page may take before it is answered with a typed error.
 const ERROR_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(2500);
 
+/// A hidden (background) tab is laid out at another size than the one it gets in front, where an action brings it:
+/// its screenshot's geometry would not hold for the points a caller then clicks (refused as a resized viewport).
+/// Such a page is brought to the front first, as an action does; a visible one, or one whose visibility cannot be
+/// read in browserd's world, is left where it is.
+async fn bring_forward_if_hidden(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    session: &browserd_cdp::SessionId,
+    deadline: Instant,
+) {
+    // A browser error page may never give browserd its world (see `capture`): not waited for here.
+    if p.st().tabs.get(&tab).is_some_and(|t| t.url.starts_with("chrome-error://")) {
+        return;
+    }
+    let by = deadline.min(Instant::now() + WORLD_WAIT);
+    let hidden = || async {
+        crate::world::eval(p, tab, session, "document.visibilityState", by).await.ok() == Some(json!("hidden"))
+    };
+    if !hidden().await {
+        return;
+    }
+    let _ = p.call(Some(session), "Page.bringToFront", json!({}), deadline).await;
+    for _ in 0..20 {
+        if !hidden().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// Captures a screenshot.
 pub(crate) async fn capture(
     p: &ChromiumProvider,
@@ -45,6 +75,7 @@ pub(crate) async fn capture(
             "DIALOG_BLOCKING: a JavaScript dialog is open; handle it with the dialog action first",
         ));
     }
+    bring_forward_if_hidden(p, tab, &session, deadline).await;
     let m = p
         .call(Some(&session), "Page.getLayoutMetrics", json!({}), deadline)
         .await

@@ -507,8 +507,8 @@ async fn index() -> Response {
     html(body)
 }
 
-async fn vision_page(Query(query): Query<HashMap<String, String>>) -> Response {
-    html(vision::page(query.get("spacer").and_then(|s| s.parse().ok()).unwrap_or(0)))
+async fn vision_page(State(state): State<SiteState>, Query(query): Query<HashMap<String, String>>) -> Response {
+    html(vision::page(&state.vision, query.get("spacer").and_then(|s| s.parse().ok()).unwrap_or(0)))
 }
 
 async fn vision_new(State(state): State<SiteState>) -> Response {

@@ -1,6 +1,6 @@
 //! The picture check (`/vision-check.html`, issue 19): a canvas that shows a random code and a random red dot that
-//! exist only in its pixels. The server makes each challenge (`POST /api/vision/new`: cells to fill and a dot to draw,
-//! never the code as text), keeps the ground truth, and judges what the page posts when the picture is clicked
+//! exist only in its pixels. The server makes a challenge with each page load (cells to fill and a dot to draw, never
+//! the code as text; `POST /api/vision/new` makes one alone), keeps the ground truth, and judges what the page posts when the picture is clicked
 //! (`POST /api/vision/answer`: what was typed into Code and where in the picture the click landed). Tests read the
 //! verdicts with [`crate::FixtureSite::vision_challenges`], or over HTTP (`GET /api/vision/results`, verdicts only).
 
@@ -185,9 +185,12 @@ pub(crate) struct AnswerBody {
     pub(crate) y: f64,
 }
 
-/// The page, with `spacer` CSS pixels of blank space above the picture (so a test can scroll to it).
-pub(crate) fn page(spacer: u32) -> String {
-    include_str!("../fixtures/vision-check.html").replace("{{SPACER}}", &spacer.min(20_000).to_string())
+/// The page with a new challenge, and `spacer` CSS pixels of blank space above the picture (so a test can scroll to
+/// it).
+pub(crate) fn page(challenges: &Challenges, spacer: u32) -> String {
+    include_str!("../fixtures/vision-check.html")
+        .replace("{{SPACER}}", &spacer.min(20_000).to_string())
+        .replace("{{CHALLENGE}}", &challenges.create().to_string())
 }
 
 #[cfg(test)]
