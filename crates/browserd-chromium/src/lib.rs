@@ -15,6 +15,7 @@ mod advanced;
 mod ax;
 #[cfg(test)]
 mod fuzz_tests;
+mod image_size;
 mod input;
 mod observe;
 mod point;
@@ -25,4 +26,4 @@ mod world;
 
 pub use ax::AxStats;
 pub use provider::{ChromiumConfig, ChromiumProvider};
-pub use screenshot::DEFAULT_MAX_SIZE;
+pub use screenshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_SIZE};

@@ -15,8 +15,8 @@ use serde_json::{Value, json};
 pub const VISION_FONT: &str = include_str!("../fixtures/vision-font.json");
 
 /// Picture size in canvas pixels (the canvas's CSS size too).
-const WIDTH: f64 = 480.0;
-const HEIGHT: f64 = 240.0;
+const WIDTH: f64 = 320.0;
+const HEIGHT: f64 = 200.0;
 /// Canvas pixels per font cell.
 const CELL: f64 = 6.0;
 /// Characters in a code.
