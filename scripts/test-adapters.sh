@@ -2,7 +2,8 @@
 #! Host adapter tests (shared broker client, DSH plugin contract tests, Pi extension and the acceptance walkthroughs
 #! with the real `@mariozechner/pi-coding-agent`): installs the pinned npm packages (`npm ci`), builds `browserd`,
 #! and runs node's test runner against the real broker and a managed Chromium. Called by scripts/test.sh.
-#! Environment: BROWSERD_BIN overrides the browserd binary (default: target/debug/browserd, built here).
+#! Environment: BROWSERD_BIN overrides the browserd binary (default: target/debug/browserd, built here);
+#! BROWSERD_FIXTURE_SITE the fixture site binary (default: target/debug/browserd-fixture-site, built here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,13 @@ if ! "$BROWSERD_BIN" broker --help >/dev/null 2>&1; then
   exit 1
 fi
 export BROWSERD_BIN
+if [ -z "${BROWSERD_FIXTURE_SITE:-}" ]; then
+  # The Rust fixture site (the picture check of the vision tests) as a binary the node tests start.
+  say "building the fixture site (cargo build -p browserd-fixtures --bin browserd-fixture-site)"
+  cargo build -p browserd-fixtures --bin browserd-fixture-site --quiet
+  BROWSERD_FIXTURE_SITE="$PWD/target/debug/browserd-fixture-site"
+fi
+export BROWSERD_FIXTURE_SITE
 
 say "installing the pinned npm packages (npm ci)"
 (cd adapters && npm ci --no-audit --no-fund --loglevel=error)

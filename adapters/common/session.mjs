@@ -106,6 +106,25 @@ export function resultFailure(name, value) {
   return why ? `${name} did not fully succeed (${why}): ${JSON.stringify(value)}` : null;
 }
 
+/** The vision modes of `session.vision` (what `browser_status` shows as `vision.mode`). */
+export const VISION = Object.freeze({
+  native: "native-multimodal",
+  router: "dsh-vision-router",
+  semantic: "semantic-only",
+});
+
+/**
+ * A `VISION_UNAVAILABLE` error carries the text observation read instead of the screenshot: the error the host shows
+ * says so and carries that observation, so the model still sees the page (as text) and the plain next step.
+ */
+export function visionUnavailable(err) {
+  const observation = err?.data?.details?.observation;
+  if (err?.code !== "VISION_UNAVAILABLE" || !observation) return err;
+  const out = new BrokerError(err.code, err.reason, { nextStep: err.nextStep, data: err.data, rpcCode: err.rpcCode });
+  out.message = `${err.message}\nThe page as text (no screenshot was taken):\n${resultText(observation)}`;
+  return out;
+}
+
 /** Maps host close reasons onto the protocol's `CloseReason`. */
 export const CLOSE_REASONS = Object.freeze({
   quit: "hostExit",
@@ -142,6 +161,8 @@ export class BrowserSession {
     /** Failures of host-internal lifecycle calls (turn end, close), newest last; surfaced by status, never in the transcript. */
     this.lifecycleFailures = [];
     this.queue = Promise.resolve();
+    /** The vision mode last sent with `session.vision` ({mode, source}); sent again after a re-attach. */
+    this.vision = null;
     /** Called when an activation ends (context reset, session close, broker-side reset). */
     this.onDeactivate = options.onDeactivate ?? null;
     this.offConnect = client.onConnect(async (c, { reconnect }) => {
@@ -159,7 +180,17 @@ export class BrowserSession {
     const opened = await c.callDirect("session.open", this.#openParams());
     this.trace(`reattach:${opened.reattached}`);
     this.id = opened.session;
+    if (this.vision) await c.callDirect("session.vision", { session: this.id, ...this.vision });
     if (opened.tools !== "activeSticky" && this.active) this.#deactivate();
+  }
+
+  /** Tells the broker the host's image route ({mode, source}) when it differs from what it was last told. */
+  async #syncVision(vision) {
+    if (!vision || !this.id) return;
+    if (this.vision && this.vision.mode === vision.mode && this.vision.source === vision.source) return;
+    await this.client.call("session.vision", { session: this.id, mode: vision.mode, source: vision.source });
+    this.vision = { mode: vision.mode, source: vision.source };
+    this.trace(`vision:${vision.mode}`);
   }
 
   #openParams() {
@@ -218,13 +249,16 @@ export class BrowserSession {
 
   /**
    * Calls a browser tool. `generation` is the activation the caller's tool snapshot came from; a call from an
-   * ended activation is refused here, before anything reaches the broker.
+   * ended activation is refused here, before anything reaches the broker. `vision` ({mode, source}) is the host's
+   * image route now; it is sent with `session.vision` first when it changed.
    */
-  async callTool(name, args, { callId, generation } = {}) {
+  async callTool(name, args, { callId, generation, vision } = {}) {
     return this.serial(name, async () => {
       if (this.closed || !this.active || (generation !== undefined && generation !== this.generation)) {
         throw staleToolError(name);
       }
+      // The host's image route as of this call (the model may have changed since the last one).
+      await this.#syncVision(vision);
       const params = { session: this.id, name, arguments: args ?? {} };
       // The broker de-duplicates by callId across all its clients; a host's call ids are only unique within its own
       // session (a scripted or restarted provider may reuse them), so they are scoped by host and session. A retry of
@@ -238,9 +272,10 @@ export class BrowserSession {
         // activation is over; the host hides the tools and the model must load the skill again.
         if (err?.code === "UNKNOWN_SESSION") {
           this.id = null;
+          this.vision = null;
           this.#deactivate();
         }
-        throw err;
+        throw visionUnavailable(err);
       }
       if (name === "browser_context_reset" && value?.ok === true && value.toolsActive === false) this.#deactivate();
       return value;

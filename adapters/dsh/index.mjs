@@ -9,7 +9,7 @@
 //! broker and Chromium); the DSH runtime itself was not available. See adapters/README.md.
 
 import { BrokerClient, BrokerError } from "../common/broker-client.mjs";
-import { BrowserSession, extractScreenshots, readSkill, resultFailure, resultText } from "../common/session.mjs";
+import { BrowserSession, VISION, extractScreenshots, readSkill, resultFailure, resultText } from "../common/session.mjs";
 
 export const name = "browserd";
 
@@ -101,12 +101,65 @@ export function withAttachments(schema, field = "attachment", fieldSchema = ATTA
   return walk(schema);
 }
 
+/** The grounding tool of dsh-vision-router: `{image, target}` → `{x1, y1, x2, y2, width, height}` in image pixels. */
+export const GROUNDING_TOOL = "vision_ground";
+
+/** Whether a tool named `name` is registered where `tools` (a DSH tools service) can see it. */
+function hasTool(tools, name) {
+  try {
+    if (typeof tools?.has === "function") return Boolean(tools.has(name));
+    if (typeof tools?.get === "function") return Boolean(tools.get(name));
+    if (typeof tools?.list === "function") return [...tools.list()].some((t) => (t?.name ?? t) === name);
+  } catch {
+    // A registry that cannot answer has no grounding tool as far as this plugin can tell.
+  }
+  return false;
+}
+
+/**
+ * The vision mode of a DSH agent's call: the route's model takes images (`llm.resolveModelInfo(provider, model)`
+ * declares `inputModalities` with `image`, the probe DSH's own read_image gate uses) → `native-multimodal`; else
+ * dsh-vision-router's `vision_ground` is registered → `dsh-vision-router` (the screenshot is an attachment the
+ * grounding tool reads; the main model gets no image); else `semantic-only`. Nothing here turns a route on.
+ */
+export async function dshVision(ctx, agent) {
+  let provider;
+  let model;
+  try {
+    const header = agent?.session?.requestHeader?.();
+    provider = header?.config?.provider;
+    model = header?.config?.model;
+  } catch {
+    // No header: the route is unknown.
+  }
+  const route = provider && model ? `${provider}/${model}` : "unknown route";
+  let modalities = [];
+  if (provider && model) {
+    try {
+      const info = await ctx.get("llm")?.resolveModelInfo?.(provider, model);
+      if (Array.isArray(info?.inputModalities)) modalities = info.inputModalities;
+    } catch {
+      // Unknown route: treated as text only (fail safe).
+    }
+  }
+  if (modalities.includes("image")) return { mode: VISION.native, source: `dsh route ${route} declares image input` };
+  const grounding = hasTool(agent?.ctx?.tools, GROUNDING_TOOL) || hasTool(ctx.get("tools"), GROUNDING_TOOL);
+  if (grounding) {
+    return { mode: VISION.router, source: `dsh route ${route} takes no images; ${GROUNDING_TOOL} is registered` };
+  }
+  return { mode: VISION.semantic, source: `dsh route ${route} takes no images and no ${GROUNDING_TOOL} is registered` };
+}
+
 function sessionIdOf(arg) {
   return arg?.agent?.id ?? arg?.session?.id ?? arg?.id;
 }
 
-/** Replaces screenshots (base64 `data`) in a value by DSH image attachments; returns the value and the refs. */
-async function toAttachments(value, attachments) {
+/**
+ * Replaces screenshots (base64 `data`) in a value by DSH image attachments; returns the value and the refs. In
+ * `dsh-vision-router` mode the attachment is for the grounding tool only (`groundWith`), and `render` shows the main
+ * model no image block.
+ */
+async function toAttachments(value, attachments, mode) {
   const refs = [];
   const walk = async (node) => {
     if (Array.isArray(node)) return Promise.all(node.map(walk));
@@ -118,8 +171,9 @@ async function toAttachments(value, attachments) {
         mediaType: `image/${node.format}`,
         name: `${node.imageId}.${node.format === "jpeg" ? "jpg" : node.format}`,
       });
-      refs.push(attachment);
-      return { ...meta, attachment };
+      const ref = mode === VISION.router ? { ...attachment, groundWith: GROUNDING_TOOL } : attachment;
+      refs.push(ref);
+      return { ...meta, attachment: ref };
     }
     const out = {};
     for (const [k, v] of Object.entries(node)) out[k] = await walk(v);
@@ -140,7 +194,10 @@ function findAttachments(value, out = []) {
 /** Model-facing content: the compact JSON (no image bytes) plus each attached image by reference. */
 function render(_args, value) {
   const blocks = [{ type: "text", text: resultText(value) }];
-  for (const attachment of findAttachments(value)) blocks.push({ type: "image", attachment });
+  for (const attachment of findAttachments(value)) {
+    // A screenshot meant for the grounding tool never goes to a main model that takes no images.
+    if (!attachment.groundWith) blocks.push({ type: "image", attachment });
+  }
   return blocks;
 }
 
@@ -201,13 +258,14 @@ export function apply(ctx, config = {}) {
         // Browser work of one agent is exclusive: never run two browser calls at once.
         isConcurrencySafe: () => false,
         async execute(args, exec) {
-          const raw = await sess.callTool(spec.name, args, { callId: exec?.callId, generation });
+          const vision = await dshVision(ctx, exec?.agent ?? agent);
+          const raw = await sess.callTool(spec.name, args, { callId: exec?.callId, generation, vision });
           const failure = resultFailure(spec.name, raw);
           if (failure) throw new Error(failure);
           if (spec.name === "browser_context_reset") await unregister(entry);
           // Screenshots never travel as base64 in the value: attachments when the host has them, else files.
           if (!ctx.get("attachments")) return extractScreenshots(raw).value;
-          return (await toAttachments(raw, ctx.get("attachments"))).value;
+          return (await toAttachments(raw, ctx.get("attachments"), vision.mode)).value;
         },
       });
       entry.disposers.push(dispose);

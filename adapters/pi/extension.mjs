@@ -11,6 +11,7 @@ import { BrokerClient, BrokerError, socketPath } from "../common/broker-client.m
 import {
   BrowserSession,
   CLOSE_REASONS,
+  VISION,
   extractScreenshots,
   readSkill,
   resultFailure,
@@ -43,6 +44,17 @@ function withBudget(promise, ms, what) {
     timer.unref?.();
   });
   return Promise.race([promise, budget]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * The vision mode for Pi's current model: `native-multimodal` when the model declares image input (`model.input`
+ * includes `image`), else `semantic-only` (Pi has no grounding tool of its own). No model: `semantic-only`.
+ */
+export function piVision(model) {
+  if (!model) return { mode: VISION.semantic, source: "pi: no model selected" };
+  const input = Array.isArray(model.input) ? model.input : [];
+  const source = `pi model ${model.provider}/${model.id} declares input ${input.join("+") || "none"}`;
+  return { mode: input.includes("image") ? VISION.native : VISION.semantic, source };
 }
 
 function label(name) {
@@ -108,13 +120,18 @@ export function createBrowserdExtension(options = {}) {
           // No promptSnippet: the skill already explains the tools; the system prompt stays short.
           parameters: spec.inputSchema,
           executionMode: "sequential",
-          async execute(toolCallId, params) {
-            const value = await s.callTool(spec.name, params, { callId: toolCallId, generation });
+          async execute(toolCallId, params, _signal, _onUpdate, ctx) {
+            // The mode follows the model making this call (the user may switch models within a session).
+            const vision = piVision(ctx?.model);
+            const value = await s.callTool(spec.name, params, { callId: toolCallId, generation, vision });
             const failure = resultFailure(spec.name, value);
             if (failure) throw new Error(failure);
             const { value: shown, images } = extractScreenshots(value);
             const content = [{ type: "text", text: resultText(shown) }];
-            for (const image of images) content.push({ type: "image", data: image.data, mimeType: image.mimeType });
+            // Images reach the model only when it declares image input (the broker refuses screenshots otherwise).
+            if (vision.mode === VISION.native) {
+              for (const image of images) content.push({ type: "image", data: image.data, mimeType: image.mimeType });
+            }
             return { content, details: shown };
           },
         });

@@ -2,7 +2,7 @@
 //! each file gets its own broker and managed Chromium), a loopback fixture web server, and helpers to inspect and
 //! stop the broker. Needs `BROWSERD_BIN` (a `browserd` with `broker run`); `scripts/test-adapters.sh` sets it.
 
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -89,6 +89,40 @@ export async function fixtureServer() {
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${server.address().port}`;
   return { url: (name) => `${base}/page/${encodeURIComponent(name)}`, close: () => new Promise((r) => server.close(r)) };
+}
+
+/**
+ * The Rust fixture site (`browserd-fixture-site`, from `BROWSERD_FIXTURE_SITE`, else next to `BROWSERD_BIN`): the
+ * pages of `crates/browserd-fixtures`, e.g. the picture check `/vision-check.html`, whose verdicts `results()` reads.
+ */
+export async function rustFixtureSite() {
+  const bin = process.env.BROWSERD_FIXTURE_SITE || path.join(path.dirname(process.env.BROWSERD_BIN ?? ""), "browserd-fixture-site");
+  if (!fs.existsSync(bin)) {
+    throw new Error(`no fixture site binary at ${bin}: run scripts/test-adapters.sh (cargo build -p browserd-fixtures --bins)`);
+  }
+  const child = spawn(bin, [], { stdio: ["pipe", "pipe", "inherit"] });
+  const line = await new Promise((resolve, reject) => {
+    let buf = "";
+    child.stdout.on("data", (chunk) => {
+      buf += chunk;
+      if (buf.includes("\n")) resolve(buf.split("\n")[0]);
+    });
+    child.on("exit", (code) => reject(new Error(`browserd-fixture-site exited (${code}) before it served`)));
+  });
+  const { url } = JSON.parse(line);
+  return {
+    url: (p) => `${url}${p}`,
+    /** The picture checks' verdicts (never their codes): `[{id, answers: [{typedOk, clickOk, passed, distance}]}]`. */
+    async results() {
+      const r = await fetch(`${url}/api/vision/results`);
+      return r.json();
+    },
+    close: () =>
+      new Promise((resolve) => {
+        child.on("exit", resolve);
+        child.stdin.end();
+      }),
+  };
 }
 
 /**

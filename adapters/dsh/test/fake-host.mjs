@@ -1,6 +1,7 @@
 //! A minimal DeepSeek Harness host for CONTRACT tests of the browserd DSH plugin: the real `cordis` (4.x, as DSH
 //! uses) with services shaped after DSH's documentation (tools registry with disposers and agent scopes, attachments
-//! with `saveImage`, approvals that need an open turn) and its events (`session/event` turn/start and turn/end,
+//! with `saveImage`, approvals that need an open turn, the session's request header naming its model route and
+//! `llm.resolveModelInfo` declaring the route's input modalities, as dsh-vision-router reads them) and its events (`session/event` turn/start and turn/end,
 //! `agent/disposed`, `session/disposed`, `tools/pre-execute`). It is not DSH: it checks the shapes the plugin relies
 //! on, as documented at deepseek-harness 0.1.1-rc.2, and nothing more.
 
@@ -53,7 +54,11 @@ function checkDefinition(def) {
 }
 
 /** Creates the host. */
-export async function createHost({ approvalPolicy = () => "allowed-once", withAttachments = true } = {}) {
+export async function createHost({
+  approvalPolicy = () => "allowed-once",
+  withAttachments = true,
+  inputModalities = ["text", "image"],
+} = {}) {
   const root = new Context();
   /** scope ('global' or agent id) → name → definition */
   const registry = new Map([["global", new Map()]]);
@@ -78,8 +83,20 @@ export async function createHost({ approvalPolicy = () => "allowed-once", withAt
     };
   };
 
+  /** Model route metadata by `provider/model`, answered by the `llm` service's `resolveModelInfo`. */
+  const models = new Map([["deepseek/main", { inputModalities }]]);
+  const hasIn = (scope) => (name) => Boolean(registry.get(scope)?.has(name) || registry.get("global").has(name));
+
   root.provide("tools");
-  root.set("tools", { register: (def) => add("global", def) });
+  root.set("tools", { register: (def) => add("global", def), has: hasIn("global") });
+  root.provide("llm");
+  root.set("llm", {
+    async resolveModelInfo(provider, model) {
+      const info = models.get(`${provider}/${model}`);
+      if (!info) throw new Error(`unknown model ${provider}/${model}`);
+      return { provider, model, ...info };
+    },
+  });
   if (withAttachments) root.provide("attachments");
   if (withAttachments) root.set("attachments", {
     async saveImage({ data, mediaType, name }) {
@@ -107,6 +124,7 @@ export async function createHost({ approvalPolicy = () => "allowed-once", withAt
     root,
     registry,
     attachments,
+    models,
     approvals,
     /** Loads a plugin into the host (what `cordis.yml` / a bundle does). */
     plugin(plugin, config) {
@@ -117,10 +135,12 @@ export async function createHost({ approvalPolicy = () => "allowed-once", withAt
       let agentCtx;
       const iso = root.isolate("tools");
       iso.provide("tools");
-      iso.set("tools", { register: (def) => agentCtx.effect(() => add(id, def), `tool ${def.name}`) });
+      iso.set("tools", { register: (def) => agentCtx.effect(() => add(id, def), `tool ${def.name}`), has: hasIn(id) });
       const fiber = iso.plugin({ name: `agent:${id}`, inject: ["tools"], apply(c) { agentCtx = c; } });
       await fiber;
-      const agent = { id, session: { id }, ctx: fiber.ctx, fiber };
+      const route = { provider: "deepseek", model: "main" };
+      // DSH's session request header names the route (provider and model) the session's turns go to.
+      const agent = { id, route, session: { id, requestHeader: () => ({ config: { ...route } }) }, ctx: fiber.ctx, fiber };
       agents.set(id, agent);
       root.emit("agent/created", { agent });
       return agent;

@@ -50,12 +50,14 @@ export function say(text) {
 
 /**
  * Creates a Pi runtime with the browserd extension and a scripted model.
- * @param {{env: {work: string, home: string}, trace?: (e: string) => void, client?: any}} options
+ * @param {{env: {work: string, home: string}, trace?: (e: string) => void, client?: any,
+ *   models?: Array<{id: string, input: string[]}>}} options the scripted models (default one, `m1`, that declares
+ *   text and image input; the first is selected)
  */
 export async function createPi(options) {
   harnessCount += 1;
   const provider = `faux${harnessCount}`;
-  const faux = registerFauxProvider({ provider, models: [{ id: "m1", input: ["text", "image"] }] });
+  const faux = registerFauxProvider({ provider, models: options.models ?? [{ id: "m1", input: ["text", "image"] }] });
   const model = faux.getModel();
   const authStorage = AuthStorage.inMemory();
   authStorage.setRuntimeApiKey(provider, "test-key");
@@ -146,6 +148,10 @@ export async function createPi(options) {
       }
     },
     settled,
+    /** Selects another of the scripted models (Pi's model switch within the session). */
+    async setModel(id) {
+      await runtime.session.setModel(faux.getModel(id));
+    },
     /** All tool results of the current session, in order. */
     toolResults() {
       return runtime.session.messages.filter((m) => m.role === "toolResult");

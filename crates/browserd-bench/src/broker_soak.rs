@@ -318,7 +318,12 @@ async fn cycle(broker: &Broker, n: usize, url: &str) -> Result<(), String> {
     let c = Client::connect(&broker.options()).await.map_err(|e| format!("connect: {e}"))?;
     let fail = |what: &str, e: browserd_broker::client::ClientError| format!("{what}: {e}");
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: format!("soak-{n}"), label: None, policy: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: format!("soak-{n}"),
+            label: None,
+            policy: None,
+        })
         .await
         .map_err(|e| fail("session.open", e))?;
     let s = opened.session;

@@ -43,6 +43,7 @@ impl Broker {
             MethodCall::BrokerStopGate(_) => to_value(&self.stop_gate().await),
             MethodCall::BrokerSelectTab(p) => to_value(&self.select_tab(&p).await?),
             MethodCall::SessionOpen(p) => to_value(&self.session_open(conn_id, p).await?),
+            MethodCall::SessionVision(p) => to_value(&self.session_vision(&p)?),
             MethodCall::SessionClose(p) => to_value(&self.session_close(p).await?),
             MethodCall::TurnBegin(p) => to_value(&self.turn_begin(p).await?),
             MethodCall::TurnEnd(p) => to_value(&self.turn_end(p).await?),

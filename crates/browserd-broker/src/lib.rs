@@ -54,6 +54,7 @@ mod stop;
 pub mod to_proto;
 mod tools;
 mod toolset;
+mod vision;
 
 pub use client::{Client, ClientError};
 pub use server::Broker;

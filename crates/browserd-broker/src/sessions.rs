@@ -51,6 +51,8 @@ pub(crate) struct SessionInfo {
     pub(crate) ended_turns: std::collections::VecDeque<(String, TurnEndResult)>,
     /// The session activated the advanced tier (policy allowed it); cleared when its tools are hidden.
     pub(crate) advanced: bool,
+    /// Where its screenshots may go (`session.vision`).
+    pub(crate) vision: browserd_protocol::VisionStatus,
 }
 
 /// The registry: sessions by id and by host session, and each connection's writer (for notifications).
@@ -149,6 +151,7 @@ impl Broker {
                         host_turn: None,
                         ended_turns: std::collections::VecDeque::new(),
                         advanced: false,
+                        vision: browserd_protocol::VisionStatus::default_native(),
                     },
                 );
                 (id, false)

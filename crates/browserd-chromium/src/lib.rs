@@ -15,6 +15,7 @@ mod advanced;
 mod ax;
 #[cfg(test)]
 mod fuzz_tests;
+mod image_size;
 mod input;
 mod observe;
 mod origin;
@@ -27,4 +28,4 @@ mod world;
 pub use ax::AxStats;
 pub use origin::{ORIGIN_NOT_AUTHORISED_PREFIX, OriginCheck, OriginCheckFn};
 pub use provider::{ChromiumConfig, ChromiumProvider};
-pub use screenshot::DEFAULT_MAX_SIZE;
+pub use screenshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_SIZE};

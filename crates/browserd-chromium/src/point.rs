@@ -34,7 +34,7 @@ pub(crate) struct ImageGeom {
     pub(crate) view: Viewport,
 }
 
-/// The top-level visual viewport: CSS size, page scroll offset, pinch zoom and device pixel ratio.
+/// The top-level visual viewport: CSS size, page scroll offset, page zoom and device pixel ratio (which counts the zoom).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Viewport {
     pub(crate) width: f64,
@@ -67,7 +67,8 @@ pub(crate) async fn current_viewport(
         scroll_x: vv["pageX"].as_f64().unwrap_or(0.0),
         scroll_y: vv["pageY"].as_f64().unwrap_or(0.0),
         zoom,
-        dpr: dpr.as_f64().unwrap_or(1.0) * zoom,
+        // Counts the page zoom already (as screenshots record it).
+        dpr: dpr.as_f64().unwrap_or(1.0),
     })
 }
 

@@ -1,6 +1,8 @@
 //! Screenshots: viewport, element or full page, PNG/JPEG/WebP, downscaled to a maximum size, with geometry metadata.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use base64::Engine as _;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use browserd_core::provider::{Provider as _, ProviderError, ProviderErrorKind, TabHandle};
@@ -17,6 +19,18 @@ static IMAGES: AtomicU64 = AtomicU64::new(0);
 /// Default longest side of an image.
 pub const DEFAULT_MAX_SIZE: u32 = 1280;
 
+/// Default largest encoded image: 3.75 MB, which is 5 MB as base64 (the image limit of common model APIs).
+pub const DEFAULT_MAX_BYTES: u32 = 3_750_000;
+
+/// The smallest `maxBytes` honoured (a smaller bound is raised to it).
+const MIN_MAX_BYTES: u32 = 4096;
+
+/// JPEG/WebP quality is not lowered below this to fit `maxBytes`; the image is downscaled instead.
+const MIN_QUALITY: u8 = 40;
+
+/// How many times a capture is encoded again to fit `maxBytes` before it is refused.
+const BYTE_TRIES: u32 = 6;
+
 /// How long a screenshot waits for browserd's isolated world before it reads the pixel ratio from the layout metrics.
 const WORLD_WAIT: std::time::Duration = std::time::Duration::from_millis(1500);
 
@@ -30,6 +44,36 @@ fn metrics_dpr(m: &serde_json::Value) -> Option<f64> {
 
 /// How long the capture of a browser error page may take before it is answered with a typed error.
 const ERROR_PAGE_WAIT: std::time::Duration = std::time::Duration::from_millis(2500);
+
+/// A hidden (background) tab is laid out at another size than the one it gets in front, where an action brings it:
+/// its screenshot's geometry would not hold for the points a caller then clicks (refused as a resized viewport).
+/// Such a page is brought to the front first, as an action does; a visible one, or one whose visibility cannot be
+/// read in browserd's world, is left where it is.
+async fn bring_forward_if_hidden(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    session: &browserd_cdp::SessionId,
+    deadline: Instant,
+) {
+    // A browser error page may never give browserd its world (see `capture`): not waited for here.
+    if p.st().tabs.get(&tab).is_some_and(|t| t.url.starts_with("chrome-error://")) {
+        return;
+    }
+    let by = deadline.min(Instant::now() + WORLD_WAIT);
+    let hidden = || async {
+        crate::world::eval(p, tab, session, "document.visibilityState", by).await.ok() == Some(json!("hidden"))
+    };
+    if !hidden().await {
+        return;
+    }
+    let _ = p.call(Some(session), "Page.bringToFront", json!({}), deadline).await;
+    for _ in 0..20 {
+        if !hidden().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
 
 /// Captures a screenshot.
 pub(crate) async fn capture(
@@ -45,6 +89,7 @@ pub(crate) async fn capture(
             "DIALOG_BLOCKING: a JavaScript dialog is open; handle it with the dialog action first",
         ));
     }
+    bring_forward_if_hidden(p, tab, &session, deadline).await;
     let m = p
         .call(Some(&session), "Page.getLayoutMetrics", json!({}), deadline)
         .await
@@ -61,7 +106,8 @@ pub(crate) async fn capture(
     // the ratio comes from the layout metrics (device pixels over CSS pixels), so the screenshot answers in time.
     let world_by = deadline.min(Instant::now() + WORLD_WAIT);
     let dpr = match crate::world::eval(p, tab, &session, "window.devicePixelRatio", world_by).await {
-        Ok(v) => v.as_f64().unwrap_or(1.0) * zoom,
+        // `devicePixelRatio` already counts the page zoom (150 % zoom at a device scale of 1 reads 1.5).
+        Ok(v) => v.as_f64().unwrap_or(1.0),
         Err(e) => match metrics_dpr(&m) {
             Some(ratio) => ratio,
             None => {
@@ -121,15 +167,14 @@ pub(crate) async fn capture(
     let max = f64::from(opts.max_size.unwrap_or(DEFAULT_MAX_SIZE).max(16));
     // Image pixels per CSS pixel: the device ratio, reduced so the longest side fits `max`.
     let scale = dpr.min(max / w.max(h)).max(0.01);
+    // The capture's clip is in device-independent pixels (CSS pixels times the page zoom), and its output has
+    // `clip.scale` times the device scale factor pixels per such pixel: `scale / dpr` gives `scale` image pixels per
+    // CSS pixel (at 150 % zoom and a device scale of 1, a 510 CSS px viewport is a 765 DIP clip and 765 pixels).
+    let z = zoom.max(0.01);
     let format = opts.format.unwrap_or_default();
-    let mut params = json!({
-        "format": match format { ImageFormat::Png => "png", ImageFormat::Jpeg => "jpeg", ImageFormat::Webp => "webp" },
-        "clip": {"x": x, "y": y, "width": w, "height": h, "scale": scale / dpr},
-        "captureBeyondViewport": beyond,
-    });
-    if format != ImageFormat::Png {
-        params["quality"] = json!(opts.quality.unwrap_or(80).clamp(1, 100));
-    }
+    let max_bytes =
+        usize::try_from(opts.max_bytes.unwrap_or(DEFAULT_MAX_BYTES).max(MIN_MAX_BYTES)).unwrap_or(usize::MAX);
+    let (mut scale, mut quality) = (scale, opts.quality.unwrap_or(80).clamp(1, 100));
     let epoch = p.st().tabs.get(&tab).map_or(0, crate::state::Tab::main_epoch);
     let remote = p.kind() == browserd_core::provider::ProviderKind::Remote;
     if remote {
@@ -147,25 +192,59 @@ pub(crate) async fn capture(
             || t.frames.get(&t.target_id).is_some_and(|f| f.url.starts_with("chrome-error://"))
     });
     let capture_by = if error_page { deadline.min(Instant::now() + ERROR_PAGE_WAIT) } else { deadline };
-    let r = match p.call(Some(&session), "Page.captureScreenshot", params, capture_by).await {
-        Ok(r) => r,
-        Err(_) if error_page && Instant::now() >= capture_by && capture_by < deadline => {
-            return Err(ProviderError::new(
-                ProviderErrorKind::Refused,
-                "the tab shows the browser's error page for a load that failed (chrome-error://), \
+    let mut tries = 0;
+    let r = loop {
+        let mut params = json!({
+            "format": match format { ImageFormat::Png => "png", ImageFormat::Jpeg => "jpeg", ImageFormat::Webp => "webp" },
+            "clip": {"x": x * z, "y": y * z, "width": w * z, "height": h * z, "scale": scale / dpr},
+            "captureBeyondViewport": beyond,
+        });
+        if format != ImageFormat::Png {
+            params["quality"] = json!(quality);
+        }
+        let r = match p.call(Some(&session), "Page.captureScreenshot", params, capture_by).await {
+            Ok(r) => r,
+            Err(_) if error_page && Instant::now() >= capture_by && capture_by < deadline => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::Refused,
+                    "the tab shows the browser's error page for a load that failed (chrome-error://), \
                  which Chromium did not render for a screenshot; observe without a screenshot (its text says what \
                  failed), or navigate the tab to a page that loads",
-            ));
-        }
-        Err(browserd_cdp::CdpError::Timeout { .. }) if remote => {
-            return Err(ProviderError::new(
-                ProviderErrorKind::Unsupported(browserd_core::provider::UnsupportedReason::ByImplementation),
-                "this remote browser drew no frame for the tab in time even after bringing it to the front (a \
+                ));
+            }
+            Err(browserd_cdp::CdpError::Timeout { .. }) if remote => {
+                return Err(ProviderError::new(
+                    ProviderErrorKind::Unsupported(browserd_core::provider::UnsupportedReason::ByImplementation),
+                    "this remote browser drew no frame for the tab in time even after bringing it to the front (a \
                  background tab of a browser without a visible window); observe the tab instead, or open it in the \
                  foreground",
+                ));
+            }
+            Err(e) => return Err(cdp_err(&e, "capturing the screenshot")),
+        };
+        // Bounded in bytes as well as in size: a larger image is encoded again at a lower quality (JPEG, WebP), then at
+        // a smaller scale, and its geometry says the scale it was really taken at.
+        let bytes = r["data"].as_str().map_or(0, |d| d.len() / 4 * 3);
+        if bytes <= max_bytes {
+            break r;
+        }
+        if tries >= BYTE_TRIES {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Refused,
+                format!(
+                    "the screenshot is {bytes} bytes even at scale {scale:.3}, over maxBytes {max_bytes}; ask for a \
+                 smaller maxSize, a part of the page (target), or jpeg"
+                ),
             ));
         }
-        Err(e) => return Err(cdp_err(&e, "capturing the screenshot")),
+        tries += 1;
+        if format != ImageFormat::Png && quality > MIN_QUALITY {
+            quality = (quality * 2 / 3).max(MIN_QUALITY);
+        } else {
+            #[allow(clippy::cast_precision_loss)]
+            let ratio = (max_bytes as f64 / bytes as f64).sqrt();
+            scale = (scale * ratio * 0.9).max(0.01);
+        }
     };
     if beyond {
         // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
@@ -176,7 +255,14 @@ pub(crate) async fn capture(
         }
     }
     let image_id = format!("img{}", IMAGES.fetch_add(1, Ordering::Relaxed) + 1);
-    let pixel_size = Size { width: (w * scale).round(), height: (h * scale).round() };
+    let data = r["data"].as_str().unwrap_or_default().to_owned();
+    // The size of the image really sent (the browser rounds the clip); what it asked for if the header is unreadable.
+    let asked = Size { width: (w * scale).round(), height: (h * scale).round() };
+    let pixel_size = base64::engine::general_purpose::STANDARD
+        .decode(data.get(..data.len().min(64 * 1024)).unwrap_or_default())
+        .ok()
+        .and_then(|bytes| crate::image_size::image_size(&bytes))
+        .map_or(asked, |(w, h)| Size { width: f64::from(w), height: f64::from(h) });
     if let Some(t) = p.st().tabs.get_mut(&tab) {
         t.images.push(ImageGeom {
             image_id: image_id.clone(),
@@ -192,7 +278,7 @@ pub(crate) async fn capture(
     Ok(Screenshot {
         image_id,
         format,
-        data: r["data"].as_str().unwrap_or_default().to_owned(),
+        data,
         viewport_css_size: Size { width: vw, height: vh },
         pixel_size,
         dpr,

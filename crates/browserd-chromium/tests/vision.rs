@@ -106,6 +106,43 @@ async fn click_at_a_screenshot_point_lands_on_the_seen_canvas_spot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_over_max_bytes_is_made_smaller_with_exact_geometry_and_its_points_still_land() {
+    let page = Page::open("/canvas.html").await;
+    let full = shot(&page, png(None)).await;
+    let full_bytes = base64::engine::general_purpose::STANDARD.decode(&full.data).unwrap().len();
+    let bound = u32::try_from(full_bytes / 3).unwrap();
+    let small = shot(&page, ScreenshotOptions { max_bytes: Some(bound), ..png(None) }).await;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(&small.data).unwrap().len();
+    assert!(bytes <= bound as usize, "{bytes} bytes over the bound {bound} (full: {full_bytes})");
+    assert!(small.scale < full.scale, "downscaled to fit: {} vs {}", small.scale, full.scale);
+    // `find_colour` checks the decoded size is the reported pixel size; the canvas is where the metadata says.
+    let (sx0, sy0, ..) = find_colour(&small, CANVAS_GREY);
+    let (fx0, fy0, ..) = find_colour(&full, CANVAS_GREY);
+    let css = (full.clip_origin.x + f64::from(fx0) / full.scale, full.clip_origin.y + f64::from(fy0) / full.scale);
+    let small_at = ((css.0 - small.clip_origin.x) * small.scale, (css.1 - small.clip_origin.y) * small.scale);
+    assert!(
+        (small_at.0 - f64::from(sx0)).abs() <= 1.5 && (small_at.1 - f64::from(sy0)).abs() <= 1.5,
+        "canvas corner at {small_at:?} by the metadata, at ({sx0}, {sy0}) in the byte-bounded image"
+    );
+    let (ix, iy) =
+        ((css.0 + 200.5 - small.clip_origin.x) * small.scale, (css.1 + 100.5 - small.clip_origin.y) * small.scale);
+    let r = page.act(ActParams::new(ActionKind::Click).at(&small.image_id, ix, iy)).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let (cx, cy) = last_canvas_click(&page.observe().await);
+    assert!((cx - 200).abs() <= 2 && (cy - 100).abs() <= 2, "the page recorded ({cx}, {cy}) for (200, 100)");
+    // A JPEG over the bound loses quality first, and still fits.
+    let jpeg = ScreenshotOptions {
+        format: Some(ImageFormat::Jpeg),
+        quality: Some(95),
+        max_bytes: Some(8000),
+        ..Default::default()
+    };
+    let j = shot(&page, jpeg).await;
+    assert!(base64::engine::general_purpose::STANDARD.decode(&j.data).unwrap().len() <= 8000);
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_downscaled_screenshot_maps_back_to_css_pixels() {
     let page = Page::open("/canvas.html").await;
     let full = shot(&page, png(None)).await;

@@ -5,6 +5,7 @@
 mod apps;
 mod generated;
 mod operable;
+mod vision;
 
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub use apps::{AppOperable, AppTruth, app_truth};
 pub use generated::{BenchElement, BenchManifest, MAX_ELEMENTS, generate as generate_elements_page};
 pub use operable::operable_elements;
+pub use vision::{VISION_FONT, VisionAnswer, VisionChallenge};
 
 /// A page of the fixture site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,6 +291,7 @@ pub struct FixtureSite {
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
     records: Arc<Mutex<Vec<String>>>,
     long_polls: Arc<AtomicUsize>,
+    vision: vision::Challenges,
     stop: CancellationToken,
     tasks: Vec<JoinHandle<()>>,
 }
@@ -300,6 +303,7 @@ struct SiteState {
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
     records: Arc<Mutex<Vec<String>>>,
     long_polls: Arc<AtomicUsize>,
+    vision: vision::Challenges,
     stop: CancellationToken,
 }
 
@@ -319,7 +323,9 @@ impl FixtureSite {
         let records = Arc::new(Mutex::new(Vec::new()));
         let long_polls = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
+        let vision = vision::Challenges::default();
         let primary_state = SiteState {
+            vision: vision.clone(),
             other_origin: format!("http://localhost:{}", second.port()),
             uploads: uploads.clone(),
             records: records.clone(),
@@ -327,6 +333,7 @@ impl FixtureSite {
             stop: stop.clone(),
         };
         let second_state = SiteState {
+            vision: vision.clone(),
             other_origin: format!("http://127.0.0.1:{}", primary.port()),
             uploads: uploads.clone(),
             records: records.clone(),
@@ -340,7 +347,7 @@ impl FixtureSite {
         if let Some(listener) = second_v6 {
             tasks.push(spawn_server(listener, router(second_state), stop.clone()));
         }
-        Ok(FixtureSite { primary, second, uploads, records, long_polls, stop, tasks })
+        Ok(FixtureSite { primary, second, uploads, records, long_polls, vision, stop, tasks })
     }
 
     /// `path` on the primary origin (`http://127.0.0.1:P1`); `path` starts with `/`.
@@ -386,6 +393,12 @@ impl FixtureSite {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// The picture checks of `/vision-check.html` with their ground truth (code, dot) and judged answers, oldest
+    /// first.
+    pub fn vision_challenges(&self) -> Vec<VisionChallenge> {
+        self.vision.all()
     }
 
     /// How many `/api/long-poll` requests are waiting right now (they end only at shutdown).
@@ -448,6 +461,10 @@ fn router(state: SiteState) -> Router {
         .route("/api/record", post(record))
         .route("/api/long-poll", get(long_poll))
         .route("/redirect", get(redirect))
+        .route("/vision-check.html", get(vision_page))
+        .route("/api/vision/new", post(vision_new))
+        .route("/api/vision/answer", post(vision_answer))
+        .route("/api/vision/results", get(vision_results))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(get(static_file))
         .with_state(state)
@@ -501,6 +518,28 @@ async fn index() -> Response {
     }
     body.push_str("</ul>\n</body>\n</html>\n");
     html(body)
+}
+
+async fn vision_page(State(state): State<SiteState>, Query(query): Query<HashMap<String, String>>) -> Response {
+    html(vision::page(&state.vision, query.get("spacer").and_then(|s| s.parse().ok()).unwrap_or(0)))
+}
+
+async fn vision_new(State(state): State<SiteState>) -> Response {
+    typed(StatusCode::OK, "application/json", state.vision.create().to_string())
+}
+
+async fn vision_answer(State(state): State<SiteState>, body: String) -> Response {
+    let Ok(answer) = serde_json::from_str::<vision::AnswerBody>(&body) else {
+        return bad_request("send JSON {id, typed, x, y}\n".to_owned());
+    };
+    match state.vision.answer(&answer) {
+        Some(v) => typed(StatusCode::OK, "application/json", serde_json::json!({"passed": v.passed}).to_string()),
+        None => typed(StatusCode::NOT_FOUND, "text/plain; charset=utf-8", format!("no challenge {}\n", answer.id)),
+    }
+}
+
+async fn vision_results(State(state): State<SiteState>) -> Response {
+    typed(StatusCode::OK, "application/json", state.vision.results().to_string())
 }
 
 async fn iframes(State(state): State<SiteState>) -> Response {

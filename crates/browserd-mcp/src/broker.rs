@@ -23,7 +23,8 @@ use browserd_protocol::lifecycle::{
 use browserd_protocol::methods::{MethodParams, ToolsListParams};
 use browserd_protocol::policy::SessionPolicy;
 use browserd_protocol::tools::{ToolCallParams, ToolSpec};
-use browserd_protocol::{ErrorCode, ErrorData, SessionId};
+use browserd_protocol::vision::SessionVisionParams;
+use browserd_protocol::{ErrorCode, ErrorData, SessionId, VisionMode};
 use serde_json::Value;
 use tokio::sync::{Mutex, watch};
 use tokio_util::sync::CancellationToken;
@@ -40,6 +41,8 @@ pub struct BrokerBackend {
     advanced: bool,
     /// The session policy every session opened here carries.
     policy: Option<SessionPolicy>,
+    /// The vision mode every session of this server gets (`browserd mcp --vision`).
+    vision: VisionMode,
     state: Mutex<Connection>,
     /// Counts the broker's `tools.changed` notifications on every connection this backend made.
     changed: watch::Sender<u64>,
@@ -67,6 +70,7 @@ impl BrokerBackend {
             connect,
             advanced,
             policy: None,
+            vision: VisionMode::NativeMultimodal,
             state: Mutex::new(Connection::default()),
             changed: watch::Sender::new(0),
         }
@@ -77,6 +81,22 @@ impl BrokerBackend {
     pub fn with_policy(mut self, policy: Option<SessionPolicy>) -> Self {
         self.policy = policy.filter(|p| !p.is_empty());
         self
+    }
+
+    /// Opens every session in vision mode `mode` (`browserd mcp --vision`).
+    #[must_use]
+    pub fn with_vision(mut self, mode: VisionMode) -> Self {
+        self.vision = mode;
+        self
+    }
+
+    fn vision_params(&self, session: &SessionId) -> SessionVisionParams {
+        let flag = if self.vision.has_image_route() { "native" } else { "semantic" };
+        SessionVisionParams {
+            session: session.clone(),
+            mode: self.vision,
+            source: Some(format!("browserd mcp --vision {flag}")),
+        }
     }
 
     /// The default: the user's broker (started on demand), as the MCP component.
@@ -117,6 +137,9 @@ impl BrokerBackend {
                     // A new id (the broker restarted): calls on the old id fail with UNKNOWN_SESSION and the
                     // MCP layer opens it again, which lands here on this id.
                     owned.session = opened.session;
+                    if let Err(error) = client.call(&self.vision_params(&owned.session)).await {
+                        tracing::warn!(%error, "setting the vision mode after a reconnect failed");
+                    }
                 }
                 Err(error) => tracing::warn!(%error, "re-opening a session after a reconnect failed"),
             }
@@ -150,6 +173,7 @@ impl ToolBackend for BrokerBackend {
                 host_session_id: host_session_id.to_owned(),
             });
         }
+        self.call(&self.vision_params(&opened.session)).await?;
         let set = self.call(&ToolsActivateParams { session: opened.session.clone(), advanced: self.advanced }).await?;
         if let Some(reason) = set.advanced_refused {
             tracing::warn!(?reason, "the broker refused the advanced tools; only the core tools will work");

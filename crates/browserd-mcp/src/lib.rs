@@ -85,6 +85,25 @@ impl From<HostArg> for HostKind {
     }
 }
 
+/// The vision modes `--vision` accepts (MCP says nothing about the model's input types, so the user does).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum VisionArg {
+    /// The host's model takes images: screenshots come back as image content (vision mode `native-multimodal`).
+    #[default]
+    Native,
+    /// No image route: a screenshot answers `VISION_UNAVAILABLE` with the text observation (`semantic-only`).
+    Semantic,
+}
+
+impl From<VisionArg> for browserd_protocol::VisionMode {
+    fn from(v: VisionArg) -> Self {
+        match v {
+            VisionArg::Native => browserd_protocol::VisionMode::NativeMultimodal,
+            VisionArg::Semantic => browserd_protocol::VisionMode::SemanticOnly,
+        }
+    }
+}
+
 /// Flags of `browserd mcp`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct McpArgs {
@@ -112,6 +131,10 @@ pub struct McpArgs {
     /// The default since 0.1.0; accepted so older host configs keep working.
     #[arg(long, hide = true, conflicts_with = "output_schemas")]
     pub no_output_schemas: bool,
+    /// Where screenshots go: `native` (the host's model takes images) or `semantic` (no image route: screenshots are
+    /// refused with `VISION_UNAVAILABLE` and the text observation).
+    #[arg(long, value_enum, default_value_t = VisionArg::Native, env = "BROWSERD_MCP_VISION")]
+    pub vision: VisionArg,
     /// Milliseconds between progress heartbeats of a running call that asked for progress.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
     pub progress_interval_ms: u64,
@@ -268,9 +291,12 @@ pub async fn run(args: &McpArgs) -> anyhow::Result<()> {
         host = ?options.identity.host,
         host_session_id = %options.identity.host_session_id,
         advanced = options.advanced,
+        vision = ?args.vision,
         "browserd mcp serving on stdio"
     );
-    serve_stdio(BrokerBackend::from_env(options.advanced).with_policy(args.session_policy()), options).await
+    let backend =
+        BrokerBackend::from_env(options.advanced).with_policy(args.session_policy()).with_vision(args.vision.into());
+    serve_stdio(backend, options).await
 }
 
 /// Resolves on SIGTERM or SIGINT (on other platforms: Ctrl-C).

@@ -198,6 +198,16 @@ fn one_line(s: &str) -> String {
 /// the failure reads as one even where a host drops the flag.
 #[must_use]
 pub fn error(error: &ErrorData) -> CallToolResult {
+    // An error that carries the observation read instead (`VISION_UNAVAILABLE`): the error, then the page as text.
+    let observation = error.details.as_deref().and_then(|d| d.get("observation")).and_then(observation_text);
+    if let Some(page) = observation {
+        let mut short = error.clone();
+        if let Some(Value::Object(details)) = short.details.as_deref_mut() {
+            details.remove("observation");
+        }
+        let body = json!({ "error": short });
+        return CallToolResult::error(vec![ContentBlock::text(body.to_string()), ContentBlock::text(page)]);
+    }
     let body = json!({ "error": error });
     CallToolResult::error(vec![ContentBlock::text(body.to_string())])
 }

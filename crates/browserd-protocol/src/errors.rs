@@ -186,6 +186,8 @@ error_codes! {
         "This browser lacks the capability (see details); take another approach.";
     CapabilityNotActivated = "CAPABILITY_NOT_ACTIVATED", 1402, Capability,
         "Advanced tools are off; ask the user to enable them.";
+    VisionUnavailable = "VISION_UNAVAILABLE", 1403, Capability,
+        "This session has no image route (semantic-only): ask the user what the picture shows, or enable a vision route (a model that takes images, or a grounding tool); until then work from the page's text and refs (details.observation).";
 
     // Back-pressure: configured limits.
     TooManyTabs = "TOO_MANY_TABS", 1501, BackPressure,

@@ -16,6 +16,7 @@
 //! - [`ids`]: tab, group and session ids and fencing tokens.
 //! - [`methods`]: method names and the registry mapping each to its params and result types.
 //! - [`schema`]: JSON Schema generation and the whole-protocol document pinned by the snapshot test.
+//! - [`vision`]: vision modes (`session.vision`), the pixel-only content note.
 //! - [`verdict`]: the one rule for whether a tool result is a full success (MCP `isError`, CLI exit status).
 
 pub mod advanced;
@@ -30,7 +31,9 @@ pub mod policy;
 pub mod schema;
 pub mod tools;
 pub mod verdict;
+pub mod vision;
 
 pub use errors::{ErrorCategory, ErrorCode, ErrorData};
 pub use ids::{FencingToken, GroupId, SessionId, TabId};
 pub use page::*;
+pub use vision::{PixelContent, VisionMode, VisionStatus};

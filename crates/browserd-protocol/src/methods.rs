@@ -22,6 +22,7 @@ use crate::lifecycle::{
 };
 use crate::schema;
 use crate::tools::{ListedTab, ToolCall, ToolCallParams, ToolSpec};
+use crate::vision::{SessionVisionParams, VisionStatus};
 
 /// Whether a method expects a response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -251,6 +252,7 @@ methods! {
     BrokerStopGate, BROKER_STOP_GATE = "broker.stopGate", Request, StopGateParams => StopGateResult;
     BrokerSelectTab, BROKER_SELECT_TAB = "broker.selectTab", Request, SelectTabParams => ListedTab;
     ApprovalGrant, APPROVAL_GRANT = "approval.grant", Request, crate::policy::ApprovalGrantParams => crate::policy::ApprovalGrantResult;
+    SessionVision, SESSION_VISION = "session.vision", Request, SessionVisionParams => VisionStatus;
 }
 
 impl MethodCall {

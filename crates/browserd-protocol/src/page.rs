@@ -283,6 +283,9 @@ pub struct Observation {
     /// Screenshot, when asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot: Option<Screenshot>,
+    /// The page draws content only pixels show (canvases).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pixel_content: Option<crate::vision::PixelContent>,
     /// With `window`: the items actually shown.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<WindowShown>,
@@ -333,6 +336,9 @@ pub struct ScreenshotOptions {
     /// Longest image side in pixels; larger captures are downscaled (default 1280).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_size: Option<u32>,
+    /// Largest image in bytes; larger captures are re-encoded smaller (default 3750000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u32>,
 }
 
 /// A width and height.

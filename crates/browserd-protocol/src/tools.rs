@@ -80,6 +80,10 @@ pub struct BrowserStatusResult {
     /// The site and action policy in force for this session.
     #[serde(default)]
     pub policy: crate::policy::PolicyStatus,
+    /// Where screenshots may go: `native-multimodal` (to you), `dsh-vision-router` (to the host's grounding tool),
+    /// `semantic-only` (nowhere: refused with `VISION_UNAVAILABLE`).
+    #[serde(default = "crate::vision::VisionStatus::default_native")]
+    pub vision: crate::vision::VisionStatus,
 }
 
 /// Params of `browser_list`.

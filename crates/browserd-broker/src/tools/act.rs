@@ -10,6 +10,7 @@ use crate::tools::ToolCtx;
 pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Value, ErrorData> {
     let key = ctx.key;
     let rt = ctx.runtime();
+    crate::vision::refuse_points(ctx.broker.vision_of(ctx.session).mode, [&params])?;
     let tab = ctx.tab_for(params.tab)?;
     ctx.check_step_site(&params)?;
     ctx.check_approval(tab, &params)?;

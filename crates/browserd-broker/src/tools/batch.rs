@@ -23,6 +23,7 @@ enum Cut {
 pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<Value, ErrorData> {
     let key = ctx.key;
     let rt = ctx.runtime();
+    crate::vision::refuse_points(ctx.broker.vision_of(ctx.session).mode, &params.steps)?;
     let tab = ctx.tab_for(params.tab)?;
     let admission = ctx.admit_write(tab).await?;
     let broker = ctx.broker;

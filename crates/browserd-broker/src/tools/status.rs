@@ -39,5 +39,6 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         missing_capabilities,
         unsupported,
         policy: ctx.broker.policy_status(ctx.session),
+        vision: ctx.broker.vision_of(ctx.session),
     })
 }

@@ -30,9 +30,10 @@ mod window;
 use std::time::Instant;
 
 use browserd_core::provider::{ProviderError, ProviderErrorKind, TabHandle};
+use browserd_protocol::vision::PIXEL_CONTENT_NEXT_STEP;
 use browserd_protocol::{
     DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, DEFAULT_WINDOW_LIMIT, FrameSummary, NodeRef, Observation, ObservationDiff,
-    ObserveParams, Truncation, WindowShown,
+    ObserveParams, PixelContent, Size, Truncation, WindowShown,
 };
 use futures_util::future::join_all;
 
@@ -68,6 +69,8 @@ pub(crate) struct Built {
     /// The main document was ready to be observed: loaded past `loading`, and not the initial blank document of a
     /// tab that is opening a page (see [`ready::note_document`]).
     pub(crate) ready: bool,
+    /// Drawing canvases: how many, and the largest (CSS pixels).
+    pub(crate) canvases: Option<(u32, (f64, f64))>,
 }
 
 /// `browser_observe`.
@@ -135,6 +138,12 @@ fn answer(
         connection_epoch: p.epoch,
         modal: built.modal.clone(),
         focused: built.focused.clone().map(NodeRef),
+        pixel_content: built.canvases.map(|(canvases, (width, height))| PixelContent {
+            canvases,
+            largest: Size { width, height },
+            needs_vision: false,
+            next_step: PIXEL_CONTENT_NEXT_STEP.to_owned(),
+        }),
         ..Default::default()
     };
     let mut st = p.st();
@@ -224,6 +233,7 @@ async fn build_in(
     let t_render = Instant::now();
     let mut garbage = trees::apply(&reader, misses, reads, &epochs, &layout.main_frame, &mut trees)?;
     let docs = snapshot::parse_all(&snapshots);
+    let canvases = snapshot::canvases(&docs);
     // Large CDP answers are freed off the observation's path.
     garbage.extend(snapshots);
     match tokio::runtime::Handle::try_current() {
@@ -255,6 +265,7 @@ async fn build_in(
     out.frames = summaries;
     out.url = url;
     out.ready = ready;
+    out.canvases = canvases;
     tracing::debug!(
         snap_ms,
         ax_ms,

@@ -41,6 +41,8 @@ pub(crate) struct DomNode {
     /// inline boxes that the accessibility tree may leave out.
     pub(crate) space_before: bool,
     pub(crate) content_frame: Option<String>,
+    /// A `<canvas>` laid out and visible: its size in CSS pixels (what it draws only pixels show).
+    pub(crate) canvas: Option<(f64, f64)>,
 }
 
 impl DomNode {
@@ -108,12 +110,22 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         let mut fixed = vec![false; count];
         let mut block = vec![false; count];
         let mut cell = vec![false; count];
-        for (ni, st) in
-            layout["nodeIndex"].as_array().into_iter().flatten().zip(layout["styles"].as_array().into_iter().flatten())
+        let bounds = layout["bounds"].as_array().cloned().unwrap_or_default();
+        for (li, (ni, st)) in layout["nodeIndex"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .zip(layout["styles"].as_array().into_iter().flatten())
+            .enumerate()
         {
             if let Some(ni) = ni.as_u64().and_then(|x| usize::try_from(x).ok())
                 && ni < count
             {
+                if nodes[ni].tag == "canvas" && st.get(1).map(&s) != Some("hidden") {
+                    let b = bounds.get(li).and_then(Value::as_array);
+                    let dim = |k: usize| b.and_then(|b| b.get(k)).and_then(Value::as_f64).unwrap_or(0.0);
+                    nodes[ni].canvas = Some((dim(2), dim(3)));
+                }
                 pointer[ni] = st.get(0).map(&s) == Some("pointer");
                 block[ni] = st.get(2).map(&s).is_some_and(is_block);
                 cell[ni] = st.get(2).map(&s).is_some_and(|d| d.split_whitespace().next() == Some("table-cell"));
@@ -173,6 +185,25 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         out.insert(frame_ids[di].clone(), map);
     }
     out
+}
+
+/// Smallest side of a canvas that counts as content (smaller ones are icons, sparklines, decorations).
+const MIN_CANVAS_SIDE: f64 = 64.0;
+
+/// The drawing canvases of every frame: how many of at least [`MIN_CANVAS_SIDE`] on both sides, and the largest
+/// (width, height) in CSS pixels.
+pub(super) fn canvases(docs: &HashMap<String, HashMap<i64, DomNode>>) -> Option<(u32, (f64, f64))> {
+    let mut count = 0u32;
+    let mut largest = (0.0, 0.0);
+    for (w, h) in docs.values().flat_map(HashMap::values).filter_map(|n| n.canvas) {
+        if w >= MIN_CANVAS_SIDE && h >= MIN_CANVAS_SIDE {
+            count += 1;
+            if w * h > largest.0 * largest.1 {
+                largest = (w, h);
+            }
+        }
+    }
+    (count > 0).then_some((count, largest))
 }
 
 /// Whether a computed `display` lays the element out as a block-level box, whose text `innerText` puts on lines of

@@ -323,12 +323,18 @@ pub(crate) struct Mcp {
 impl Mcp {
     /// Spawns `browserd mcp` in `home` as `host` does and completes the `initialize` handshake.
     pub(crate) async fn spawn(home: &Home, host: Host) -> Self {
+        Self::spawn_with(home, host, &[]).await
+    }
+
+    /// [`Self::spawn`] with more `browserd mcp` flags (`--vision semantic`).
+    pub(crate) async fn spawn_with(home: &Home, host: Host, flags: &[&str]) -> Self {
         let (env, client) = match &host {
             Host::ClaudeCode { session } => (home.claude_env(session), "claude-code"),
             Host::Codex { .. } => (home.codex_env(), "codex-mcp-client"),
         };
         let mut child = Command::new(browserd())
             .arg("mcp")
+            .args(flags)
             .env_clear()
             .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .current_dir(home.path().join("work"))

@@ -13,8 +13,10 @@
 //! - [`harness`]: homes, the MCP client, hooks, and the questions asked of Chromium.
 //! - [`lifecycle`]: the seed's nine checks (`ac1_…` to `ac9_…`).
 //! - [`defects`]: one test per defect of issue 14 (`d1_…` to `d9_…`).
+//! - [`vision`]: the `--vision` modes (issue 19).
 
 mod defects;
 mod harness;
 mod lifecycle;
 mod pages;
+mod vision;

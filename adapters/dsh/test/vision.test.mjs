@@ -1,0 +1,226 @@
+//! Vision through the DSH plugin (real `cordis`, the contract host, the real broker, a managed Chromium and the Rust
+//! fixture site's picture check). The route takes no images, and a grounding tool shaped exactly like
+//! dsh-vision-router's `vision_ground` (`{image, target, annotate?}` → JSON text `{x1, y1, x2, y2, width, height}` in
+//! the source image's pixels) is registered by the test: the plugin picks `dsh-vision-router`, the screenshot arrives
+//! as an attachment (no image block for the main model), the grounding tool reads it by attachment id, and its point,
+//! used as `at: {imageId, x, y}`, lands on the dot — at device pixel ratio 1 and 2, after a scroll, and at a page zoom
+//! of 150 %; the server's check says so. A point of a screenshot of a replaced document is refused (STALE_TARGET).
+//! The page's DPR and scroll are set by the test rig through the broker's advanced tier (`browser_cdp`), zoom by the
+//! profile's default zoom level; neither is the plugin's doing.
+
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { after, before, test } from "node:test";
+
+process.env.BROWSERD_ADVANCED = "1";
+process.env.BROWSERD_ADVANCED_RAW_CDP = "1";
+
+import { BrokerClient } from "../../common/broker-client.mjs";
+import { brokerStatus, isolatedEnv, rustFixtureSite, stopBroker } from "../../test-support/env.mjs";
+import { decodePng } from "../../test-support/png.mjs";
+import * as plugin from "../index.mjs";
+import { createHost } from "./fake-host.mjs";
+
+const env = isolatedEnv("dsh-vision");
+let site;
+
+before(async () => {
+  site = await rustFixtureSite();
+});
+
+after(async () => {
+  await stopBroker(env);
+  await site.close();
+});
+
+/** A stand-in for dsh-vision-router's `vision_ground`: same parameters and output; it finds "the red dot" in pixels. */
+function groundingPlugin(host) {
+  return {
+    name: "vision-ground-stub",
+    inject: ["tools"],
+    apply(ctx) {
+      ctx.tools.register({
+        name: "vision_ground",
+        description: "Locate a target in an image and return its ORIGINAL-pixel bounding box (x1/y1/x2/y2).",
+        parameters: {
+          type: "object",
+          properties: { image: { type: "string" }, target: { type: "string" }, annotate: { type: "boolean" } },
+          required: ["image", "target"],
+          additionalProperties: false,
+        },
+        output: { schema: { type: "string" }, render: (_a, v) => [{ type: "text", text: v }] },
+        async execute(args) {
+          const stored = host.attachments.get(args.image);
+          if (!stored) throw new Error(`vision_ground: no attachment ${args.image}`);
+          const img = decodePng(stored.data);
+          let [x1, y1, x2, y2] = [Infinity, Infinity, -1, -1];
+          for (let y = 0; y < img.height; y++) {
+            for (let x = 0; x < img.width; x++) {
+              const [r, g, b] = img.rgb(x, y);
+              if (r > 200 && g < 60 && b < 60) [x1, y1, x2, y2] = [Math.min(x1, x), Math.min(y1, y), Math.max(x2, x + 1), Math.max(y2, y + 1)];
+            }
+          }
+          if (x2 < 0) return JSON.stringify({ ok: false, error: `no ${args.target}` });
+          return JSON.stringify({ x1, y1, x2, y2, width: img.width, height: img.height });
+        },
+      });
+    },
+  };
+}
+
+async function setup() {
+  const host = await createHost({ inputModalities: ["text"] });
+  const fiber = host.plugin(plugin, {});
+  await fiber;
+  return { host, fiber };
+}
+
+/** The test rig's own broker client on the agent's broker session (advanced tier for raw CDP). */
+async function rig(agentId) {
+  const status = await brokerStatus();
+  const session = status.sessions.find((s) => s.hostSessionId === agentId).session;
+  const client = new BrokerClient({ role: "cli", component: "vision-rig", spawn: false });
+  await client.call("tools.activate", { session, advanced: true });
+  const cdp = (tab, method, params = {}) => client.call("tool.call", { session, name: "browser_cdp", arguments: { tab, method, params } });
+  return { cdp, close: () => client.close() };
+}
+
+async function verdictOf(id) {
+  for (let i = 0; i < 400; i++) {
+    const challenge = (await site.results()).find((c) => c.id === id);
+    if (challenge?.answers.length) return challenge.answers.at(-1);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`the page posted no answer for challenge ${id}`);
+}
+
+/** Screenshot → attachment → vision_ground → click at the box's centre. Returns what each step said. */
+async function groundAndClick(host, agent, tab) {
+  const observed = await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } });
+  assert.equal(observed.isError, false, observed.error);
+  const shot = observed.value.screenshot;
+  assert.equal(shot.data, undefined, "no base64 in the value");
+  assert.match(shot.attachment.attachmentId, /^sha256:/);
+  assert.equal(shot.attachment.groundWith, "vision_ground");
+  assert.ok(!observed.content.some((b) => b.type === "image"), "the text-only main model gets no image block");
+  assert.equal(shot.attachment.width, shot.pixelSize.width, "the image is as large as its geometry says");
+  const challenge = /Challenge (c\d+)/.exec(observed.value.untrustedContent)[1];
+  const grounded = await host.execute(agent, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot" });
+  assert.equal(grounded.isError, false, grounded.error);
+  const box = JSON.parse(grounded.value);
+  assert.equal(box.width, shot.pixelSize.width, grounded.value);
+  assert.equal(box.width, shot.pixelSize.width);
+  const at = { imageId: shot.imageId, x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 };
+  const clicked = await host.execute(agent, "browser_act", { tab, action: "click", at });
+  assert.equal(clicked.isError, false, clicked.error);
+  return { shot, challenge, clicked: clicked.value, verdict: await verdictOf(challenge) };
+}
+
+test("dsh: the grounding tool's point lands on the dot at DPR 1 and 2 and after a scroll; an older document's point is STALE_TARGET", async () => {
+  const { host, fiber } = await setup();
+  try {
+    const agent = await host.createAgent("dsh-vision-a");
+    host.beginTurn(agent, 1);
+    assert.equal((await host.execute(agent, "browser_skill")).isError, false);
+    // No grounding tool yet: a text-only route has no image route at all.
+    let status = await host.execute(agent, "browser_status");
+    assert.equal(status.value.vision.mode, "semantic-only", JSON.stringify(status.value.vision));
+    const refused = await host.execute(agent, "browser_open", { url: site.url("/vision-check.html") });
+    const tab = refused.value.tab;
+    const noImage = await host.execute(agent, "browser_observe", { tab, screenshot: true });
+    assert.equal(noImage.isError, true);
+    assert.match(noImage.error, /VISION_UNAVAILABLE/);
+
+    await host.plugin(groundingPlugin(host));
+    status = await host.execute(agent, "browser_status");
+    assert.equal(status.value.vision.mode, "dsh-vision-router", JSON.stringify(status.value.vision));
+    assert.match(status.value.vision.source, /takes no images; vision_ground is registered/);
+    const r = await rig("dsh-vision-a");
+    try {
+      // DPR 1.
+      const one = await groundAndClick(host, agent, tab);
+      assert.equal(one.shot.dpr, 1);
+      assert.ok(one.verdict.clickOk, `DPR 1: ${JSON.stringify(one.verdict)}`);
+
+      // DPR 2 (the rig emulates a device scale of 2 on the tab), on a fresh challenge.
+      const two = (await host.execute(agent, "browser_open", { url: site.url("/vision-check.html") })).value.tab;
+      await r.cdp(two, "Emulation.setDeviceMetricsOverride", { width: 800, height: 600, deviceScaleFactor: 2, mobile: false });
+      const dpr2 = await groundAndClick(host, agent, two);
+      assert.equal(dpr2.shot.dpr, 2, JSON.stringify(dpr2.shot));
+      assert.ok(dpr2.shot.scale > 1, "more image pixels than CSS pixels");
+      assert.ok(dpr2.verdict.clickOk, `DPR 2: ${JSON.stringify(dpr2.verdict)}`);
+
+      // After a scroll: the screenshot is taken, the page then scrolls by 60 CSS px, the old point still lands.
+      const scrolled = (await host.execute(agent, "browser_open", { url: site.url("/vision-check.html?spacer=400") })).value.tab;
+      await r.cdp(scrolled, "Runtime.evaluate", { expression: "window.scrollTo(0, 300)" });
+      const before = await host.execute(agent, "browser_observe", { tab: scrolled, screenshot: true, screenshotOptions: { format: "png" } });
+      const shot = before.value.screenshot;
+      assert.equal(shot.scroll.y, 300, JSON.stringify(shot.scroll));
+      const box = JSON.parse((await host.execute(agent, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot" })).value);
+      await r.cdp(scrolled, "Runtime.evaluate", { expression: "window.scrollTo(0, 360)" });
+      const challenge = /Challenge (c\d+)/.exec(before.value.untrustedContent)[1];
+      const clicked = await host.execute(agent, "browser_act", {
+        tab: scrolled,
+        action: "click",
+        at: { imageId: shot.imageId, x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 },
+      });
+      assert.equal(clicked.isError, false, clicked.error);
+      const after = await verdictOf(challenge);
+      assert.ok(after.clickOk, `after scroll: ${JSON.stringify(after)}`);
+
+      // A point of a screenshot of a document that has since been replaced: refused before any input.
+      const old = await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } });
+      const oldShot = old.value.screenshot;
+      assert.equal((await host.execute(agent, "browser_act", { tab, action: "reload" })).isError, false);
+      const stale = await host.execute(agent, "browser_act", { tab, action: "click", at: { imageId: oldShot.imageId, x: 10, y: 10 } });
+      assert.equal(stale.isError, true);
+      assert.match(stale.error, /STALE_TARGET/);
+      assert.match(stale.error, /notDispatched/);
+    } finally {
+      r.close();
+    }
+    host.endTurn(agent, 1);
+  } finally {
+    await fiber.dispose();
+  }
+});
+
+test("dsh: at a page zoom of 150 % the image is as large as its geometry says and the point lands on the dot", async () => {
+  // A browser whose profile zooms every page to 150 % (Chromium's default zoom level, log base 1.2 of 1.5).
+  await stopBroker(env);
+  // The socket goes before the process: wait until the old broker (and so its Chromium) has exited.
+  const owner = path.join(env.state, "browserd", "broker.owner");
+  const pid = Number(/pid (\d+)/.exec(fs.existsSync(owner) ? fs.readFileSync(owner, "utf8") : "")?.[1]);
+  for (let i = 0; pid && i < 600 && fs.existsSync(`/proc/${pid}`); i++) await new Promise((r) => setTimeout(r, 50));
+  const prefs = path.join(env.state, "browserd", "profile", "Default", "Preferences");
+  const current = fs.existsSync(prefs) ? JSON.parse(fs.readFileSync(prefs, "utf8")) : {};
+  current.partition = { ...(current.partition ?? {}), default_zoom_level: { x: Math.log(1.5) / Math.log(1.2) } };
+  fs.mkdirSync(path.dirname(prefs), { recursive: true });
+  fs.writeFileSync(prefs, JSON.stringify(current));
+  const { host, fiber } = await setup();
+  try {
+    await host.plugin(groundingPlugin(host));
+    const agent = await host.createAgent("dsh-vision-zoom");
+    host.beginTurn(agent, 1);
+    const skill = await host.execute(agent, "browser_skill");
+    assert.equal(skill.isError, false, skill.error);
+    const opened = await host.execute(agent, "browser_open", { url: site.url("/vision-check.html") });
+    assert.equal(opened.isError, false, opened.error);
+    const tab = opened.value.tab;
+    // The viewport is 510 CSS px wide at 150 %: the rig scrolls the picture into view, as a model would.
+    const r = await rig("dsh-vision-zoom");
+    await r.cdp(tab, "Runtime.evaluate", { expression: "document.getElementById('pic').scrollIntoView({block: 'center'})" });
+    r.close();
+    const zoomed = await groundAndClick(host, agent, tab);
+    assert.equal(zoomed.shot.dpr, 1.5, JSON.stringify(zoomed.shot));
+    assert.equal(zoomed.shot.scale, 1.5, "one image pixel per device pixel");
+    const attachment = host.attachments.get(zoomed.shot.attachment.attachmentId);
+    const img = decodePng(attachment.data);
+    assert.deepEqual([img.width, img.height], [zoomed.shot.pixelSize.width, zoomed.shot.pixelSize.height]);
+    assert.ok(zoomed.verdict.clickOk, `zoom 150 %: ${JSON.stringify(zoomed.verdict)}`);
+    host.endTurn(agent, 1);
+  } finally {
+    await fiber.dispose();
+  }
+});

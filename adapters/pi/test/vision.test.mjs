@@ -1,0 +1,128 @@
+//! Vision end to end with the real Pi package (in process, scripted models) against the real broker, a managed
+//! Chromium and the fixture site's picture check (`/vision-check.html`: a random code and a red dot that exist only in
+//! a canvas's pixels; the server keeps the truth and judges the page's own check). A model that declares image input
+//! gets the screenshot as image content in its context, reads the code from those image bytes, types it and clicks
+//! the dot through `at: {imageId, x, y}`: the server's check passes. The same session with a model that declares text
+//! only: the screenshot is refused with VISION_UNAVAILABLE, the page comes as text, and no image reaches the model.
+
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+
+import { isolatedEnv, rustFixtureSite, stopBroker } from "../../test-support/env.mjs";
+import { readPicture } from "../../test-support/picture.mjs";
+import { callTools, createPi, lastResult, say } from "./harness.mjs";
+
+const env = isolatedEnv("pi-vision");
+let site;
+
+before(async () => {
+  site = await rustFixtureSite();
+});
+
+after(async () => {
+  await stopBroker(env);
+  await site.close();
+});
+
+const MODELS = [
+  { id: "eyes", input: ["text", "image"] },
+  { id: "blind", input: ["text"] },
+];
+
+/** The newest tool result of `name` in a model context (the message itself). */
+function lastToolMessage(context, name) {
+  return [...context.messages].reverse().find((m) => m.role === "toolResult" && m.toolName === name);
+}
+
+/** The ref of the line `role "name"` in an observation's lines. */
+function refOf(observation, role, name) {
+  const line = observation.untrustedContent.split("\n").find((l) => l.includes(`] ${role} "${name}"`));
+  assert.ok(line, `no ${role} ${name} in:\n${observation.untrustedContent}`);
+  return line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+}
+
+async function verdictOf(id) {
+  for (let i = 0; i < 400; i++) {
+    const challenge = (await site.results()).find((c) => c.id === id);
+    if (challenge?.answers.length) return challenge.answers.at(-1);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error(`the page posted no answer for challenge ${id}`);
+}
+
+test("pi: a model with image input reads the code from the screenshot's pixels and clicks the dot; a text-only model gets VISION_UNAVAILABLE", async () => {
+  const pi = await createPi({ env, models: MODELS });
+  try {
+    const seen = {};
+    await pi.prompt("pass the picture check", [
+      callTools(["browser_skill", {}]),
+      callTools(["browser_open", { url: site.url("/vision-check.html") }]),
+      callTools(["browser_status", {}], ["browser_observe", { screenshot: true, screenshotOptions: { format: "png" } }]),
+      (context) => {
+        // What the model sees: the screenshot as an image block of its input, not a path or base64 in the text.
+        const shot = lastToolMessage(context, "browser_observe");
+        const image = shot.content.find((c) => c.type === "image");
+        assert.ok(image, `the screenshot is image content in the model's input: ${JSON.stringify(shot.content.map((c) => c.type))}`);
+        assert.equal(image.mimeType, "image/png");
+        const text = shot.content.filter((c) => c.type === "text").map((c) => c.text).join("\n");
+        assert.ok(!text.includes(image.data.slice(0, 64)), "no base64 of the image in the text");
+        const observation = JSON.parse(text);
+        assert.equal(observation.screenshot.data, undefined);
+        seen.status = lastResult(context, "browser_status");
+        seen.observation = observation;
+        seen.picture = readPicture(Buffer.from(image.data, "base64"));
+        seen.challenge = /Challenge (c\d+)/.exec(observation.untrustedContent)[1];
+        assert.equal(seen.picture.width, observation.screenshot.pixelSize.width);
+        return callTools(["browser_act", { action: "fill", target: refOf(observation, "textbox", "Code"), value: seen.picture.code }])(context);
+      },
+      (context) =>
+        callTools([
+          "browser_act",
+          { action: "click", at: { imageId: seen.observation.screenshot.imageId, x: seen.picture.dot.x, y: seen.picture.dot.y } },
+        ])(context),
+      say("done"),
+    ]);
+    const results = pi.toolResults();
+    assert.ok(results.every((r) => !r.isError), JSON.stringify(results.filter((r) => r.isError)));
+    assert.equal(seen.status.vision.mode, "native-multimodal", JSON.stringify(seen.status.vision));
+    assert.match(seen.status.vision.source, /declares input text\+image/);
+    assert.equal(seen.observation.pixelContent.canvases, 1, "the canvas is named as pixel content");
+    assert.match(seen.picture.code, /^[0-9A-Z]{5}$/);
+    const verdict = await verdictOf(seen.challenge);
+    assert.deepEqual(
+      { typedOk: verdict.typedOk, clickOk: verdict.clickOk, passed: verdict.passed },
+      { typedOk: true, clickOk: true, passed: true },
+      `the server's check: ${JSON.stringify(verdict)} (read ${seen.picture.code} at ${JSON.stringify(seen.picture.dot)})`,
+    );
+    const click = JSON.parse(results.at(-1).content[0].text);
+    assert.equal(click.outcome, "succeeded", JSON.stringify(click));
+
+    // The same session, now with a model that declares text only.
+    await pi.setModel("blind");
+    const before = pi.llmCalls.length;
+    await pi.prompt("look at a new picture", [
+      // The first prompt's tab was closed at its turn end (it was not marked): open the page again.
+      callTools(["browser_open", { url: site.url("/vision-check.html") }]),
+      callTools(["browser_status", {}]),
+      callTools(["browser_observe", { screenshot: true, screenshotOptions: { format: "png" } }]),
+      say("I cannot see the picture"),
+    ]);
+    const status = JSON.parse(pi.toolResults().at(-2).content[0].text);
+    assert.equal(status.vision.mode, "semantic-only", JSON.stringify(status.vision));
+    assert.match(status.vision.source, /blind declares input text$/);
+    const refused = pi.toolResults().at(-1);
+    assert.equal(refused.isError, true);
+    assert.ok(!refused.content.some((c) => c.type === "image"), "no image in the refused result");
+    const text = refused.content.map((c) => c.text ?? "").join("\n");
+    assert.match(text, /VISION_UNAVAILABLE/);
+    assert.match(text, /ask the user what the picture shows, or enable a vision route/);
+    assert.match(text, /Picture check/, "the AX/DOM observation comes instead");
+    assert.match(text, /needsVision/, "the canvas says it needs vision");
+    assert.ok(!/"data"|\.png/.test(text), "no image data or file");
+    // What the text-only model was given after the switch holds no image.
+    const after = pi.llmCalls.slice(before).at(-1).messages.slice(-4);
+    assert.ok(after.every((m) => !(m.content ?? []).some?.((c) => c.type === "image")), JSON.stringify(after.map((m) => m.role)));
+  } finally {
+    await pi.dispose();
+  }
+});

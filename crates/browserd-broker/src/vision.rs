@@ -1,0 +1,99 @@
+//! Vision modes per session (`session.vision`, shown by `browser_status`) and what `semantic-only` refuses: a
+//! screenshot answers `VISION_UNAVAILABLE` with the page's text observation, a point of a screenshot (`at`,
+//! `dropAt`) is refused before anything is sent, and an observation of a page that draws in a canvas says that it
+//! needs vision.
+
+use browserd_protocol::vision::{NO_VISION_NEXT_STEP, SessionVisionParams};
+use browserd_protocol::{ActParams, ErrorCode, ErrorData, SessionId, VisionMode, VisionStatus};
+use serde_json::{Value, json};
+
+use crate::server::Broker;
+
+impl Broker {
+    /// `session.vision`: records the image route the host offers now.
+    pub(crate) fn session_vision(&self, p: &SessionVisionParams) -> Result<VisionStatus, ErrorData> {
+        let mut tables = self.tables();
+        let info = tables.sessions.get_mut(&p.session).ok_or_else(|| {
+            ErrorData::new(ErrorCode::UnknownSession, format!("no open session `{}` in this broker", p.session))
+        })?;
+        info.vision = VisionStatus {
+            mode: p.mode,
+            source: p.source.clone().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "host".to_owned()),
+        };
+        tracing::info!(session = %p.session, mode = p.mode.as_str(), source = %info.vision.source, "vision mode set");
+        Ok(info.vision.clone())
+    }
+
+    /// The session's vision mode (the default for a session the host said nothing about).
+    pub(crate) fn vision_of(&self, id: &SessionId) -> VisionStatus {
+        self.tables().sessions.get(id).map_or_else(VisionStatus::default_native, |info| info.vision.clone())
+    }
+}
+
+/// `VISION_UNAVAILABLE` for a screenshot asked without an image route, carrying the text observation taken instead.
+pub(crate) fn unavailable(observation: Value) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::VisionUnavailable,
+        "no screenshot was taken: this session has no image route (vision mode semantic-only); the page's text \
+         observation is in details.observation",
+    )
+    .with_next_step(NO_VISION_NEXT_STEP)
+    .with_details(json!({"vision": VisionMode::SemanticOnly, "observation": observation}))
+}
+
+/// Refuses points of screenshots (`at`, `dropAt`) in a session without an image route, before anything is sent.
+pub(crate) fn refuse_points<'a>(
+    mode: VisionMode,
+    steps: impl IntoIterator<Item = &'a ActParams>,
+) -> Result<(), ErrorData> {
+    if mode.has_image_route() {
+        return Ok(());
+    }
+    if steps.into_iter().any(|s| s.at.is_some() || s.drop_at.is_some()) {
+        return Err(ErrorData::new(
+            ErrorCode::VisionUnavailable,
+            "a screenshot point (at/dropAt) cannot be used: this session has no image route (vision mode \
+             semantic-only); nothing was sent",
+        )
+        .with_next_step(
+            "Act on a ref from browser_observe instead; for what only a picture shows, ask the user or enable a \
+             vision route.",
+        )
+        .with_details(json!({"vision": VisionMode::SemanticOnly})));
+    }
+    Ok(())
+}
+
+/// In a session without an image route, the observation's note on canvas content says vision is needed.
+pub(crate) fn mark_pixel_content(value: &mut Value, mode: VisionMode) {
+    if mode.has_image_route() {
+        return;
+    }
+    if let Some(pixel) = value.get_mut("pixelContent").and_then(Value::as_object_mut) {
+        pixel.insert("needsVision".to_owned(), Value::Bool(true));
+        pixel.insert("nextStep".to_owned(), Value::String(NO_VISION_NEXT_STEP.to_owned()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn semantic_only_marks_canvas_content_and_refuses_points() {
+        let mut v =
+            json!({"pixelContent": {"canvases": 1, "largest": {"width": 400.0, "height": 300.0}, "nextStep": "x"}});
+        mark_pixel_content(&mut v, VisionMode::NativeMultimodal);
+        assert_eq!(v["pixelContent"]["nextStep"], "x");
+        mark_pixel_content(&mut v, VisionMode::SemanticOnly);
+        assert_eq!(v["pixelContent"]["needsVision"], true);
+        assert_eq!(v["pixelContent"]["nextStep"], NO_VISION_NEXT_STEP);
+
+        let click: ActParams =
+            serde_json::from_value(json!({"action": "click", "at": {"imageId": "img1", "x": 1, "y": 2}})).unwrap();
+        assert!(refuse_points(VisionMode::DshVisionRouter, [&click]).is_ok());
+        assert_eq!(refuse_points(VisionMode::SemanticOnly, [&click]).unwrap_err().code, ErrorCode::VisionUnavailable);
+        let by_ref: ActParams = serde_json::from_value(json!({"action": "click", "target": "e1"})).unwrap();
+        assert!(refuse_points(VisionMode::SemanticOnly, [&by_ref]).is_ok());
+    }
+}
