@@ -5,9 +5,10 @@
 # - Debian's `xvfb` (apt) — a virtual display for the headed-Chromium test;
 # - nothing else system-wide: Rust (with cargo) must already be there (https://rustup.rs);
 # - Node.js (20 or newer) with npm, for the Pi/DSH adapter tests: Debian's `nodejs npm` when missing;
-# - npm packages for the adapters and the benchmark side-by-side are installed (npm ci, pinned lockfiles) by the
-#   scripts that use them; the Browserless grid the remote-grid tests run against (bench/browserless, a test
-#   component only: SSPL, never bundled) is installed here when its node_modules is not current.
+# - npm packages for the adapters are installed (npm ci, pinned lockfiles) by the scripts that use them; the
+#   benchmark's side-by-side MCP servers (bench/playwright-mcp, bench/chrome-devtools-mcp) and the Browserless grid
+#   the remote-grid tests run against (bench/browserless, a test component only: SSPL, never bundled) are installed
+#   here (npm ci, pinned lockfiles, no browser download) when their node_modules is not current.
 # `setup.sh --demo` installs only what the demo needs: Chromium (no xvfb, no Node.js).
 set -euo pipefail
 
@@ -65,6 +66,22 @@ else
   $sudo_cmd apt-get install -y -qq nodejs npm >/dev/null
   say "node: installed ($(node --version))"
 fi
+
+# The benchmark's side-by-side MCP servers, each pinned in its package.json and lockfile; kept while current.
+for pinned in "playwright-mcp:@playwright/mcp" "chrome-devtools-mcp:chrome-devtools-mcp"; do
+  bench_dir="$(dirname "$0")/../bench/${pinned%%:*}"
+  package="${pinned#*:}"
+  want="$(sed -n "s|.*\"$package\": \"\(.*\)\".*|\1|p" "$bench_dir/package.json")"
+  have="$(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$bench_dir/node_modules/$package/package.json" 2>/dev/null || true)"
+  if [ -n "$want" ] && [ "$have" = "$want" ]; then
+    say "$package: found $have (bench/${pinned%%:*}, for the benchmark and its tests)"
+  else
+    say "$package: installing $want in bench/${pinned%%:*} (npm ci, no browser download)"
+    (cd "$bench_dir" && PUPPETEER_SKIP_DOWNLOAD=1 PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 \
+      npm ci --no-audit --no-fund --loglevel=error)
+    say "$package: installed"
+  fi
+done
 
 browserless_dir="$(dirname "$0")/../bench/browserless"
 browserless_version="$(sed -n 's/.*"@browserless.io\/browserless": "\(.*\)".*/\1/p' "$browserless_dir/package.json")"

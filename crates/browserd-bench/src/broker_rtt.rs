@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 
 use crate::broker_soak::{self, Broker};
 use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget, find_ref};
+use crate::node_mcp::chromium_from_env;
 use crate::observer::Observer;
-use crate::playwright::PlaywrightOptions;
 use crate::report::{self, ErrorRow, TimingRow};
 use crate::stats::{Summary, round3};
 
@@ -287,7 +287,7 @@ async fn measure(args: &crate::run::Args, n: usize, site: &FixtureSite, out: &mu
     drop(broker);
 
     // The same provider calls in process, on a managed Chromium of their own.
-    let chromium = args.chromium.clone().unwrap_or_else(|| PlaywrightOptions::from_env().chromium);
+    let chromium = args.chromium.clone().unwrap_or_else(chromium_from_env);
     let options = BrowserdOptions {
         chromium,
         budget: Budget::Default,

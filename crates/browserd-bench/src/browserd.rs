@@ -44,9 +44,12 @@ impl Budget {
     fn params(self) -> ObserveParams {
         match self {
             Budget::Default => ObserveParams::default(),
-            Budget::Unbounded => {
-                ObserveParams { max_nodes: Some(1_000_000), max_bytes: Some(64 * 1024 * 1024), ..Default::default() }
-            }
+            Budget::Unbounded => ObserveParams {
+                max_nodes: Some(1_000_000),
+                max_bytes: Some(64 * 1024 * 1024),
+                max_tokens: Some(64 * 1024 * 1024),
+                ..Default::default()
+            },
         }
     }
 }

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::addressability::AddressabilityReport;
+use crate::fidelity::FidelityReport;
 use crate::stats::Summary;
 
 /// One observer on one page. It is read back from the JSON line of a child process too (see `run::run_in_child`).
@@ -43,6 +44,9 @@ pub struct ObserveRow {
     /// Addressability against the page's ground truth (generated pages and most hand-written ones).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub addressability: Option<AddressabilityReport>,
+    /// Text fidelity against the page's must-read texts (the fixture apps).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub fidelity: Option<FidelityReport>,
 }
 
 /// A failed measurement; it counts as a failure in the exit code.
@@ -109,6 +113,10 @@ pub struct MachineRow {
     pub node: String,
     /// Installed `@playwright/mcp` version.
     pub playwright_mcp: String,
+    /// Installed `chrome-devtools-mcp` version.
+    pub chrome_devtools_mcp: String,
+    /// `/proc/loadavg`'s 1, 5 and 15 minute load averages when the run started.
+    pub load: String,
     /// Timed calls per page.
     pub runs: usize,
     /// Whether this binary was built with optimisations.
@@ -126,8 +134,8 @@ pub fn print_json<T: Serialize>(row: &T) {
 /// Header of the human-readable table.
 pub fn human_header() -> String {
     format!(
-        "{:<16} {:<34} {:>6} {:>9} {:>9} {:>9} {:>8} {:>12}",
-        "observer", "page", "n", "p50 ms", "p95 ms", "bytes", "tokens", "addressable"
+        "{:<19} {:<34} {:>6} {:>9} {:>9} {:>9} {:>8} {:>12} {:>10}",
+        "observer", "page", "n", "p50 ms", "p95 ms", "bytes", "tokens", "addressable", "mismatches"
     )
 }
 
@@ -141,9 +149,11 @@ impl ObserveRow {
             .as_ref()
             .map(|a| format!("{}/{}", a.addressable, a.interactive))
             .unwrap_or_else(|| "-".into());
+        let mismatches =
+            self.fidelity.as_ref().map(|f| format!("{}/{}", f.text_mismatches, f.texts)).unwrap_or_else(|| "-".into());
         format!(
-            "{:<16} {:<34} {:>6} {:>9.1} {:>9.1} {:>9} {:>8} {:>12}",
-            self.observer, label, n, self.timing.p50_ms, self.timing.p95_ms, self.bytes, self.tokens, addr
+            "{:<19} {:<34} {:>6} {:>9.1} {:>9.1} {:>9} {:>8} {:>12} {:>10}",
+            self.observer, label, n, self.timing.p50_ms, self.timing.p95_ms, self.bytes, self.tokens, addr, mismatches
         )
     }
 }
@@ -170,7 +180,7 @@ impl TimingRow {
     pub fn human(&self) -> String {
         let n = self.n.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
         format!(
-            "{:<16} {:<34} {:>6} {:>9.3} {:>9.3} {:>9} {:>8} {:>12}",
+            "{:<19} {:<34} {:>6} {:>9.3} {:>9.3} {:>9} {:>8} {:>12}",
             self.observer.as_deref().unwrap_or("-"),
             self.name,
             n,

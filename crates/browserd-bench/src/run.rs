@@ -5,29 +5,34 @@
 //! connection's epoch is counted per process, and refs and cursors of every connection after a process's first end
 //! in a letter tag (`e12b`), which a fresh broker never shows. In its own process every browserd observer is that
 //! process's first connection, exactly what an agent sees from a broker that just started; the parent reads the
-//! child's JSON rows back for the `compare` rows. Playwright MCP runs in the parent.
+//! child's JSON rows back for the `compare` rows. Playwright MCP and chrome-devtools-mcp run in the parent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use browserd_fixtures::{BenchElement, FixtureSite, generate_elements_page, operable_elements};
+use browserd_fixtures::{BenchElement, FixtureSite, app_truth, generate_elements_page, operable_elements};
 use clap::Parser;
 
 use crate::addressability;
 use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
+use crate::fidelity;
+use crate::node_mcp::{NodeTool, chromium_from_env, ensure_installed, installed_version};
 use crate::observer::{Observer, ObserverError};
-use crate::playwright::{PlaywrightMcp, PlaywrightOptions};
 use crate::report::{self, CompareRow, ErrorRow, MachineRow, ObserveRow};
 use crate::stats::{Summary, round3};
 use crate::tokens::count_tokens;
+use crate::{devtools, playwright};
 
 /// Every observer this binary knows, in run order; the first is the baseline of the `compare` rows.
 pub const OBSERVERS: &[&str] =
-    &["playwright-mcp", "browserd", "browserd-unbounded", "browserd-changed", "browserd-cold"];
+    &["playwright-mcp", "chrome-devtools-mcp", "browserd", "browserd-unbounded", "browserd-changed", "browserd-cold"];
 
 /// Command-line options.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "browserd-bench", about = "browserd's benchmarks, side by side with Playwright MCP")]
+#[command(
+    name = "browserd-bench",
+    about = "browserd's benchmarks, side by side with Playwright MCP and chrome-devtools-mcp"
+)]
 pub struct Args {
     /// Print one JSON object per line instead of a table.
     #[arg(long)]
@@ -62,6 +67,9 @@ pub struct Args {
     /// The `bench/playwright-mcp` package directory.
     #[arg(long)]
     pub playwright_dir: Option<PathBuf>,
+    /// The `bench/chrome-devtools-mcp` package directory.
+    #[arg(long)]
+    pub devtools_dir: Option<PathBuf>,
     /// The Chromium executable every observer uses.
     #[arg(long)]
     pub chromium: Option<PathBuf>,
@@ -138,6 +146,8 @@ pub struct Target {
     pub n: Option<usize>,
     /// Ground truth of the page's operable elements, when it has one.
     pub expected: Option<Vec<BenchElement>>,
+    /// Texts the page must show exactly as rendered (the fixture apps' ground truth), when it has them.
+    pub texts: Option<Vec<String>>,
 }
 
 /// The pages selected by `args`: generated pages of each size, then every hand-written fixture page.
@@ -157,6 +167,7 @@ pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
                 category: "generated".into(),
                 n: Some(n),
                 expected: Some(manifest.interactive),
+                texts: None,
             });
         }
     }
@@ -167,6 +178,7 @@ pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
                 category: page.category.into(),
                 n: None,
                 expected: operable_elements(page.path),
+                texts: app_truth(page.path).map(|t| t.texts),
             });
         }
     }
@@ -182,19 +194,18 @@ pub fn targets(args: &Args) -> Result<Vec<Target>, RunError> {
 /// Starts the observer called `name`.
 pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>, ObserverError> {
     match name {
-        "playwright-mcp" => {
-            let mut options = PlaywrightOptions::from_env();
-            if let Some(dir) = &args.playwright_dir {
-                options.dir = dir.clone();
-            }
+        "playwright-mcp" | "chrome-devtools-mcp" => {
+            let tool = node_tool(name).expect("a Node.js tool");
+            let mut options = crate::node_mcp::NodeOptions::from_env(tool);
+            options.dir = node_dir(args, tool);
             if let Some(chromium) = &args.chromium {
                 options.chromium = chromium.clone();
             }
-            Ok(Box::new(PlaywrightMcp::start(&options).await?))
+            Ok(Box::new(crate::node_mcp::NodeMcp::start(tool, &options).await?))
         }
         "browserd" | "browserd-cold" | "browserd-changed" | "browserd-unbounded" => {
             let budget = if name == "browserd-unbounded" { Budget::Unbounded } else { Budget::Default };
-            let chromium = args.chromium.clone().unwrap_or_else(|| PlaywrightOptions::from_env().chromium);
+            let chromium = args.chromium.clone().unwrap_or_else(chromium_from_env);
             let change = match name {
                 "browserd-cold" => PageChange::Whole,
                 "browserd-changed" => PageChange::Small,
@@ -209,6 +220,21 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
             reason: format!("unknown observer; known: {}", OBSERVERS.join(", ")),
         }),
     }
+}
+
+/// The Node.js tool (MCP server run through its `snapshot.mjs`) called `name`.
+fn node_tool(name: &str) -> Option<&'static NodeTool> {
+    match name {
+        "playwright-mcp" => Some(&playwright::PLAYWRIGHT_MCP),
+        "chrome-devtools-mcp" => Some(&devtools::CHROME_DEVTOOLS_MCP),
+        _ => None,
+    }
+}
+
+/// The package directory of a Node.js tool: its command-line option, else its default.
+fn node_dir(args: &Args, tool: &NodeTool) -> PathBuf {
+    let given = if tool.name == "playwright-mcp" { &args.playwright_dir } else { &args.devtools_dir };
+    given.clone().unwrap_or_else(|| crate::node_mcp::NodeOptions::from_env(tool).dir)
 }
 
 /// Runs the benchmark; returns the number of failed measurements (0 = all good).
@@ -231,10 +257,9 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
     count_tokens("warm up")?; // load the tokenizer before anything is timed
     let site = FixtureSite::start().await.map_err(RunError::FixtureSite)?;
 
-    if observers.iter().any(|o| o == "playwright-mcp") {
+    for tool in observers.iter().filter_map(|o| node_tool(o)) {
         // Install first so the machine row can name the installed version; a failure shows up when it starts.
-        let dir = args.playwright_dir.clone().unwrap_or_else(|| PlaywrightOptions::from_env().dir);
-        let _ = crate::playwright::ensure_installed(&dir).await;
+        let _ = ensure_installed(tool, &node_dir(&args, tool)).await;
     }
     // A child's parent prints the machine row and the header.
     let machine = if args.child { None } else { Some(machine_row(&args).await) };
@@ -242,7 +267,7 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
         report::print_json(machine);
     } else if let Some(machine) = &machine {
         println!(
-            "machine: {} ({} CPUs, {:.1} GiB), {}; {}; node {}; @playwright/mcp {}; {} runs per page{}",
+            "machine: {} ({} CPUs, {:.1} GiB), {}; {}; node {}; @playwright/mcp {}; chrome-devtools-mcp {}; load {}; {} runs per page{}",
             machine.cpu,
             machine.cpus,
             machine.memory_gib,
@@ -250,6 +275,8 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
             machine.chromium,
             machine.node,
             machine.playwright_mcp,
+            machine.chrome_devtools_mcp,
+            machine.load,
             machine.runs,
             if machine.release_build { "" } else { " (debug build: use --release for real numbers)" }
         );
@@ -289,7 +316,8 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                     }
                     let addressability =
                         target.expected.as_ref().map(|e| addressability::check(e, &observer.addressable(&text)));
-                    row_of("observe", name, target, observation, addressability)?
+                    let fidelity = target.texts.as_ref().map(|t| fidelity::check(t, &text));
+                    row_of("observe", name, target, observation, addressability, fidelity)?
                 }
                 Err(e) => Err(e),
             };
@@ -306,14 +334,15 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
                 "browserd-bench: [{step}/{steps}] {name} click {} {:?} on {}",
                 click.role, click.name, click.path
             );
-            let target = Target { path: click.path.into(), category: "click".into(), n: click.n, expected: None };
+            let target =
+                Target { path: click.path.into(), category: "click".into(), n: click.n, expected: None, texts: None };
             let outcome = observer.click(&site.url(click.path), click.role, click.name, args.click_runs).await;
             let row = match outcome {
                 Ok(result) => {
                     if let Some(dir) = &args.dump {
                         dump(dir, name, &format!("click-{}", click.path), &redact_origin(&result.text, &site));
                     }
-                    row_of("act.click", name, &target, result, None)?
+                    row_of("act.click", name, &target, result, None, None)?
                 }
                 Err(e) => Err(e),
             };
@@ -400,6 +429,7 @@ fn row_of(
     target: &Target,
     observation: crate::observer::Observation,
     addressability: Option<addressability::AddressabilityReport>,
+    fidelity: Option<fidelity::FidelityReport>,
 ) -> Result<Result<ObserveRow, ObserverError>, RunError> {
     let content_tokens = observation.content.as_deref().map(count_tokens).transpose()?;
     let Some(timing) = Summary::of(&observation.ms_runs) else {
@@ -424,6 +454,7 @@ fn row_of(
         failures: observation.failures,
         phases_p50_ms: observation.phases_p50_ms,
         addressability,
+        fidelity,
     }))
 }
 
@@ -597,14 +628,11 @@ async fn machine_row(args: &Args) -> MachineRow {
         .and_then(|s| s.lines().find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_owned())))
         .unwrap_or_else(|| std::env::consts::OS.into());
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let options = PlaywrightOptions::from_env();
-    let chromium = args.chromium.clone().unwrap_or(options.chromium);
-    let pw_dir = args.playwright_dir.clone().unwrap_or(options.dir);
-    let playwright_mcp = std::fs::read_to_string(pw_dir.join("node_modules/@playwright/mcp/package.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        .and_then(|v| v["version"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| "not installed yet".into());
+    let chromium = args.chromium.clone().unwrap_or_else(chromium_from_env);
+    let version = |tool: &NodeTool| installed_version(tool, &node_dir(args, tool));
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into());
     MachineRow {
         name: "machine",
         n: None,
@@ -614,7 +642,9 @@ async fn machine_row(args: &Args) -> MachineRow {
         os: format!("{os}, Linux {}", kernel.trim()),
         chromium: command_output(&chromium, "--version").await,
         node: command_output(Path::new("node"), "--version").await,
-        playwright_mcp,
+        playwright_mcp: version(&playwright::PLAYWRIGHT_MCP),
+        chrome_devtools_mcp: version(&devtools::CHROME_DEVTOOLS_MCP),
+        load,
         runs: args.runs,
         release_build: !cfg!(debug_assertions),
     }
@@ -701,12 +731,18 @@ mod tests {
                 addressable: 2,
                 missing_sample: Vec::new(),
             }),
+            fidelity: Some(fidelity::FidelityReport {
+                texts: 3,
+                text_mismatches: 1,
+                mismatch_sample: vec!["x".into()],
+            }),
         };
         let back: ObserveRow = serde_json::from_str(&serde_json::to_string(&row).unwrap()).unwrap();
         assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&row).unwrap());
-        let bare = ObserveRow { addressability: None, content_bytes: None, content_tokens: None, ..row };
+        let bare =
+            ObserveRow { addressability: None, fidelity: None, content_bytes: None, content_tokens: None, ..row };
         let back: ObserveRow = serde_json::from_str(&serde_json::to_string(&bare).unwrap()).unwrap();
-        assert!(back.addressability.is_none() && back.content_tokens.is_none());
+        assert!(back.addressability.is_none() && back.fidelity.is_none() && back.content_tokens.is_none());
     }
 
     #[tokio::test]
@@ -714,7 +750,8 @@ mod tests {
         let Err(e) = start_observer("nope", &args(&[])).await else { panic!("an unknown observer started") };
         assert!(
             e.to_string().contains(
-                "unknown observer; known: playwright-mcp, browserd, browserd-unbounded, browserd-changed, browserd-cold"
+                "unknown observer; known: playwright-mcp, chrome-devtools-mcp, browserd, browserd-unbounded, \
+                 browserd-changed, browserd-cold"
             ),
             "{e}"
         );

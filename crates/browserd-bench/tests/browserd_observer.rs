@@ -5,14 +5,14 @@
 
 use browserd_bench::addressability;
 use browserd_bench::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
+use browserd_bench::node_mcp::chromium_from_env;
 use browserd_bench::observer::Observer;
-use browserd_bench::playwright::PlaywrightOptions;
 use browserd_fixtures::{FixtureSite, generate_elements_page, operable_elements};
 use browserd_protocol::{ActionResult, Outcome, Postcondition};
 
 fn options(budget: Budget) -> BrowserdOptions {
     BrowserdOptions {
-        chromium: PlaywrightOptions::from_env().chromium,
+        chromium: chromium_from_env(),
         budget,
         call_timeout: std::time::Duration::from_secs(60),
         change: PageChange::None,
@@ -119,7 +119,7 @@ fn every_browserd_observer_shows_a_fresh_brokers_refs() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_browserd-bench"))
         .args(["--json", "--observer", "browserd", "--observer", "browserd-unbounded", "--page", "duplicates.html"])
         .args(["--click-runs", "0", "--runs", "1", "--chromium"])
-        .arg(PlaywrightOptions::from_env().chromium)
+        .arg(chromium_from_env())
         .arg("--dump")
         .arg(dump.path())
         .output()

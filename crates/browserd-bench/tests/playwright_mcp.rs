@@ -3,13 +3,13 @@
 
 use browserd_bench::addressability;
 use browserd_bench::observer::Observer;
-use browserd_bench::playwright::{PlaywrightMcp, PlaywrightOptions};
+use browserd_bench::playwright;
 use browserd_fixtures::{FixtureSite, generate_elements_page};
 
 #[tokio::test]
 async fn playwright_mcp_snapshots_fixture_pages() {
     let site = FixtureSite::start().await.expect("start fixture site");
-    let mut observer = PlaywrightMcp::start(&PlaywrightOptions::from_env()).await.expect("start Playwright MCP");
+    let mut observer = playwright::start(&playwright::options_from_env()).await.expect("start Playwright MCP");
 
     let duplicates = observer.observe(&site.url("/duplicates.html"), 2).await.expect("observe duplicates.html");
     assert_eq!(duplicates.ms_runs.len(), 2);

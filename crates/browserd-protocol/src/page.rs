@@ -74,6 +74,10 @@ pub struct ObserveParams {
     /// Maximum size of `untrustedContent` in bytes (default 81920).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes: Option<u32>,
+    /// Maximum size of `untrustedContent` in tokens (o200k, estimated; default 16000). Past a budget the page is cut
+    /// at a line boundary, with a last line saying what was left out and how to read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
     /// What to do when a write (act, batch, open) is running on the tab: `consistent` (default) waits for it, up to
     /// a bound; `allowStale` answers at once with the page as last seen, marked `stale`.
     #[serde(default, skip_serializing_if = "ReadMode::is_consistent")]
@@ -156,6 +160,8 @@ pub struct WindowShown {
 pub const DEFAULT_MAX_NODES: u32 = 120;
 /// Default limit of `untrustedContent` bytes in one observation.
 pub const DEFAULT_MAX_BYTES: u32 = 80 * 1024;
+/// Default limit of `untrustedContent` tokens (o200k, estimated) in one observation.
+pub const DEFAULT_MAX_TOKENS: u32 = 16_000;
 
 /// A frame of the observed tab.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -204,7 +210,7 @@ pub enum LoadState {
 pub struct Truncation {
     /// Operable nodes left out.
     pub omitted_nodes: u32,
-    /// Why: `maxNodes` or `maxBytes`.
+    /// Why: `maxNodes`, `maxBytes` or `maxTokens`.
     pub reason: String,
     /// Refs of regions with omitted content; observe with `within` to expand them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -159,7 +159,7 @@ impl Run<'_> {
             self.tab,
             None,
             browserd_protocol::DEFAULT_MAX_NODES,
-            browserd_protocol::DEFAULT_MAX_BYTES as usize,
+            crate::observe::Budget::default(),
             self.deadline,
         )
         .await?;

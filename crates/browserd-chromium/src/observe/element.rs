@@ -18,7 +18,7 @@ impl Renderer<'_> {
     pub(super) fn interactive(&mut self, frame: &str, id: &str, indent: u16, shown: &str) {
         let ax = &self.axs[frame];
         let n = &ax.nodes[id];
-        if self.nodes_full() || self.bytes_full {
+        if self.nodes_full() || self.bytes_full.is_some() {
             self.omitted += 1;
             self.omitted_lines += 1;
             if let Some(c) = self.containers.last()
@@ -147,7 +147,7 @@ impl Renderer<'_> {
         if !self.inline_done.insert((frame.to_owned(), element)) {
             return true; // a later text of the same element: its line is written
         }
-        if self.out.node_count >= self.max_nodes || self.bytes_full {
+        if self.out.node_count >= self.max_nodes || self.bytes_full.is_some() {
             self.omitted += 1;
             return true;
         }

@@ -23,6 +23,7 @@ mod refs;
 mod renderer;
 mod snapshot;
 mod text;
+mod tokens;
 mod trees;
 mod walk;
 mod window;
@@ -32,8 +33,8 @@ use std::time::Instant;
 use browserd_core::provider::{ProviderError, ProviderErrorKind, TabHandle};
 use browserd_protocol::vision::PIXEL_CONTENT_NEXT_STEP;
 use browserd_protocol::{
-    DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, DEFAULT_WINDOW_LIMIT, FrameSummary, NodeRef, Observation, ObservationDiff,
-    ObserveParams, PixelContent, Size, Truncation, WindowShown,
+    DEFAULT_MAX_BYTES, DEFAULT_MAX_NODES, DEFAULT_MAX_TOKENS, DEFAULT_WINDOW_LIMIT, FrameSummary, NodeRef, Observation,
+    ObservationDiff, ObserveParams, PixelContent, Size, Truncation, WindowShown,
 };
 use futures_util::future::join_all;
 
@@ -95,7 +96,11 @@ pub(crate) async fn observe(
         Some(r) => Some(refs::resolve_within(p, tab, r)?),
     };
     let max_nodes = params.max_nodes.unwrap_or(DEFAULT_MAX_NODES).max(1);
-    let max_bytes = usize::try_from(params.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)).unwrap_or(usize::MAX).max(512) - 300;
+    // Room is kept for the envelope (URL, title, framing, the cut note) in both budgets.
+    let max_bytes = Budget {
+        bytes: usize::try_from(params.max_bytes.unwrap_or(DEFAULT_MAX_BYTES)).unwrap_or(usize::MAX).max(512) - 300,
+        tokens: usize::try_from(params.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)).unwrap_or(usize::MAX).max(128) - 80,
+    };
     let window = params.window.map(|w| (w.offset, w.limit.unwrap_or(DEFAULT_WINDOW_LIMIT).clamp(1, max_nodes)));
     if let (Some((offset, _)), Some(res)) = (window, &within) {
         window::scroll_window_into_view(p, &res.session, res.backend, offset, deadline).await?;
@@ -183,13 +188,27 @@ fn answer(
     Ok(obs)
 }
 
+/// The size budgets of one observation's lines: bytes (two per level of indent) and estimated o200k tokens.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    pub(crate) bytes: usize,
+    pub(crate) tokens: usize,
+}
+
+impl Default for Budget {
+    /// The default budgets, less the envelope's room.
+    fn default() -> Self {
+        Budget { bytes: DEFAULT_MAX_BYTES as usize - 300, tokens: DEFAULT_MAX_TOKENS as usize - 80 }
+    }
+}
+
 /// Builds an observation of a tab (records refs; does not store a revision).
 pub(crate) async fn build(
     p: &ChromiumProvider,
     tab: TabHandle,
     within: Option<(String, i64)>,
     max_nodes: u32,
-    max_bytes: usize,
+    max_bytes: Budget,
     deadline: Instant,
 ) -> Result<Built, ProviderError> {
     build_in(p, tab, within, None, max_nodes, max_bytes, true, deadline).await
@@ -204,7 +223,7 @@ async fn build_in(
     within: Option<(String, i64)>,
     window: Option<(u32, u32)>,
     max_nodes: u32,
-    max_bytes: usize,
+    max_bytes: Budget,
     force: bool,
     deadline: Instant,
 ) -> Result<Built, ProviderError> {

@@ -1,16 +1,16 @@
 //! The renderer's state: the inputs of one observation (frames, DOM facts, trees, frame owners, the ref table), the
-//! lines produced so far, and the node and byte budgets they are held to.
+//! lines produced so far, and the node, byte and token budgets they are held to (tokens by a cheap o200k estimate).
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use browserd_protocol::{NodeRef, Truncation};
 
-use super::Built;
 use super::context::Operable;
 use super::line;
 use super::snapshot::DomNode;
 use super::window::WindowState;
+use super::{Budget, Built};
 use crate::ax::{AxNode, AxTree};
 use crate::state::{Line, RefTable};
 
@@ -37,13 +37,14 @@ pub(super) struct Renderer<'a> {
     /// Text gathered for the next text line, and its indent.
     pub(super) pending: String,
     pub(super) pending_indent: u16,
-    /// Bytes of the lines so far (two per level of indent).
+    /// Bytes (two per level of indent) and estimated tokens of the lines so far.
     pub(super) bytes: usize,
+    pub(super) tokens: usize,
     pub(super) max_nodes: u32,
-    pub(super) max_bytes: usize,
-    /// Operable nodes the budgets left out; whether the byte budget was reached.
+    pub(super) budget: Budget,
+    /// Operable nodes the budgets left out; which size budget was reached (`maxBytes`, `maxTokens`), if one was.
     pub(super) omitted: u32,
-    pub(super) bytes_full: bool,
+    pub(super) bytes_full: Option<&'static str>,
     /// Lines (of any kind) left out after the cut.
     pub(super) omitted_lines: u32,
     /// Containers being walked (frame, backend), innermost last; the regions to offer to expand.
@@ -90,10 +91,20 @@ impl Renderer<'_> {
     /// expand); its index in the lines.
     pub(super) fn push_raw(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
         let size = text.len() + usize::from(indent) * 2 + 1;
+        let tokens = line_tokens_of(&text, indent);
         // One cut, at a line boundary: once a budget is spent, no later line is shown (a shorter one would fit, but
         // the observation would then skip lines silently).
-        if self.bytes_full || self.nodes_full() || self.bytes + size > self.max_bytes {
-            self.bytes_full |= !self.nodes_full();
+        let over = if self.bytes + size > self.budget.bytes {
+            Some("maxBytes")
+        } else if self.tokens + tokens > self.budget.tokens {
+            Some("maxTokens")
+        } else {
+            None
+        };
+        if self.bytes_full.is_some() || self.nodes_full() || over.is_some() {
+            if self.bytes_full.is_none() && !self.nodes_full() {
+                self.bytes_full = over;
+            }
             self.omitted_lines += 1;
             // Offer the table or list (else the region) that was cut, to read by `within` + `window`.
             if let Some(c) = self.collections.last().or(self.containers.last())
@@ -104,6 +115,7 @@ impl Renderer<'_> {
             return None;
         }
         self.bytes += size;
+        self.tokens += tokens;
         self.out.lines.push(Line { indent, node_ref, text });
         Some(self.out.lines.len() - 1)
     }
@@ -121,14 +133,14 @@ pub(super) struct Inputs<'a> {
 }
 
 impl<'a> Renderer<'a> {
-    /// A renderer of `inputs` into lines held to `max_nodes` operable nodes and `max_bytes`, showing only the items
+    /// A renderer of `inputs` into lines held to `max_nodes` operable nodes and the size `budget`, showing only the items
     /// `offset..offset + limit` of the start node when `window` is given.
     pub(super) fn new(
         inputs: Inputs<'a>,
         refs: &'a mut RefTable,
         origin: String,
         max_nodes: u32,
-        max_bytes: usize,
+        budget: Budget,
         window: Option<(u32, u32)>,
     ) -> Self {
         let Inputs { frames, docs, axs, owners, denied } = inputs;
@@ -144,11 +156,12 @@ impl<'a> Renderer<'a> {
             pending: String::new(),
             pending_indent: 0,
             bytes: 0,
+            tokens: 0,
             max_nodes,
-            max_bytes,
+            budget,
             omitted: 0,
             omitted_lines: 0,
-            bytes_full: false,
+            bytes_full: None,
             containers: Vec::new(),
             expand: Vec::new(),
             context: Vec::new(),
@@ -178,13 +191,16 @@ impl Renderer<'_> {
         self.refs.assign(frame, key, epoch, backend)
     }
 
-    /// Context added after budgeting may overflow: trims lines from the end until the lines fit `max_bytes`.
+    /// Context added after budgeting may overflow: trims lines from the end until the lines fit both size budgets.
     pub(super) fn trim_to_budget(&mut self) {
         let mut size: usize = self.out.lines.iter().map(line_size).sum();
-        while size > self.max_bytes {
+        let mut tokens: usize = self.out.lines.iter().map(line_tokens).sum();
+        while size > self.budget.bytes || tokens > self.budget.tokens {
+            let reason = if size > self.budget.bytes { "maxBytes" } else { "maxTokens" };
             let Some(l) = self.out.lines.pop() else { break };
             size -= line_size(&l);
-            self.bytes_full = true;
+            tokens -= line_tokens(&l);
+            self.bytes_full.get_or_insert(reason);
             self.omitted_lines += 1;
             if let Some(gone) = &l.node_ref {
                 self.omitted += 1;
@@ -204,18 +220,27 @@ impl Renderer<'_> {
             out.lines.push(note);
             out.window = Some(shown);
         }
-        if self.omitted > 0 || self.bytes_full || self.omitted_lines > 0 {
+        if self.omitted > 0 || self.bytes_full.is_some() || self.omitted_lines > 0 {
             let expand: Vec<NodeRef> = expand_nodes
                 .into_iter()
                 .take(8)
                 .map(|(frame, backend)| NodeRef(self.assign_ref(&frame, backend)))
                 .collect();
-            let reason = if self.bytes_full { "maxBytes" } else { "maxNodes" };
+            let reason = self.bytes_full.unwrap_or("maxNodes");
             out.lines.push(line::omitted(self.omitted_lines.max(self.omitted), self.omitted, reason, &expand));
             out.truncated = Some(Truncation { omitted_nodes: self.omitted, reason: reason.into(), expand });
         }
         out
     }
+}
+
+/// The estimated tokens a line counts for in the budget (its text, its indent, its line break).
+pub(super) fn line_tokens(l: &Line) -> usize {
+    line_tokens_of(&l.text, l.indent)
+}
+
+fn line_tokens_of(text: &str, indent: u16) -> usize {
+    super::tokens::estimate(text) + usize::from(indent > 0) + 1
 }
 
 /// The bytes a line counts for in the budget (two per level of indent, whatever the rendering uses).
