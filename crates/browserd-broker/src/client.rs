@@ -42,8 +42,13 @@ pub enum ClientError {
     #[error("the connection to the browserd broker closed before it answered; check `browserd status`")]
     Closed,
     /// No answer in time.
-    #[error("the browserd broker did not answer within {0:?}")]
-    Timeout(Duration),
+    #[error("the browserd broker did not answer `{method}` within {} ms", after.as_millis())]
+    Timeout {
+        /// The call that got no answer (`hello`: the connection's first).
+        method: String,
+        /// How long it waited.
+        after: Duration,
+    },
     /// Sending failed.
     #[error(transparent)]
     Frame(#[from] FrameError),
@@ -68,6 +73,7 @@ impl ClientError {
         match self {
             ClientError::Rpc(data) => data.code,
             ClientError::Encode(_) => ErrorCode::InternalError,
+            ClientError::Timeout { method, .. } if method != HELLO => ErrorCode::DeadlineExceeded,
             _ => ErrorCode::BrokerUnavailable,
         }
     }
@@ -77,6 +83,16 @@ impl ClientError {
     pub fn into_error_data(self) -> ErrorData {
         match self {
             ClientError::Rpc(data) => *data,
+            ClientError::Timeout { ref method, .. } => {
+                let next = if method == HELLO {
+                    "The broker took the connection but does not answer: run `browserd doctor`; restart the broker \
+                     with `browserd broker stop` (any browserd command starts it again)."
+                } else {
+                    "The call may still run in the broker: call browser_status (if it does not answer either, run \
+                     `browserd broker stop` and retry), and observe before repeating a write."
+                };
+                ErrorData::new(self.code(), self.to_string()).with_next_step(next)
+            }
             other => ErrorData::new(other.code(), other.to_string()),
         }
     }
@@ -87,6 +103,27 @@ impl From<RpcError> for ClientError {
         ClientError::Rpc(Box::new(e.into_error_data()))
     }
 }
+
+/// The error for a message over the broker's frame limit (`what`: "the `tool.call` request", "an answer"), naming the
+/// limit; the same words whichever side finds it.
+#[must_use]
+pub fn frame_too_large(what: &str, size: usize, limit: usize) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::InvalidParams,
+        format!(
+            "{what} is {size} bytes, over the broker's frame limit of {limit} bytes ({} MiB); send less (e.g. a \
+             shorter value, or a file path instead of the content)",
+            limit / (1024 * 1024)
+        ),
+    )
+}
+
+/// The method every connection starts with.
+const HELLO: &str = "hello";
+
+/// The longest a broker may take to answer `hello` (it answers at once when it is healthy), whatever the per-call
+/// timeout: a broker that takes the connection and never answers must not hang its clients.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(10);
 
 type Pending = Arc<Mutex<HashMap<RequestId, oneshot::Sender<Response>>>>;
 
@@ -298,6 +335,17 @@ impl Client {
                             _ => {}
                         },
                         Ok(None) => break,
+                        Err(FrameError::TooLarge { limit, size, id }) => {
+                            // An answer over the limit: its waiter hears so instead of waiting for ever.
+                            let Some(id) = id.and_then(|id| serde_json::from_value::<RequestId>(id).ok()) else {
+                                continue;
+                            };
+                            let waiter = pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(&id);
+                            if let Some(waiter) = waiter {
+                                let error = frame_too_large("the broker's answer", size, limit);
+                                let _ = waiter.send(Response::failure(Some(id), error));
+                            }
+                        }
                         Err(e) if !e.is_fatal() => {}
                         Err(_) => break,
                     }
@@ -398,14 +446,8 @@ impl Client {
         // A frame over the broker's limit would make it drop the connection unanswered: refuse it here, typed.
         let encoded = serde_json::to_vec(&request).map(|v| v.len()).unwrap_or(0);
         if encoded >= browserd_ipc::DEFAULT_MAX_FRAME {
-            return Err(ClientError::Rpc(Box::new(ErrorData::new(
-                ErrorCode::InvalidParams,
-                format!(
-                    "the `{method}` request is {encoded} bytes, over the broker's frame limit of {} bytes (16 MiB); \
-                     send less (e.g. a shorter value, or a file path instead of the content)",
-                    browserd_ipc::DEFAULT_MAX_FRAME
-                ),
-            ))));
+            let what = format!("the `{method}` request");
+            return Err(ClientError::Rpc(Box::new(frame_too_large(&what, encoded, browserd_ipc::DEFAULT_MAX_FRAME))));
         }
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(id.clone(), tx);
@@ -432,12 +474,17 @@ impl Client {
             }
             rx.await
         };
-        let response = match self.inner.timeout {
+        let limit = match (self.inner.timeout, method == HELLO) {
+            (Some(limit), true) => Some(limit.min(HELLO_DEADLINE)),
+            (None, true) => Some(HELLO_DEADLINE),
+            (limit, false) => limit,
+        };
+        let response = match limit {
             Some(limit) => match tokio::time::timeout(limit, wait).await {
                 Ok(r) => r,
                 Err(_) => {
                     forget();
-                    return Err(ClientError::Timeout(limit));
+                    return Err(ClientError::Timeout { method: method.to_owned(), after: limit });
                 }
             },
             None => wait.await,

@@ -391,6 +391,13 @@ impl Broker {
             let value = match frame {
                 Ok(Some(value)) => value,
                 Ok(None) => break,
+                Err(browserd_ipc::FrameError::TooLarge { limit, size, id }) => {
+                    // Answered with the limit, under the request's own id when it had one; the connection goes on.
+                    let id = id.and_then(|id| serde_json::from_value::<RequestId>(id).ok());
+                    let response = Response::failure(id, crate::client::frame_too_large("a request", size, limit));
+                    let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;
+                    continue;
+                }
                 Err(e) if !e.is_fatal() => {
                     let response = Response::failure(None, ErrorData::new(ErrorCode::ParseError, e.to_string()));
                     let _ = tx.send(serde_json::to_value(&response).unwrap_or(Value::Null)).await;

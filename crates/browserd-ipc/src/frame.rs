@@ -12,6 +12,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+use crate::oversize::IdScanner;
 use crate::peer::PeerCred;
 
 /// Default largest frame (bytes, newline excluded) in either direction: 16 MiB.
@@ -24,14 +25,19 @@ const KEEP_BUFFER: usize = 64 * 1024;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
-    /// The peer sent a line longer than the limit; nothing more is read and the connection must be closed.
+    /// The peer sent a line longer than the limit. The line was read to its end without being kept (its top-level
+    /// `id`, when it had one, is in `id`), so the framing is intact: answer it and go on.
     #[error(
-        "the peer sent a frame larger than {limit} bytes; the connection is closed (send large data as files or in \
-         chunks)"
+        "a message of {size} bytes is over the frame limit of {limit} bytes (16 MiB by default); it was not read \
+         (send large data as a file path or in parts)"
     )]
     TooLarge {
         /// The limit in bytes.
         limit: usize,
+        /// The line's length (newline excluded).
+        size: usize,
+        /// The line's top-level JSON-RPC `id` (a number or a string), if it had one.
+        id: Option<Value>,
     },
     /// We were asked to send a message larger than the limit; nothing was sent and the connection is still usable.
     #[error("refusing to send a {size}-byte frame: the limit is {limit} bytes; send large data as a file path instead")]
@@ -74,12 +80,15 @@ pub enum FrameError {
 }
 
 impl FrameError {
-    /// Whether the connection must be closed after this error (`InvalidJson`, `OutgoingTooLarge` and `Serialize`
-    /// leave it usable).
+    /// Whether the connection must be closed after this error (`InvalidJson`, `TooLarge`, `OutgoingTooLarge` and
+    /// `Serialize` leave it usable).
     pub fn is_fatal(&self) -> bool {
         !matches!(
             self,
-            FrameError::InvalidJson { .. } | FrameError::OutgoingTooLarge { .. } | FrameError::Serialize { .. }
+            FrameError::InvalidJson { .. }
+                | FrameError::TooLarge { .. }
+                | FrameError::OutgoingTooLarge { .. }
+                | FrameError::Serialize { .. }
         )
     }
 }
@@ -95,12 +104,14 @@ pub struct FramedReader<R> {
     max_frame: usize,
     /// Set after a fatal error: the stream position is no longer at a frame boundary.
     failed: bool,
+    /// While an over-long line is read to its end without being kept: its length so far and the scan for its id.
+    over: Option<(usize, IdScanner)>,
 }
 
 impl<R: AsyncRead + Unpin> FramedReader<R> {
     /// Wraps a byte stream with a frame limit.
     pub fn new(inner: R, max_frame: usize) -> Self {
-        FramedReader { inner: BufReader::new(inner), line: Vec::new(), max_frame, failed: false }
+        FramedReader { inner: BufReader::new(inner), line: Vec::new(), max_frame, failed: false, over: None }
     }
 
     /// The next message, or `Ok(None)` on a clean end of stream at a frame boundary.
@@ -144,6 +155,10 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
                 }
             };
             if available.is_empty() {
+                if let Some((size, _)) = self.over.take() {
+                    self.failed = true;
+                    return Err(FrameError::Truncated { bytes: size });
+                }
                 if self.line.is_empty() {
                     return Ok(false);
                 }
@@ -154,10 +169,22 @@ impl<R: AsyncRead + Unpin> FramedReader<R> {
                 Some(pos) => (pos, pos + 1, true),
                 None => (available.len(), available.len(), false),
             };
-            if self.line.len() + take > self.max_frame {
-                self.failed = true;
+            if self.over.is_none() && self.line.len() + take > self.max_frame {
+                // Too long to keep: from here on the line is only counted and scanned for its id, never buffered.
+                let mut scan = IdScanner::new();
+                scan.feed(&self.line);
+                self.over = Some((self.line.len(), scan));
                 self.line = Vec::new();
-                return Err(FrameError::TooLarge { limit: self.max_frame });
+            }
+            if let Some((size, scan)) = self.over.as_mut() {
+                scan.feed(&available[..take]);
+                *size += take;
+                self.inner.consume(consumed);
+                if done {
+                    let (size, scan) = self.over.take().unwrap_or_default();
+                    return Err(FrameError::TooLarge { limit: self.max_frame, size, id: scan.id() });
+                }
+                continue;
             }
             self.line.extend_from_slice(&available[..take]);
             self.inner.consume(consumed);
@@ -282,23 +309,35 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_frame_over_the_limit_fails_and_the_reader_stays_failed() {
+    async fn a_frame_over_the_limit_is_read_to_its_end_unkept_and_reported_with_its_id() {
         let (mut tx, rx) = duplex(64);
         let mut reader = FramedReader::new(rx, 100);
         let writer = tokio::spawn(async move {
-            // 10 000 bytes and no newline: the reader must stop at the limit rather than buffer it all.
-            let _ = tx.write_all(&[b'x'; 10_000]).await;
+            // 10 000 bytes with the id after them: the reader keeps none of it, yet finds the id.
+            let big = "x".repeat(10_000);
+            tx.write_all(format!("{{\"params\":\"{big}\",\"id\":42}}\n[1]\n").as_bytes()).await.unwrap();
+            tx
         });
         let err = reader.recv().await.unwrap_err();
-        assert!(matches!(err, FrameError::TooLarge { limit: 100 }), "{err}");
-        assert!(err.is_fatal());
+        assert!(
+            matches!(&err, FrameError::TooLarge { limit: 100, size: 10_021, id: Some(id) } if *id == json!(42)),
+            "{err:?}"
+        );
+        assert!(!err.is_fatal() && err.to_string().contains("frame limit of 100 bytes"), "{err}");
+        assert!(reader.line.capacity() <= 100, "the over-long line was buffered");
+        assert_eq!(reader.recv().await.unwrap(), Some(json!([1])), "the next frame reads");
+        drop(writer.await.unwrap());
+        assert_eq!(reader.recv().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn end_of_stream_inside_an_over_long_frame_is_truncated() {
+        let (mut tx, rx) = duplex(1024);
+        let mut reader = FramedReader::new(rx, 10);
+        tx.write_all(&[b'x'; 30]).await.unwrap();
+        drop(tx);
+        assert!(matches!(reader.recv().await, Err(FrameError::Truncated { bytes: 30 })));
         assert!(matches!(reader.recv().await, Err(FrameError::ReaderFailed)));
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        // The writer is stuck: the reader stopped consuming at the limit instead of draining the 10 000 bytes.
-        assert!(!writer.is_finished(), "the reader kept reading past the limit");
-        writer.abort();
     }
 
     #[tokio::test]
@@ -307,7 +346,7 @@ mod tests {
         let mut reader = FramedReader::new(rx, 10);
         tx.write_all(b"\"12345678\"\n\"123456789\"\n").await.unwrap();
         assert_eq!(reader.recv().await.unwrap(), Some(json!("12345678")));
-        assert!(matches!(reader.recv().await, Err(FrameError::TooLarge { limit: 10 })));
+        assert!(matches!(reader.recv().await, Err(FrameError::TooLarge { limit: 10, size: 11, id: None })));
     }
 
     #[tokio::test]

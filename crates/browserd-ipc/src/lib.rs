@@ -14,7 +14,8 @@
 //!   broker ([`ConnectError::ForeignBroker`]).
 //! - [`FramedConnection`] / [`FramedReader`] / [`FramedWriter`]: newline-delimited JSON, one JSON-RPC message per
 //!   line, with a maximum frame size ([`DEFAULT_MAX_FRAME`], 16 MiB) enforced while reading, so no peer can make us
-//!   buffer more ([`FrameError::TooLarge`], after which the connection must close).
+//!   buffer more: an over-long line is read to its end unkept and reported as [`FrameError::TooLarge`] with its
+//!   `id` ([`IdScanner`]), so the peer can be answered and the connection goes on.
 //! - [`serve`]: the accept loop (mini-redis style): one task per connection, a connection cap, graceful shutdown
 //!   through a `CancellationToken` with a grace period, panics confined to their connection.
 //! - [`connect`] and [`connect_or_spawn`]: the client, which starts the broker on demand through a callback and retries
@@ -85,6 +86,7 @@ pub mod idle;
 pub mod listener;
 #[cfg(unix)]
 pub mod lock;
+pub mod oversize;
 #[cfg(unix)]
 pub mod peer;
 #[cfg(unix)]
@@ -103,4 +105,5 @@ pub use crate::{
     rundir::{RuntimeDir, RuntimeDirError, default_runtime_dir, is_ours},
     server::{ConnectionContext, ServeOptions, ServeSummary, serve},
 };
+pub use oversize::IdScanner;
 pub use paths::{DirSource, Platform};

@@ -11,6 +11,7 @@
 //! | a new `_meta["x-codex-turn-metadata"].turn_id` | `turn.end {reason: newTurnDetected}` for the old turn, then `turn.begin`, before the call |
 //! | `notifications/cancelled` | the backend call's cancellation token |
 //! | `_meta.progressToken` | `notifications/progress` from backend updates, plus a heartbeat while the call runs |
+//! | a stdin line over 16 MiB | a JSON-RPC `INVALID_REQUEST` error naming the limit, under the line's id ([`stdin_limit`]) |
 //! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
 //! | the broker's `tools.changed` (activation, the advanced tier, a reset) | `notifications/tools/list_changed` (`tools.listChanged` is advertised) |
 //!
@@ -40,6 +41,7 @@
 //! - [`host`]: Codex turn metadata and host identity from the environment.
 //! - [`render`]: results, errors and screenshots.
 //! - [`server`]: the rmcp handler and the session/turn bookkeeping.
+//! - [`stdin_limit`]: the 16 MiB stdin line limit, answered with a JSON-RPC error naming it (rmcp drops such lines).
 //! - this file: [`McpArgs`] (the `browserd mcp` flags), [`serve`] and [`serve_stdio`].
 
 pub mod backend;
@@ -47,6 +49,7 @@ pub mod broker;
 pub mod host;
 pub mod render;
 pub mod server;
+pub mod stdin_limit;
 
 use std::future::Future;
 use std::path::PathBuf;
@@ -276,7 +279,8 @@ where
 /// # Errors
 /// As [`serve`].
 pub async fn serve_stdio<B: ToolBackend>(backend: B, options: ServerOptions) -> anyhow::Result<()> {
-    let transport = rmcp::transport::stdio_pipes();
+    let (stdin, stdout) = rmcp::transport::stdio_pipes();
+    let transport = stdin_limit::LimitedTransport::new(stdin, stdout, stdin_limit::MAX_LINE);
     serve(Arc::new(backend), options, transport, termination()).await.map(|_| ())
 }
 

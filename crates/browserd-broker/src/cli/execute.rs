@@ -46,7 +46,11 @@ fn common_of(cmd: &Command) -> Common {
 
 pub(super) async fn run_tool_command(cmd: Command) -> i32 {
     let common = common_of(&cmd);
-    let client = match Client::connect(&ConnectOptions::new(ComponentRole::Cli)).await {
+    let options = ConnectOptions {
+        timeout: Some(call_deadline(&cmd, std::env::var(DEADLINE_ENV).ok())),
+        ..ConnectOptions::new(ComponentRole::Cli)
+    };
+    let client = match Client::connect(&options).await {
         Ok(c) => c,
         Err(e) => {
             report_error(&e.into_error_data());
@@ -68,6 +72,28 @@ pub(super) async fn run_tool_command(cmd: Command) -> i32 {
             1
         }
     }
+}
+
+/// Overrides the CLI's per-call deadline (milliseconds).
+pub(super) const DEADLINE_ENV: &str = "BROWSERD_CLI_TIMEOUT_MS";
+
+/// The CLI's default per-call deadline: well past any call's own deadline (an action's, a batch's).
+const DEFAULT_DEADLINE_MS: u64 = 120_000;
+
+/// How long the CLI waits for the broker's answer to `cmd`: `BROWSERD_CLI_TIMEOUT_MS` when set, else two minutes or
+/// the command's own wait (`--timeout-ms`, a handoff's five minutes) plus half a minute, whichever is longer. A
+/// broker that never answers then ends the command with a typed error instead of a hang.
+pub(super) fn call_deadline(cmd: &Command, env: Option<String>) -> std::time::Duration {
+    if let Some(ms) = env.and_then(|v| v.trim().parse::<u64>().ok()).filter(|ms| *ms > 0) {
+        return std::time::Duration::from_millis(ms);
+    }
+    let own = match cmd {
+        Command::Handoff { until: Some(_), timeout_ms, .. } => Some(timeout_ms.unwrap_or(300_000)),
+        Command::Act { timeout_ms, .. } => *timeout_ms,
+        _ => None,
+    };
+    let ms = own.map_or(DEFAULT_DEADLINE_MS, |own| DEFAULT_DEADLINE_MS.max(own.saturating_add(30_000)));
+    std::time::Duration::from_millis(ms)
 }
 
 fn read_stdin(what: &str) -> Result<String, ErrorData> {

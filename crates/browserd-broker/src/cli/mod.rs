@@ -4,7 +4,9 @@
 //! The binary flattens [`Command`] into its own clap enum and calls [`run`].
 //!
 //! Output is one line per item, or the protocol's JSON with `--json`. Errors go to stderr as `error: CODE: message`
-//! plus the next step, with exit status 1.
+//! plus the next step, with exit status 1. Every call has a deadline (`BROWSERD_CLI_TIMEOUT_MS`, else two minutes or
+//! the command's own wait plus half a minute; `hello` at most 10 s): a broker that never answers ends the command
+//! with a typed error.
 //!
 //! # Layout
 //! - `args`: the clap types ([`Command`], [`Common`], …); parsing only.

@@ -239,3 +239,25 @@ fn hints_name_cli_commands_in_the_cli() {
     assert_eq!(cli_words("browser_context_reset hides the tools"), "`browserd reset` hides the tools");
     assert_eq!(cli_words("nothing to translate"), "nothing to translate");
 }
+
+#[test]
+fn every_cli_call_has_a_deadline_past_the_commands_own_wait() {
+    use super::execute::call_deadline;
+    use std::time::Duration;
+    let parse = |args: &[&str]| {
+        TestCli::try_parse_from(std::iter::once("browserd").chain(args.iter().copied())).unwrap().command
+    };
+    assert_eq!(call_deadline(&parse(&["list"]), None), Duration::from_secs(120));
+    assert_eq!(call_deadline(&parse(&["list"]), Some("1500".into())), Duration::from_millis(1500));
+    assert_eq!(
+        call_deadline(&parse(&["list"]), Some("soon".into())),
+        Duration::from_secs(120),
+        "a bad value is ignored"
+    );
+    let handoff = parse(&["handoff", "3", "log in", "--until", "[]"]);
+    assert_eq!(call_deadline(&handoff, None), Duration::from_secs(330));
+    assert_eq!(
+        call_deadline(&parse(&["act", "click", "e1", "--timeout-ms", "200000"]), None),
+        Duration::from_secs(230)
+    );
+}
