@@ -122,7 +122,12 @@ struct BrokerTab {
 async fn open_tab(broker: &Broker, url: &str) -> Result<BrokerTab, String> {
     let client = broker_soak::connect(broker).await?;
     let opened = client
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "broker-rtt".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "broker-rtt".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .map_err(|e| format!("session.open: {e}"))?;
     client

@@ -110,7 +110,12 @@ async fn tab_cycle(c: &Client, s: &browserd_protocol::SessionId, url: &str) -> R
 async fn tab_soak(broker: &Broker, cycles: usize, url: &str) -> Result<TabSoakRow, String> {
     let c = connect(broker).await?;
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "tab-soak".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "tab-soak".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .map_err(|e| format!("session.open: {e}"))?;
     let s = opened.session;
@@ -180,7 +185,12 @@ pub struct LargeFramesRow {
 async fn large_frames(broker: &Broker, frames: usize, bytes: usize) -> Result<LargeFramesRow, String> {
     let c = connect(broker).await?;
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "large-frames".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "large-frames".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .map_err(|e| format!("session.open: {e}"))?;
     c.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false })
@@ -313,7 +323,12 @@ async fn cycle(broker: &Broker, n: usize, url: &str) -> Result<(), String> {
     let c = Client::connect(&broker.options()).await.map_err(|e| format!("connect: {e}"))?;
     let fail = |what: &str, e: browserd_broker::client::ClientError| format!("{what}: {e}");
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: format!("soak-{n}"), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: format!("soak-{n}"),
+            label: None,
+            browser: None,
+        })
         .await
         .map_err(|e| fail("session.open", e))?;
     let s = opened.session;

@@ -65,8 +65,9 @@ async fn main() -> anyhow::Result<()> {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    let opened =
-        client.call(&SessionOpenParams { host: HostKind::Cli, host_session_id: "rtt".into(), label: None }).await?;
+    let opened = client
+        .call(&SessionOpenParams { host: HostKind::Cli, host_session_id: "rtt".into(), label: None, browser: None })
+        .await?;
     client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await?;
     client.tool(&opened.session, "browser_open", serde_json::json!({"url": "https://a.test/"})).await?;
 

@@ -51,6 +51,8 @@ pub(crate) struct SessionInfo {
     pub(crate) ended_turns: std::collections::VecDeque<(String, TurnEndResult)>,
     /// The session activated the advanced tier (policy allowed it); cleared when its tools are hidden.
     pub(crate) advanced: bool,
+    /// The browser settings the session asked for at `session.open` (`browser_status` shows them).
+    pub(crate) browser: Option<browserd_protocol::browser_settings::BrowserSettings>,
 }
 
 /// The registry: sessions by id and by host session, and each connection's writer (for notifications).
@@ -100,6 +102,20 @@ impl Broker {
         p: SessionOpenParams,
     ) -> Result<SessionOpenResult, ErrorData> {
         let host_key = (p.host, p.host_session_id.clone());
+        let asked = p.browser.clone().filter(|b| !b.is_empty());
+        if let Some(asked) = &asked {
+            let known = self.tables().by_host.get(&host_key).cloned();
+            let name = known.map_or_else(|| format!("{}:{}", p.host.as_str(), p.host_session_id), |id| id.to_string());
+            match &self.lazy {
+                Some(lazy) => lazy.request_settings(&name, asked)?,
+                None => {
+                    return Err(ErrorData::new(
+                        ErrorCode::UnsupportedByImplementation,
+                        "this broker runs over a fixed browser connection: browser settings do not apply to it",
+                    ));
+                }
+            }
+        }
         let existing = {
             let mut tables = self.tables();
             let found = tables.by_host.get(&host_key).cloned();
@@ -112,6 +128,9 @@ impl Broker {
                 }
                 if p.label.is_some() {
                     info.label.clone_from(&p.label);
+                }
+                if asked.is_some() {
+                    info.browser.clone_from(&asked);
                 }
             }
             found
@@ -141,6 +160,7 @@ impl Broker {
                         host_turn: None,
                         ended_turns: std::collections::VecDeque::new(),
                         advanced: false,
+                        browser: asked.clone(),
                     },
                 );
                 (id, false)

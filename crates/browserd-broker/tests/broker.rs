@@ -80,7 +80,10 @@ impl Harness {
 
     /// Opens a session for `host`/`id` with tools active.
     async fn session(&self, client: &Client, host: HostKind, id: &str) -> SessionId {
-        let opened = client.call(&SessionOpenParams { host, host_session_id: id.into(), label: None }).await.unwrap();
+        let opened = client
+            .call(&SessionOpenParams { host, host_session_id: id.into(), label: None, browser: None })
+            .await
+            .unwrap();
         client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
         opened.session
     }
@@ -142,7 +145,12 @@ async fn reopening_a_host_session_reattaches_it() {
     let h = start(config()).await;
     let a = h.client().await;
     let first = a
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-1".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-1".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     assert!(!first.reattached);
@@ -152,7 +160,12 @@ async fn reopening_a_host_session_reattaches_it() {
 
     let b = h.client().await;
     let again = b
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-1".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-1".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     assert!(again.reattached);
@@ -164,7 +177,12 @@ async fn reopening_a_host_session_reattaches_it() {
 
     // The same id under another host is another session.
     let other = b
-        .call(&SessionOpenParams { host: HostKind::ClaudeCode, host_session_id: "thread-1".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::ClaudeCode,
+            host_session_id: "thread-1".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     assert!(!other.reattached);
@@ -358,7 +376,12 @@ async fn a_disconnected_client_s_session_is_disposed_after_the_grace_period() {
     // One client comes back within the grace period and re-attaches.
     let back = h.client().await;
     let again = back
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "comes-back".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "comes-back".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     assert!(again.reattached);
@@ -376,9 +399,13 @@ async fn tools_changed_reaches_every_attached_client() {
     let a = h.client().await;
     let b = h.client().await;
     let mut notes = b.take_notifications().unwrap();
-    let opened =
-        a.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None }).await.unwrap();
-    b.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None }).await.unwrap();
+    let opened = a
+        .call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None, browser: None })
+        .await
+        .unwrap();
+    b.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None, browser: None })
+        .await
+        .unwrap();
     a.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
     let note = tokio::time::timeout(Duration::from_secs(10), notes.recv()).await.unwrap().unwrap();
     assert_eq!(note.method, TOOLS_CHANGED);

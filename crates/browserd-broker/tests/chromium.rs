@@ -66,7 +66,12 @@ async fn managed_chromium_open_observe_act_and_turn_end() {
     assert_ne!(status.browsers[0].bridge, BridgeState::Connected);
 
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-real".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-real".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     let s = opened.session;

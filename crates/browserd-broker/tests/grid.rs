@@ -153,7 +153,12 @@ impl Home {
 
 async fn session(c: &Client, host_session_id: &str) -> SessionId {
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session_id.into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: host_session_id.into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     c.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();

@@ -15,6 +15,7 @@
 
 use async_trait::async_trait;
 use browserd_broker::client::{Client, ConnectOptions};
+use browserd_protocol::browser_settings::BrowserSettings;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
     CleanupResult, CloseReason, HostKind, SessionCloseParams, SessionOpenParams, SessionOpenResult,
@@ -37,6 +38,8 @@ const SESSION_LABEL: &str = "mcp";
 pub struct BrokerBackend {
     connect: ConnectOptions,
     advanced: bool,
+    /// The browser settings every session of this process asks for (`browserd mcp --headed …`).
+    browser: Option<BrowserSettings>,
     state: Mutex<Connection>,
     /// Counts the broker's `tools.changed` notifications on every connection this backend made.
     changed: watch::Sender<u64>,
@@ -60,7 +63,20 @@ impl BrokerBackend {
     /// A backend reaching the broker as `connect` says; `advanced` asks `tools.activate` for the advanced tier.
     #[must_use]
     pub fn new(connect: ConnectOptions, advanced: bool) -> Self {
-        Self { connect, advanced, state: Mutex::new(Connection::default()), changed: watch::Sender::new(0) }
+        Self {
+            connect,
+            advanced,
+            browser: None,
+            state: Mutex::new(Connection::default()),
+            changed: watch::Sender::new(0),
+        }
+    }
+
+    /// This backend, its sessions asking the broker for `browser` (refused by the broker when it cannot honour them).
+    #[must_use]
+    pub fn with_browser(mut self, browser: Option<BrowserSettings>) -> Self {
+        self.browser = browser.filter(|b| !b.is_empty());
+        self
     }
 
     /// The default: the user's broker (started on demand), as the MCP component.
@@ -93,6 +109,7 @@ impl BrokerBackend {
                 host: owned.host,
                 host_session_id: owned.host_session_id.clone(),
                 label: Some(SESSION_LABEL.to_owned()),
+                browser: self.browser.clone(),
             };
             match client.call(&params).await {
                 Ok(opened) => {
@@ -121,6 +138,7 @@ impl ToolBackend for BrokerBackend {
             host,
             host_session_id: host_session_id.to_owned(),
             label: Some(SESSION_LABEL.to_owned()),
+            browser: self.browser.clone(),
         };
         let mut opened = self.call(&params).await?;
         {

@@ -129,7 +129,12 @@ async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
     }
     paired.expect("the extension pairs with the broker within 30 s");
     let opened = client
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-ext".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-ext".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     let session = opened.session;
@@ -704,7 +709,12 @@ async fn another_sessions_tab_is_refused_naming_the_holder() {
     let (form_url, tab, name) = h.open_form(a).await;
 
     let b = c
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "thread-other".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-other".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap()
         .session;

@@ -77,6 +77,9 @@ pub struct BrowserStatusResult {
     /// The broker's journal (`degraded`: opening or claiming tabs and input are refused until it is fixed).
     #[serde(default)]
     pub journal: JournalStatus,
+    /// The browser settings this session asked for and those the broker's browser runs with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_settings: Option<crate::browser_settings::BrowserSettingsStatus>,
 }
 
 /// Params of `browser_list`.

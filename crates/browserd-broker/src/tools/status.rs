@@ -38,5 +38,9 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         auto_turn_cleanup,
         missing_capabilities,
         unsupported,
+        browser_settings: ctx.broker.lazy.as_ref().map(|lazy| {
+            let requested = ctx.broker.tables().sessions.get(ctx.session).and_then(|info| info.browser.clone());
+            lazy.settings_status(requested)
+        }),
     })
 }

@@ -442,7 +442,12 @@ async fn fault_injected_high_risk_clicks_never_hit_the_wrong_target_twice_or_aft
     };
     let other = Client::connect(&options).await.unwrap();
     let opened = other
-        .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: "fault-run-b".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "fault-run-b".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .unwrap();
     other.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();

@@ -83,7 +83,12 @@ impl Real {
         }
         let c = client.expect("the broker listens");
         let opened = c
-            .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session.into(), label: None })
+            .call(&SessionOpenParams {
+                host: HostKind::Codex,
+                host_session_id: host_session.into(),
+                label: None,
+                browser: None,
+            })
             .await
             .unwrap();
         let s = opened.session;
@@ -131,7 +136,12 @@ impl Real {
     pub async fn session(&self, host_session: &str) -> SessionId {
         let opened = self
             .c
-            .call(&SessionOpenParams { host: HostKind::Codex, host_session_id: host_session.into(), label: None })
+            .call(&SessionOpenParams {
+                host: HostKind::Codex,
+                host_session_id: host_session.into(),
+                label: None,
+                browser: None,
+            })
             .await
             .unwrap();
         self.c.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();

@@ -133,7 +133,12 @@ async fn d3_disconnect_client_really_disconnects_only_that_client() {
     };
     let client = Client::connect(&connect).await.expect("the broker runs");
     let opened = client
-        .call(&SessionOpenParams { host: HostKind::Other, host_session_id: "d3-leaver".into(), label: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Other,
+            host_session_id: "d3-leaver".into(),
+            label: None,
+            browser: None,
+        })
         .await
         .expect("session.open");
     let reset = client
