@@ -71,7 +71,6 @@ fn npx_of_the_packed_tarball_serves_mcp_offline() {
     let listed = ask(2, "tools/list", json!({}));
     let names: Vec<&str> = listed["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     assert!(names.contains(&"browser_open") && names.contains(&"browser_observe"), "{names:?}");
-    drop(ask);
     drop(stdin);
     let status = child.wait().unwrap();
     assert!(status.success(), "npx … mcp ends cleanly when stdin closes: {status}");
