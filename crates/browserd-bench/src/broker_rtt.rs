@@ -127,6 +127,7 @@ async fn open_tab(broker: &Broker, url: &str) -> Result<BrokerTab, String> {
             host_session_id: "broker-rtt".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .map_err(|e| format!("session.open: {e}"))?;

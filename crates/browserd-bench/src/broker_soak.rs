@@ -110,7 +110,13 @@ async fn tab_cycle(c: &Client, s: &browserd_protocol::SessionId, url: &str) -> R
 async fn tab_soak(broker: &Broker, cycles: usize, url: &str) -> Result<TabSoakRow, String> {
     let c = connect(broker).await?;
     let opened = c
-        .call(&SessionOpenParams { host: HostKind::Mcp, host_session_id: "tab-soak".into(), label: None, policy: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Mcp,
+            host_session_id: "tab-soak".into(),
+            label: None,
+            policy: None,
+            browser: None,
+        })
         .await
         .map_err(|e| format!("session.open: {e}"))?;
     let s = opened.session;
@@ -185,6 +191,7 @@ async fn large_frames(broker: &Broker, frames: usize, bytes: usize) -> Result<La
             host_session_id: "large-frames".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .map_err(|e| format!("session.open: {e}"))?;
@@ -323,6 +330,7 @@ async fn cycle(broker: &Broker, n: usize, url: &str) -> Result<(), String> {
             host_session_id: format!("soak-{n}"),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .map_err(|e| fail("session.open", e))?;

@@ -66,7 +66,13 @@ async fn main() -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
     let opened = client
-        .call(&SessionOpenParams { host: HostKind::Cli, host_session_id: "rtt".into(), label: None, policy: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Cli,
+            host_session_id: "rtt".into(),
+            label: None,
+            policy: None,
+            browser: None,
+        })
         .await?;
     client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await?;
     client.tool(&opened.session, "browser_open", serde_json::json!({"url": "https://a.test/"})).await?;

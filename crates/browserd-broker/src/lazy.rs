@@ -210,6 +210,9 @@ pub struct LazyChromium {
     choice: BrowserChoice,
     /// The latest paired extension (replaced on every pairing, cleared when its link closes).
     paired: tokio::sync::watch::Sender<Option<ExtensionLink>>,
+    /// The managed launch a session's browser settings chose before the browser started, and who chose it
+    /// (`browser_settings.rs`); it replaces the configured one.
+    pinned: Mutex<Option<(Box<LaunchOptions>, String)>>,
 }
 
 impl std::fmt::Debug for LazyChromium {
@@ -264,7 +267,18 @@ impl LazyChromium {
             events,
             choice,
             paired,
+            pinned: Mutex::new(None),
         }
+    }
+
+    /// How the browser is reached, as configured.
+    pub(crate) fn target(&self) -> &BrowserTarget {
+        &self.target
+    }
+
+    /// The launch a session's settings chose (`browser_settings.rs`).
+    pub(crate) fn pinned(&self) -> std::sync::MutexGuard<'_, Option<(Box<LaunchOptions>, String)>> {
+        lock(&self.pinned)
     }
 
     fn current(&self) -> Option<Arc<Launched>> {
@@ -513,11 +527,11 @@ impl LazyChromium {
             (p, e, None, None)
         } else {
             let (provider, browser) = match &self.target {
-                BrowserTarget::Managed(opts) => {
+                BrowserTarget::Managed(configured) => {
+                    let opts = self.pinned().as_ref().map_or_else(|| (**configured).clone(), |(o, _)| (**o).clone());
                     let (provider, browser) =
-                        ChromiumProvider::launch_managed((**opts).clone(), self.alloc.clone(), self.config.clone())
-                            .await
-                            .map_err(|e| {
+                        ChromiumProvider::launch_managed(opts, self.alloc.clone(), self.config.clone()).await.map_err(
+                            |e| {
                                 ProviderError::new(
                                     ProviderErrorKind::Unsupported(UnsupportedReason::Offline),
                                     format!(
@@ -525,7 +539,8 @@ impl LazyChromium {
                                          chromium_path (or remote_cdp) in the browserd config"
                                     ),
                                 )
-                            })?;
+                            },
+                        )?;
                     (provider, Some(browser))
                 }
                 BrowserTarget::Remote(url) => {

@@ -14,6 +14,7 @@
 //!   first.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
+//! - [`browser_settings`]: a session's browser settings (`browserd mcp --headed …`) against the one browser.
 //! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
 //! - [`extension`]: the extension browser ([`extension::ExtensionProvider`]) over a paired `ExtensionLink`.
 //! - [`client`]: [`client::Client`], used by the CLI, the MCP server and the hooks.
@@ -30,6 +31,7 @@
 
 pub mod advanced;
 pub mod batch;
+pub mod browser_settings;
 pub mod claim;
 pub mod cli;
 pub mod client;

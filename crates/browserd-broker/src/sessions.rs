@@ -53,6 +53,8 @@ pub(crate) struct SessionInfo {
     pub(crate) advanced: bool,
     /// Where its screenshots may go (`session.vision`).
     pub(crate) vision: browserd_protocol::VisionStatus,
+    /// The browser settings the session asked for at `session.open` (`browser_status` shows them).
+    pub(crate) browser: Option<browserd_protocol::browser_settings::BrowserSettings>,
 }
 
 /// The registry: sessions by id and by host session, and each connection's writer (for notifications).
@@ -110,6 +112,20 @@ impl Broker {
             None => None,
         };
         let host_key = (p.host, p.host_session_id.clone());
+        let asked = p.browser.clone().filter(|b| !b.is_empty());
+        if let Some(asked) = &asked {
+            let known = self.tables().by_host.get(&host_key).cloned();
+            let name = known.map_or_else(|| format!("{}:{}", p.host.as_str(), p.host_session_id), |id| id.to_string());
+            match &self.lazy {
+                Some(lazy) => lazy.request_settings(&name, asked)?,
+                None => {
+                    return Err(ErrorData::new(
+                        ErrorCode::UnsupportedByImplementation,
+                        "this broker runs over a fixed browser connection: browser settings do not apply to it",
+                    ));
+                }
+            }
+        }
         let existing = {
             let mut tables = self.tables();
             let found = tables.by_host.get(&host_key).cloned();
@@ -122,6 +138,9 @@ impl Broker {
                 }
                 if p.label.is_some() {
                     info.label.clone_from(&p.label);
+                }
+                if asked.is_some() {
+                    info.browser.clone_from(&asked);
                 }
             }
             found
@@ -152,6 +171,7 @@ impl Broker {
                         ended_turns: std::collections::VecDeque::new(),
                         advanced: false,
                         vision: browserd_protocol::VisionStatus::default_native(),
+                        browser: asked.clone(),
                     },
                 );
                 (id, false)

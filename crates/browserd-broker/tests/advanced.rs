@@ -68,7 +68,13 @@ async fn start(config: BrokerConfig) -> Harness {
 
 impl Harness {
     async fn session(&self, id: &str) -> SessionId {
-        let open = SessionOpenParams { host: HostKind::Codex, host_session_id: id.into(), label: None, policy: None };
+        let open = SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: id.into(),
+            label: None,
+            policy: None,
+            browser: None,
+        };
         self.client.call(&open).await.unwrap().session
     }
 

@@ -81,7 +81,7 @@ impl Harness {
     /// Opens a session for `host`/`id` with tools active.
     async fn session(&self, client: &Client, host: HostKind, id: &str) -> SessionId {
         let opened = client
-            .call(&SessionOpenParams { host, host_session_id: id.into(), label: None, policy: None })
+            .call(&SessionOpenParams { host, host_session_id: id.into(), label: None, policy: None, browser: None })
             .await
             .unwrap();
         client.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
@@ -150,6 +150,7 @@ async fn reopening_a_host_session_reattaches_it() {
             host_session_id: "thread-1".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();
@@ -165,6 +166,7 @@ async fn reopening_a_host_session_reattaches_it() {
             host_session_id: "thread-1".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();
@@ -182,6 +184,7 @@ async fn reopening_a_host_session_reattaches_it() {
             host_session_id: "thread-1".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();
@@ -381,6 +384,7 @@ async fn a_disconnected_client_s_session_is_disposed_after_the_grace_period() {
             host_session_id: "comes-back".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();
@@ -400,12 +404,24 @@ async fn tools_changed_reaches_every_attached_client() {
     let b = h.client().await;
     let mut notes = b.take_notifications().unwrap();
     let opened = a
-        .call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None, policy: None })
+        .call(&SessionOpenParams {
+            host: HostKind::Pi,
+            host_session_id: "shared".into(),
+            label: None,
+            policy: None,
+            browser: None,
+        })
         .await
         .unwrap();
-    b.call(&SessionOpenParams { host: HostKind::Pi, host_session_id: "shared".into(), label: None, policy: None })
-        .await
-        .unwrap();
+    b.call(&SessionOpenParams {
+        host: HostKind::Pi,
+        host_session_id: "shared".into(),
+        label: None,
+        browser: None,
+        policy: None,
+    })
+    .await
+    .unwrap();
     a.call(&ToolsActivateParams { session: opened.session.clone(), advanced: false }).await.unwrap();
     let note = tokio::time::timeout(Duration::from_secs(10), notes.recv()).await.unwrap().unwrap();
     assert_eq!(note.method, TOOLS_CHANGED);

@@ -71,6 +71,7 @@ async fn managed_chromium_open_observe_act_and_turn_end() {
             host_session_id: "thread-real".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();

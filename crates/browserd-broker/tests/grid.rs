@@ -158,6 +158,7 @@ async fn session(c: &Client, host_session_id: &str) -> SessionId {
             host_session_id: host_session_id.into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();

@@ -67,6 +67,7 @@ async fn a_denied_origin_is_never_opened_and_the_refusal_says_what_to_change() {
             host_session_id: "policy-narrow".into(),
             label: None,
             policy: Some(SessionPolicy { allowed_origins: vec![], blocked_origins: vec!["127.0.0.1".into()] }),
+            browser: None,
         })
         .await
         .unwrap();
@@ -93,6 +94,7 @@ async fn a_denied_origin_is_never_opened_and_the_refusal_says_what_to_change() {
                 allowed_origins: vec!["https://x.test/path".into()],
                 blocked_origins: vec![],
             }),
+            browser: None,
         })
         .await
         .unwrap_err();
@@ -195,6 +197,7 @@ async fn a_denied_frame_is_one_line_with_no_refs_and_its_elements_are_refused() 
         host_session_id: "thread-policy-frame".into(),
         label: None,
         policy: Some(SessionPolicy { allowed_origins: vec![], blocked_origins: vec!["localhost".into()] }),
+        browser: None,
     })
     .await
     .unwrap();

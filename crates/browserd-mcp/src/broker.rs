@@ -15,6 +15,7 @@
 
 use async_trait::async_trait;
 use browserd_broker::client::{Client, ConnectOptions};
+use browserd_protocol::browser_settings::BrowserSettings;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
     CleanupResult, CloseReason, HostKind, SessionCloseParams, SessionOpenParams, SessionOpenResult,
@@ -43,6 +44,8 @@ pub struct BrokerBackend {
     policy: Option<SessionPolicy>,
     /// The vision mode every session of this server gets (`browserd mcp --vision`).
     vision: VisionMode,
+    /// The browser settings every session of this process asks for (`browserd mcp --headed …`).
+    browser: Option<BrowserSettings>,
     state: Mutex<Connection>,
     /// Counts the broker's `tools.changed` notifications on every connection this backend made.
     changed: watch::Sender<u64>,
@@ -71,6 +74,7 @@ impl BrokerBackend {
             advanced,
             policy: None,
             vision: VisionMode::NativeMultimodal,
+            browser: None,
             state: Mutex::new(Connection::default()),
             changed: watch::Sender::new(0),
         }
@@ -97,6 +101,13 @@ impl BrokerBackend {
             mode: self.vision,
             source: Some(format!("browserd mcp --vision {flag}")),
         }
+    }
+
+    /// This backend, its sessions asking the broker for `browser` (refused by the broker when it cannot honour them).
+    #[must_use]
+    pub fn with_browser(mut self, browser: Option<BrowserSettings>) -> Self {
+        self.browser = browser.filter(|b| !b.is_empty());
+        self
     }
 
     /// The default: the user's broker (started on demand), as the MCP component.
@@ -130,6 +141,7 @@ impl BrokerBackend {
                 host_session_id: owned.host_session_id.clone(),
                 label: Some(SESSION_LABEL.to_owned()),
                 policy: self.policy.clone(),
+                browser: self.browser.clone(),
             };
             match client.call(&params).await {
                 Ok(opened) => {
@@ -162,6 +174,7 @@ impl ToolBackend for BrokerBackend {
             host_session_id: host_session_id.to_owned(),
             label: Some(SESSION_LABEL.to_owned()),
             policy: self.policy.clone(),
+            browser: self.browser.clone(),
         };
         let mut opened = self.call(&params).await?;
         {

@@ -43,6 +43,8 @@
 //! - [`server`]: the rmcp handler and the session/turn bookkeeping.
 //! - [`stdin_limit`]: the 16 MiB stdin line limit, answered with a JSON-RPC error naming it (rmcp drops such lines).
 //! - this file: [`McpArgs`] (the `browserd mcp` flags), [`serve`] and [`serve_stdio`].
+//! - this file: [`McpArgs`] (the `browserd mcp` flags, the per-entry browser flags in [`BrowserFlags`]), [`serve`]
+//!   and [`serve_stdio`].
 
 pub mod backend;
 pub mod broker;
@@ -56,6 +58,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use browserd_protocol::browser_settings::{BrowserSettings, Viewport};
 use browserd_protocol::lifecycle::{CloseReason, HostKind};
 use browserd_protocol::policy::SessionPolicy;
 use rmcp::service::{QuitReason, RoleServer, ServiceExt};
@@ -148,6 +151,67 @@ pub struct McpArgs {
     /// Origin patterns never shown or acted on in this server's sessions (`;` or `,` separated, or repeated).
     #[arg(long, value_delimiter = ';', env = "BROWSERD_MCP_BLOCKED_ORIGINS")]
     pub blocked_origins: Vec<String>,
+    /// Browser settings this entry asks the broker for (see [`BrowserFlags`]).
+    #[command(flatten)]
+    pub browser: BrowserFlags,
+}
+
+/// The per-entry browser flags of `browserd mcp`. The broker has one browser shared by every session: before it
+/// starts, the first session's settings choose it; a session asking for something the running browser does not have
+/// is refused with a typed error naming the flag (see `browserd_broker::browser_settings`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BrowserFlags {
+    /// Run the managed browser without a window.
+    #[arg(long, conflicts_with = "headed")]
+    pub headless: bool,
+    /// Run the managed browser with a visible window (needs a display).
+    #[arg(long)]
+    pub headed: bool,
+    /// The Chromium/Chrome/Edge executable to launch.
+    #[arg(long, value_name = "PATH")]
+    pub executable_path: Option<PathBuf>,
+    /// A throwaway profile, removed when the browser exits (no cookies or logins kept).
+    #[arg(long, conflicts_with = "user_data_dir")]
+    pub isolated: bool,
+    /// A persistent profile directory for the managed browser.
+    #[arg(long, value_name = "DIR")]
+    pub user_data_dir: Option<PathBuf>,
+    /// The browser window's size, WIDTHxHEIGHT in CSS pixels (e.g. 1280x800): pages get its width and its height
+    /// below the toolbar.
+    #[arg(long, value_name = "WxH", value_parser = parse_viewport)]
+    pub viewport: Option<Viewport>,
+}
+
+fn parse_viewport(text: &str) -> Result<Viewport, String> {
+    Viewport::parse(text)
+}
+
+impl BrowserFlags {
+    /// The settings these flags ask for, paths made absolute against `cwd` (the broker runs elsewhere); `None` when
+    /// no flag is given.
+    ///
+    /// # Errors
+    /// When `--executable-path` names no file.
+    pub fn settings(&self, cwd: &std::path::Path) -> anyhow::Result<Option<BrowserSettings>> {
+        let absolute = |p: &PathBuf| if p.is_absolute() { p.clone() } else { cwd.join(p) };
+        let executable_path = self.executable_path.as_ref().map(absolute);
+        if let Some(path) = &executable_path
+            && !path.is_file()
+        {
+            anyhow::bail!(
+                "--executable-path {}: no such file; give the path of a Chromium, Chrome or Edge binary",
+                path.display()
+            );
+        }
+        let settings = BrowserSettings {
+            headless: if self.headed { Some(false) } else { self.headless.then_some(true) },
+            executable_path: executable_path.map(|p| p.display().to_string()),
+            isolated: self.isolated.then_some(true),
+            user_data_dir: self.user_data_dir.as_ref().map(|p| absolute(p).display().to_string()),
+            viewport: self.viewport,
+        };
+        Ok((!settings.is_empty()).then_some(settings))
+    }
 }
 
 impl McpArgs {
@@ -291,6 +355,8 @@ pub async fn serve_stdio<B: ToolBackend>(backend: B, options: ServerOptions) -> 
 /// As [`serve`].
 pub async fn run(args: &McpArgs) -> anyhow::Result<()> {
     let options = args.options(|name| std::env::var(name).ok());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let browser = args.browser.settings(&cwd)?;
     tracing::info!(
         host = ?options.identity.host,
         host_session_id = %options.identity.host_session_id,
@@ -298,8 +364,10 @@ pub async fn run(args: &McpArgs) -> anyhow::Result<()> {
         vision = ?args.vision,
         "browserd mcp serving on stdio"
     );
-    let backend =
-        BrokerBackend::from_env(options.advanced).with_policy(args.session_policy()).with_vision(args.vision.into());
+    let backend = BrokerBackend::from_env(options.advanced)
+        .with_policy(args.session_policy())
+        .with_vision(args.vision.into())
+        .with_browser(browser);
     serve_stdio(backend, options).await
 }
 
@@ -353,6 +421,28 @@ mod tests {
         assert_eq!(options.screenshot_dir, Some(PathBuf::from("/home/u/.cache/browserd/screenshots")));
         assert_eq!((options.identity.host, options.identity.host_session_id.as_str()), (HostKind::ClaudeCode, "cc-1"));
         assert_eq!(options.heartbeat, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn browser_flags_become_session_settings() {
+        let none = Cli::try_parse_from(["x"]).unwrap().mcp.browser.settings(std::path::Path::new("/w")).unwrap();
+        assert_eq!(none, None, "no flag asks for nothing");
+        let args = Cli::try_parse_from(["x", "--headed", "--isolated", "--viewport", "800x600"]).unwrap().mcp;
+        let s = args.browser.settings(std::path::Path::new("/w")).unwrap().unwrap();
+        assert_eq!(
+            (s.headless, s.isolated, s.viewport.map(|v| v.to_string())),
+            (Some(false), Some(true), Some("800x600".into()))
+        );
+        let dir = Cli::try_parse_from(["x", "--user-data-dir", "prof"]).unwrap().mcp.browser;
+        assert_eq!(
+            dir.settings(std::path::Path::new("/w")).unwrap().unwrap().user_data_dir.as_deref(),
+            Some("/w/prof")
+        );
+        assert!(Cli::try_parse_from(["x", "--headed", "--headless"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--isolated", "--user-data-dir", "/p"]).is_err());
+        assert!(Cli::try_parse_from(["x", "--viewport", "big"]).is_err());
+        let missing = Cli::try_parse_from(["x", "--executable-path", "/no/such/chromium"]).unwrap().mcp.browser;
+        assert!(missing.settings(std::path::Path::new("/")).unwrap_err().to_string().contains("no such file"));
     }
 
     #[test]

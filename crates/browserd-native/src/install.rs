@@ -17,8 +17,11 @@ use crate::install_steps::{self, Pending};
 
 /// The Native Messaging host name (the manifest file is `<HOST_NAME>.json`).
 pub const HOST_NAME: &str = "com.browserd.native_host";
-/// The development id of `extension/` (from the fixed `key` in its manifest).
+/// The development id of `extension/` (from the fixed `key` in its manifest): the Chrome/Chromium build.
 pub const DEV_EXTENSION_ID: &str = "menplffdljednpgdojaklnbhimafddmj";
+
+/// The id of the Edge build (`scripts/build-extension.sh edge`: the `key` of `extension/brands/edge.json`).
+pub const EDGE_EXTENSION_ID: &str = "hnaabhlhfiongocpohjakodfnpaiibhe";
 
 /// A Chromium-family browser brand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
@@ -40,6 +43,14 @@ pub enum Os {
 impl Brand {
     /// Every brand.
     pub const ALL: [Brand; 3] = [Brand::Chrome, Brand::Chromium, Brand::Edge];
+
+    /// The id of this brand's extension build (its manifest overlay's `key`), which its host manifest allows.
+    pub fn extension_id(self) -> &'static str {
+        match self {
+            Brand::Chrome | Brand::Chromium => DEV_EXTENSION_ID,
+            Brand::Edge => EDGE_EXTENSION_ID,
+        }
+    }
 
     /// The brand's name for people.
     pub fn display(self) -> &'static str {
@@ -304,9 +315,19 @@ pub fn install(loc: &Locations, opts: &InstallOptions) -> anyhow::Result<Install
         script.into_bytes(),
         0o755,
     )];
+    // The ids the written manifests allow, each brand's own build first.
+    let mut reported: Vec<String> = Vec::new();
     for brand in brands {
         let path = loc.manifest_path(brand, opts.user_data_dir.as_deref());
-        let body = serde_json::to_vec_pretty(&manifest_json(&wrapper, &ids))?;
+        // The brand's own build first, then the ids added with --extension-id.
+        let mut brand_ids = vec![brand.extension_id().to_owned()];
+        brand_ids.extend(ids.iter().filter(|id| *id != DEV_EXTENSION_ID && *id != brand.extension_id()).cloned());
+        let body = serde_json::to_vec_pretty(&manifest_json(&wrapper, &brand_ids))?;
+        for id in brand_ids {
+            if !reported.contains(&id) {
+                reported.push(id);
+            }
+        }
         let entry = ReceiptEntry { path, kind: "manifest".into(), sha256: sha256_hex(&body), brand: Some(brand) };
         plan.push((entry, body, 0o644));
     }
@@ -330,7 +351,7 @@ pub fn install(loc: &Locations, opts: &InstallOptions) -> anyhow::Result<Install
     write_file(&loc.receipt_path(), &serde_json::to_vec_pretty(&receipt)?, 0o600)?;
     std::fs::remove_file(install_steps::pending_path(loc))?;
     install_steps::step_done();
-    Ok(InstallReport { wrapper, manifests, extension_ids: ids, receipt: loc.receipt_path() })
+    Ok(InstallReport { wrapper, manifests, extension_ids: reported, receipt: loc.receipt_path() })
 }
 
 /// What uninstall did.
@@ -524,7 +545,9 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
         let path = loc.manifest_path(*brand, opts.user_data_dir.as_deref());
         if path.exists() {
             any_manifest = true;
-            checks.push(check_manifest(&path, &ids));
+            let mut brand_ids = vec![brand.extension_id().to_owned()];
+            brand_ids.extend(ids.iter().filter(|id| *id != DEV_EXTENSION_ID).cloned());
+            checks.push(check_manifest(&path, &brand_ids));
         } else if opts.user_data_dir.is_some() || opts.brands.len() == 1 {
             checks.push(fail(
                 format!("{} manifest", brand.display()),

@@ -134,6 +134,7 @@ async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
             host_session_id: "thread-ext".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();
@@ -714,6 +715,7 @@ async fn another_sessions_tab_is_refused_naming_the_holder() {
             host_session_id: "thread-other".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap()

@@ -90,8 +90,11 @@ async fn install_doctor_uninstall_round_trip() {
             format!("chrome-extension://{store_id}/")
         ])
     );
-    // The broker's endpoint pairs exactly the ids the installed manifests allow.
-    assert_eq!(installed_extension_ids(&loc), vec![DEV_EXTENSION_ID.to_owned(), store_id.clone()]);
+    // The broker's endpoint pairs exactly the ids the installed manifests allow (Edge's manifest: the Edge build's).
+    assert_eq!(
+        installed_extension_ids(&loc),
+        vec![DEV_EXTENSION_ID.to_owned(), store_id.clone(), browserd_native::install::EDGE_EXTENSION_ID.to_owned()]
+    );
     let wrapper = PathBuf::from(m["path"].as_str().unwrap());
     assert_eq!(wrapper, report.wrapper);
     assert!(std::fs::metadata(&wrapper).unwrap().permissions().mode() & 0o111 != 0);

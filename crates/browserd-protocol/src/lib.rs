@@ -7,6 +7,7 @@
 //! # Layout
 //! - [`jsonrpc`]: JSON-RPC 2.0 requests, notifications, responses, the error object, params decoding.
 //! - [`hello`]: the handshake: protocol version ranges and [`hello::negotiate`], roles, capabilities.
+//! - [`browser_settings`]: the browser settings a session asks for and what `browser_status` shows of them.
 //! - [`lifecycle`]: `session.open/close`, `turn.begin/end`, `tools.activate`, `context.reset`,
 //!   `client.disconnect`, `status`, and the lifecycle state vocabulary.
 //! - [`tools`]: params and results of every model-visible tool and [`tools::tool_catalog`].
@@ -20,6 +21,7 @@
 //! - [`verdict`]: the one rule for whether a tool result is a full success (MCP `isError`, CLI exit status).
 
 pub mod advanced;
+pub mod browser_settings;
 pub mod errors;
 pub mod hello;
 pub mod ids;

@@ -315,11 +315,18 @@ pub struct SessionOpenParams {
     /// The session's own origin lists (narrow the broker's `[policy]`); a re-attach with them replaces the old.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<crate::policy::SessionPolicy>,
+    /// Browser settings this session asks for (`browserd mcp --headed …`). The broker has one browser: settings it
+    /// cannot honour are refused (`UNSUPPORTED_BY_IMPLEMENTATION`, naming the setting), never ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<crate::browser_settings::BrowserSettings>,
 }
 
 impl Validate for SessionOpenParams {
     fn validate(&self) -> Result<(), String> {
-        if self.host_session_id.trim().is_empty() { Err("hostSessionId must not be empty".to_owned()) } else { Ok(()) }
+        if self.host_session_id.trim().is_empty() {
+            return Err("hostSessionId must not be empty".to_owned());
+        }
+        self.browser.as_ref().map_or(Ok(()), crate::browser_settings::BrowserSettings::validate)
     }
 }
 

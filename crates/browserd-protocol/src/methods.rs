@@ -298,8 +298,13 @@ mod tests {
 
     #[test]
     fn lifecycle_requests_round_trip_through_the_wire() {
-        let open =
-            SessionOpenParams { host: HostKind::ClaudeCode, host_session_id: "cc-1".into(), label: None, policy: None };
+        let open = SessionOpenParams {
+            host: HostKind::ClaudeCode,
+            host_session_id: "cc-1".into(),
+            label: None,
+            policy: None,
+            browser: None,
+        };
         let text = serde_json::to_string(&request(1, &open).unwrap()).unwrap();
         assert!(text.contains(r#""method":"session.open""#) && text.contains(r#""host":"claudeCode""#), "{text}");
         let Message::Request(req) = Message::parse(&text).unwrap() else { panic!("expected a request") };

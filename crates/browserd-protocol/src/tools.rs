@@ -84,6 +84,9 @@ pub struct BrowserStatusResult {
     /// `semantic-only` (nowhere: refused with `VISION_UNAVAILABLE`).
     #[serde(default = "crate::vision::VisionStatus::default_native")]
     pub vision: crate::vision::VisionStatus,
+    /// The browser settings this session asked for and those the broker's browser runs with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_settings: Option<crate::browser_settings::BrowserSettingsStatus>,
 }
 
 /// Params of `browser_list`.

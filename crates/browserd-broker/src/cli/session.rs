@@ -33,7 +33,13 @@ pub async fn cli_session(client: &Client, name: &str) -> Result<SessionId, Clien
 /// # Errors
 /// The broker refused (also the advanced tier), or is unreachable.
 pub async fn cli_session_with(client: &Client, name: &str, advanced: bool) -> Result<SessionId, ClientError> {
-    let open = SessionOpenParams { host: HostKind::Cli, host_session_id: name.to_owned(), label: None, policy: None };
+    let open = SessionOpenParams {
+        host: HostKind::Cli,
+        host_session_id: name.to_owned(),
+        label: None,
+        policy: None,
+        browser: None,
+    };
     let opened = client.call(&open).await?;
     if !opened.tools.is_active() || advanced {
         let set = client.call(&ToolsActivateParams { session: opened.session.clone(), advanced }).await?;

@@ -447,6 +447,7 @@ async fn fault_injected_high_risk_clicks_never_hit_the_wrong_target_twice_or_aft
             host_session_id: "fault-run-b".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .unwrap();

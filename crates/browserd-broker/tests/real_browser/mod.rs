@@ -97,6 +97,7 @@ impl Real {
                 host_session_id: host_session.into(),
                 label: None,
                 policy: None,
+                browser: None,
             })
             .await
             .unwrap();
@@ -150,6 +151,7 @@ impl Real {
                 host_session_id: host_session.into(),
                 label: None,
                 policy: None,
+                browser: None,
             })
             .await
             .unwrap();

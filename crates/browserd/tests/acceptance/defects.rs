@@ -138,6 +138,7 @@ async fn d3_disconnect_client_really_disconnects_only_that_client() {
             host_session_id: "d3-leaver".into(),
             label: None,
             policy: None,
+            browser: None,
         })
         .await
         .expect("session.open");
