@@ -209,7 +209,7 @@ impl BrowserdObserver {
             .await
             .map_err(|e| self.page_error(url, format!("observing: {e}")))?;
         // Exactly what the MCP server sends the model: the broker turns the `Observation` into a JSON value and
-        // `browserd-mcp` (`render::observation_text`) makes it one envelope line and the page text, unescaped (with
+        // `browserd-mcp` (`render::observation_text`) makes it one envelope line, the page line (URL, title) and the page text, unescaped (with
         // no output schema declared, the default, that text block is all the result carries).
         let text = serde_json::to_value(&observation)
             .map(|v| browserd_mcp::render::observation_text(&v).unwrap_or_else(|| v.to_string()))

@@ -28,9 +28,12 @@ async fn browserd_observes_clicks_and_round_trips_on_real_chromium() {
     let page = observer.observe(&site.url("/duplicates.html"), 2).await.expect("observe duplicates.html");
     assert_eq!(page.ms_runs.len(), 2);
     assert_eq!(page.failures, 0);
-    // The text is what browserd's MCP server sends: one envelope line, then the page text unescaped.
-    let (envelope, content) = page.text.split_once('\n').expect("an envelope line, then the page text");
-    assert!(envelope.contains("/duplicates.html") && envelope.contains(" @"), "{envelope}");
+    // The text is what browserd's MCP server sends: browserd's envelope line, the page's own line (its URL and
+    // title, inside the page's framing), then the page text unescaped.
+    let (envelope, rest) = page.text.split_once('\n').expect("an envelope line, then the page text");
+    assert!(envelope.split_whitespace().any(|w| w.starts_with('@')), "{envelope}");
+    let (page_line, content) = rest.split_once('\n').expect("the page line, then its text");
+    assert!(page_line.starts_with("page ") && page_line.contains("/duplicates.html"), "{page_line}");
     assert_eq!(page.content.as_deref(), Some(content));
     assert!(content.starts_with("# Duplicate names\n"), "{content}");
     let refs = observer.addressable(&page.text);
@@ -134,7 +137,7 @@ fn every_browserd_observer_shows_a_fresh_brokers_refs() {
     for observer in ["browserd", "browserd-unbounded"] {
         let text = std::fs::read_to_string(dump.path().join(observer).join("duplicates.html.txt")).expect("a dump");
         let (envelope, content) = text.split_once('\n').expect("an envelope line, then the page text");
-        let cursor = envelope.rsplit_once(" @").map(|(_, c)| c.split(' ').next().unwrap_or("")).unwrap_or("");
+        let cursor = envelope.split_whitespace().find_map(|w| w.strip_prefix('@')).unwrap_or("");
         assert!(!cursor.is_empty() && cursor.bytes().all(|c| c.is_ascii_digit()), "{observer}: {envelope}");
         let refs: Vec<String> =
             content.lines().filter_map(browserd_bench::browserd::parse_line).map(|(r, _, _)| r).collect();

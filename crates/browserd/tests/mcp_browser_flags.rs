@@ -21,6 +21,10 @@ impl Machine {
             std::fs::create_dir_all(root.path().join(dir)).unwrap();
         }
         std::fs::set_permissions(root.path().join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
+        // The size probe below is a `data:` page, which the scheme policy refuses unless the config allows it.
+        let config = root.path().join("home/.config/browserd");
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("config.toml"), "[schemes]\nallow = [\"data\"]\n").unwrap();
         Self { root }
     }
 
