@@ -303,7 +303,7 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     let other = ref_of(content, "button \"Delete\" (in \"Old contract\"");
     let click = json!({"action": "click", "target": delete,
                        "expected": [{"kind": "textPresent", "text": "Deleted: Inbox / Team lunch"}]});
-    let acted = c.tool(s, "browser_act", click.clone()).await.unwrap();
+    let acted = act_approved(&c, s, click.clone()).await;
     assert_eq!(acted["outcome"], "succeeded", "{acted}");
 
     // Stop from the broker side (`browserd stop`): the extension closes its gate too; the next action does not pass.
@@ -327,11 +327,13 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     assert!(resumed["resumed"]["fencingToken"].as_u64().is_some(), "{resumed}");
     let other =
         ref_of(resumed["observation"]["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in \"Old contract\"");
-    let resumed = c
-        .tool(s, "browser_act", json!({"action": "click", "target": other,
-                                        "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}))
-        .await
-        .unwrap();
+    let resumed = act_approved(
+        &c,
+        s,
+        json!({"action": "click", "target": other,
+               "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}),
+    )
+    .await;
     assert_eq!(resumed["outcome"], "succeeded", "{resumed}");
 
     // Turn end releases the claimed tab: it stays open.
@@ -1014,4 +1016,20 @@ async fn the_broker_hands_its_site_policy_to_the_extension_gate_and_status_shows
     let shown = status["policy"]["realProfileDeny"].as_array().cloned().unwrap_or_default();
     assert!(shown.iter().any(|p| p == "*.1password.com"), "{status}");
     h.stop().await;
+}
+
+/// `browser_act` as a user who approves it: on the user's own browser a "Delete" click is high-risk and answers
+/// `APPROVAL_REQUIRED`; the user grants that approval (`browserd approve`, here the broker method) and the same call
+/// runs once.
+async fn act_approved(c: &Client, s: &browserd_protocol::SessionId, args: serde_json::Value) -> serde_json::Value {
+    match c.tool(s, "browser_act", args.clone()).await {
+        Ok(done) => done,
+        Err(e) if e.code() == ErrorCode::ApprovalRequired => {
+            let details = e.error_data().and_then(|d| d.details.clone()).unwrap_or_default();
+            let approval = details["approval"].as_str().expect("the refusal names its approval").to_owned();
+            c.call(&browserd_protocol::policy::ApprovalGrantParams { approval }).await.unwrap();
+            c.tool(s, "browser_act", args).await.unwrap()
+        }
+        Err(e) => panic!("browser_act {args} failed: {e}"),
+    }
 }

@@ -13,6 +13,8 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Val
     crate::vision::refuse_points(ctx.broker.vision_of(ctx.session).mode, [&params])?;
     let tab = ctx.tab_for(params.tab)?;
     ctx.check_step_site(&params)?;
+    // Stop wins over asking the user: a stopped tab is refused before any approval is asked for.
+    ctx.broker.check_not_stopped(tab)?;
     ctx.check_approval(tab, &params)?;
     let admission = ctx.admit_write(tab).await?;
     tokio::select! {
