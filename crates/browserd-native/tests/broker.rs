@@ -303,7 +303,7 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     let other = ref_of(content, "button \"Delete\" (in \"Old contract\"");
     let click = json!({"action": "click", "target": delete,
                        "expected": [{"kind": "textPresent", "text": "Deleted: Inbox / Team lunch"}]});
-    let acted = act_approved(&c, s, click.clone()).await;
+    let acted = act_approved(c, s, click.clone()).await;
     assert_eq!(acted["outcome"], "succeeded", "{acted}");
 
     // Stop from the broker side (`browserd stop`): the extension closes its gate too; the next action does not pass.
@@ -328,7 +328,7 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     let other =
         ref_of(resumed["observation"]["untrustedContent"].as_str().unwrap(), "button \"Delete\" (in \"Old contract\"");
     let resumed = act_approved(
-        &c,
+        c,
         s,
         json!({"action": "click", "target": other,
                "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]}),
