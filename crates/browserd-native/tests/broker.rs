@@ -870,10 +870,10 @@ async fn release_keeps_a_claimed_tab_in_the_users_own_group() {
     }
     let tab = user_tab.expect("the user's tab is listed")["tab"].as_u64().unwrap();
     // The user's own group.
-    let group_of = format!("chrome.tabs.query({{}}).then((ts) => ts.find((t) => t.url === {user_url:?}).groupId)");
-    let made = format!(
-        "chrome.tabs.query({{}}).then((ts) => chrome.tabs.group({{tabIds: [ts.find((t) => t.url === {user_url:?}).id]}}))"
-    );
+    // chrome.tabs may still hold the new tab's URL as `pendingUrl` when the DevTools target already reports it.
+    let find = format!("ts.find((t) => t.url === {user_url:?} || t.pendingUrl === {user_url:?})");
+    let group_of = format!("chrome.tabs.query({{}}).then((ts) => {find}.groupId)");
+    let made = format!("chrome.tabs.query({{}}).then((ts) => chrome.tabs.group({{tabIds: [{find}.id]}}))");
     let group = h.sw_eval(&made).await;
     assert!(group.as_i64().is_some_and(|g| g >= 0), "the user grouped the tab: {group}");
     c.tool(s, "browser_claim", json!({"tab": tab})).await.unwrap();
