@@ -37,14 +37,8 @@ pub fn high_risk(step: &ActParams, content: Option<&str>) -> Option<String> {
     if step.action == ActionKind::Press && step.value.as_deref().is_some_and(|k| !k.eq_ignore_ascii_case("enter")) {
         return None;
     }
-    let target = step.target.as_ref()?.as_str();
-    let line = if target.contains('"') {
-        target.to_owned()
-    } else {
-        let tag = format!("[{target}]");
-        content?.lines().find(|l| l.contains(&tag))?.to_owned()
-    };
-    let (role, name) = role_and_name(&line)?;
+    let line = crate::policy::classes::target_line(step, content)?;
+    let (role, name) = crate::policy::classes::role_and_name(&line)?;
     if !matches!(role.as_str(), "button" | "link" | "menuitem") {
         return None;
     }
@@ -54,14 +48,6 @@ pub fn high_risk(step: &ActParams, content: Option<&str>) -> Option<String> {
         .find(|w| RISKY_WORDS.iter().any(|r| w == r || (w.starts_with(r) && w.len() <= r.len() + 4)))?
         .to_owned();
     Some(format!("{role} \"{name}\" reads like a high-risk action ({word})"))
-}
-
-/// `role "name"` from an observation line or a target.
-fn role_and_name(line: &str) -> Option<(String, String)> {
-    let open = line.find('"')?;
-    let close = open + 1 + line[open + 1..].find('"')?;
-    let role = line[..open].split_whitespace().last()?.trim_start_matches(['-', '*']).to_lowercase();
-    Some((role, line[open + 1..close].to_owned()))
 }
 
 #[cfg(test)]

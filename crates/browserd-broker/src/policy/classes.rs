@@ -115,7 +115,7 @@ pub fn target_line(step: &ActParams, content: Option<&str>) -> Option<String> {
 }
 
 /// `role "name"` of an observation line or a target.
-fn role_and_name(line: &str) -> Option<(String, String)> {
+pub(crate) fn role_and_name(line: &str) -> Option<(String, String)> {
     let open = line.find('"')?;
     let close = open + 1 + line[open + 1..].find('"')?;
     let role = line[..open].split_whitespace().last()?.trim_start_matches(['-', '*']).to_lowercase();
