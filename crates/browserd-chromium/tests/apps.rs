@@ -69,7 +69,11 @@ async fn clicking_each_operable_of_the_apps_reaches_its_handler() {
         // Last first, so a folder is clicked (which folds it) after its children; the confirmation popup covers the
         // page once asked for: ask last of all.
         let mut ops: Vec<_> = truth.operable.iter().rev().filter(|op| op.records.is_some()).collect();
-        ops.sort_by_key(|op| op.records.as_deref().is_some_and(|r| r.starts_with("delete:")));
+        ops.sort_by_key(|op| match op.records.as_deref() {
+            Some(r) if r.starts_with("archive:") => 2, // the modal covers the whole page: last of all
+            Some(r) if r.starts_with("delete:") => 1,
+            _ => 0,
+        });
         let mut taken = Vec::new();
         for op in ops {
             let o = tab.observe().await;
@@ -143,5 +147,73 @@ async fn a_click_with_no_observable_effect_says_effects_none() {
     assert!(!r.effects.none, "{r:?}");
     assert!(r.effects.changed.iter().any(|l| l.contains("Section: Billing")), "{r:?}");
     assert!(env().site.wait_for_record("section:Billing", Duration::from_secs(5)).await);
+    tab.close().await;
+}
+
+/// The line of the operable whose quoted name is `name` exactly (panics with the observation when none).
+fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
+    let needle = format!("\"{name}\"");
+    o.untrusted_content
+        .lines()
+        .find(|l| l.trim_start().starts_with('[') && l.contains(&needle))
+        .unwrap_or_else(|| panic!("no line for {name:?} in\n{}", o.untrusted_content))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_of_a_nested_list_tree_say_expanded_collapsed_or_leaf_and_follow_a_toggle() {
+    // The Vue mail app's folder tree has no ARIA: only a shown child list, a triangle drawn by CSS and a class.
+    let tab = Page::open("/apps/mail.html").await;
+    let o = tab.observe().await;
+    for (name, state) in
+        [("▾ Projects", "expanded"), ("▸ Apollo", "collapsed"), ("Gemini", "leaf"), ("▸ Archive", "collapsed")]
+    {
+        let l = line_of(&o, name);
+        assert!(l.contains(&format!("\" {state}")), "{name} should be {state}: {l:?}\n{}", o.untrusted_content);
+    }
+    // The mail rows are a list of clickable rows, not a tree: no disclosure state.
+    assert!(!line_of(&o, "Grace Hopper Compiler meeting moved to Thursday 09:12").contains("leaf"));
+    let archive = ref_for(&o, "generic", "Archive", &[], false).expect("Archive");
+    tab.act(ActParams::new(ActionKind::Click).target(&archive)).await;
+    assert!(env().site.wait_for_record("folder:Archive", Duration::from_secs(5)).await);
+    let o = tab.observe().await;
+    assert!(line_of(&o, "▾ Archive").contains(" expanded"), "{}", o.untrusted_content);
+    assert!(line_of(&o, "2025").contains(" leaf"), "{}", o.untrusted_content);
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modal_marks_what_it_covers_and_a_covered_ref_is_not_clicked() {
+    let site = &env().site;
+    let tab = Page::open("/apps/tracker.html").await;
+    let o = tab.observe().await;
+    assert!(!o.untrusted_content.contains("covered"), "nothing covers the page yet:\n{}", o.untrusted_content);
+    let archive_all = ref_for(&o, "button", "Archive all", &[], false).expect("Archive all");
+    let delete = ref_for(&o, "button", "Delete selected", &[], false).expect("Delete selected");
+    tab.act(ActParams::new(ActionKind::Click).target(&archive_all)).await;
+    assert!(site.wait_for_record("archive:ask", Duration::from_secs(5)).await);
+    let o = tab.observe().await;
+    let text = &o.untrusted_content;
+    // Every operable behind the backdrop is covered; the dialog's own buttons are not.
+    let behind: Vec<&str> = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with('['))
+        .filter(|l| !l.contains("\"Keep them\"") && !l.contains("\"Archive\""))
+        .collect();
+    assert!(behind.len() > 20, "{text}");
+    assert!(behind.iter().all(|l| l.split_whitespace().any(|w| w == "covered")), "{text}");
+    assert!(!line_of(&o, "Keep them").contains("covered") && !line_of(&o, "Archive").contains("covered"), "{text}");
+    // A click on a covered ref would reach the backdrop: refused, not dispatched, and the page never saw it.
+    let r = tab.act(ActParams::new(ActionKind::Click).target(&delete)).await;
+    assert_eq!(
+        (r.outcome, r.code.as_deref(), r.dispatch),
+        (browserd_protocol::Outcome::Failed, Some("NOT_ACTIONABLE"), browserd_protocol::Dispatch::NotDispatched),
+        "{r:#?}"
+    );
+    assert!(!site.wait_for_record("delete:ask", Duration::from_millis(300)).await);
+    let keep = ref_for(&o, "button", "Keep them", &[], false).expect("Keep them");
+    tab.act(ActParams::new(ActionKind::Click).target(&keep)).await;
+    assert!(site.wait_for_record("archive:cancel", Duration::from_secs(5)).await);
+    let o = tab.observe().await;
+    assert!(!o.untrusted_content.contains("covered"), "the modal is gone:\n{}", o.untrusted_content);
     tab.close().await;
 }

@@ -202,6 +202,7 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
         "/apps/tracker.html" => {
             let mut operable: Vec<AppOperable> = VIEWS.iter().map(|v| op("generic", *v, format!("nav:{v}"))).collect();
             operable.push(op("button", "Delete selected", "delete:ask"));
+            operable.push(op("button", "Archive all", "archive:ask"));
             for (id, title, status) in ISSUES {
                 operable.push(op("generic", *title, format!("open:{id}")));
                 operable.push(op("generic", *status, format!("status:{id}")));

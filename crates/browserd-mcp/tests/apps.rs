@@ -107,8 +107,19 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
         text(&client.call_tool(call("browser_open", json!({"url": site.url(page.path)}))).await.unwrap());
         // Last first (a folder folds after its children are clicked); the confirmation popup last of all.
         let mut ops: Vec<_> = truth.operable.iter().rev().filter(|op| op.records.is_some()).collect();
-        ops.sort_by_key(|op| op.records.as_deref().is_some_and(|r| r.starts_with("delete:")));
+        ops.sort_by_key(|op| match op.records.as_deref() {
+            Some(r) if r.starts_with("archive:") => 2, // the modal covers the whole page: last of all
+            Some(r) if r.starts_with("delete:") => 1,
+            _ => 0,
+        });
         let mut taken = Vec::new();
+        if page.path == "/apps/mail.html" {
+            // The folder tree (nested lists, no ARIA) says which rows are open, closed or leaves.
+            let observed = text(&client.call_tool(call("browser_observe", json!({}))).await.unwrap());
+            for shown in ["\"▾ Projects\" expanded", "\"▸ Archive\" collapsed", "\"Gemini\" leaf"] {
+                assert!(observed.contains(shown), "{shown} in\n{observed}");
+            }
+        }
         for op in ops {
             let observed = text(&client.call_tool(call("browser_observe", json!({}))).await.unwrap());
             let r = ref_for(&observed, op.role, &op.name, &taken)

@@ -41,6 +41,15 @@ impl Renderer<'_> {
             name = t;
         }
         let mut states = self.states(n, shown, dom.as_ref());
+        let disclosed = states.iter().any(|s| matches!(s.as_str(), "expanded" | "collapsed" | "leaf" | "branch"));
+        if let Some(d) = self.tree_row_state(frame, id, &name, disclosed) {
+            states.insert(0, d.label().to_owned());
+        }
+        if let Some(b) = n.backend
+            && self.covered(frame, b)
+        {
+            states.push("covered".into());
+        }
         let is_select = dom.as_ref().is_some_and(|d| d.tag == "select");
         if is_select {
             // A closed native select says nothing by being collapsed; it is operated with the `select` action.

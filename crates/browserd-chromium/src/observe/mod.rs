@@ -13,6 +13,8 @@
 //! format (`line`) as a full observation or a diff.
 
 mod context;
+mod cover;
+mod disclosure;
 mod element;
 mod frames;
 mod line;

@@ -117,7 +117,11 @@ impl StateReader {
         let snapshot = self.call(
             session,
             "DOMSnapshot.captureSnapshot",
-            json!({"computedStyles": ["cursor", "visibility", "display", "position"], "includeDOMRects": false}),
+            json!({
+                "computedStyles": ["cursor", "visibility", "display", "position", "pointer-events"],
+                "includeDOMRects": false,
+                "includePaintOrder": true,
+            }),
         );
         let (signature, snapshot) = tokio::join!(signature, snapshot);
         let snapshot = snapshot?;

@@ -69,6 +69,12 @@ pub(super) struct Renderer<'a> {
     pub(super) list_depth: u16,
     /// Whether a fixed-position container is being walked (one inside it is not a popup of its own).
     pub(super) in_popup: bool,
+    /// Depth of lists being walked that hold a tree (nested lists, disclosure triangles), and the list items of
+    /// those being walked, innermost last: their rows get `expanded` / `collapsed` / `leaf`.
+    pub(super) tree_depth: u16,
+    pub(super) tree_items: Vec<super::disclosure::TreeItem>,
+    /// Per frame, the elements that take clicks over what they overlap (fixed position), built on first use.
+    pub(super) covers: std::cell::RefCell<HashMap<String, Vec<super::cover::Cover>>>,
     /// Per frame, the backend nodes the accessibility tree has (built on first use).
     pub(super) ax_backends: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
     /// Elements outside the accessibility tree already given a line from their text (`inline_clickable`).
@@ -169,6 +175,9 @@ impl<'a> Renderer<'a> {
             in_operable: 0,
             list_depth: 0,
             in_popup: false,
+            tree_depth: 0,
+            tree_items: Vec::new(),
+            covers: std::cell::RefCell::default(),
             ax_backends: std::cell::RefCell::default(),
             inline_done: std::collections::HashSet::new(),
             row_depth: 0,

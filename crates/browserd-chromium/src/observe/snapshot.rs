@@ -43,6 +43,13 @@ pub(crate) struct DomNode {
     pub(crate) content_frame: Option<String>,
     /// A `<canvas>` laid out and visible: its size in CSS pixels (what it draws only pixels show).
     pub(crate) canvas: Option<(f64, f64)>,
+    /// Its layout box (x, y, width, height in document CSS pixels) and its paint order (higher paints on top).
+    pub(crate) rect: Option<[f64; 4]>,
+    pub(crate) paint: Option<i64>,
+    /// Clicks pass through it (`pointer-events: none`) or it is not visible: it covers nothing.
+    pub(crate) pass_through: bool,
+    /// What its class list says of a disclosure (a tree row styled `expanded`, `collapsed`, `leaf`).
+    pub(crate) disclosure: Option<super::disclosure::Disclosure>,
 }
 
 impl DomNode {
@@ -89,6 +96,11 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                             .collect()
                     })
                     .unwrap_or_default(),
+                disclosure: attrs.get(i).and_then(Value::as_array).and_then(|a| {
+                    a.chunks(2)
+                        .find(|c| c.len() == 2 && s(&c[0]) == "class")
+                        .and_then(|c| super::disclosure::from_class(s(&c[1])))
+                }),
                 ..Default::default()
             })
             .collect();
@@ -111,6 +123,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         let mut block = vec![false; count];
         let mut cell = vec![false; count];
         let bounds = layout["bounds"].as_array().cloned().unwrap_or_default();
+        let paints = layout["paintOrders"].as_array().cloned().unwrap_or_default();
         for (li, (ni, st)) in layout["nodeIndex"]
             .as_array()
             .into_iter()
@@ -130,6 +143,15 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 block[ni] = st.get(2).map(&s).is_some_and(is_block);
                 cell[ni] = st.get(2).map(&s).is_some_and(|d| d.split_whitespace().next() == Some("table-cell"));
                 fixed[ni] = st.get(3).map(&s) == Some("fixed");
+                if nodes[ni].rect.is_none()
+                    && let Some(b) = bounds.get(li).and_then(Value::as_array)
+                    && let [Some(x), Some(y), Some(w), Some(h)] = [0, 1, 2, 3].map(|k| b.get(k).and_then(Value::as_f64))
+                {
+                    nodes[ni].rect = Some([x, y, w, h]);
+                    nodes[ni].paint = paints.get(li).and_then(Value::as_i64);
+                    nodes[ni].pass_through =
+                        st.get(4).map(&s) == Some("none") || st.get(1).map(&s).is_some_and(|v| v != "visible");
+                }
             }
         }
         let values = n["nodeValue"].as_array().cloned().unwrap_or_default();

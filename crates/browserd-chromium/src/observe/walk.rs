@@ -332,11 +332,27 @@ impl Renderer<'_> {
         // A list inside a list (a tree built from nested lists) is indented under its item.
         let list = role == "list";
         let child_indent = if list && self.list_depth > 0 { indent + 1 } else { indent };
+        let tree = list && (self.tree_depth > 0 || self.list_is_tree(ax, id, 0));
+        let item = role == "listitem" && self.tree_depth > 0;
         if list {
             self.list_depth += 1;
         }
+        if tree {
+            self.tree_depth += 1;
+        }
+        if item {
+            let nested = self.has_nested_list(ax, id);
+            let (frame, id) = (frame.to_owned(), id.to_owned());
+            self.tree_items.push(super::disclosure::TreeItem { frame, id, nested, stated: false });
+        }
         for c in &n.children {
             self.walk(frame, c, child_indent, child_named);
+        }
+        if item {
+            self.tree_items.pop();
+        }
+        if tree {
+            self.tree_depth -= 1;
         }
         if list {
             self.list_depth -= 1;

@@ -1,6 +1,7 @@
 // The issue tracker app (React production build): a sidebar of <a> without href, a list of 20 issue rows whose
 // title links and status chips are handled by one click listener delegated to the list, and a fixed-position
-// confirmation popup for deleting the selected issue.
+// confirmation popup for deleting the selected issue, and a modal (a full-window backdrop holding an aria-modal
+// dialog, as component libraries build them) for archiving every issue.
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { flushSync } from 'react-dom';
@@ -13,6 +14,7 @@ function App({ data }) {
   const [issues, setIssues] = useState(data.issues);
   const [opened, setOpened] = useState(null);
   const [confirming, setConfirming] = useState(false);
+  const [archiving, setArchiving] = useState(false);
 
   const onListClick = (event) => {
     const row = event.target.closest('[data-issue]');
@@ -58,6 +60,15 @@ function App({ data }) {
           >
             Delete selected
           </button>
+          <button
+            type="button"
+            onClick={() => {
+              setArchiving(true);
+              record('archive:ask');
+            }}
+          >
+            Archive all
+          </button>
         </header>
         <ul className="issues" onClick={onListClick}>
           {issues.map((issue) => (
@@ -69,6 +80,32 @@ function App({ data }) {
           ))}
         </ul>
       </main>
+      {archiving && (
+        <div className="backdrop">
+          <div className="dialog" role="dialog" aria-modal="true" aria-labelledby="archive-title">
+            <h2 id="archive-title">Archive all issues?</h2>
+            <p>Every issue in this view moves to the archive.</p>
+            <button
+              type="button"
+              onClick={() => {
+                setArchiving(false);
+                record('archive:cancel');
+              }}
+            >
+              Keep them
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setArchiving(false);
+                record('archive:confirm');
+              }}
+            >
+              Archive
+            </button>
+          </div>
+        </div>
+      )}
       {confirming && (
         <div className="popup">
           <p>Delete the selected issue? This cannot be undone.</p>
