@@ -857,8 +857,7 @@ pub enum StaleReason {
     NodeChanged,
     /// The tab is gone.
     TabClosed,
-    /// The ref was read before the user pressed Stop: refs from before a Stop stay void after the resume (use the
-    /// resume's full observation).
+    /// The ref was read before the user pressed Stop; refs from before a Stop stay void after the resume.
     ControlEpochChanged,
 }
 
