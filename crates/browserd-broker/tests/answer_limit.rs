@@ -26,12 +26,8 @@ async fn an_answer_over_the_frame_limit_is_a_typed_error_and_the_connection_goes
     .await;
     let huge = json!({"tab": tab, "screenshot": true, "screenshotOptions":
         {"format": "png", "fullPage": true, "maxSize": 4000, "maxBytes": 200_000_000}});
-    let e = r
-        .c
-        .tool(&r.s, "browser_observe", huge)
-        .await
-        .expect_err("an answer over 16 MiB is not sent")
-        .into_error_data();
+    let e =
+        r.c.tool(&r.s, "browser_observe", huge).await.expect_err("an answer over 16 MiB is not sent").into_error_data();
     assert_eq!(e.code, ErrorCode::InvalidParams, "a typed error, not a closed connection: {e:?}");
     assert!(e.message.contains("frame limit of 16777216 bytes (16 MiB)"), "names the limit: {}", e.message);
     assert!(e.message.contains("lower quality or maxBytes"), "says how to ask for less: {}", e.message);

@@ -142,12 +142,11 @@ async fn a_stop_mid_batch_reports_the_step_in_flight_and_the_rest() {
     assert_eq!(details["batch"]["stopped"], json!({"step": 1, "reason": "userStopped"}), "{details}");
     assert_eq!(user.eval_in("/form.html", &value_of("code")).await, json!(""), "the last step never ran");
     // Stop holds: the next write is refused until the explicit resume.
-    let again = r
-        .c
-        .tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": code, "value": "1"}))
-        .await
-        .expect_err("Stop holds after the batch")
-        .into_error_data();
+    let again =
+        r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": code, "value": "1"}))
+            .await
+            .expect_err("Stop holds after the batch")
+            .into_error_data();
     assert_eq!(again.code, ErrorCode::UserStopped, "{again:?}");
     r.finish().await;
 }

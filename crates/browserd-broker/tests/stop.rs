@@ -132,12 +132,11 @@ async fn stop_holds_on_a_remote_endpoint_until_an_explicit_resume() {
     assert_eq!(stopped.code, ErrorCode::UserStopped);
     assert!(stopped.leases_released >= 1, "{stopped:?}");
     for _ in 0..2 {
-        let e = r
-            .c
-            .tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"}))
-            .await
-            .expect_err("a write after Stop is refused")
-            .into_error_data();
+        let e =
+            r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"}))
+                .await
+                .expect_err("a write after Stop is refused")
+                .into_error_data();
         assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
         let details = e.details.as_deref().cloned().unwrap_or_default();
         assert_eq!(details["staleReason"], "controlEpochChanged", "{details}");
@@ -146,12 +145,11 @@ async fn stop_holds_on_a_remote_endpoint_until_an_explicit_resume() {
     // Observing again does not resume.
     let again = r.tool("browser_observe", json!({"tab": tab})).await;
     let fresh = ref_of(again["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
-    let e = r
-        .c
-        .tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": fresh, "value": "Ada"}))
-        .await
-        .expect_err("a fresh ref is refused too until the resume")
-        .into_error_data();
+    let e =
+        r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": fresh, "value": "Ada"}))
+            .await
+            .expect_err("a fresh ref is refused too until the resume")
+            .into_error_data();
     assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
     assert_eq!(user.eval_in("/form.html", VALUE).await, json!("x"), "nothing reached the page after Stop");
 
