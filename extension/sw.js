@@ -38,6 +38,16 @@ const owners = new Owners(chrome.storage.session);
 const reassembler = new Reassembler(64 * 1024 * 1024);
 /** Tabs this worker attached chrome.debugger to. */
 const attached = new Set();
+/** Tabs the agent controlled when Stop came (attached or owned): chrome.debugger.attach to them is refused with
+ *  USER_STOPPED until the agent resumes the tab and the broker grants it a new lease (`lease.grant`), or the tab goes
+ *  back to the user. Kept in chrome.storage.session, so a restarted worker refuses them too. */
+const stoppedTabs = new Set();
+function saveStoppedTabs() {
+  return chrome.storage.session.set({ stoppedTabs: [...stoppedTabs] });
+}
+function unstop(tabId) {
+  if (stoppedTabs.delete(tabId)) saveStoppedTabs();
+}
 /** tabId -> CDP target id (from chrome.debugger.getTargets). */
 const targetIds = new Map();
 
@@ -122,6 +132,7 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
 chrome.tabs.onRemoved.addListener(async (tabId) => {
   attached.delete(tabId);
   gate.forgetTab(tabId);
+  unstop(tabId);
   const targetId = targetIds.get(tabId) ?? null;
   targetIds.delete(tabId);
   emit('tabRemoved', { tabId, targetId, owner: await owners.forget(tabId) });
@@ -179,7 +190,10 @@ async function stopNow(via, reason) {
   chrome.storage.session.set({ controlEpoch: epoch });
   const tabs = [...attached];
   attached.clear();
+  for (const tabId of tabs) stoppedTabs.add(tabId);
   await Promise.allSettled(tabs.map((tabId) => chrome.debugger.detach({ tabId })));
+  try { for (const rec of await owners.all()) stoppedTabs.add(rec.tabId); } catch (e) { /* storage unreadable */ }
+  saveStoppedTabs();
   lastStop = {
     via,
     reason: reason ?? null,
@@ -216,6 +230,7 @@ async function status() {
     schemes: { fileRoots: schemes.fileRoots, extra: schemes.extra },
     sites: sites.snapshot(),
     attached: [...attached],
+    stoppedTabs: [...stoppedTabs],
     owners: await owners.all(),
     seq,
     lastStop,
@@ -265,6 +280,10 @@ async function handle(cmd, a) {
     case 'debugger.attach': {
       await owners.require(a.tabId, a.session, 'attach to');
       await refuseTab(a.tabId, 'attaching to');
+      if (stoppedTabs.has(a.tabId)) {
+        gate.refused++;
+        throw new GateError('USER_STOPPED', `the user pressed Stop: the debugger does not attach to tab ${a.tabId} again until the agent resumes it (browser_claim with resume: true); nothing was sent`);
+      }
       if (!attached.has(a.tabId)) {
         await refuseIfOtherDebugger(a.tabId);
         await chrome.debugger.attach({ tabId: a.tabId }, '1.3');
@@ -319,6 +338,7 @@ async function handle(cmd, a) {
       const rec = await owners.require(a.tabId, a.session, 'release');
       await detachQuiet(a.tabId);
       gate.forgetTab(a.tabId);
+      unstop(a.tabId);
       await ungroupQuiet(a.tabId, rec.groupedBy);
       await owners.forget(a.tabId);
       return { released: a.tabId };
@@ -326,7 +346,10 @@ async function handle(cmd, a) {
     case 'own.list': return owners.all();
     case 'lease.grant': {
       await owners.require(a.tabId, a.session, 'lease');
-      return gate.grant(a.tabId, a.session, a.token, a.epoch);
+      const granted = gate.grant(a.tabId, a.session, a.token, a.epoch);
+      // A new lease is the resume: the debugger may attach to the tab again.
+      unstop(a.tabId);
+      return granted;
     }
     case 'lease.revoke': return gate.revoke(a.tabId);
     case 'policy.set': return sites.set(a);
@@ -364,7 +387,7 @@ async function onHostMessage(msg) {
 // Reachable only from this worker's own global scope (DevTools on the service worker, the end-to-end tests and the
 // relay benchmark); no web page and no other extension can reach it. Headless Chromium cannot press a keyboard
 // shortcut, so the tests call the very listener registered for the command.
-globalThis.browserd = { onCommand, status, instance: INSTANCE, cdpSend };
+globalThis.browserd = { onCommand, status, instance: INSTANCE, cdpSend, command: handle };
 
 // ---- connection with backoff --------------------------------------------------------------------------------------
 
@@ -415,7 +438,8 @@ function scheduleReconnect() {
 // chrome.debugger attachments belong to the extension, not to a worker instance: detach the ones a previous instance
 // left behind (detach only succeeds for this extension's own attachments), so nothing stays attached without a lease.
 (async () => {
-  const { controlEpoch = 0 } = await chrome.storage.session.get('controlEpoch');
+  const { controlEpoch = 0, stoppedTabs: kept = [] } = await chrome.storage.session.get(['controlEpoch', 'stoppedTabs']);
+  for (const tabId of kept) stoppedTabs.add(tabId);
   gate.epoch = controlEpoch + 1;
   await chrome.storage.session.set({ controlEpoch: gate.epoch });
   try {

@@ -138,6 +138,9 @@ pub struct BrokerConfig {
     /// A connection that sends no `hello` within this long is closed (it would hold one of the broker's connection
     /// slots forever).
     pub hello_timeout_ms: u64,
+    /// The time budget of one `browser_batch` (BRIEF §6: 30 s): the step running at the deadline is cut short and
+    /// the rest are not started.
+    pub batch_deadline_ms: u64,
     /// The advanced tool tier (`[advanced]`): off by default.
     pub advanced: AdvancedConfig,
     /// Local files (`[files]`): `file:` roots, upload roots, the download directory.
@@ -269,6 +272,7 @@ impl Default for BrokerConfig {
             concurrency_wait_ms: 1000,
             op_timeout_ms: 10_000,
             hello_timeout_ms: 5_000,
+            batch_deadline_ms: 30_000,
             advanced: AdvancedConfig::default(),
             files: crate::policy::files::FilesConfig::default(),
             schemes: crate::policy::schemes::SchemesConfig::default(),
@@ -328,6 +332,7 @@ pub const KEYS: &[&str] = &[
     "concurrency_wait_ms",
     "op_timeout_ms",
     "hello_timeout_ms",
+    "batch_deadline_ms",
     "advanced.enabled",
     "advanced.raw_cdp",
     "advanced.allowed_cdp_methods",
@@ -596,6 +601,7 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str, home: Option<
         "concurrency_wait_ms" => config.concurrency_wait_ms = parse_u64(value)?,
         "op_timeout_ms" => config.op_timeout_ms = parse_u64(value)?.max(1),
         "hello_timeout_ms" => config.hello_timeout_ms = parse_u64(value)?.max(1),
+        "batch_deadline_ms" => config.batch_deadline_ms = parse_u64(value)?.max(1),
         "advanced.enabled" => config.advanced.enabled = parse_bool(value)?,
         "advanced.raw_cdp" => config.advanced.raw_cdp = parse_bool(value)?,
         "advanced.allowed_cdp_methods" => config.advanced.allowed_cdp_methods = method_list(value)?,
@@ -636,6 +642,7 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         "concurrency_wait_ms" => config.concurrency_wait_ms.to_string(),
         "op_timeout_ms" => config.op_timeout_ms.to_string(),
         "hello_timeout_ms" => config.hello_timeout_ms.to_string(),
+        "batch_deadline_ms" => config.batch_deadline_ms.to_string(),
         "advanced.enabled" => config.advanced.enabled.to_string(),
         "advanced.raw_cdp" => config.advanced.raw_cdp.to_string(),
         "advanced.allowed_cdp_methods" if config.advanced.allowed_cdp_methods.is_empty() => "(any)".to_owned(),

@@ -13,7 +13,7 @@ use browserd_cdp::{Cdp, ConnectionOptions, Transport, TransportError};
 use browserd_chromium::{ChromiumConfig, ChromiumProvider};
 use browserd_core::provider::{
     BrowserInfo, Capability, CapabilityMatrix, CapabilityState, CreateTab, HandleAllocator, OpContext, Provider,
-    ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, TabHandle, TabInfo, UnsupportedReason,
+    ProviderError, ProviderErrorKind, ProviderEvent, ProviderKind, SessionKey, TabHandle, TabInfo, UnsupportedReason,
 };
 use browserd_native::RelayTransport;
 use browserd_native::link::{
@@ -166,6 +166,16 @@ fn ext_err(e: &ExtensionError, what: &str) -> ProviderError {
 }
 
 impl ExtensionProvider {
+    /// `session` resumed `tab` after Stop with a new write lease (`token`): the extension's gate gets the lease at
+    /// once, which reopens it and lets its debugger attach to the tab again (it refuses to while the tab is
+    /// stopped).
+    pub async fn resume(&self, session: &SessionKey, tab: TabHandle, token: u64) -> Result<(), ProviderError> {
+        let ctx = OpContext::new(session.clone(), STOP_TIMEOUT, "resume");
+        let id = self.tab_id(&ctx, tab).await?;
+        self.link().grant_lease(&session.0, id, token).await.map_err(|e| ext_err(&e, "resuming the tab"))?;
+        Ok(())
+    }
+
     /// Sets the scheme policy the extension's last-hop gate gets at every connect (`schemes.set`).
     pub fn set_gate_schemes(&self, policy: serde_json::Value) {
         *self.gate_schemes.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = policy;
@@ -406,6 +416,10 @@ impl Provider for ExtensionProvider {
 
     fn events(&self) -> broadcast::Receiver<ProviderEvent> {
         self.events.subscribe()
+    }
+
+    fn void_refs(&self, tab: TabHandle) {
+        self.inner.void_refs(tab);
     }
 
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError> {

@@ -672,6 +672,12 @@ impl Provider for LazyChromium {
         self.events.subscribe()
     }
 
+    fn void_refs(&self, tab: TabHandle) {
+        if let Some(l) = self.current() {
+            l.provider.void_refs(tab);
+        }
+    }
+
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError> {
         if !self.is_started() && crate::sessions::launch_forbidden() {
             return Err(ProviderError::new(

@@ -8,6 +8,7 @@
 //! - `toolset`: tool activation, the advanced tier's activation and the `tools.changed` notification.
 //! - `tools`: one file per model tool (or small family), each with one `call`; its module doc says how to add one.
 //! - `status`, `stop`: the `status` method; Stop (`broker.stopGate`).
+//! - `answer_limit`: the typed error sent in place of an answer over the 16 MiB frame limit.
 //! - `journal`, `reconcile`: the broker's use of the durable journal (audit, mirrors, `callId` de-duplication); a
 //!   previous broker's cleanup finished on a remote endpoint.
 //! - [`claim`]: one broker per state directory and managed profile; a second one refuses to start, naming the
@@ -30,6 +31,7 @@
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
+mod answer_limit;
 pub mod batch;
 pub mod browser_settings;
 pub mod claim;

@@ -360,9 +360,23 @@ impl Broker {
         let (tx, mut rx) = mpsc::channel::<Value>(64);
         let writer_task = tokio::spawn(async move {
             while let Some(message) = rx.recv().await {
-                if let Err(e) = writer.send(&message).await {
-                    tracing::debug!(%e, "a client went away while we answered");
-                    break;
+                match writer.send(&message).await {
+                    Ok(()) => {}
+                    // Nothing was sent and the connection is intact: the caller gets a typed error under its id.
+                    Err(browserd_ipc::FrameError::OutgoingTooLarge { size, limit }) => {
+                        tracing::warn!(size, limit, "an answer over the frame limit was replaced by an error");
+                        let Some(answer) = crate::answer_limit::too_large_answer(&message, size, limit) else {
+                            continue;
+                        };
+                        if let Err(e) = writer.send(&answer).await {
+                            tracing::debug!(%e, "a client went away while we answered");
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(%e, "a client went away while we answered");
+                        break;
+                    }
                 }
             }
         });

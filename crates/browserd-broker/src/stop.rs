@@ -4,7 +4,8 @@
 //! Stop is a state, not an event: every controlled tab stays stopped under the new control epoch, and every write on
 //! it (`browser_act`, `browser_batch`, `browser_evaluate`, `browser_cdp`) is refused with `USER_STOPPED` before
 //! anything is sent, until a session resumes it with `browser_claim` `resume: true` (a new lease with a higher
-//! fencing token and a full observation). Refs read before the Stop are void until then.
+//! fencing token and a full observation). Refs read before the Stop are void for good: the resume's observation gives
+//! the same nodes new refs, and an old one reads `STALE_TARGET` / `controlEpochChanged`.
 
 use std::collections::BTreeMap;
 
@@ -122,9 +123,13 @@ impl Broker {
             let mut stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             stopped.epoch += 1;
             let epoch = stopped.epoch;
-            for tab in controlled {
+            for &tab in &controlled {
                 stopped.tabs.insert(tab, epoch);
             }
+        }
+        // Refs read before the Stop stay void after the resume: the resume's observation gives new ones.
+        for &tab in &controlled {
+            self.provider.void_refs(tab);
         }
         let (queued, running) = self.gate.stop_all();
         let leases: Vec<(SessionKey, TabHandle)> = self.runtime.inspect(|engine| {

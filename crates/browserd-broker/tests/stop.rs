@@ -20,6 +20,22 @@ fn ref_of(content: &str, needle: &str) -> String {
 
 const VALUE: &str = "document.getElementById('fullName').value";
 
+/// A `fill` with a ref read before the Stop, after the resume: `STALE_TARGET` / `controlEpochChanged`, nothing sent.
+async fn assert_pre_stop_ref_is_void(r: &Real, tab: &serde_json::Value, old: &str) {
+    let args = json!({"tab": tab, "action": "fill", "target": old, "value": "pre-Stop"});
+    let (code, reason, dispatch) = match r.c.tool(&r.s, "browser_act", args).await {
+        Ok(v) => (v["code"].clone(), v["staleReason"].clone(), v["dispatch"].clone()),
+        Err(e) => {
+            let e = e.into_error_data();
+            let d = e.details.as_deref().cloned().unwrap_or_default();
+            (json!(e.code.as_str()), d["staleReason"].clone(), d["dispatch"].clone())
+        }
+    };
+    assert_eq!(code, "STALE_TARGET", "a pre-Stop ref fails closed after the resume");
+    assert_eq!(reason, "controlEpochChanged");
+    assert!(dispatch == "notDispatched" || dispatch.is_null(), "nothing was sent: {dispatch}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_stop_a_pre_stop_ref_is_refused_until_an_explicit_resume() {
     let r = Real::start("thread-stop").await;
@@ -68,7 +84,11 @@ async fn after_stop_a_pre_stop_ref_is_refused_until_an_explicit_resume() {
     let token = resumed["resumed"]["fencingToken"].as_u64().expect("the resume names its lease");
     assert!(token > before.fencing_token.0, "{resumed} vs {before:?}");
     let content = resumed["observation"]["untrustedContent"].as_str().expect("a full observation");
+    let old = name;
     let name = ref_of(content, "textbox \"Full name\"");
+    assert_ne!(name, old, "the resume's observation gives new refs");
+    assert_pre_stop_ref_is_void(&r, &tab, &old).await;
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("x"), "the pre-Stop ref reached nothing");
     let acted = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"})).await;
     assert_eq!(acted["outcome"], "succeeded", "{acted}");
     assert_eq!(user.eval_in("/form.html", VALUE).await, json!("Ada"));
@@ -89,6 +109,59 @@ async fn after_stop_a_pre_stop_ref_is_refused_until_an_explicit_resume() {
         ms(rounds[rounds.len() / 2]),
         ms(rounds[rounds.len() * 95 / 100])
     );
+    r.finish().await;
+}
+
+/// Stop holds on a plain remote DevTools endpoint too (a Chromium started with `--remote-debugging-port`, reached
+/// by URL as a grid would be): a ref read before the Stop is refused with `USER_STOPPED` (`controlEpochChanged`)
+/// while stopped and fails closed with `STALE_TARGET` / `controlEpochChanged` after the resume; writes answer
+/// `USER_STOPPED` until `browser_claim` `resume: true`, whose new observation works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_holds_on_a_remote_endpoint_until_an_explicit_resume() {
+    let r = Real::start_remote("thread-stop-remote").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await["tab"].clone();
+    let status = r.c.call(&StatusParams::default()).await.unwrap();
+    assert!(status.browsers.iter().any(|b| b.endpoint.is_some()), "a remote endpoint: {status:?}");
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let name = ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
+    let first = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "x"})).await;
+    assert_eq!(first["outcome"], "succeeded", "{first}");
+    let user = r.user().await;
+
+    let stopped = r.c.stop_gate().await.unwrap();
+    assert_eq!(stopped.code, ErrorCode::UserStopped);
+    assert!(stopped.leases_released >= 1, "{stopped:?}");
+    for _ in 0..2 {
+        let e =
+            r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": name, "value": "Ada"}))
+                .await
+                .expect_err("a write after Stop is refused")
+                .into_error_data();
+        assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
+        let details = e.details.as_deref().cloned().unwrap_or_default();
+        assert_eq!(details["staleReason"], "controlEpochChanged", "{details}");
+        assert_eq!(details["dispatch"], "notSent", "{details}");
+    }
+    // Observing again does not resume.
+    let again = r.tool("browser_observe", json!({"tab": tab})).await;
+    let fresh = ref_of(again["untrustedContent"].as_str().unwrap(), "textbox \"Full name\"");
+    let e =
+        r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "fill", "target": fresh, "value": "Ada"}))
+            .await
+            .expect_err("a fresh ref is refused too until the resume")
+            .into_error_data();
+    assert_eq!(e.code, ErrorCode::UserStopped, "{e:?}");
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("x"), "nothing reached the page after Stop");
+
+    let resumed = r.tool("browser_claim", json!({"tab": tab, "resume": true})).await;
+    assert!(resumed["resumed"]["fencingToken"].as_u64().is_some(), "{resumed}");
+    let content = resumed["observation"]["untrustedContent"].as_str().expect("a full observation");
+    let new = ref_of(content, "textbox \"Full name\"");
+    assert_pre_stop_ref_is_void(&r, &tab, &name).await;
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("x"), "the pre-Stop ref reached nothing");
+    let acted = r.tool("browser_act", json!({"tab": tab, "action": "fill", "target": new, "value": "Ada"})).await;
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(user.eval_in("/form.html", VALUE).await, json!("Ada"));
     r.finish().await;
 }
 

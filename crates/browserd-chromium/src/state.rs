@@ -1,6 +1,6 @@
 //! The provider's records: tabs, frames, documents, refs, observation history and the event log the effect summary reads.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -184,12 +184,21 @@ pub(crate) struct RefTable {
     next: u64,
     /// Connection epoch of the provider (its tag ends every ref).
     epoch: u64,
+    /// Refs issued before the user's Stop: void for good (`controlEpochChanged`); the same nodes get new refs.
+    pub(crate) voided: HashSet<String>,
 }
 
 impl RefTable {
     /// Binds new refs to this connection epoch (the provider's, set before any ref is made).
     pub(crate) fn bind(&mut self, epoch: u64) {
         self.epoch = epoch;
+    }
+
+    /// Voids every ref issued so far (the user pressed Stop): each reads `controlEpochChanged` from now on, and the
+    /// next observation gives the same nodes new refs.
+    pub(crate) fn void_all(&mut self) {
+        self.voided.extend(self.by_ref.drain().map(|(r, _)| r));
+        self.by_node.clear();
     }
 
     /// Marks what the caller has now been shown of these refs (their `nodeVersion` moves to the current one).

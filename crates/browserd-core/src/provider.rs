@@ -374,6 +374,11 @@ pub trait Provider: Send + Sync + 'static {
     /// `broadcast`'s `Lagged` error.
     fn events(&self) -> broadcast::Receiver<ProviderEvent>;
 
+    /// The user pressed Stop: every ref issued for `tab` so far is void for good (an action naming one is stale,
+    /// `controlEpochChanged`, also after the resume) and the next observation gives its nodes new refs. A provider
+    /// with no refs of its own does nothing.
+    fn void_refs(&self, _tab: TabHandle) {}
+
     /// Connect (or confirm the connection) and describe the browser.
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError>;
 

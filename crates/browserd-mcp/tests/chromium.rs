@@ -2,7 +2,8 @@
 //! an in-process broker on its Unix socket → Debian's Chromium, on the loopback fixture site.
 //!
 //! Covers what only a real browser shows: a screenshot comes back as image content and as a file on disk, a new
-//! Codex turn closes the turn's scratch tab in the browser, and stdin EOF closes the session.
+//! Codex turn closes the turn's scratch tab in the browser, stdin EOF closes the session, and a batch that stops at a
+//! failing step is an error result that still answers every step.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -120,6 +121,76 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
     let outcome = server.await.unwrap().unwrap();
     assert!(matches!(outcome, ShutdownOutcome::Closed(ref result) if result.ok), "{outcome:?}");
 
+    broker.shutdown_token().cancel();
+    running.await.unwrap().unwrap();
+    site.shutdown().await;
+}
+
+/// `browser_batch` through the MCP server on a real Chromium (issue 15 item 4): a step with a typed error ends the
+/// batch, the tool result is an error (the batch fell short), and its structured content answers every step — the
+/// fill that ran, the failing click with its code, the step not started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
+    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
+    let site = FixtureSite::start().await.unwrap();
+    let temp = tempfile::tempdir().unwrap();
+    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
+    let config = BrokerConfig {
+        chromium_path: Some(CHROMIUM.into()),
+        profile_dir: Some(temp.path().join("profile")),
+        idle_exit_secs: 0,
+        ..BrokerConfig::default()
+    };
+    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
+    let running = tokio::spawn({
+        let broker = broker.clone();
+        let dir = dir.clone();
+        async move { broker.run(&dir).await }
+    });
+    let connect = ConnectOptions {
+        role: ComponentRole::Mcp,
+        runtime_dir: Some(dir.path().to_path_buf()),
+        spawn: false,
+        timeout: Some(Duration::from_secs(60)),
+        broker_exe: None,
+    };
+    for _ in 0..500 {
+        if Client::connect(&connect).await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut options =
+        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "unused".into(), from_host: false });
+    options.output_schemas = true;
+    let (server_io, client_io) = tokio::io::duplex(1 << 22);
+    let backend = Arc::new(BrokerBackend::new(connect, false));
+    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
+    let client = ().serve(client_io).await.unwrap();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/form.html")}), "t1")).await.unwrap());
+    let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
+    let text = &observed.content[0].as_text().expect("text first").text;
+    let line = text.lines().find(|l| l.contains("textbox \"Full name\"")).unwrap_or_else(|| panic!("{text}"));
+    let name = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let steps = json!([
+        {"action": "fill", "target": name, "value": "Ada"},
+        {"action": "click", "target": "e99999"},
+        {"action": "fill", "target": name, "value": "Bob"},
+    ]);
+    let batch = client.call_tool(call("browser_batch", json!({"steps": steps}), "t1")).await.unwrap();
+    assert_eq!(batch.is_error, Some(true), "a batch that stopped at a failing step is an error: {batch:?}");
+    let result = batch.structured_content.clone().expect("the batch result stays structured");
+    let status: Vec<&str> =
+        result["results"].as_array().unwrap().iter().map(|r| r["status"].as_str().unwrap()).collect();
+    assert_eq!(status, ["ran", "ran", "notStarted"], "{result}");
+    assert_eq!(result["results"][0]["outcome"], "succeeded", "{result}");
+    assert_eq!(result["results"][1]["code"], "TARGET_NOT_FOUND", "{result}");
+    assert_eq!(result["results"][2]["dispatch"], "notDispatched", "{result}");
+    assert_eq!(result["stopped"], json!({"step": 1, "reason": "failed"}), "{result}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
     broker.shutdown_token().cancel();
     running.await.unwrap().unwrap();
     site.shutdown().await;

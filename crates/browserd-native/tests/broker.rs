@@ -312,13 +312,15 @@ async fn claimed_user_tab_is_released_not_closed_and_browserd_stop_voids_old_ref
     let click_other = json!({"action": "click", "target": other,
                              "expected": [{"kind": "textPresent", "text": "Deleted: Archive / Old contract"}]});
     // Stop is a state: the pre-Stop ref is refused before anything is sent, however often the agent retries, and
-    // observing again does not resume.
+    // observing again does not resume (on the user's own browser the stopped tab is not even read: the extension's
+    // debugger does not attach to it again until the resume).
     for _ in 0..2 {
         let after = c.tool(s, "browser_act", click_other.clone()).await.unwrap_err();
         assert_eq!(after.code(), ErrorCode::UserStopped, "{after}");
         let details = after.error_data().and_then(|d| d.details.clone()).unwrap_or_default();
         assert_eq!(details["staleReason"], "controlEpochChanged", "{details}");
-        c.tool(s, "browser_observe", json!({})).await.unwrap();
+        let read = c.tool(s, "browser_observe", json!({})).await.unwrap_err();
+        assert_eq!(read.code(), ErrorCode::UserStopped, "{read}");
     }
     let status_line = h.page_text(&user_url, "document.getElementById('status').textContent").await;
     assert_eq!(status_line, "Deleted: Inbox / Team lunch", "the refused click reached nothing");
@@ -1032,4 +1034,96 @@ async fn act_approved(c: &Client, s: &browserd_protocol::SessionId, args: serde_
         }
         Err(e) => panic!("browser_act {args} failed: {e}"),
     }
+}
+
+/// Stop closes the extension's gate to the debugger too (issue 15 item 2): while the tab is stopped,
+/// `chrome.debugger.attach` to it is refused with `USER_STOPPED` (the extension's own `debugger.attach` command, as
+/// the broker sends it) and no debugger is on the tab; the broker's reads and writes on it answer `USER_STOPPED`.
+/// `browser_claim` `resume: true` hands the extension the new lease, after which the debugger attaches again, the
+/// resume's refs work and a ref read before the Stop stays void (`STALE_TARGET` / `controlEpochChanged`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_debugger_does_not_attach_to_a_stopped_tab_until_the_resume() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let (form_url, tab, name) = h.open_form(s).await;
+    let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    let gate = h.sw_eval("browserd.status().then((s) => s.gate)").await;
+    let lease = gate["leases"].as_array().and_then(|l| l.first()).cloned().expect("the act left a lease");
+    let (tab_id, session) = (lease["tabId"].clone(), lease["session"].clone());
+    c.stop_gate().await.unwrap();
+
+    let attach = format!(
+        "browserd.command('debugger.attach', {{tabId: {tab_id}, session: {session}}}).then(() => 'attached', (e) => e.code)"
+    );
+    for _ in 0..2 {
+        assert_eq!(h.sw_eval(&attach).await, "USER_STOPPED", "the extension refuses the debugger while stopped");
+    }
+    let status = h.sw_eval("browserd.status()").await;
+    assert!(!status["attached"].as_array().unwrap().contains(&tab_id), "{status}");
+    assert!(status["stoppedTabs"].as_array().unwrap().contains(&tab_id), "{status}");
+    let on_tab = format!("chrome.debugger.getTargets().then((ts) => ts.find((t) => t.tabId === {tab_id})?.attached)");
+    assert_eq!(h.sw_eval(&on_tab).await, false, "no debugger is on the stopped tab");
+    let read = c.tool(s, "browser_observe", json!({"tab": tab})).await.unwrap_err();
+    assert_eq!(read.code(), ErrorCode::UserStopped, "{read}");
+    assert!(read.to_string().contains("browser_claim"), "the answer names the resume call: {read}");
+    let write = c.tool(s, "browser_act", fill_checked(&name, "Bea")).await.unwrap_err();
+    assert_eq!(write.code(), ErrorCode::UserStopped, "{write}");
+    assert_eq!(h.sw_eval(&on_tab).await, false, "still no debugger on the tab");
+
+    // The explicit resume: the extension takes the new lease, and the debugger may attach again.
+    let resumed = c.tool(s, "browser_claim", json!({"tab": tab, "resume": true})).await.unwrap();
+    let content = resumed["observation"]["untrustedContent"].as_str().expect("a full observation");
+    let fresh = ref_of(content, "textbox \"Full name\"");
+    assert_ne!(fresh, name, "the resume's observation gives new refs");
+    let status = h.sw_eval("browserd.status()").await;
+    assert!(!status["stoppedTabs"].as_array().unwrap().contains(&tab_id), "{status}");
+    let old = c.tool(s, "browser_act", fill_checked(&name, "Old")).await;
+    let (code, reason) = match old {
+        Ok(v) => (v["code"].clone(), v["staleReason"].clone()),
+        Err(e) => {
+            let d = e.error_data().and_then(|d| d.details.clone()).unwrap_or_default();
+            (json!(e.code().as_str()), d["staleReason"].clone())
+        }
+    };
+    assert_eq!((code, reason), (json!("STALE_TARGET"), json!("controlEpochChanged")), "a pre-Stop ref stays void");
+    let acted = c.tool(s, "browser_act", fill_checked(&fresh, "Bea")).await.unwrap();
+    assert_eq!(acted["outcome"], "succeeded", "{acted}");
+    assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Bea");
+    assert_eq!(h.sw_eval(&attach).await, "attached", "the extension's debugger attaches after the resume");
+    h.stop().await;
+}
+
+/// Refs inside an out-of-process iframe survive the debugger's idle detach on the extension relay (issue 15 item 3):
+/// observe, wait until browserd's extension has detached from the idle tab, then click the button in both frames
+/// (the cross-site one out of process): each click lands and each frame counts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oopif_refs_survive_the_idle_detach_on_the_relay() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    c.tool(s, "browser_open", json!({"url": h.site.url("/iframes.html")})).await.unwrap();
+    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let inner: Vec<String> = content
+        .lines()
+        .filter(|l| l.contains("button \"Inner button\""))
+        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+        .collect();
+    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    until_browserd_detached(&h).await;
+    for target in &inner {
+        let acted = c.tool(s, "browser_act", json!({"action": "click", "target": target})).await.unwrap();
+        assert_eq!(acted["outcome"], "succeeded", "{target} after the idle detach: {acted}");
+    }
+    let mut counted = String::new();
+    for _ in 0..20 {
+        let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
+        counted = obs["untrustedContent"].as_str().unwrap().to_owned();
+        if counted.matches("Inner clicks: 1").count() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(counted.matches("Inner clicks: 1").count(), 2, "each frame counted its click: {counted}");
+    h.stop().await;
 }

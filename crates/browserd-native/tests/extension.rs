@@ -355,14 +355,17 @@ async fn stop_closes_the_gate_and_no_input_follows() {
     };
     assert_eq!(stopped.control_epoch, report.control_epoch);
     assert!(h.link.list_tabs().await.unwrap().iter().any(|t| t.tab_id == tab), "Stop keeps the page");
+    // The debugger does not attach to the stopped tab again until a resume grants it a new lease, under the new
+    // epoch.
+    let e = h.link.call("debugger.attach", json!({"session": AGENT, "tabId": tab})).await.unwrap_err();
+    assert_eq!(refused_code(&e), "USER_STOPPED", "{e}");
+    let fresh = h.link.grant_lease(AGENT, tab, 2).await.unwrap();
+    assert_eq!(fresh.epoch, report.control_epoch);
     let landed = page_count(&h.link, tab).await;
     assert!(
         landed >= ok && landed <= ok + unknown,
         "{landed} inputs reached the page; {ok} acknowledged, {unknown} unknown"
     );
-    // Resuming needs a new lease under the new epoch.
-    let fresh = h.link.grant_lease(AGENT, tab, 2).await.unwrap();
-    assert_eq!(fresh.epoch, report.control_epoch);
     input(&h.link, tab, json!({"token": 2, "epoch": fresh.epoch}), "mousePressed").await.unwrap();
     h.stop().await;
 }

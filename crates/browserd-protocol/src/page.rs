@@ -857,6 +857,8 @@ pub enum StaleReason {
     NodeChanged,
     /// The tab is gone.
     TabClosed,
+    /// The ref was read before the user pressed Stop; refs from before a Stop stay void after the resume.
+    ControlEpochChanged,
 }
 
 impl StaleReason {
@@ -870,6 +872,7 @@ impl StaleReason {
             Self::NodeRemoved => "nodeRemoved",
             Self::NodeChanged => "nodeChanged",
             Self::TabClosed => "tabClosed",
+            Self::ControlEpochChanged => "controlEpochChanged",
         }
     }
 }
@@ -1013,6 +1016,7 @@ mod tests {
             StaleReason::NodeRemoved,
             StaleReason::NodeChanged,
             StaleReason::TabClosed,
+            StaleReason::ControlEpochChanged,
         ] {
             assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
         }

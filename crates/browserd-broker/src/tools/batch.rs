@@ -30,7 +30,8 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
     let mut steps: Vec<ActionResult> = Vec::new();
     let mut results: Vec<BatchStepReport> = Vec::new();
     let mut stopped = None;
-    let deadline = tokio::time::Instant::now() + crate::batch::BATCH_DEADLINE;
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_millis(broker.config.batch_deadline_ms.max(1));
     let start_url = if params.stop_on_cross_site {
         let tabs = rt.list_tabs(key).await.map_err(|e| err(&e))?;
         tabs.into_iter().find(|v| v.tab == tab).map(|v| v.url)
@@ -81,7 +82,11 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
         let run = tokio::select! {
             r = tokio::time::timeout_at(deadline, rt.act(key, tab, step, None)) => match r {
                 Ok(Ok(result)) => Ok(result),
-                Ok(Err(e)) => Err(Cut::Error(err(&e))),
+                // A Stop the step itself ran into (refused at the last hop) is the same Stop as the one below.
+                Ok(Err(e)) => match err(&e) {
+                    e if e.code == ErrorCode::UserStopped => Err(Cut::Stopped),
+                    e => Err(Cut::Error(e)),
+                },
                 Err(_) => Err(Cut::Deadline),
             },
             () = admission.stop.cancelled() => Err(Cut::Stopped),

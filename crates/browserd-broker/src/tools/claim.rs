@@ -24,6 +24,12 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ClaimParams) -> Result<V
             // The Stop ends for this tab only now, with a new lease: its fencing token is higher than any before.
             let epoch = ctx.broker.resume_tab(tab);
             let token = rt.acquire_write_lease(key, tab).await.map_err(|e| err(&e))?;
+            // On the user's own browser the extension's gate takes the new lease now: its debugger may attach again.
+            if let Some(ext) = ctx.broker.lazy.as_ref().and_then(|l| l.extension_in_use()) {
+                ext.resume(key, tab, token.0)
+                    .await
+                    .map_err(|e| err(&browserd_core::error::CoreError::from_provider(e, Some(tab))))?;
+            }
             result.resumed = Some(Resumed { fencing_token: token.0, control_epoch: epoch });
         }
         if params.observe || params.resume {

@@ -32,6 +32,11 @@ async fn read(ctx: &mut ToolCtx<'_>, params: &ObserveParams) -> Result<Value, Er
     let broker = ctx.broker;
     let key = ctx.key;
     let tab = ctx.tab_for(params.tab)?;
+    // On the user's own browser a stopped tab is not read either: the extension's debugger does not attach to it
+    // again until the session resumes it, so the answer is the Stop's, naming the resume call.
+    if broker.provider.kind() == browserd_core::provider::ProviderKind::Extension {
+        broker.check_not_stopped(tab)?;
+    }
     let write = broker.gate.running_write(tab);
     let mark = |mut value: Value, state: ConsistencyState, w: &RunningWrite| {
         let c = ReadConsistency { state, write_trace: w.trace.clone(), write_tool: w.tool.clone() };

@@ -11,7 +11,7 @@ use browserd_broker::client::{Client, ConnectOptions};
 use browserd_broker::config::BrokerConfig;
 use browserd_broker::lazy::BrowserTarget;
 use browserd_broker::server::Broker;
-use browserd_cdp::{Cdp, LaunchOptions, SessionId as CdpSession, connect_ws};
+use browserd_cdp::{Cdp, LaunchOptions, ManagedBrowser, SessionId as CdpSession, connect_ws};
 use browserd_ipc::RuntimeDir;
 use browserd_protocol::SessionId;
 use browserd_protocol::hello::ComponentRole;
@@ -31,6 +31,8 @@ pub struct Real {
     pub runtime_dir: PathBuf,
     profile: PathBuf,
     task: JoinHandle<Result<browserd_broker::server::RunSummary, browserd_broker::server::BrokerError>>,
+    /// A Chromium the test started itself, reached by the broker as a plain remote DevTools endpoint.
+    remote: Option<ManagedBrowser>,
     _tmp: TempDir,
 }
 
@@ -47,26 +49,39 @@ impl Real {
 
     /// [`Real::start`] with a broker configuration of the test's own (`idle_exit_secs` is set to 0).
     pub async fn start_config(host_session: &str, config: BrokerConfig) -> Real {
-        Self::start_full(host_session, false, config).await
+        Self::start_full(host_session, false, config, false).await
     }
 
     async fn start_with(host_session: &str, journal: bool) -> Real {
-        Self::start_full(host_session, journal, BrokerConfig::default()).await
+        Self::start_full(host_session, journal, BrokerConfig::default(), false).await
     }
 
-    async fn start_full(host_session: &str, journal: bool, config: BrokerConfig) -> Real {
+    /// [`Real::start`] against a plain remote DevTools endpoint: a Chromium the test starts itself with
+    /// `--remote-debugging-port`, which the broker reaches by its `http://127.0.0.1:PORT` URL (the remote/grid path).
+    pub async fn start_remote(host_session: &str) -> Real {
+        Self::start_full(host_session, false, BrokerConfig::default(), true).await
+    }
+
+    async fn start_full(host_session: &str, journal: bool, config: BrokerConfig, remote: bool) -> Real {
         let site = FixtureSite::start().await.unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rt");
         let rdir = RuntimeDir::ensure(&dir).unwrap();
         let profile = tmp.path().join("profile");
-        let target = BrowserTarget::Managed(Box::new(LaunchOptions {
+        let launch = LaunchOptions {
             user_data_dir: Some(profile.clone()),
             env: vec![("XDG_CONFIG_HOME".into(), tmp.path().join("xdg").display().to_string())],
             extra_args: vec!["--remote-debugging-port=0".into()],
             window_size: Some((1000, 800)),
             ..LaunchOptions::default()
-        }));
+        };
+        let (target, remote) = if remote {
+            let browser = ManagedBrowser::launch(launch).await.expect("chromium launches");
+            let port = devtools_port(&profile).await;
+            (BrowserTarget::Remote(format!("http://127.0.0.1:{port}")), Some(browser))
+        } else {
+            (BrowserTarget::Managed(Box::new(launch)), None)
+        };
         let broker = Broker::with_target(target, BrokerConfig { idle_exit_secs: 0, ..config });
         if journal {
             broker.set_journal_path(tmp.path().join(browserd_journal::FILE_NAME));
@@ -103,7 +118,7 @@ impl Real {
             .unwrap();
         let s = opened.session;
         c.call(&ToolsActivateParams { session: s.clone(), advanced: false }).await.unwrap();
-        Real { site, c, s, runtime_dir: dir, profile, task, _tmp: tmp }
+        Real { site, c, s, runtime_dir: dir, profile, task, remote, _tmp: tmp }
     }
 
     /// A tool call that must succeed.
@@ -127,18 +142,7 @@ impl Real {
 
     /// The user's own DevTools connection (the browser must be running: call a tool first).
     pub async fn user(&self) -> User {
-        let file = self.profile.join("DevToolsActivePort");
-        let mut port = None;
-        for _ in 0..500 {
-            if let Ok(text) = std::fs::read_to_string(&file)
-                && let Some(p) = text.lines().next().and_then(|l| l.trim().parse::<u16>().ok())
-            {
-                port = Some(p);
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        let port = port.expect("the browser wrote DevToolsActivePort");
+        let port = devtools_port(&self.profile).await;
         User { cdp: connect_ws(&format!("http://127.0.0.1:{port}")).await.unwrap() }
     }
 
@@ -170,8 +174,25 @@ impl Real {
         self.c.shutdown_broker().await.unwrap();
         drop(self.c);
         tokio::time::timeout(Duration::from_secs(60), self.task).await.unwrap().unwrap().unwrap();
+        if let Some(browser) = self.remote {
+            let _ = browser.shutdown().await;
+        }
         self.site.shutdown().await;
     }
+}
+
+/// The DevTools port a Chromium with `--remote-debugging-port=0` wrote into its profile.
+async fn devtools_port(profile: &std::path::Path) -> u16 {
+    let file = profile.join("DevToolsActivePort");
+    for _ in 0..1000 {
+        if let Ok(text) = std::fs::read_to_string(&file)
+            && let Some(p) = text.lines().next().and_then(|l| l.trim().parse::<u16>().ok())
+        {
+            return p;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the browser wrote no DevToolsActivePort in {}", profile.display());
 }
 
 /// The person at the browser, through a DevTools connection browserd does not know about.

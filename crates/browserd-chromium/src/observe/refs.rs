@@ -29,6 +29,13 @@ pub(crate) fn resolve_ref(p: &ChromiumProvider, tab: TabHandle, r: &str) -> Resu
     let st = p.st();
     let t = st.tabs.get(&tab).ok_or(RefError::TabGone)?;
     let Some(e) = t.refs.by_ref.get(r) else {
+        if t.refs.voided.contains(r) {
+            return Err(RefError::Stale(Staleness::new(
+                StaleReason::ControlEpochChanged,
+                "it was read before the user pressed Stop, and refs from before a Stop stay void after the resume; \
+                 use the refs of the resume's observation (or observe again)",
+            )));
+        }
         return Err(RefError::Unknown);
     };
     let Some(f) = t.frames.get(&e.frame_id) else {

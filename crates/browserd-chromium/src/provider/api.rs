@@ -31,6 +31,12 @@ impl Provider for ChromiumProvider {
         self.kind
     }
 
+    fn void_refs(&self, tab: TabHandle) {
+        if let Some(t) = self.st().tabs.get_mut(&tab) {
+            t.refs.void_all();
+        }
+    }
+
     fn capabilities(&self) -> CapabilityMatrix {
         let mut m = BTreeMap::new();
         // Turn cleanup is safe: the provider keeps its own ownership records for this browser.
