@@ -427,3 +427,71 @@ async fn at_pinch_zoom_2_the_drawn_dot_is_clicked_through_at_and_a_changed_pinch
     assert_eq!(last_check().answers.len(), check.answers.len(), "no click reached the page");
     page.close().await;
 }
+
+/// A browser of its own whose profile zooms every page to 150 % (Chromium's default zoom level, log base 1.2 of 1.5),
+/// with the fixture site.
+async fn zoomed_browser() -> (
+    std::sync::Arc<browserd_chromium::ChromiumProvider>,
+    browserd_cdp::ManagedBrowser,
+    browserd_test_support::fixtures::FixtureSite,
+    tempfile::TempDir,
+) {
+    let root = tempfile::tempdir().unwrap();
+    let prefs = root.path().join("profile/Default/Preferences");
+    std::fs::create_dir_all(prefs.parent().unwrap()).unwrap();
+    let level = 1.5_f64.ln() / 1.2_f64.ln();
+    std::fs::write(&prefs, serde_json::json!({"partition": {"default_zoom_level": {"x": level}}}).to_string()).unwrap();
+    let opts = browserd_cdp::LaunchOptions {
+        user_data_dir: Some(root.path().join("profile")),
+        env: vec![("XDG_CONFIG_HOME".into(), root.path().join("xdg").display().to_string())],
+        window_size: Some((1000, 800)),
+        ..browserd_cdp::LaunchOptions::default()
+    };
+    let (provider, browser) = browserd_chromium::ChromiumProvider::launch_managed(
+        opts,
+        browserd_core::provider::HandleAllocator::new(),
+        browserd_chromium::ChromiumConfig::default(),
+    )
+    .await
+    .expect("chromium launches");
+    let site = browserd_test_support::fixtures::FixtureSite::start().await.unwrap();
+    (provider, browser, site, root)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_page_zoom_150_element_and_full_page_screenshots_have_exact_geometry_and_their_points_land() {
+    use browserd_core::provider::{CreateTab, Provider as _};
+    let (p, browser, site, _root) = zoomed_browser().await;
+    let info = p.create_tab(&ctx(), CreateTab { url: "about:blank".into(), ..Default::default() }).await.unwrap();
+    let tab = info.tab;
+    let nav = ActParams::new(ActionKind::Navigate).value(site.url("/vision-check.html"));
+    assert_eq!(p.act(&ctx(), tab, &nav).await.unwrap().outcome, Outcome::Succeeded);
+    let o = p.observe(&ctx(), tab, &browserd_protocol::ObserveParams::default()).await.unwrap();
+    let picture = ref_of(&o, "\"Picture\"");
+    let view = p.screenshot(&ctx(), tab, &png(None)).await.unwrap();
+    assert!((view.dpr - 1.5).abs() < 0.01, "the profile zooms to 150 %: dpr {}", view.dpr);
+    let element = ScreenshotOptions { target: Some(picture.as_str().into()), ..png(None) };
+    let full = ScreenshotOptions { full_page: true, max_size: Some(4000), ..png(None) };
+    for (what, opts) in [("element", element), ("full page", full)] {
+        let s = p.screenshot(&ctx(), tab, &opts).await.unwrap();
+        // One image pixel per device pixel: 1.5 per CSS pixel, and the decoded size is the reported one.
+        assert!((s.scale - 1.5).abs() < 0.01, "{what}: scale {}", s.scale);
+        if what == "element" {
+            // The canvas is 320x200 CSS px inside a 1 px border.
+            let (w, h) = (s.pixel_size.width, s.pixel_size.height);
+            assert!((w - 322.0 * 1.5).abs() <= 2.0 && (h - 202.0 * 1.5).abs() <= 2.0, "{what}: {w}x{h}");
+        } else {
+            assert!(s.pixel_size.height >= view.pixel_size.height - 2.0, "{what}: {:?}", s.pixel_size);
+        }
+        let (x, y) = dot_centre(&s);
+        let answers = site.vision_challenges().pop().unwrap().answers.len();
+        let r = p.act(&ctx(), tab, &ActParams::new(ActionKind::Click).at(&s.image_id, x, y)).await.unwrap();
+        assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Succeeded, None), "{what}: {r:#?}");
+        assert_eq!(r.hit.as_ref().map(|h| h.name.as_str()), Some("Picture"), "{what}: {r:#?}");
+        let check = site.vision_challenges().pop().unwrap();
+        assert_eq!(check.answers.len(), answers + 1, "{what}: the page got the click");
+        let answer = check.answers.last().unwrap();
+        assert!(answer.click_ok, "{what}: the click landed {:.1} px from the dot: {answer:?}", answer.distance);
+    }
+    let _ = browser.shutdown().await;
+}
