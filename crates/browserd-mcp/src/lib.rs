@@ -226,7 +226,7 @@ impl McpArgs {
     /// The image limits of `--max-image-edge/--max-image-bytes` (`None` without either).
     #[must_use]
     pub fn image_limits(&self) -> Option<browserd_protocol::ImageLimits> {
-        (self.max_image_edge.is_some() || self.max_image_bytes.is_some()).then(|| browserd_protocol::ImageLimits {
+        (self.max_image_edge.is_some() || self.max_image_bytes.is_some()).then_some(browserd_protocol::ImageLimits {
             max_edge: self.max_image_edge,
             max_bytes: self.max_image_bytes,
             source: None,
