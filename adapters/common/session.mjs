@@ -184,12 +184,17 @@ export class BrowserSession {
     if (opened.tools !== "activeSticky" && this.active) this.#deactivate();
   }
 
-  /** Tells the broker the host's image route ({mode, source}) when it differs from what it was last told. */
+  /**
+   * Tells the broker the host's image route ({mode, source, limits}) when it differs from what it was last told;
+   * `limits` ({maxEdge, maxBytes}) is the largest image the host's model or route takes.
+   */
   async #syncVision(vision) {
     if (!vision || !this.id) return;
-    if (this.vision && this.vision.mode === vision.mode && this.vision.source === vision.source) return;
-    await this.client.call("session.vision", { session: this.id, mode: vision.mode, source: vision.source });
-    this.vision = { mode: vision.mode, source: vision.source };
+    const next = { mode: vision.mode, source: vision.source };
+    if (vision.limits) next.limits = vision.limits;
+    if (this.vision && JSON.stringify(this.vision) === JSON.stringify(next)) return;
+    await this.client.call("session.vision", { session: this.id, ...next });
+    this.vision = next;
     this.trace(`vision:${vision.mode}`);
   }
 

@@ -142,13 +142,36 @@ export async function dshVision(ctx, agent) {
       // Unknown route: treated as text only (fail safe).
     }
   }
-  if (modalities.includes("image")) return { mode: VISION.native, source: `dsh route ${route} declares image input` };
+  const limits = { ...DSH_IMAGE_LIMITS, source: `dsh route ${route}: ${DSH_IMAGE_LIMITS.source}` };
+  if (modalities.includes("image")) {
+    return { mode: VISION.native, source: `dsh route ${route} declares image input`, limits };
+  }
   const grounding = hasTool(agent?.ctx?.tools, GROUNDING_TOOL) || hasTool(ctx.get("tools"), GROUNDING_TOOL);
   if (grounding) {
-    return { mode: VISION.router, source: `dsh route ${route} takes no images; ${GROUNDING_TOOL} is registered` };
+    return {
+      mode: VISION.router,
+      source: `dsh route ${route} takes no images; ${GROUNDING_TOOL} is registered`,
+      limits,
+    };
   }
-  return { mode: VISION.semantic, source: `dsh route ${route} takes no images and no ${GROUNDING_TOOL} is registered` };
+  return {
+    mode: VISION.semantic,
+    source: `dsh route ${route} takes no images and no ${GROUNDING_TOOL} is registered`,
+    limits,
+  };
 }
+
+/**
+ * The image bounds of a DSH route. DSH's model info (`llm.resolveModelInfo`) declares input modalities but no image
+ * size, and DSH's attachment service normalises every image to a long edge of 2048 px and 4 MiB: a larger
+ * screenshot would be re-encoded there, and the grounding tool's points would then be in pixels of another image
+ * than the one browserd's geometry describes. Screenshots are made to fit these bounds instead.
+ */
+export const DSH_IMAGE_LIMITS = {
+  maxEdge: 2048,
+  maxBytes: 4 * 1024 * 1024,
+  source: "DSH attachment normalisation (2048 px, 4 MiB)",
+};
 
 function sessionIdOf(arg) {
   return arg?.agent?.id ?? arg?.session?.id ?? arg?.id;

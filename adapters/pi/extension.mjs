@@ -54,7 +54,32 @@ export function piVision(model) {
   if (!model) return { mode: VISION.semantic, source: "pi: no model selected" };
   const input = Array.isArray(model.input) ? model.input : [];
   const source = `pi model ${model.provider}/${model.id} declares input ${input.join("+") || "none"}`;
-  return { mode: input.includes("image") ? VISION.native : VISION.semantic, source };
+  const mode = input.includes("image") ? VISION.native : VISION.semantic;
+  return { mode, source, limits: piImageLimits(model) };
+}
+
+/**
+ * The largest image each provider's API takes, for models whose Pi model info declares none (Pi's `Model` has no
+ * image limit field). Anthropic: 8000 px per side and 5 MB per image (base64; 3 750 000 bytes before encoding).
+ */
+export const PROVIDER_IMAGE_LIMITS = {
+  anthropic: { maxEdge: 8000, maxBytes: 3_750_000 },
+};
+
+/**
+ * Any other provider: the bounds Pi itself resizes images to for its models (`images.autoResize`: 2000×2000 px,
+ * 4.5 MB of base64, i.e. 3 538 944 bytes before encoding).
+ */
+export const PI_IMAGE_LIMITS = { maxEdge: 2000, maxBytes: 3_538_944 };
+
+/**
+ * The image limits for Pi's model (`session.vision`'s `limits`): Pi's model info declares none, so its provider's
+ * documented limits, else the bounds Pi itself resizes images to.
+ */
+export function piImageLimits(model) {
+  const provider = PROVIDER_IMAGE_LIMITS[model?.provider];
+  if (provider) return { ...provider, source: `pi: ${model.provider}'s API limits` };
+  return { ...PI_IMAGE_LIMITS, source: "pi: Pi's own image bounds (images.autoResize)" };
 }
 
 function label(name) {

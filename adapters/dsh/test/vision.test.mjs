@@ -136,6 +136,14 @@ test("dsh: the grounding tool's point lands on the dot at DPR 1 and 2 and after 
     status = await host.execute(agent, "browser_status");
     assert.equal(status.value.vision.mode, "dsh-vision-router", JSON.stringify(status.value.vision));
     assert.match(status.value.vision.source, /takes no images; vision_ground is registered/);
+    // DSH's route info names no image size: the bounds of DSH's attachment normalisation, so the attachment the
+    // grounding tool reads is the very image browserd's geometry describes.
+    assert.deepEqual(
+      [status.value.vision.limits.maxEdge, status.value.vision.limits.maxBytes],
+      [2048, 4 * 1024 * 1024],
+      JSON.stringify(status.value.vision),
+    );
+    assert.match(status.value.vision.limits.source, /attachment normalisation/);
     const r = await rig("dsh-vision-a");
     try {
       // DPR 1.

@@ -10,6 +10,7 @@ import { after, before, test } from "node:test";
 
 import { isolatedEnv, rustFixtureSite, stopBroker } from "../../test-support/env.mjs";
 import { readPicture } from "../../test-support/picture.mjs";
+import { PI_IMAGE_LIMITS, piImageLimits, piVision } from "../extension.mjs";
 import { callTools, createPi, lastResult, say } from "./harness.mjs";
 
 const env = isolatedEnv("pi-vision");
@@ -86,6 +87,11 @@ test("pi: a model with image input reads the code from the screenshot's pixels a
     assert.ok(results.every((r) => !r.isError), JSON.stringify(results.filter((r) => r.isError)));
     assert.equal(seen.status.vision.mode, "native-multimodal", JSON.stringify(seen.status.vision));
     assert.match(seen.status.vision.source, /declares input text\+image/);
+    // The scripted provider has no documented image limits: Pi's own image bounds are sent, and the image fits them.
+    const { limits } = seen.status.vision;
+    assert.deepEqual([limits.maxEdge, limits.maxBytes], [PI_IMAGE_LIMITS.maxEdge, PI_IMAGE_LIMITS.maxBytes], JSON.stringify(limits));
+    assert.match(limits.source, /Pi's own image bounds/);
+    assert.ok(seen.picture.width <= limits.maxEdge, JSON.stringify(seen.observation.screenshot.pixelSize));
     assert.equal(seen.observation.pixelContent.canvases, 1, "the canvas is named as pixel content");
     assert.match(seen.picture.code, /^[0-9A-Z]{5}$/);
     const verdict = await verdictOf(seen.challenge);
@@ -125,4 +131,12 @@ test("pi: a model with image input reads the code from the screenshot's pixels a
   } finally {
     await pi.dispose();
   }
+});
+
+test("pi: the image limits come from the model's provider, else Pi's own image bounds", () => {
+  // Pi's model info declares no image size: Anthropic's documented API limits (8000 px per side, 5 MB as base64).
+  const claude = piVision({ provider: "anthropic", id: "claude-sonnet-4-5", input: ["text", "image"] });
+  assert.equal(claude.mode, "native-multimodal");
+  assert.deepEqual(claude.limits, { maxEdge: 8000, maxBytes: 3_750_000, source: "pi: anthropic's API limits" });
+  assert.deepEqual(piImageLimits({ provider: "some-proxy", id: "m" }).maxEdge, 2000);
 });

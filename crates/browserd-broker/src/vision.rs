@@ -1,10 +1,10 @@
 //! Vision modes per session (`session.vision`, shown by `browser_status`) and what `semantic-only` refuses: a
 //! screenshot answers `VISION_UNAVAILABLE` with the page's text observation, a point of a screenshot (`at`,
 //! `dropAt`) is refused before anything is sent, and an observation of a page that draws in a canvas says that it
-//! needs vision.
+//! needs vision. The host's image limits (`session.vision`'s `limits`) bound every screenshot of the session.
 
 use browserd_protocol::vision::{NO_VISION_NEXT_STEP, SessionVisionParams};
-use browserd_protocol::{ActParams, ErrorCode, ErrorData, SessionId, VisionMode, VisionStatus};
+use browserd_protocol::{ActParams, ErrorCode, ErrorData, ImageBounds, SessionId, VisionMode, VisionStatus};
 use serde_json::{Value, json};
 
 use crate::server::Broker;
@@ -16,10 +16,8 @@ impl Broker {
         let info = tables.sessions.get_mut(&p.session).ok_or_else(|| {
             ErrorData::new(ErrorCode::UnknownSession, format!("no open session `{}` in this broker", p.session))
         })?;
-        info.vision = VisionStatus {
-            mode: p.mode,
-            source: p.source.clone().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "host".to_owned()),
-        };
+        let source = p.source.clone().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| "host".to_owned());
+        info.vision = VisionStatus { mode: p.mode, limits: ImageBounds::of(p.limits.as_ref(), &source), source };
         tracing::info!(session = %p.session, mode = p.mode.as_str(), source = %info.vision.source, "vision mode set");
         Ok(info.vision.clone())
     }

@@ -34,7 +34,8 @@ pub(crate) struct ImageGeom {
     pub(crate) view: Viewport,
 }
 
-/// The top-level visual viewport: CSS size, page scroll offset, page zoom and device pixel ratio (which counts the zoom).
+/// The top-level visual viewport: CSS size, page scroll offset, page zoom and device pixel ratio (which counts the zoom),
+/// the pinch zoom (`visualViewport.scale`) and where the pinch-zoomed view lies in the layout viewport.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Viewport {
     pub(crate) width: f64,
@@ -43,6 +44,27 @@ pub(crate) struct Viewport {
     pub(crate) scroll_y: f64,
     pub(crate) zoom: f64,
     pub(crate) dpr: f64,
+    pub(crate) pinch: f64,
+    /// The visual viewport's offset in the layout viewport (CSS pixels; non-zero only when pinch-zoomed and panned).
+    pub(crate) offset: (f64, f64),
+}
+
+impl Viewport {
+    /// The viewport of `Page.getLayoutMetrics`'s `cssVisualViewport` and a device pixel ratio.
+    pub(crate) fn of_metrics(m: &serde_json::Value, dpr: f64) -> Self {
+        let vv = &m["cssVisualViewport"];
+        let f = |k: &str, d: f64| vv[k].as_f64().unwrap_or(d);
+        Viewport {
+            width: f("clientWidth", 0.0),
+            height: f("clientHeight", 0.0),
+            scroll_x: f("pageX", 0.0),
+            scroll_y: f("pageY", 0.0),
+            zoom: f("zoom", 1.0),
+            dpr,
+            pinch: f("scale", 1.0),
+            offset: (f("offsetX", 0.0), f("offsetY", 0.0)),
+        }
+    }
 }
 
 /// Reads the top-level viewport of a page session the way screenshots record it. The device pixel ratio is read in
@@ -59,17 +81,8 @@ pub(crate) async fn current_viewport(
         world::eval(p, tab, session, "window.devicePixelRatio", deadline),
     );
     let (m, dpr) = (m.map_err(WorldError::Link)?, dpr?);
-    let vv = &m["cssVisualViewport"];
-    let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
-    Ok(Viewport {
-        width: vv["clientWidth"].as_f64().unwrap_or(0.0),
-        height: vv["clientHeight"].as_f64().unwrap_or(0.0),
-        scroll_x: vv["pageX"].as_f64().unwrap_or(0.0),
-        scroll_y: vv["pageY"].as_f64().unwrap_or(0.0),
-        zoom,
-        // Counts the page zoom already (as screenshots record it).
-        dpr: dpr.as_f64().unwrap_or(1.0),
-    })
+    // The ratio counts the page zoom already (as screenshots record it).
+    Ok(Viewport::of_metrics(&m, dpr.as_f64().unwrap_or(1.0)))
 }
 
 /// Recent screenshots of one tab, newest last.
@@ -112,9 +125,13 @@ fn refuse(code: &'static str, message: impl Into<String>) -> Refusal {
 /// A screenshot point mapped to the current viewport.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Mapped {
-    /// Top-level viewport CSS coordinates (what the Input domain takes).
+    /// Top-level visual viewport CSS coordinates (what the Input domain takes; the pinch-zoomed view's own).
     pub(crate) x: f64,
     pub(crate) y: f64,
+    /// The same point in layout viewport CSS coordinates (what hit tests take): `x, y` plus the pinch-zoomed view's
+    /// offset in the layout viewport.
+    pub(crate) hit_x: f64,
+    pub(crate) hit_y: f64,
     /// How far the page scrolled since the screenshot (CSS pixels), when it did.
     pub(crate) scrolled: Option<(f64, f64)>,
 }
@@ -138,6 +155,16 @@ pub(crate) fn map_point(g: &ImageGeom, pt: &ImagePoint, epoch_now: u64, now: &Vi
         ));
     }
     let (was, is) = (&g.view, now);
+    // The pinch zoom first: it changes the view's CSS size too, and "resized" would not say why.
+    if (was.pinch - is.pinch).abs() > EPS {
+        return Err(refuse(
+            codes::STALE_TARGET,
+            format!(
+                "the pinch zoom changed since screenshot {} (scale {:.2} → {:.2}); take a new one",
+                g.image_id, was.pinch, is.pinch
+            ),
+        ));
+    }
     if (was.width - is.width).abs() > 0.5 || (was.height - is.height).abs() > 0.5 {
         return Err(refuse(
             codes::STALE_TARGET,
@@ -176,7 +203,7 @@ pub(crate) fn map_point(g: &ImageGeom, pt: &ImagePoint, epoch_now: u64, now: &Vi
         };
         return Err(refuse(codes::OUT_OF_VIEWPORT, why));
     }
-    Ok(Mapped { x, y, scrolled })
+    Ok(Mapped { x, y, hit_x: x + is.offset.0, hit_y: y + is.offset.1, scrolled })
 }
 
 #[cfg(test)]
@@ -184,7 +211,16 @@ mod tests {
     use super::*;
 
     fn view(sx: f64, sy: f64) -> Viewport {
-        Viewport { width: 1000.0, height: 800.0, scroll_x: sx, scroll_y: sy, zoom: 1.0, dpr: 1.0 }
+        Viewport {
+            width: 1000.0,
+            height: 800.0,
+            scroll_x: sx,
+            scroll_y: sy,
+            zoom: 1.0,
+            dpr: 1.0,
+            pinch: 1.0,
+            offset: (0.0, 0.0),
+        }
     }
 
     fn geom(scale: f64, sy: f64) -> ImageGeom {
@@ -229,8 +265,28 @@ mod tests {
         v = view(0.0, 0.0);
         v.zoom = 2.0;
         assert!(map_point(&geom(1.0, 0.0), &pt(1.0, 1.0), 3, &v).unwrap_err().message.contains("zoom"));
+        v = view(0.0, 0.0);
+        v.pinch = 2.0;
+        assert!(map_point(&geom(1.0, 0.0), &pt(1.0, 1.0), 3, &v).unwrap_err().message.contains("pinch zoom changed"));
         let e = map_point(&geom(1.0, 0.0), &pt(1001.0, 1.0), 3, &view(0.0, 0.0)).unwrap_err();
         assert_eq!(e.code, codes::INVALID_PARAMS);
+    }
+
+    #[test]
+    fn a_pinch_zoomed_view_hit_tests_in_layout_coordinates() {
+        // Pinch zoom 2 panned by (100, 50) in the layout viewport: the image shows the view at 2 px per CSS px.
+        let mut v = view(100.0, 50.0);
+        (v.width, v.height, v.pinch, v.offset) = (500.0, 400.0, 2.0, (100.0, 50.0));
+        let g = ImageGeom {
+            image_id: "img1".into(),
+            doc_epoch: 3,
+            scale: 2.0,
+            clip: (100.0, 50.0),
+            pixels: (1000.0, 800.0),
+            view: v,
+        };
+        let m = map_point(&g, &pt(200.0, 100.0), 3, &v).unwrap();
+        assert_eq!((m.x, m.y, m.hit_x, m.hit_y), (100.0, 50.0, 200.0, 100.0));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use browserd_protocol::{ImageFormat, Point, Screenshot, ScreenshotOptions, Size}
 use serde_json::json;
 
 use crate::observe::{RefError, resolve_ref};
+use crate::origin::ORIGIN_NOT_AUTHORISED_PREFIX;
 use crate::point::{ImageGeom, Viewport, current_viewport};
 use crate::provider::{ChromiumProvider, cdp_err, gone};
 use crate::world::WorldError;
@@ -17,10 +18,10 @@ use crate::world::WorldError;
 static IMAGES: AtomicU64 = AtomicU64::new(0);
 
 /// Default longest side of an image.
-pub const DEFAULT_MAX_SIZE: u32 = 1280;
+pub const DEFAULT_MAX_SIZE: u32 = browserd_protocol::vision::DEFAULT_MAX_EDGE;
 
 /// Default largest encoded image: 3.75 MB, which is 5 MB as base64 (the image limit of common model APIs).
-pub const DEFAULT_MAX_BYTES: u32 = 3_750_000;
+pub const DEFAULT_MAX_BYTES: u32 = browserd_protocol::vision::DEFAULT_MAX_IMAGE_BYTES;
 
 /// The smallest `maxBytes` honoured (a smaller bound is raised to it).
 const MIN_MAX_BYTES: u32 = 4096;
@@ -75,6 +76,62 @@ async fn bring_forward_if_hidden(
     }
 }
 
+/// The site policy: an image shows every pixel of the tab, frames included, so a tab whose page or any of whose
+/// frames is on an origin the policy does not authorise is not captured (an observation shows such a frame as one
+/// line; an image cannot leave it out). Checked before the capture and again after it, with the main frame's URL read
+/// from the browser, so a page that navigated or redirected meanwhile is not sent either.
+fn policy_refusal(p: &ChromiumProvider, tab: TabHandle, main_now: Option<&str>) -> Result<(), ProviderError> {
+    let (url, frames) = {
+        let st = p.st();
+        let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
+        let frames: Vec<String> =
+            t.frames.iter().filter(|(id, _)| **id != t.target_id).map(|(_, f)| f.url.clone()).collect();
+        let main = t.frames.get(&t.target_id).map(|f| f.url.clone());
+        (t.url.clone(), main.into_iter().chain(frames).collect::<Vec<_>>())
+    };
+    for u in std::iter::once(url.as_str()).chain(main_now) {
+        if let Some(why) = p.origin_refusal(tab, u) {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Refused,
+                format!("{ORIGIN_NOT_AUTHORISED_PREFIX}tab {} shows {why}; no screenshot was taken or kept", tab.0),
+            ));
+        }
+    }
+    for u in &frames {
+        if let Some(why) = p.origin_refusal(tab, u) {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Refused,
+                format!(
+                    "{ORIGIN_NOT_AUTHORISED_PREFIX}tab {} has a frame that shows {why}; a screenshot would show that \
+                     frame's pixels, so none was taken or kept — observe without a screenshot (the frame is one line \
+                     there)",
+                    tab.0
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The main frame's URL as the browser has it now (`Page.getFrameTree`), when a site policy is in force.
+async fn main_frame_url(
+    p: &ChromiumProvider,
+    session: &browserd_cdp::SessionId,
+    deadline: Instant,
+) -> Result<Option<String>, ProviderError> {
+    if p.config.origin_check.is_none() {
+        return Ok(None);
+    }
+    let tree = p
+        .call(Some(session), "Page.getFrameTree", json!({}), deadline)
+        .await
+        .map_err(|e| cdp_err(&e, "reading the page's address for the site policy"))?;
+    let f = &tree["frameTree"]["frame"];
+    let url = f["url"].as_str().unwrap_or_default();
+    let fragment = f["urlFragment"].as_str().unwrap_or_default();
+    Ok(Some(format!("{url}{fragment}")))
+}
+
 /// Captures a screenshot.
 pub(crate) async fn capture(
     p: &ChromiumProvider,
@@ -89,6 +146,7 @@ pub(crate) async fn capture(
             "DIALOG_BLOCKING: a JavaScript dialog is open; handle it with the dialog action first",
         ));
     }
+    policy_refusal(p, tab, main_frame_url(p, &session, deadline).await?.as_deref())?;
     bring_forward_if_hidden(p, tab, &session, deadline).await;
     let m = p
         .call(Some(&session), "Page.getLayoutMetrics", json!({}), deadline)
@@ -100,6 +158,21 @@ pub(crate) async fn capture(
     let sx = vv["pageX"].as_f64().unwrap_or(0.0);
     let sy = vv["pageY"].as_f64().unwrap_or(0.0);
     let zoom = vv["zoom"].as_f64().unwrap_or(1.0);
+    // Pinch zoom (`visualViewport.scale` ≠ 1): a capture with a clip resets it to 1 in Chromium (the clip's scale
+    // replaces the page scale), which would change the page under the caller and void the image's own geometry. A
+    // pinch-zoomed view is captured as shown, without a clip; a part of the page or the full page cannot be.
+    let pinch = vv["scale"].as_f64().unwrap_or(1.0);
+    let pinched = (pinch - 1.0).abs() > 0.01;
+    if pinched && (opts.target.is_some() || opts.full_page) {
+        return Err(ProviderError::new(
+            ProviderErrorKind::Refused,
+            format!(
+                "the page is pinch-zoomed (scale {pinch:.2}): an element or full-page screenshot would reset the \
+                 pinch zoom; take a screenshot of the view as shown (no target, no fullPage), or undo the pinch zoom \
+                 first"
+            ),
+        ));
+    }
     // Read in browserd's isolated world: the page's `devicePixelRatio` is replaceable, and a forged one would make
     // the image's recorded geometry map points to places other than the ones shown.
     // An error page (`chrome-error://`) or a blank one may never give browserd an isolated world: after a short wait
@@ -165,8 +238,22 @@ pub(crate) async fn capture(
         (sx, sy, vw, vh, false)
     };
     let max = f64::from(opts.max_size.unwrap_or(DEFAULT_MAX_SIZE).max(16));
-    // Image pixels per CSS pixel: the device ratio, reduced so the longest side fits `max`.
-    let scale = dpr.min(max / w.max(h)).max(0.01);
+    // Image pixels per CSS pixel: the device ratio, reduced so the longest side fits `max`. A pinch-zoomed view as
+    // shown has the device ratio times the pinch scale, and cannot be reduced (see above).
+    let scale = if pinched { dpr * pinch } else { dpr.min(max / w.max(h)).max(0.01) };
+    if pinched && (w.max(h) * scale).round() > max {
+        return Err(ProviderError::new(
+            ProviderErrorKind::Refused,
+            format!(
+                "the page is pinch-zoomed (scale {pinch:.2}): its view is {:.0}x{:.0} pixels as shown, over maxSize \
+                 {max}, and a smaller image would reset the pinch zoom; ask for maxSize {:.0} or more (if the host takes \
+                 it), or undo the pinch zoom first",
+                w * scale,
+                h * scale,
+                (w.max(h) * scale).ceil()
+            ),
+        ));
+    }
     // The capture's clip is in device-independent pixels (CSS pixels times the page zoom), and its output has
     // `clip.scale` times the device scale factor pixels per such pixel: `scale / dpr` gives `scale` image pixels per
     // CSS pixel (at 150 % zoom and a device scale of 1, a 510 CSS px viewport is a 765 DIP clip and 765 pixels).
@@ -199,6 +286,10 @@ pub(crate) async fn capture(
             "clip": {"x": x * z, "y": y * z, "width": w * z, "height": h * z, "scale": scale / dpr},
             "captureBeyondViewport": beyond,
         });
+        if pinched {
+            // The view as shown: no clip (a clip resets the pinch zoom).
+            params = json!({"format": params["format"].clone()});
+        }
         if format != ImageFormat::Png {
             params["quality"] = json!(quality);
         }
@@ -240,12 +331,23 @@ pub(crate) async fn capture(
         tries += 1;
         if format != ImageFormat::Png && quality > MIN_QUALITY {
             quality = (quality * 2 / 3).max(MIN_QUALITY);
+        } else if pinched {
+            return Err(ProviderError::new(
+                ProviderErrorKind::Refused,
+                format!(
+                    "the page is pinch-zoomed (scale {pinch:.2}): its view as shown is {bytes} bytes, over maxBytes \
+                     {max_bytes}, and a smaller image would reset the pinch zoom; ask for jpeg, or undo the pinch zoom \
+                     first"
+                ),
+            ));
         } else {
             #[allow(clippy::cast_precision_loss)]
             let ratio = (max_bytes as f64 / bytes as f64).sqrt();
             scale = (scale * ratio * 0.9).max(0.01);
         }
     };
+    // The page may have navigated (or been redirected) while it was captured: checked again before the image leaves.
+    policy_refusal(p, tab, main_frame_url(p, &session, deadline).await?.as_deref())?;
     if beyond {
         // Capturing beyond the viewport can leave the page without its scrollbar (a wider layout viewport) in
         // Chromium: record the viewport the page has now, which is what later coordinate actions are checked against.
@@ -270,7 +372,16 @@ pub(crate) async fn capture(
             scale,
             clip: (x, y),
             pixels: (pixel_size.width, pixel_size.height),
-            view: Viewport { width: vw, height: vh, scroll_x: cur_x, scroll_y: cur_y, zoom, dpr },
+            view: Viewport {
+                width: vw,
+                height: vh,
+                scroll_x: cur_x,
+                scroll_y: cur_y,
+                zoom,
+                dpr,
+                pinch,
+                offset: (vv["offsetX"].as_f64().unwrap_or(0.0), vv["offsetY"].as_f64().unwrap_or(0.0)),
+            },
         });
     }
     let captured_at =

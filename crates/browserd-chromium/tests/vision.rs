@@ -327,3 +327,171 @@ async fn drag_between_two_screenshot_points() {
     assert!(r.hit.is_some(), "the element under the start point is reported: {r:#?}");
     page.close().await;
 }
+
+/// Sends one raw protocol command to the page (what the advanced tier's `browser_cdp` does).
+async fn raw(page: &Page, method: &str, params: serde_json::Value) -> serde_json::Value {
+    use browserd_core::provider::Provider as _;
+    let p = browserd_protocol::tools::RawProtocolParams {
+        tab: browserd_protocol::TabId(page.tab.0),
+        method: method.to_owned(),
+        params: params.as_object().cloned(),
+    };
+    env().provider.raw_protocol(&ctx(), page.tab, &p).await.unwrap().result
+}
+
+const DOT_RED: [u8; 3] = [0xe0, 0x00, 0x00];
+
+/// The centre (image pixels) of the picture check's red dot, found in the image's own pixels.
+fn dot_centre(s: &Screenshot) -> (f64, f64) {
+    let bytes = base64::engine::general_purpose::STANDARD.decode(&s.data).unwrap();
+    let mut dec = png::Decoder::new(std::io::Cursor::new(bytes));
+    dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
+    let mut reader = dec.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert_eq!((f64::from(info.width), f64::from(info.height)), (s.pixel_size.width, s.pixel_size.height));
+    let (mut n, mut sx, mut sy) = (0.0, 0.0, 0.0);
+    for y in 0..info.height {
+        for x in 0..info.width {
+            let i = (y as usize * info.width as usize + x as usize) * channels;
+            if buf[i..i + 3] == DOT_RED {
+                (n, sx, sy) = (n + 1.0, sx + f64::from(x), sy + f64::from(y));
+            }
+        }
+    }
+    assert!(n > 20.0, "no red dot in the screenshot ({n} red pixels)");
+    (sx / n + 0.5, sy / n + 0.5)
+}
+
+/// The newest picture check's verdicts.
+fn last_check() -> browserd_test_support::fixtures::VisionChallenge {
+    env().site.vision_challenges().pop().expect("the picture check page made a challenge")
+}
+
+/// `visualViewport.scale` and the pinch-zoomed view's offset in the layout viewport, read in the page.
+async fn pinch_of(page: &Page) -> (f64, f64, f64) {
+    let e = "JSON.stringify([visualViewport.scale, visualViewport.offsetLeft, visualViewport.offsetTop])";
+    let r = raw(page, "Runtime.evaluate", serde_json::json!({"expression": e, "returnByValue": true})).await;
+    let v: Vec<f64> = serde_json::from_str(r["result"]["value"].as_str().unwrap()).unwrap();
+    (v[0], v[1], v[2])
+}
+
+/// A real pinch gesture (`Input.synthesizePinchGesture`) around a viewport point, until the page reports `scale`.
+async fn pinch(page: &Page, x: f64, y: f64, factor: f64, scale: f64) {
+    let args = serde_json::json!({"x": x, "y": y, "scaleFactor": factor, "gestureSourceType": "mouse"});
+    raw(page, "Input.synthesizePinchGesture", args).await;
+    let now = pinch_of(page).await.0;
+    assert!((now - scale).abs() < 0.01, "the pinch gesture left scale {now}, not {scale}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_pinch_zoom_2_the_drawn_dot_is_clicked_through_at_and_a_changed_pinch_is_refused() {
+    let page = Page::open("/vision-check.html").await;
+    let flat = shot(&page, png(None)).await;
+    // Pinch zoom 2 around a point left of the picture: the view is panned into the layout viewport as well.
+    pinch(&page, 40.0, 200.0, 2.0, 2.0).await;
+    let before = pinch_of(&page).await;
+    let (_, ox, oy) = before;
+    assert!(ox.max(oy) > 5.0, "the pinch-zoomed view is panned: ({ox}, {oy})");
+    let s = shot(&page, png(None)).await;
+    // The screenshot is the view as shown, and taking it left the pinch zoom as it was.
+    assert_eq!(pinch_of(&page).await, before, "the screenshot kept the pinch zoom");
+    assert!((s.scale - 2.0 * flat.scale).abs() < 0.01, "image px per CSS px count the pinch: {s:?}");
+    assert!((s.viewport_css_size.width * 2.0 - flat.viewport_css_size.width).abs() < 1.0, "{:?}", s.viewport_css_size);
+    assert!((s.clip_origin.x - ox).abs() < 0.5 && (s.clip_origin.y - oy).abs() < 0.5, "{:?}", s.clip_origin);
+    // The dot found in the image's own pixels, clicked through `at`: the page's check says it landed.
+    let (x, y) = dot_centre(&s);
+    let r = page.act(ActParams::new(ActionKind::Click).at(&s.image_id, x, y)).await;
+    assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Succeeded, None), "{r:#?}");
+    assert_eq!(r.hit.as_ref().map(|h| h.name.as_str()), Some("Picture"), "the hit test saw the canvas: {r:#?}");
+    let check = last_check();
+    let answer = check.answers.last().unwrap_or_else(|| panic!("the page got no click: {check:?}"));
+    assert!(answer.click_ok, "the click landed {:.1} px from the dot's centre: {answer:?}", answer.distance);
+
+    // A part of the page or the full page cannot be captured without resetting the pinch zoom: refused, kept.
+    for opts in [
+        ScreenshotOptions { full_page: true, ..png(None) },
+        ScreenshotOptions { target: Some("e1".into()), ..png(None) },
+    ] {
+        let e = env().provider.screenshot(&ctx(), page.tab, &opts).await.unwrap_err();
+        assert!(e.message.contains("pinch-zoomed (scale 2.00)"), "{e:?}");
+    }
+    assert_eq!(pinch_of(&page).await, before, "the refused screenshots left the pinch zoom");
+
+    // The pinch zoom undone: a point of the pinch-zoomed image is refused, nothing sent.
+    pinch(&page, 40.0, 200.0, 0.5, 1.0).await;
+    let r = page.act(ActParams::new(ActionKind::Click).at(&s.image_id, x, y)).await;
+    assert_eq!((r.code.as_deref(), r.dispatch), (Some(codes::STALE_TARGET), Dispatch::NotDispatched), "{r:#?}");
+    assert!(r.message.as_deref().unwrap_or_default().contains("pinch zoom changed"), "{r:#?}");
+    assert_eq!(last_check().answers.len(), check.answers.len(), "no click reached the page");
+    page.close().await;
+}
+
+/// A browser of its own whose profile zooms every page to 150 % (Chromium's default zoom level, log base 1.2 of 1.5),
+/// with the fixture site.
+async fn zoomed_browser() -> (
+    std::sync::Arc<browserd_chromium::ChromiumProvider>,
+    browserd_cdp::ManagedBrowser,
+    browserd_test_support::fixtures::FixtureSite,
+    tempfile::TempDir,
+) {
+    let root = tempfile::tempdir().unwrap();
+    let prefs = root.path().join("profile/Default/Preferences");
+    std::fs::create_dir_all(prefs.parent().unwrap()).unwrap();
+    let level = 1.5_f64.ln() / 1.2_f64.ln();
+    std::fs::write(&prefs, serde_json::json!({"partition": {"default_zoom_level": {"x": level}}}).to_string()).unwrap();
+    let opts = browserd_cdp::LaunchOptions {
+        user_data_dir: Some(root.path().join("profile")),
+        env: vec![("XDG_CONFIG_HOME".into(), root.path().join("xdg").display().to_string())],
+        window_size: Some((1000, 800)),
+        ..browserd_cdp::LaunchOptions::default()
+    };
+    let (provider, browser) = browserd_chromium::ChromiumProvider::launch_managed(
+        opts,
+        browserd_core::provider::HandleAllocator::new(),
+        browserd_chromium::ChromiumConfig::default(),
+    )
+    .await
+    .expect("chromium launches");
+    let site = browserd_test_support::fixtures::FixtureSite::start().await.unwrap();
+    (provider, browser, site, root)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_page_zoom_150_element_and_full_page_screenshots_have_exact_geometry_and_their_points_land() {
+    use browserd_core::provider::{CreateTab, Provider as _};
+    let (p, browser, site, _root) = zoomed_browser().await;
+    let info = p.create_tab(&ctx(), CreateTab { url: "about:blank".into(), ..Default::default() }).await.unwrap();
+    let tab = info.tab;
+    let nav = ActParams::new(ActionKind::Navigate).value(site.url("/vision-check.html"));
+    assert_eq!(p.act(&ctx(), tab, &nav).await.unwrap().outcome, Outcome::Succeeded);
+    let o = p.observe(&ctx(), tab, &browserd_protocol::ObserveParams::default()).await.unwrap();
+    let picture = ref_of(&o, "\"Picture\"");
+    let view = p.screenshot(&ctx(), tab, &png(None)).await.unwrap();
+    assert!((view.dpr - 1.5).abs() < 0.01, "the profile zooms to 150 %: dpr {}", view.dpr);
+    let element = ScreenshotOptions { target: Some(picture.as_str().into()), ..png(None) };
+    let full = ScreenshotOptions { full_page: true, max_size: Some(4000), ..png(None) };
+    for (what, opts) in [("element", element), ("full page", full)] {
+        let s = p.screenshot(&ctx(), tab, &opts).await.unwrap();
+        // One image pixel per device pixel: 1.5 per CSS pixel, and the decoded size is the reported one.
+        assert!((s.scale - 1.5).abs() < 0.01, "{what}: scale {}", s.scale);
+        if what == "element" {
+            // The canvas is 320x200 CSS px inside a 1 px border.
+            let (w, h) = (s.pixel_size.width, s.pixel_size.height);
+            assert!((w - 322.0 * 1.5).abs() <= 2.0 && (h - 202.0 * 1.5).abs() <= 2.0, "{what}: {w}x{h}");
+        } else {
+            assert!(s.pixel_size.height >= view.pixel_size.height - 2.0, "{what}: {:?}", s.pixel_size);
+        }
+        let (x, y) = dot_centre(&s);
+        let answers = site.vision_challenges().pop().unwrap().answers.len();
+        let r = p.act(&ctx(), tab, &ActParams::new(ActionKind::Click).at(&s.image_id, x, y)).await.unwrap();
+        assert_eq!((r.outcome, r.code.as_deref()), (Outcome::Succeeded, None), "{what}: {r:#?}");
+        assert_eq!(r.hit.as_ref().map(|h| h.name.as_str()), Some("Picture"), "{what}: {r:#?}");
+        let check = site.vision_challenges().pop().unwrap();
+        assert_eq!(check.answers.len(), answers + 1, "{what}: the page got the click");
+        let answer = check.answers.last().unwrap();
+        assert!(answer.click_ok, "{what}: the click landed {:.1} px from the dot: {answer:?}", answer.distance);
+    }
+    let _ = browser.shutdown().await;
+}

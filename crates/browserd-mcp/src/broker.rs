@@ -44,6 +44,8 @@ pub struct BrokerBackend {
     policy: Option<SessionPolicy>,
     /// The vision mode every session of this server gets (`browserd mcp --vision`).
     vision: VisionMode,
+    /// The host's image limits (`browserd mcp --max-image-edge/--max-image-bytes`).
+    image_limits: Option<browserd_protocol::ImageLimits>,
     /// The browser settings every session of this process asks for (`browserd mcp --headed …`).
     browser: Option<BrowserSettings>,
     state: Mutex<Connection>,
@@ -74,6 +76,7 @@ impl BrokerBackend {
             advanced,
             policy: None,
             vision: VisionMode::NativeMultimodal,
+            image_limits: None,
             browser: None,
             state: Mutex::new(Connection::default()),
             changed: watch::Sender::new(0),
@@ -94,12 +97,28 @@ impl BrokerBackend {
         self
     }
 
+    /// Every session's screenshots fit `limits` (`browserd mcp --max-image-edge/--max-image-bytes`).
+    #[must_use]
+    pub fn with_image_limits(mut self, limits: Option<browserd_protocol::ImageLimits>) -> Self {
+        self.image_limits = limits;
+        self
+    }
+
     fn vision_params(&self, session: &SessionId) -> SessionVisionParams {
         let flag = if self.vision.has_image_route() { "native" } else { "semantic" };
+        let mut source = format!("browserd mcp --vision {flag}");
+        if let Some(l) = &self.image_limits {
+            for (name, v) in [("--max-image-edge", l.max_edge), ("--max-image-bytes", l.max_bytes)] {
+                if let Some(v) = v {
+                    source.push_str(&format!(" {name} {v}"));
+                }
+            }
+        }
         SessionVisionParams {
             session: session.clone(),
             mode: self.vision,
-            source: Some(format!("browserd mcp --vision {flag}")),
+            source: Some(source),
+            limits: self.image_limits.clone(),
         }
     }
 

@@ -141,6 +141,14 @@ pub struct McpArgs {
     /// refused with `VISION_UNAVAILABLE` and the text observation).
     #[arg(long, value_enum, default_value_t = VisionArg::Native, env = "BROWSERD_MCP_VISION")]
     pub vision: VisionArg,
+    /// The longest side, in pixels, of an image the host's model takes: every screenshot is scaled to fit, its
+    /// geometry kept exact (default: 1280 unless a call asks for more).
+    #[arg(long, env = "BROWSERD_MCP_MAX_IMAGE_EDGE", value_parser = clap::value_parser!(u32).range(16..))]
+    pub max_image_edge: Option<u32>,
+    /// The largest encoded image, in bytes, the host's model takes: a larger screenshot is encoded again at a lower
+    /// quality or a smaller scale (default: 3750000, which is 5 MB as base64).
+    #[arg(long, env = "BROWSERD_MCP_MAX_IMAGE_BYTES", value_parser = clap::value_parser!(u32).range(4096..))]
+    pub max_image_bytes: Option<u32>,
     /// Milliseconds between progress heartbeats of a running call that asked for progress.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(100..))]
     pub progress_interval_ms: u64,
@@ -215,6 +223,16 @@ impl BrowserFlags {
 }
 
 impl McpArgs {
+    /// The image limits of `--max-image-edge/--max-image-bytes` (`None` without either).
+    #[must_use]
+    pub fn image_limits(&self) -> Option<browserd_protocol::ImageLimits> {
+        (self.max_image_edge.is_some() || self.max_image_bytes.is_some()).then_some(browserd_protocol::ImageLimits {
+            max_edge: self.max_image_edge,
+            max_bytes: self.max_image_bytes,
+            source: None,
+        })
+    }
+
     /// The session policy of `--allowed-origins/--blocked-origins` (`None` without either); the broker checks the
     /// patterns when the session opens.
     #[must_use]
@@ -367,6 +385,7 @@ pub async fn run(args: &McpArgs) -> anyhow::Result<()> {
     let backend = BrokerBackend::from_env(options.advanced)
         .with_policy(args.session_policy())
         .with_vision(args.vision.into())
+        .with_image_limits(args.image_limits())
         .with_browser(browser);
     serve_stdio(backend, options).await
 }

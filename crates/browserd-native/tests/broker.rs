@@ -1,7 +1,8 @@
 //! The broker mounts the extension endpoint and drives the user's browser through it: a real broker (its own socket and
 //! `extension.sock`), headless Chromium with the real extension, the real native host installed with `install`, and a
 //! real client (`browserd_broker::client::Client`) — open, observe, act, turn end, claim/release, Stop, status, the
-//! native host killed mid-action (re-pairing), the user closing a tab mid-action.
+//! native host killed mid-action (re-pairing), the user closing a tab mid-action, Stop while a large screenshot is in
+//! flight.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -1125,5 +1126,74 @@ async fn oopif_refs_survive_the_idle_detach_on_the_relay() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     assert_eq!(counted.matches("Inner clicks: 1").count(), 2, "each frame counted its click: {counted}");
+    h.stop().await;
+}
+
+/// A large image never holds Stop up. A full-page screenshot of a tall table is captured in the user's browser and
+/// held in the extension — the service worker's `chrome.debugger.sendCommand` is wrapped over the harness's own
+/// DevTools pipe so the captured image waits there until the test lets it go — and while it waits `browserd stop`
+/// goes broker → link → native host → extension (the priority lane towards the extension). The order is read from
+/// what the broker and the extension report, never from timings: the extension confirms Stop and closes its gate,
+/// and the screenshot call answers `USER_STOPPED` without any image, all while the image is still held; only then is
+/// the image let go, and nothing of it reaches the caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_gets_through_and_takes_effect_while_a_large_screenshot_is_in_flight() {
+    let h = start().await;
+    let (c, s) = (&h.client, &h.session);
+    let opened = c.tool(s, "browser_open", json!({"url": h.site.url("/large-table.html")})).await.unwrap();
+    let tab = opened["tab"].as_u64().unwrap();
+    let hold = "(() => {
+        const real = chrome.debugger.sendCommand.bind(chrome.debugger);
+        globalThis.heldShot = { bytes: 0, released: false, release: null };
+        chrome.debugger.sendCommand = async (target, method, params) => {
+          const r = await real(target, method, params);
+          if (method === 'Page.captureScreenshot') {
+            await new Promise((go) => { globalThis.heldShot.release = go; globalThis.heldShot.bytes = (r?.data ?? '').length; });
+            globalThis.heldShot.released = true;
+          }
+          return r;
+        };
+        return true;
+      })()";
+    assert_eq!(h.sw_eval(hold).await, json!(true));
+    let args = json!({"tab": tab, "screenshot": true,
+                      "screenshotOptions": {"fullPage": true, "format": "png", "maxSize": 8000}});
+    let shot = tokio::spawn({
+        let c = c.clone();
+        let s = s.clone();
+        async move { c.tool(&s, "browser_observe", args).await }
+    });
+    // The image is captured and waits in the extension.
+    let mut held = 0;
+    for _ in 0..600 {
+        held = h.sw_eval("globalThis.heldShot.bytes").await.as_u64().unwrap_or(0);
+        if held > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Larger than one relay chunk (a message this size towards the extension would travel in several).
+    let chunk = browserd_native::framing::CHUNK_RAW as u64;
+    assert!(held > chunk, "a large image (over one {chunk}-byte relay chunk) is held: {held} base64 bytes");
+
+    // Stop goes through while the image has not left the extension.
+    let stopped = c.stop_gate().await.unwrap();
+    assert_eq!(stopped.code, ErrorCode::UserStopped);
+    let gate = h.sw_eval("browserd.status()").await;
+    assert_eq!(gate["gate"]["stopped"], true, "the extension closed its gate: {gate}");
+    let answered = tokio::time::timeout(Duration::from_secs(90), shot)
+        .await
+        .expect("the screenshot call answers at Stop without waiting for the image")
+        .unwrap();
+    let e = answered.expect_err("a screenshot in flight at Stop is not handed over");
+    assert_eq!(e.code(), ErrorCode::UserStopped, "{e}");
+    assert!(!format!("{e:?}").contains("iVBOR"), "no image data in the answer");
+    assert_eq!(h.sw_eval("globalThis.heldShot.released").await, json!(false), "all of it before the image left");
+
+    // Now the image goes; nothing of it reaches the caller, and the tab stays stopped.
+    assert_eq!(h.sw_eval("(globalThis.heldShot.release(), true)").await, json!(true));
+    let again = c.tool(s, "browser_act", json!({"tab": tab, "action": "scroll", "value": "down"})).await;
+    let again = again.expect_err("after Stop nothing is sent to the tab");
+    assert_eq!(again.code(), ErrorCode::UserStopped, "{again}");
     h.stop().await;
 }

@@ -38,4 +38,4 @@ pub mod vision;
 pub use errors::{ErrorCategory, ErrorCode, ErrorData};
 pub use ids::{FencingToken, GroupId, SessionId, TabId};
 pub use page::*;
-pub use vision::{PixelContent, VisionMode, VisionStatus};
+pub use vision::{ImageBounds, ImageLimits, PixelContent, VisionMode, VisionStatus};

@@ -41,6 +41,85 @@ impl VisionMode {
     }
 }
 
+/// Longest side of a screenshot when neither the request nor the host says otherwise.
+pub const DEFAULT_MAX_EDGE: u32 = 1280;
+
+/// Largest encoded screenshot when the host says nothing: 3.75 MB, which is 5 MB as base64 (the image limit of
+/// common model APIs).
+pub const DEFAULT_MAX_IMAGE_BYTES: u32 = 3_750_000;
+
+/// The largest image a host takes (`session.vision`'s `limits`): every screenshot of the session is sized and
+/// encoded to fit, whatever the request asks (a request may ask for less).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ImageLimits {
+    /// Longest side in image pixels (at least 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_edge: Option<u32>,
+    /// Largest encoded image in bytes (before base64; at least 4096).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u32>,
+    /// Where the limits come from (e.g. `anthropic's API limits`), shown in `browser_status` (at most 200
+    /// characters); the `session.vision` source when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// The image bounds in force for a session, as `browser_status.vision.limits` shows them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageBounds {
+    /// Longest side in image pixels: the host's limit, else the default longest side.
+    pub max_edge: u32,
+    /// Largest encoded image in bytes: the host's limit, else 3.75 MB (5 MB as base64).
+    pub max_bytes: u32,
+    /// Who set them: what the host said (e.g. `browserd mcp --max-image-edge 800`), or `default` (then a call may
+    /// still ask for a larger `maxSize` or `maxBytes`).
+    pub source: String,
+    /// Set by the host: a cap on what a call may ask for (the defaults are only defaults).
+    #[serde(skip)]
+    #[schemars(skip)]
+    host: bool,
+}
+
+impl Default for ImageBounds {
+    fn default() -> Self {
+        Self {
+            max_edge: DEFAULT_MAX_EDGE,
+            max_bytes: DEFAULT_MAX_IMAGE_BYTES,
+            source: "default".to_owned(),
+            host: false,
+        }
+    }
+}
+
+impl ImageBounds {
+    /// The bounds of a host's limits (browserd's defaults where it gave none).
+    #[must_use]
+    pub fn of(limits: Option<&ImageLimits>, source: &str) -> Self {
+        match limits {
+            None | Some(ImageLimits { max_edge: None, max_bytes: None, .. }) => Self::default(),
+            Some(l) => Self {
+                max_edge: l.max_edge.unwrap_or(DEFAULT_MAX_EDGE),
+                max_bytes: l.max_bytes.unwrap_or(DEFAULT_MAX_IMAGE_BYTES),
+                source: l.source.clone().filter(|s| !s.trim().is_empty()).unwrap_or_else(|| source.to_owned()),
+                host: true,
+            },
+        }
+    }
+
+    /// Screenshot options fitted to these bounds: what the request asks for, never more than the host takes.
+    #[must_use]
+    pub fn fit(&self, opts: &crate::ScreenshotOptions) -> crate::ScreenshotOptions {
+        if !self.host {
+            return opts.clone();
+        }
+        let edge = opts.max_size.map_or(self.max_edge.min(DEFAULT_MAX_EDGE), |m| m.min(self.max_edge));
+        let bytes = opts.max_bytes.map_or(self.max_bytes, |m| m.min(self.max_bytes));
+        crate::ScreenshotOptions { max_size: Some(edge), max_bytes: Some(bytes), ..opts.clone() }
+    }
+}
+
 /// A session's vision mode and what chose it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -49,13 +128,16 @@ pub struct VisionStatus {
     pub mode: VisionMode,
     /// What the host said (e.g. `model faux/m1 declares input text`); `default` when it said nothing.
     pub source: String,
+    /// The image bounds every screenshot of the session is fitted to.
+    #[serde(default)]
+    pub limits: ImageBounds,
 }
 
 impl VisionStatus {
     /// The mode of a session whose host never said: native (MCP hosts and the CLI show images).
     #[must_use]
     pub fn default_native() -> Self {
-        Self { mode: VisionMode::NativeMultimodal, source: "default".to_owned() }
+        Self { mode: VisionMode::NativeMultimodal, source: "default".to_owned(), limits: ImageBounds::default() }
     }
 }
 
@@ -71,10 +153,24 @@ pub struct SessionVisionParams {
     /// What the host said, shown in `browser_status` (at most 200 characters).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The largest image the host takes (its model's or route's limits); browserd's defaults where absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ImageLimits>,
 }
 
 impl Validate for SessionVisionParams {
     fn validate(&self) -> Result<(), String> {
+        if let Some(l) = &self.limits {
+            if l.max_edge.is_some_and(|e| e < 16) {
+                return Err("limits.maxEdge must be at least 16 pixels".to_owned());
+            }
+            if l.max_bytes.is_some_and(|b| b < 4096) {
+                return Err("limits.maxBytes must be at least 4096 bytes".to_owned());
+            }
+            if l.source.as_ref().is_some_and(|s| s.chars().count() > 200) {
+                return Err("limits.source is longer than 200 characters".to_owned());
+            }
+        }
         match &self.source {
             Some(s) if s.chars().count() > 200 => Err("source is longer than 200 characters".to_owned()),
             _ => Ok(()),
@@ -116,9 +212,40 @@ mod tests {
             assert_eq!(serde_json::to_value(mode).unwrap(), mode.as_str());
         }
         assert!(serde_json::from_str::<VisionMode>("\"native\"").is_err());
-        let p = SessionVisionParams { session: SessionId::new("s1"), mode: VisionMode::SemanticOnly, source: None };
+        let p = SessionVisionParams {
+            session: SessionId::new("s1"),
+            mode: VisionMode::SemanticOnly,
+            source: None,
+            limits: None,
+        };
         assert!(p.validate().is_ok());
-        let long = SessionVisionParams { source: Some("x".repeat(201)), ..p };
+        let long = SessionVisionParams { source: Some("x".repeat(201)), ..p.clone() };
         assert!(long.validate().is_err());
+        let tiny = SessionVisionParams { limits: Some(ImageLimits { max_edge: Some(8), ..Default::default() }), ..p };
+        assert!(tiny.validate().unwrap_err().contains("maxEdge"));
+    }
+
+    #[test]
+    fn host_limits_cap_what_a_screenshot_asks_for() {
+        let limits = ImageLimits { max_edge: Some(400), max_bytes: Some(100_000), source: None };
+        let host = ImageBounds::of(Some(&limits), "h");
+        assert_eq!(host.source, "h");
+        let fitted = host.fit(&crate::ScreenshotOptions::default());
+        assert_eq!((fitted.max_size, fitted.max_bytes), (Some(400), Some(100_000)));
+        let asked = crate::ScreenshotOptions { max_size: Some(4000), max_bytes: Some(50_000), ..Default::default() };
+        let fitted = host.fit(&asked);
+        assert_eq!((fitted.max_size, fitted.max_bytes), (Some(400), Some(50_000)), "less may be asked, not more");
+        // A host that takes large images does not make the default image larger (only a request can).
+        let big = ImageBounds::of(
+            Some(&ImageLimits { max_edge: Some(8000), source: Some("api".into()), ..Default::default() }),
+            "h",
+        );
+        assert_eq!(big.source, "api");
+        let fitted = big.fit(&crate::ScreenshotOptions::default());
+        assert_eq!((fitted.max_size, fitted.max_bytes), (Some(DEFAULT_MAX_EDGE), Some(DEFAULT_MAX_IMAGE_BYTES)));
+        assert_eq!(ImageBounds::of(None, "h"), ImageBounds::default());
+        // Without host limits a call may ask for more than the defaults.
+        let fitted = ImageBounds::default().fit(&asked);
+        assert_eq!((fitted.max_size, fitted.max_bytes), (Some(4000), Some(50_000)));
     }
 }

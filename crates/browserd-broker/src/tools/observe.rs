@@ -1,6 +1,6 @@
-//! `browser_observe`. Without an image route (vision mode `semantic-only`) a screenshot is not taken: the answer is
-//! `VISION_UNAVAILABLE` with the text observation read instead, and a page that draws in a canvas says it needs
-//! vision. With no write running on the tab it is a plain read. While a write runs, a `consistent` read
+//! `browser_observe`. A screenshot is fitted to the host's image limits (`browser_status.vision.limits`). Without
+//! an image route (vision mode `semantic-only`) a screenshot is not taken: the answer is `VISION_UNAVAILABLE` with
+//! the text observation read instead, and a page that draws in a canvas says it needs vision. With no write running on the tab it is a plain read. While a write runs, a `consistent` read
 //! (the default) waits for it — up to [`CONSISTENT_READ_WAIT`], then the page as last seen if there is one — and an
 //! `allowStale` read answers at once with the page as last seen; either way the answer's `consistency` names the
 //! write and says which it is. With no earlier observation a read always waits.
@@ -14,11 +14,16 @@ use crate::to_proto;
 use crate::tools::ToolCtx;
 
 pub(crate) async fn call(ctx: &mut ToolCtx<'_>, mut params: ObserveParams) -> Result<Value, ErrorData> {
-    let mode = ctx.broker.vision_of(ctx.session).mode;
+    let vision = ctx.broker.vision_of(ctx.session);
+    let mode = vision.mode;
     let wants_image = params.screenshot || params.screenshot_options.is_some();
     if wants_image && !mode.has_image_route() {
         params.screenshot = false;
         params.screenshot_options = None;
+    } else if wants_image {
+        // Sized and encoded to what the host takes (its limits, else the defaults); the geometry is of that image.
+        let asked = params.screenshot_options.take().unwrap_or_default();
+        params.screenshot_options = Some(vision.limits.fit(&asked));
     }
     let mut value = read(ctx, &params).await?;
     crate::vision::mark_pixel_content(&mut value, mode);

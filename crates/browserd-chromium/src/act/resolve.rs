@@ -228,15 +228,16 @@ impl Run<'_> {
             ));
         }
         let needs_hit = report_hit || m.scrolled.is_some();
-        let hit = if needs_hit { Some(self.node_at(m.x, m.y).await?) } else { None };
+        let hit = if needs_hit { Some(self.node_at(m.hit_x, m.hit_y).await?) } else { None };
         if let (Some((dx, dy)), Some((hs, frame, backend))) = (m.scrolled, &hit) {
             // Moving the point with the page is wrong for content that does not scroll with it.
             let (ox, oy) = (m.x + dx, m.y + dy);
+            let (hx, hy) = (m.hit_x + dx, m.hit_y + dy);
             let mut pinned = None;
             if self.pinned(hs, frame, *backend).await? {
                 pinned = Some(("now lands on", hs.clone(), frame.clone(), *backend));
             } else if ox >= 0.0 && oy >= 0.0 && ox < now.width && oy < now.height {
-                let (os, of, ob) = self.node_at(ox, oy).await?;
+                let (os, of, ob) = self.node_at(hx, hy).await?;
                 if self.pinned(&os, &of, ob).await? {
                     pinned = Some(("was on", os, of, ob));
                 }
