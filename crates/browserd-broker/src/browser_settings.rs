@@ -44,10 +44,7 @@ pub fn effective(opts: &LaunchOptions) -> BrowserSettings {
 /// The session's own settings (applied per tab, never to the browser).
 #[must_use]
 pub fn tab_settings(asked: &BrowserSettings) -> TabSettings {
-    TabSettings {
-        viewport: asked.viewport.map(|v| (v.width, v.height)),
-        isolated: asked.isolated == Some(true),
-    }
+    TabSettings { viewport: asked.viewport.map(|v| (v.width, v.height)), isolated: asked.isolated == Some(true) }
 }
 
 /// `opts` with the browser-wide settings `asked` sets applied.
@@ -76,11 +73,7 @@ fn conflict(asked: &BrowserSettings, now: &BrowserSettings) -> Option<(String, S
         return Some((flag.to_owned(), word(h), word(!h)));
     }
     if asked.executable_path.is_some() && asked.executable_path != now.executable_path {
-        return Some((
-            "--executable-path".to_owned(),
-            shown(&asked.executable_path),
-            shown(&now.executable_path),
-        ));
+        return Some(("--executable-path".to_owned(), shown(&asked.executable_path), shown(&now.executable_path)));
     }
     if asked.user_data_dir.is_some() && asked.user_data_dir != now.user_data_dir {
         let profile = |s: &BrowserSettings| match &s.user_data_dir {
@@ -111,7 +104,9 @@ impl LazyChromium {
         }
         let extension_flags = "browser settings such as --headed, --isolated or --viewport do not apply to it";
         let BrowserTarget::Managed(base) = self.target() else {
-            return Err(refuse(format!("this broker drives a remote browser endpoint (remote_cdp): {extension_flags}")));
+            return Err(refuse(format!(
+                "this broker drives a remote browser endpoint (remote_cdp): {extension_flags}"
+            )));
         };
         if self.choice() == BrowserChoice::Extension || self.extension_in_use().is_some() {
             return Err(refuse(format!(
@@ -152,7 +147,9 @@ impl LazyChromium {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
             match chromium.end_session(session, deadline).await {
                 Ok(disposed) => tracing::debug!(session = %session.0, disposed, "the isolated session's context ended"),
-                Err(e) => tracing::warn!(session = %session.0, error = %e.message, "disposing a browser context failed"),
+                Err(e) => {
+                    tracing::warn!(session = %session.0, error = %e.message, "disposing a browser context failed")
+                }
             }
         }
     }

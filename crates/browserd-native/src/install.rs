@@ -574,7 +574,10 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
                     checks.push(fail(
                         "endpoint socket",
                         format!("{} is not a socket", sock.display()),
-                        format!("rm {} && browserd broker stop; browserd status   (restarts the broker)", sock.display()),
+                        format!(
+                            "rm {} && browserd broker stop; browserd status   (restarts the broker)",
+                            sock.display()
+                        ),
                     ));
                 } else if mode & 0o077 != 0 {
                     checks.push(fail(

@@ -240,7 +240,11 @@ fn every_manifest_failure_names_the_command_that_fixes_it() {
         (Some("{not json".to_owned()), "not valid JSON", "run `browserd install` to rewrite it"),
         (Some(with("name", "other.host".into())), "must be", "run `browserd install`"),
         (Some(with("type", "pipe".into())), "stdio", "run `browserd install`"),
-        (Some(with("path", "relative/browserd".into())), "not an executable absolute path", "run `browserd install` again"),
+        (
+            Some(with("path", "relative/browserd".into())),
+            "not an executable absolute path",
+            "run `browserd install` again",
+        ),
         (
             Some(with("allowed_origins", serde_json::json!(["chrome-extension://*/"]))),
             "not an exact",
@@ -274,8 +278,17 @@ async fn every_install_and_socket_failure_names_the_command_that_fixes_it() {
 
     // Nothing installed: no wrapper, no manifest (one brand, or any of them).
     let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await);
-    assert!(f.contains(&("browserd binary".into(), "run `browserd install --browser chrome` (or chromium, edge, all)".into())), "{f:?}");
-    assert!(f.iter().any(|(n, fix)| n.ends_with(" manifest") && fix == "run `browserd install --browser chrome`"), "{f:?}");
+    assert!(
+        f.contains(&(
+            "browserd binary".into(),
+            "run `browserd install --browser chrome` (or chromium, edge, all)".into()
+        )),
+        "{f:?}"
+    );
+    assert!(
+        f.iter().any(|(n, fix)| n.ends_with(" manifest") && fix == "run `browserd install --browser chrome`"),
+        "{f:?}"
+    );
     let f = failures(&doctor(&loc, &opts(Brand::ALL.to_vec(), nothing.clone())).await);
     assert!(f.contains(&("manifests".into(), "run `browserd install --browser all`".into())), "{f:?}");
 
@@ -290,25 +303,37 @@ async fn every_install_and_socket_failure_names_the_command_that_fixes_it() {
     std::fs::write(&wrapper, "#!/bin/sh\necho hi\n").unwrap();
     let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await);
     assert!(f.contains(&("browserd binary".into(), "run `browserd install`".into())), "{f:?}");
-    std::fs::write(&wrapper, script.replace(&std::fs::canonicalize(exe()).unwrap().display().to_string(), "/gone/browserd"))
-        .unwrap();
+    std::fs::write(
+        &wrapper,
+        script.replace(&std::fs::canonicalize(exe()).unwrap().display().to_string(), "/gone/browserd"),
+    )
+    .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o644)).unwrap();
     let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await);
-    assert!(f.contains(&("browserd binary".into(), "run `browserd install` from the browserd you want to use".into())), "{f:?}");
+    assert!(
+        f.contains(&("browserd binary".into(), "run `browserd install` from the browserd you want to use".into())),
+        "{f:?}"
+    );
     assert!(f.contains(&("native-host wrapper".into(), format!("chmod 755 {}", wrapper.display()))), "{f:?}");
     install(
         &loc,
         &InstallOptions { brands: vec![Brand::Chrome], user_data_dir: None, extension_ids: Vec::new(), exe: exe() },
     )
     .unwrap();
-    assert_eq!(failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await), Vec::<(String, String)>::new());
+    assert_eq!(
+        failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await),
+        Vec::<(String, String)>::new()
+    );
 
     // The endpoint socket: not a socket, open to other users, a socket nobody answers on.
     let restart = "browserd broker stop; browserd status";
     let file = root.path().join("file.sock");
     std::fs::write(&file, b"").unwrap();
     let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], file.clone())).await);
-    assert_eq!(f, [("endpoint socket".to_owned(), format!("rm {} && {restart}   (restarts the broker)", file.display()))]);
+    assert_eq!(
+        f,
+        [("endpoint socket".to_owned(), format!("rm {} && {restart}   (restarts the broker)", file.display()))]
+    );
     let open = root.path().join("open.sock");
     let listener = std::os::unix::net::UnixListener::bind(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();

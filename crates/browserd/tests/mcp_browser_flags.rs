@@ -6,8 +6,8 @@
 //! never silently ignored.
 
 use std::io::{BufRead, BufReader, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -153,11 +153,7 @@ fn mcp_browser_flags_reach_the_browser_show_in_status_and_a_conflicting_entry_is
     let (status, failed) = first.call("browser_status", json!({}));
     assert!(!failed, "{status}");
     let settings = &status["browserSettings"];
-    assert_eq!(
-        settings["requested"],
-        json!({"headless": true, "viewport": {"width": 800, "height": 600}}),
-        "{status}"
-    );
+    assert_eq!(settings["requested"], json!({"headless": true, "viewport": {"width": 800, "height": 600}}), "{status}");
     assert!(settings["setBy"].as_str().unwrap().starts_with("session "), "the first session chose: {settings}");
     assert_eq!(settings["effective"]["viewport"], json!({"width": 800, "height": 600}), "{settings}");
     assert_eq!(settings["effective"]["isolated"], false, "{settings}");
@@ -266,39 +262,44 @@ fn cookie_site() -> String {
     let origin = format!("http://{}", listener.local_addr().unwrap());
     std::thread::spawn(move || {
         for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut request = String::new();
-            if reader.read_line(&mut request).is_err() {
-                continue;
-            }
-            loop {
-                let mut header = String::new();
-                if reader.read_line(&mut header).map_or(true, |n| n == 0) || header == "\r\n" {
-                    break;
-                }
-            }
-            let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
-            let set = path.split_once("?set=").map(|(_, name)| name.to_owned());
-            let (status, body) = if path.starts_with("/page") {
-                let store = set.as_ref().map(|n| format!("localStorage.setItem('who','{n}');")).unwrap_or_default();
-                let body = format!(
-                    "<title>Jar</title><p id=j></p><script>{store}\
-                     j.textContent='cookie ['+document.cookie+'] storage ['+localStorage.getItem('who')+']'</script>"
-                );
-                ("200 OK", body)
-            } else {
-                ("404 Not Found", String::new())
-            };
-            let cookie = set.map(|n| format!("Set-Cookie: who={n}; Path=/\r\n")).unwrap_or_default();
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\n{cookie}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let Ok(stream) = stream else { continue };
+            // One thread per connection: the browser may hold a preconnected socket open without a request.
+            std::thread::spawn(move || serve_jar(stream));
         }
     });
     origin
+}
+
+fn serve_jar(mut stream: std::net::TcpStream) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).map_or(true, |n| n == 0) || header == "\r\n" {
+            break;
+        }
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let set = path.split_once("?set=").map(|(_, name)| name.to_owned());
+    let (status, body) = if path.starts_with("/page") {
+        let store = set.as_ref().map(|n| format!("localStorage.setItem('who','{n}');")).unwrap_or_default();
+        let body = format!(
+            "<title>Jar</title><p id=j></p><script>{store}\
+             j.textContent='cookie ['+document.cookie+'] storage ['+localStorage.getItem('who')+']'</script>"
+        );
+        ("200 OK", body)
+    } else {
+        ("404 Not Found", String::new())
+    };
+    let cookie = set.map(|n| format!("Set-Cookie: who={n}; Path=/\r\n")).unwrap_or_default();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: text/html\r\n{cookie}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
 }
 
 /// Opens `url` and returns what the jar page says (`cookie [...] storage [...]`).
@@ -335,8 +336,13 @@ fn mcp_isolated_gives_this_session_its_own_throwaway_profile_in_the_shared_brows
     isolated.close();
     let (listed, failed) = shared.call("browser_list", json!({}));
     assert!(!failed, "{listed}");
-    let tabs: Vec<&Value> = listed["tabs"].as_array().expect("browser_list lists tabs").iter().map(|t| &t["tab"]).collect();
-    assert!(!tabs.contains(&&opened["tab"]), "the isolated session's kept tab {} is still open: {listed}", opened["tab"]);
+    let tabs: Vec<&Value> =
+        listed["tabs"].as_array().expect("browser_list lists tabs").iter().map(|t| &t["tab"]).collect();
+    assert!(
+        !tabs.contains(&&opened["tab"]),
+        "the isolated session's kept tab {} is still open: {listed}",
+        opened["tab"]
+    );
 
     // Gone after it closed: a new isolated session starts empty, the shared profile still has its own cookie.
     let mut next = machine.mcp(&["--isolated"]);

@@ -152,6 +152,10 @@ impl Provider for ChromiumProvider {
         // An isolated session's tabs open in its own browser context; a session's viewport is held by its tabs.
         if let Some(context) = self.context_for(&ctx.session, deadline).await? {
             create["browserContextId"] = json!(context);
+            // A context's tabs need a window of the context (Chromium opens none for it otherwise), each its own
+            // and in front in it, so the tab draws frames.
+            create["newWindow"] = json!(true);
+            create["background"] = json!(false);
         }
         let viewport = self.config.session_tabs.get(&ctx.session).viewport;
         let r = self
