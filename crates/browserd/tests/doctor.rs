@@ -179,8 +179,11 @@ fn a_browser_that_loads_no_page_in_time_names_the_command_showing_why() {
 #[test]
 fn no_temporary_directory_names_the_fix() {
     let home = Home::new();
-    let failed = home.failures(&[("TMPDIR", "/nonexistent/tmp")]);
+    // Under a plain file: no directory can be made there, not even by root.
+    std::fs::write(home.path("a-file"), b"").unwrap();
+    let tmp = home.path("a-file/tmp").display().to_string();
+    let failed = home.failures(&[("TMPDIR", &tmp)]);
     let (detail, fix) = only_failure(&failed, "browser launch");
-    assert!(detail.contains("/nonexistent/tmp"), "{detail}");
+    assert!(detail.contains(&tmp), "{detail}");
     assert_eq!(fix, "export TMPDIR=/tmp");
 }
