@@ -194,6 +194,41 @@ fn mcp_browser_flags_reach_the_browser_show_in_status_and_a_conflicting_entry_is
     first.close();
 }
 
+#[test]
+fn mcp_viewport_applies_to_a_claimed_tab_and_a_released_tab_gets_its_own_size_back() {
+    let machine = Machine::new();
+    // A tab left to the user by a session without a viewport.
+    let mut first = machine.mcp(&[]);
+    let (tab, text) = open_size_page(&mut first);
+    assert!(!text.contains("window 700x500"), "{text}");
+    let (marked, failed) = first.call("browser_mark_deliverable", json!({"tab": tab}));
+    assert!(!failed, "{marked}");
+    first.close();
+
+    // A session with a viewport claims it: the page gets exactly that size while it is the session's.
+    let mut sized = machine.mcp(&["--viewport", "700x500"]);
+    let (claimed, failed) = sized.call("browser_claim", json!({"tab": tab}));
+    assert!(!failed, "{claimed}");
+    // Reloaded while it is the session's, the page loads at exactly the session's viewport.
+    let (reloaded, failed) = sized.call("browser_act", json!({"tab": tab, "action": "reload"}));
+    assert!(!failed, "{reloaded}");
+    let seen = observe(&mut sized, &tab);
+    assert!(seen.contains("window 700x500"), "the claimed page has the session's viewport: {seen}");
+    let (released, failed) = sized.call("browser_cleanup", json!({"release": [tab]}));
+    assert!(!failed, "{released}");
+    sized.close();
+
+    // Released, the user's tab is its own size again.
+    let mut plain = machine.mcp(&[]);
+    let (claimed, failed) = plain.call("browser_claim", json!({"tab": tab}));
+    assert!(!failed, "{claimed}");
+    let (reloaded, failed) = plain.call("browser_act", json!({"tab": tab, "action": "reload"}));
+    assert!(!failed, "{reloaded}");
+    let seen = observe(&mut plain, &tab);
+    assert!(seen.contains("window ") && !seen.contains("window 700x500"), "released, its own size again: {seen}");
+    plain.close();
+}
+
 /// An Xvfb server on a display number it picked itself (`-displayfd`), stopped on drop.
 struct Xvfb {
     child: Child,
