@@ -1,25 +1,33 @@
-//! A session's browser settings against the broker's one browser (`browserd mcp --headed --isolated …`).
+//! A session's browser settings (`browserd mcp --headed --isolated --viewport …`) against the broker's one managed
+//! browser.
 //!
-//! The broker has one browser, shared by every session (that is what lets a user's tab, the CLI and every host see
-//! the same tabs). So a session's settings are honoured only where they fit that browser:
-//! - a setting equal to what the browser runs with is accepted;
-//! - before the managed browser has started, the first session that asks for a setting sets it for the browser
-//!   (`set_by: session <id>`); sessions that ask for nothing take the browser as it is;
-//! - any other request — a different value once the browser runs or another session chose it, or any setting with a
-//!   remote endpoint or the user's browser (extension) — is refused at `session.open` with
-//!   `UNSUPPORTED_BY_IMPLEMENTATION`, naming the setting, the value in force and who chose it, and saying what to do
-//!   (drop the flag, or `browserd broker stop` so the next session's settings apply). Nothing is silently ignored.
+//! Two kinds of setting:
+//! - **the session's own** — `--isolated` (its tabs open in a browser context of its own: cookies, storage and cache
+//!   apart from every other session, all gone when the session ends) and `--viewport WxH` (every tab it opens or
+//!   claims has a page of exactly that size: `innerWidth` × `innerHeight`). Any number of sessions with different
+//!   values share the browser; the Chromium provider applies them per tab (`browserd_chromium::SessionTabs`).
+//! - **the browser's** — `--headless/--headed`, `--executable-path`, `--user-data-dir`: one browser process has one
+//!   of each. A value equal to what the browser runs with is accepted; before the managed browser has started, the
+//!   first session that asks sets it (`set_by: session <id>`); sessions that ask for nothing take the browser as it
+//!   is. Any other value — a different one once the browser runs or another session chose it — is refused at
+//!   `session.open` with `UNSUPPORTED_BY_IMPLEMENTATION`, naming the flag, the value in force, who chose it and the
+//!   exact commands that fix it (drop the flag, or `browserd broker stop` and start the MCP server again). The broker
+//!   does not run a second browser for it (one browser per broker: its tabs, leases and Stop are that browser's).
+//!
+//! With a remote endpoint or the user's browser (extension) every setting is refused. Nothing is silently ignored.
 
 use std::path::PathBuf;
 
 use browserd_cdp::LaunchOptions;
+use browserd_chromium::TabSettings;
+use browserd_core::provider::SessionKey;
 use browserd_protocol::browser_settings::{BrowserSettings, BrowserSettingsStatus, Viewport};
 use browserd_protocol::{ErrorCode, ErrorData};
 
 use crate::config::BrowserChoice;
 use crate::lazy::{BrowserTarget, LazyChromium};
 
-/// The settings a managed launch means, in the wire's terms (every field set).
+/// The browser-wide settings a managed launch means, in the wire's terms (the session's own ones unset).
 #[must_use]
 pub fn effective(opts: &LaunchOptions) -> BrowserSettings {
     let executable =
@@ -27,13 +35,19 @@ pub fn effective(opts: &LaunchOptions) -> BrowserSettings {
     BrowserSettings {
         headless: Some(opts.headless),
         executable_path: executable,
-        isolated: Some(opts.user_data_dir.is_none()),
+        isolated: None,
         user_data_dir: opts.user_data_dir.as_ref().map(|p| p.display().to_string()),
-        viewport: opts.window_size.map(|(width, height)| Viewport { width, height }),
+        viewport: None,
     }
 }
 
-/// `opts` with what `asked` sets applied.
+/// The session's own settings (applied per tab, never to the browser).
+#[must_use]
+pub fn tab_settings(asked: &BrowserSettings) -> TabSettings {
+    TabSettings { viewport: asked.viewport.map(|v| (v.width, v.height)), isolated: asked.isolated == Some(true) }
+}
+
+/// `opts` with the browser-wide settings `asked` sets applied.
 fn apply(opts: &LaunchOptions, asked: &BrowserSettings) -> LaunchOptions {
     let mut next = opts.clone();
     if let Some(headless) = asked.headless {
@@ -42,58 +56,40 @@ fn apply(opts: &LaunchOptions, asked: &BrowserSettings) -> LaunchOptions {
     if let Some(path) = &asked.executable_path {
         next.executable = Some(PathBuf::from(path));
     }
-    if asked.isolated == Some(true) {
-        next.user_data_dir = None;
-    }
     if let Some(dir) = &asked.user_data_dir {
         next.user_data_dir = Some(PathBuf::from(dir));
-    }
-    if let Some(v) = asked.viewport {
-        next.window_size = Some((v.width, v.height));
     }
     next
 }
 
-/// The first setting of `asked` that differs from `now`, as (flag, asked, in force).
-fn conflict(asked: &BrowserSettings, now: &BrowserSettings) -> Option<(&'static str, String, String)> {
+/// The first browser-wide setting of `asked` that differs from `now`, as (the flag asked, what it asks, in force).
+fn conflict(asked: &BrowserSettings, now: &BrowserSettings) -> Option<(String, String, String)> {
     let shown = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".to_owned());
     if let Some(h) = asked.headless
         && Some(h) != now.headless
     {
-        let word = |h: bool| if h { "headless" } else { "headed" }.to_owned();
-        return Some(("--headless/--headed", word(h), word(!h)));
+        let word = |h: bool| if h { "a headless browser" } else { "a headed (windowed) browser" }.to_owned();
+        let flag = if h { "--headless" } else { "--headed" };
+        return Some((flag.to_owned(), word(h), word(!h)));
     }
     if asked.executable_path.is_some() && asked.executable_path != now.executable_path {
-        return Some(("--executable-path", shown(&asked.executable_path), shown(&now.executable_path)));
+        return Some(("--executable-path".to_owned(), shown(&asked.executable_path), shown(&now.executable_path)));
     }
-    let profile = |s: &BrowserSettings| match (&s.user_data_dir, s.isolated) {
-        (Some(dir), _) => format!("profile {dir}"),
-        (None, _) => "a throwaway (isolated) profile".to_owned(),
-    };
-    if (asked.isolated == Some(true) && now.isolated != Some(true))
-        || (asked.isolated == Some(false) && now.isolated == Some(true))
-        || (asked.user_data_dir.is_some() && asked.user_data_dir != now.user_data_dir)
-    {
-        let flag = if asked.user_data_dir.is_some() { "--user-data-dir" } else { "--isolated" };
-        let wanted = if asked.isolated == Some(false) { "a persistent profile".to_owned() } else { profile(asked) };
-        return Some((flag, wanted, profile(now)));
-    }
-    if let Some(v) = asked.viewport
-        && Some(v) != now.viewport
-    {
-        return Some((
-            "--viewport",
-            v.to_string(),
-            now.viewport.map_or_else(|| "the default".into(), |v| v.to_string()),
-        ));
+    if asked.user_data_dir.is_some() && asked.user_data_dir != now.user_data_dir {
+        let profile = |s: &BrowserSettings| match &s.user_data_dir {
+            Some(dir) => format!("profile {dir}"),
+            None => "a throwaway profile".to_owned(),
+        };
+        return Some(("--user-data-dir".to_owned(), profile(asked), profile(now)));
     }
     None
 }
 
 fn refuse(message: String) -> ErrorData {
     ErrorData::new(ErrorCode::UnsupportedByImplementation, message).with_next_step(
-        "remove the browser flag from this MCP entry, or run `browserd broker stop` (ends every session of the \
-         broker) so the next session's settings apply",
+        "remove the browser flag from this MCP entry (or the adapter's options); or run `browserd broker stop` \
+         (it ends every session of this broker and its browser) and start this MCP server again, so its settings \
+         apply to the next browser",
     )
 }
 
@@ -106,19 +102,16 @@ impl LazyChromium {
         if asked.is_empty() {
             return Ok(());
         }
+        let extension_flags = "browser settings such as --headed, --isolated or --viewport do not apply to it";
         let BrowserTarget::Managed(base) = self.target() else {
-            return Err(refuse(
-                "this broker drives a remote browser endpoint (remote_cdp): browser settings such as --headed or \
-                 --viewport do not apply to it"
-                    .to_owned(),
-            ));
+            return Err(refuse(format!(
+                "this broker drives a remote browser endpoint (remote_cdp): {extension_flags}"
+            )));
         };
         if self.choice() == BrowserChoice::Extension || self.extension_in_use().is_some() {
-            return Err(refuse(
-                "this broker drives your own browser through the browserd extension: browser settings such as \
-                 --headed or --viewport do not apply to it"
-                    .to_owned(),
-            ));
+            return Err(refuse(format!(
+                "this broker drives your own browser through the browserd extension: {extension_flags}"
+            )));
         }
         let mut pinned = self.pinned();
         let (now, set_by) = match pinned.as_ref() {
@@ -133,19 +126,50 @@ impl LazyChromium {
         let why = if self.is_started() { "is running" } else { "was set up" };
         Err(refuse(format!(
             "{flag}: this session asks for {wanted}, but the broker's one browser {why} with {in_force} (chosen by \
-             {set_by}); every session of a broker shares its browser"
+             {set_by}); every session of a broker shares its browser. Fix: drop {flag} from this MCP entry, or run \
+             `browserd broker stop` and start this MCP server again (the next browser starts with its settings)"
         )))
+    }
+
+    /// Records the session's own settings (`--isolated`, `--viewport`) for the tabs it opens or claims from now on.
+    pub fn set_session_tabs(&self, session: &SessionKey, asked: &BrowserSettings) {
+        self.session_tabs().set(session, tab_settings(asked));
+    }
+
+    /// The session ended: its own settings are forgotten and its isolated browser context, if it had one, is
+    /// disposed with everything in it (tabs, cookies, storage).
+    pub async fn end_session(&self, session: &SessionKey) {
+        let had = self.session_tabs().remove(session);
+        if !had.isolated {
+            return;
+        }
+        if let Some(chromium) = self.chromium() {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            match chromium.end_session(session, deadline).await {
+                Ok(disposed) => tracing::debug!(session = %session.0, disposed, "the isolated session's context ended"),
+                Err(e) => {
+                    tracing::warn!(session = %session.0, error = %e.message, "disposing a browser context failed")
+                }
+            }
+        }
     }
 
     /// What `browser_status` shows: `requested` by the session, the settings in force and who chose them.
     #[must_use]
-    pub fn settings_status(&self, requested: Option<BrowserSettings>) -> BrowserSettingsStatus {
+    pub fn settings_status(&self, session: &SessionKey, requested: Option<BrowserSettings>) -> BrowserSettingsStatus {
         let (effective, set_by) = match (self.target(), self.pinned().as_ref()) {
             (_, Some((opts, by))) => (Some(effective(opts)), by.clone()),
             (BrowserTarget::Managed(_), None) if self.extension_in_use().is_some() => (None, "extension".into()),
             (BrowserTarget::Managed(opts), None) => (Some(effective(opts)), "config".to_owned()),
             (BrowserTarget::Remote(_), None) => (None, "remote endpoint".to_owned()),
         };
+        // The session's own settings, as its tabs get them.
+        let own = self.session_tabs().get(session);
+        let effective = effective.map(|mut e| {
+            e.isolated = Some(own.isolated);
+            e.viewport = own.viewport.map(|(width, height)| Viewport { width, height });
+            e
+        });
         BrowserSettingsStatus { requested, effective, set_by }
     }
 }
@@ -173,29 +197,36 @@ mod tests {
     #[test]
     fn the_first_session_sets_what_the_browser_has_not_and_a_different_ask_is_refused() {
         let lazy = lazy();
-        let isolated =
+        let headed = BrowserSettings { headless: Some(false), ..Default::default() };
+        lazy.request_settings("s1", &headed).unwrap();
+        // The same ask, or one the browser already has, is fine; no ask at all is fine; the session's own settings
+        // (isolated, viewport) never conflict.
+        lazy.request_settings("s2", &headed).unwrap();
+        let own =
             BrowserSettings { isolated: Some(true), viewport: Viewport::parse("800x600").ok(), ..Default::default() };
-        lazy.request_settings("s1", &isolated).unwrap();
-        // The same ask, or one the browser already has, is fine; no ask at all is fine.
-        lazy.request_settings("s2", &isolated).unwrap();
-        lazy.request_settings("s3", &BrowserSettings { headless: Some(true), ..Default::default() }).unwrap();
+        lazy.request_settings("s3", &own).unwrap();
         lazy.request_settings("s4", &BrowserSettings::default()).unwrap();
-        let status = lazy.settings_status(None);
+        let s3 = SessionKey("s3".into());
+        lazy.set_session_tabs(&s3, &own);
+        let status = lazy.settings_status(&s3, None);
         assert_eq!(status.set_by, "session s1");
         let eff = status.effective.unwrap();
         assert_eq!(
-            (eff.isolated, eff.user_data_dir, eff.viewport.unwrap().to_string()),
-            (Some(true), None, "800x600".into())
+            (eff.headless, eff.isolated, eff.user_data_dir.as_deref(), eff.viewport.unwrap().to_string()),
+            (Some(false), Some(true), Some("/state/profile"), "800x600".into())
         );
-        let headed = lazy.request_settings("s5", &BrowserSettings { headless: Some(false), ..Default::default() });
-        let e = headed.unwrap_err();
+        let other = lazy.settings_status(&SessionKey("s4".into()), None).effective.unwrap();
+        assert_eq!((other.isolated, other.viewport), (Some(false), None), "s3's own settings are s3's");
+        let headless = lazy.request_settings("s5", &BrowserSettings { headless: Some(true), ..Default::default() });
+        let e = headless.unwrap_err();
         assert_eq!(e.code, ErrorCode::UnsupportedByImplementation);
-        assert!(e.message.contains("--headless/--headed") && e.message.contains("session s1"), "{}", e.message);
+        assert!(e.message.contains("--headless:") && e.message.contains("session s1"), "{}", e.message);
+        assert!(e.message.contains("`browserd broker stop`"), "{}", e.message);
         assert!(e.next_step.contains("browserd broker stop"), "{}", e.next_step);
         let persistent =
             lazy.request_settings("s6", &BrowserSettings { user_data_dir: Some("/p".into()), ..Default::default() });
         assert!(persistent.unwrap_err().message.contains("--user-data-dir"));
-        assert_eq!(lazy.settings_status(None).set_by, "session s1", "a refused ask changes nothing");
+        assert_eq!(lazy.settings_status(&s3, None).set_by, "session s1", "a refused ask changes nothing");
     }
 
     #[test]
@@ -204,6 +235,6 @@ mod tests {
         let e = lazy.request_settings("s1", &BrowserSettings { headless: Some(false), ..Default::default() });
         assert!(e.unwrap_err().message.contains("remote"));
         lazy.request_settings("s1", &BrowserSettings::default()).unwrap();
-        assert_eq!(lazy.settings_status(None).effective, None);
+        assert_eq!(lazy.settings_status(&SessionKey("s1".into()), None).effective, None);
     }
 }

@@ -285,6 +285,16 @@ impl LazyChromium {
         lock(&self.current).clone()
     }
 
+    /// The sessions' own tab settings, shared with every Chromium provider this broker starts.
+    pub(crate) fn session_tabs(&self) -> &browserd_chromium::SessionTabs {
+        &self.config.session_tabs
+    }
+
+    /// The Chromium provider in use (a managed Chromium or a remote endpoint), if started.
+    pub(crate) fn chromium(&self) -> Option<Arc<ChromiumProvider>> {
+        self.current().and_then(|l| l.chromium.clone())
+    }
+
     /// Records a newly paired extension (the broker's endpoint calls this for every pairing).
     pub fn extension_paired(&self, link: ExtensionLink) {
         self.paired.send_replace(Some(link));

@@ -181,6 +181,10 @@ impl Broker {
             self.policy.set_session(&id, sites);
         }
         let key = to_proto::session_key(&id);
+        // The session's own settings (--isolated, --viewport) apply to the tabs it opens or claims from now on.
+        if let (Some(lazy), Some(asked)) = (&self.lazy, &asked) {
+            lazy.set_session_tabs(&key, asked);
+        }
         let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
         Ok(SessionOpenResult {
             session: id,
@@ -221,6 +225,10 @@ impl Broker {
             }
         }
         self.policy.forget_session(id);
+        // An isolated session's browser context (and whatever its tabs left in it) goes with the session.
+        if let Some(lazy) = &self.lazy {
+            lazy.end_session(key).await;
+        }
         for tab in report.closed.iter().chain(&report.released).chain(&report.kept) {
             self.gate.forget_tab(*tab);
         }

@@ -27,5 +27,5 @@ mod world;
 
 pub use ax::AxStats;
 pub use origin::{ORIGIN_NOT_AUTHORISED_PREFIX, OriginCheck, OriginCheckFn};
-pub use provider::{ChromiumConfig, ChromiumProvider};
+pub use provider::{ChromiumConfig, ChromiumProvider, SessionTabs, TabSettings};
 pub use screenshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_SIZE};

@@ -337,6 +337,8 @@ pub(crate) struct Tab {
     /// browserd created this tab (`Target.createTarget`). On a remote endpoint such a tab may show as attached to
     /// another client: a grid (Browserless, Selenium) keeps its own protocol client on every page it serves.
     pub(crate) opened_here: bool,
+    /// The page viewport of the session whose tab this is (`profiles.rs`): set on every page session it gets.
+    pub(crate) viewport: Option<(u32, u32)>,
 }
 
 impl Tab {
@@ -371,6 +373,7 @@ impl Tab {
             load_state: LoadState::Complete,
             images: crate::point::ImageLog::default(),
             opened_here: false,
+            viewport: None,
             ax_cache: crate::observe::AxCache::default(),
             awaiting_url: None,
             crashed: false,

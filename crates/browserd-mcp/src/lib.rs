@@ -164,9 +164,10 @@ pub struct McpArgs {
     pub browser: BrowserFlags,
 }
 
-/// The per-entry browser flags of `browserd mcp`. The broker has one browser shared by every session: before it
-/// starts, the first session's settings choose it; a session asking for something the running browser does not have
-/// is refused with a typed error naming the flag (see `browserd_broker::browser_settings`).
+/// The per-entry browser flags of `browserd mcp`. `--isolated` and `--viewport` are this session's own (any number of
+/// sessions with different values share the broker's browser). The others are the browser's: before it starts, the
+/// first session's settings choose it; a session asking for something the running browser does not have is refused
+/// with a typed error naming the flag and the fix (see `browserd_broker::browser_settings`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct BrowserFlags {
     /// Run the managed browser without a window.
@@ -178,14 +179,15 @@ pub struct BrowserFlags {
     /// The Chromium/Chrome/Edge executable to launch.
     #[arg(long, value_name = "PATH")]
     pub executable_path: Option<PathBuf>,
-    /// A throwaway profile, removed when the browser exits (no cookies or logins kept).
+    /// A throwaway profile for this session: its tabs open in a browser context of their own (cookies, storage and
+    /// cache apart from every other session), disposed when the session ends.
     #[arg(long, conflicts_with = "user_data_dir")]
     pub isolated: bool,
     /// A persistent profile directory for the managed browser.
     #[arg(long, value_name = "DIR")]
     pub user_data_dir: Option<PathBuf>,
-    /// The browser window's size, WIDTHxHEIGHT in CSS pixels (e.g. 1280x800): pages get its width and its height
-    /// below the toolbar.
+    /// The page viewport of this session's tabs, WIDTHxHEIGHT in CSS pixels (e.g. 1280x800): `innerWidth` and
+    /// `innerHeight` in every tab it opens or claims.
     #[arg(long, value_name = "WxH", value_parser = parse_viewport)]
     pub viewport: Option<Viewport>,
 }

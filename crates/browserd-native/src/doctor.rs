@@ -130,8 +130,22 @@ pub async fn default_path() -> Vec<Check> {
 
 /// A real headless launch that loads a page and prints its DOM.
 async fn launch(exe: &Path, root: bool) -> Check {
-    let Ok(profile) = tempfile_dir() else {
-        return check("browser launch", CheckStatus::Fail, "no temporary directory".into(), Some("df -h /tmp".into()));
+    let profile = match tempfile_dir() {
+        Ok(profile) => profile,
+        Err(e) => {
+            let tmp = std::env::temp_dir();
+            let fix = if std::env::var_os("TMPDIR").is_some() {
+                "export TMPDIR=/tmp".to_owned()
+            } else {
+                format!("mkdir -p {0} && chmod 1777 {0}", tmp.display())
+            };
+            return check(
+                "browser launch",
+                CheckStatus::Fail,
+                format!("cannot make a temporary profile under {}: {e}", tmp.display()),
+                Some(fix),
+            );
+        }
     };
     let mut command = tokio::process::Command::new(exe);
     command
@@ -142,7 +156,12 @@ async fn launch(exe: &Path, root: bool) -> Check {
     }
     command.arg("--dump-dom").arg("data:text/html,<title>browserd-doctor</title><p>page loaded</p>");
     command.kill_on_drop(true).stdin(std::process::Stdio::null());
-    let out = tokio::time::timeout(Duration::from_secs(60), command.output()).await;
+    // How long the page may take (`BROWSERD_DOCTOR_LAUNCH_TIMEOUT_MS`, default 60 s).
+    let wait = std::env::var("BROWSERD_DOCTOR_LAUNCH_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::from_secs(60), Duration::from_millis);
+    let out = tokio::time::timeout(wait, command.output()).await;
     let _ = std::fs::remove_dir_all(&profile);
     let sandbox = if root { " --no-sandbox" } else { "" };
     let fix = format!("{} --headless{sandbox} --dump-dom about:blank   (shows Chromium's own error)", exe.display());
@@ -163,7 +182,12 @@ async fn launch(exe: &Path, root: bool) -> Check {
         Ok(Err(e)) => {
             check("browser launch", CheckStatus::Fail, format!("cannot start {}: {e}", exe.display()), Some(fix))
         }
-        Err(_) => check("browser launch", CheckStatus::Fail, "no page within 60 s".into(), Some(fix)),
+        Err(_) => check(
+            "browser launch",
+            CheckStatus::Fail,
+            format!("{} loaded no page within {} ms", exe.display(), wait.as_millis()),
+            Some(fix),
+        ),
     }
 }
 

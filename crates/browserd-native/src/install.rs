@@ -574,13 +574,16 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
                     checks.push(fail(
                         "endpoint socket",
                         format!("{} is not a socket", sock.display()),
-                        format!("remove {} and restart browserd", sock.display()),
+                        format!(
+                            "rm {} && browserd broker stop; browserd status   (restarts the broker)",
+                            sock.display()
+                        ),
                     ));
                 } else if mode & 0o077 != 0 {
                     checks.push(fail(
                         "endpoint socket",
                         format!("{} has mode {mode:o}, open to other users", sock.display()),
-                        "restart browserd (it creates the socket 0600)",
+                        "browserd broker stop; browserd status   (the restarted broker creates the socket 0600)",
                     ));
                 } else {
                     checks.push(pass("endpoint socket", format!("{} (mode {mode:o})", sock.display())));
@@ -601,7 +604,7 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
                         Err(e) => checks.push(fail(
                             "extension connection",
                             format!("the socket does not answer: {e}"),
-                            "restart browserd",
+                            "browserd broker stop; browserd status   (restarts the broker)",
                         )),
                     }
                 }
@@ -609,13 +612,13 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
             Err(_) => checks.push(warn(
                 "endpoint socket",
                 format!("nothing at {}: browserd is not running", sock.display()),
-                "start browserd; the extension connects when it is up",
+                "browserd status   (starts the broker; the extension connects when it is up)",
             )),
         },
         None => checks.push(fail(
             "endpoint socket",
             "the runtime directory is unusable",
-            "check $XDG_RUNTIME_DIR (must be yours, mode 0700)",
+            "mkdir -p \"$XDG_RUNTIME_DIR\" && chmod 700 \"$XDG_RUNTIME_DIR\"   (it must be yours, mode 0700)",
         )),
     }
     // browser versions
@@ -636,7 +639,7 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
                     _ => checks.push(warn(
                         format!("{} version", brand.display()),
                         format!("{} did not report a version", exe.display()),
-                        "check that the browser starts",
+                        format!("{} --version   (shows why it does not start)", exe.display()),
                     )),
                 }
             }

@@ -207,3 +207,141 @@ fn the_binary_installs_reports_and_uninstalls() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("fix: run `browserd install"), "{text}");
 }
+
+/// The failing checks of `checks`, as (name, fix).
+fn failures(checks: &[browserd_native::install::Check]) -> Vec<(String, String)> {
+    checks
+        .iter()
+        .filter(|c| c.status == CheckStatus::Fail)
+        .map(|c| (c.name.clone(), c.fix.clone().expect("every failure carries its fix")))
+        .collect()
+}
+
+#[test]
+fn every_manifest_failure_names_the_command_that_fixes_it() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("NativeMessagingHosts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{HOST_NAME}.json"));
+    let exe = std::fs::canonicalize(exe()).unwrap();
+    let good = serde_json::json!({
+        "name": HOST_NAME, "type": "stdio", "path": exe,
+        "allowed_origins": [format!("chrome-extension://{DEV_EXTENSION_ID}/")],
+    });
+    let with = |key: &str, value: Value| {
+        let mut m = good.clone();
+        m[key] = value;
+        m.to_string()
+    };
+    std::fs::write(&path, good.to_string()).unwrap();
+    assert_eq!(check_manifest(&path, &[DEV_EXTENSION_ID.to_owned()]).status, CheckStatus::Pass);
+    for (content, says, fix) in [
+        (None, "cannot read it", "run `browserd install`"),
+        (Some("{not json".to_owned()), "not valid JSON", "run `browserd install` to rewrite it"),
+        (Some(with("name", "other.host".into())), "must be", "run `browserd install`"),
+        (Some(with("type", "pipe".into())), "stdio", "run `browserd install`"),
+        (
+            Some(with("path", "relative/browserd".into())),
+            "not an executable absolute path",
+            "run `browserd install` again",
+        ),
+        (
+            Some(with("allowed_origins", serde_json::json!(["chrome-extension://*/"]))),
+            "not an exact",
+            "run `browserd install` (wildcards are not allowed)",
+        ),
+    ] {
+        match &content {
+            Some(text) => std::fs::write(&path, text).unwrap(),
+            None => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+        let c = check_manifest(&path, &[DEV_EXTENSION_ID.to_owned()]);
+        assert_eq!(c.status, CheckStatus::Fail, "{content:?}: {c:?}");
+        assert!(c.detail.contains(says), "{content:?}: {c:?}");
+        assert!(c.fix.as_deref().is_some_and(|f| f.starts_with(fix)), "{content:?}: {c:?}");
+    }
+}
+
+#[tokio::test]
+async fn every_install_and_socket_failure_names_the_command_that_fixes_it() {
+    let root = tempfile::tempdir().unwrap();
+    let loc = locations(root.path());
+    let opts = |brands: Vec<Brand>, socket: PathBuf| DoctorOptions {
+        brands,
+        user_data_dir: None,
+        extension_ids: Vec::new(),
+        socket: Some(socket),
+    };
+    let nothing = root.path().join("no.sock");
+
+    // Nothing installed: no wrapper, no manifest (one brand, or any of them).
+    let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await);
+    assert!(
+        f.contains(&(
+            "browserd binary".into(),
+            "run `browserd install --browser chrome` (or chromium, edge, all)".into()
+        )),
+        "{f:?}"
+    );
+    assert!(
+        f.iter().any(|(n, fix)| n.ends_with(" manifest") && fix == "run `browserd install --browser chrome`"),
+        "{f:?}"
+    );
+    let f = failures(&doctor(&loc, &opts(Brand::ALL.to_vec(), nothing.clone())).await);
+    assert!(f.contains(&("manifests".into(), "run `browserd install --browser all`".into())), "{f:?}");
+
+    // A wrapper browserd did not write, a wrapper that is not executable, a wrapper whose binary is gone.
+    install(
+        &loc,
+        &InstallOptions { brands: vec![Brand::Chrome], user_data_dir: None, extension_ids: Vec::new(), exe: exe() },
+    )
+    .unwrap();
+    let wrapper = loc.wrapper_path();
+    let script = std::fs::read_to_string(&wrapper).unwrap();
+    std::fs::write(&wrapper, "#!/bin/sh\necho hi\n").unwrap();
+    let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await);
+    assert!(f.contains(&("browserd binary".into(), "run `browserd install`".into())), "{f:?}");
+    std::fs::write(
+        &wrapper,
+        script.replace(&std::fs::canonicalize(exe()).unwrap().display().to_string(), "/gone/browserd"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await);
+    assert!(
+        f.contains(&("browserd binary".into(), "run `browserd install` from the browserd you want to use".into())),
+        "{f:?}"
+    );
+    assert!(f.contains(&("native-host wrapper".into(), format!("chmod 755 {}", wrapper.display()))), "{f:?}");
+    install(
+        &loc,
+        &InstallOptions { brands: vec![Brand::Chrome], user_data_dir: None, extension_ids: Vec::new(), exe: exe() },
+    )
+    .unwrap();
+    assert_eq!(
+        failures(&doctor(&loc, &opts(vec![Brand::Chrome], nothing.clone())).await),
+        Vec::<(String, String)>::new()
+    );
+
+    // The endpoint socket: not a socket, open to other users, a socket nobody answers on.
+    let restart = "browserd broker stop; browserd status";
+    let file = root.path().join("file.sock");
+    std::fs::write(&file, b"").unwrap();
+    let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], file.clone())).await);
+    assert_eq!(
+        f,
+        [("endpoint socket".to_owned(), format!("rm {} && {restart}   (restarts the broker)", file.display()))]
+    );
+    let open = root.path().join("open.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], open.clone())).await);
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].0 == "endpoint socket" && f[0].1.starts_with(restart), "{f:?}");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o600)).unwrap();
+    drop(listener);
+    let f = failures(&doctor(&loc, &opts(vec![Brand::Chrome], open.clone())).await);
+    assert_eq!(f, [("extension connection".to_owned(), format!("{restart}   (restarts the broker)"))]);
+}

@@ -1,10 +1,11 @@
 //! The browser settings a session asks for (`browserd mcp --headed --viewport 1280x800 …`) and how `browser_status`
-//! shows them next to the settings the broker's one browser really runs with.
+//! shows them next to the settings in force: the broker's one browser's (headless, executable, profile) and the
+//! session's own (isolated, viewport).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// A viewport (window) size in CSS pixels.
+/// A page viewport size in CSS pixels (`innerWidth` × `innerHeight`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Viewport {
@@ -49,13 +50,14 @@ pub struct BrowserSettings {
     /// The absolute path of the Chromium/Chrome/Edge executable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub executable_path: Option<String>,
-    /// `true`: a throwaway profile, removed when the browser exits; `false`: a persistent profile.
+    /// `true`: this session's tabs open in a browser context of their own (cookies, storage apart from every other
+    /// session), disposed when the session ends; `false`/absent: the browser's profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub isolated: Option<bool>,
     /// The absolute path of a persistent profile directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_data_dir: Option<String>,
-    /// The window size of new windows.
+    /// The page viewport of every tab the session opens or claims.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub viewport: Option<Viewport>,
 }
@@ -96,10 +98,12 @@ pub struct BrowserSettingsStatus {
     /// What this session asked for at `session.open` (absent: nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested: Option<BrowserSettings>,
-    /// What the broker's managed browser runs (or will run) with; absent for a remote or extension browser.
+    /// What is in force for this session: the broker's managed browser's settings (as it runs or will run) and the
+    /// session's own `isolated` and `viewport`; absent for a remote or extension browser.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective: Option<BrowserSettings>,
-    /// Who chose `effective`: `config` (the broker's configuration) or `session <id>` (the first session that asked).
+    /// Who chose the browser's settings in `effective`: `config` (the broker's configuration) or `session <id>` (the
+    /// first session that asked).
     pub set_by: String,
 }
 

@@ -148,3 +148,42 @@ fn a_profile_held_by_a_stray_chromium_names_the_kill_command() {
     let (_, fix) = only_failure(&failed, "profile lock");
     assert_eq!(fix, format!("kill {}", std::process::id()));
 }
+
+/// An executable script standing in for Chromium.
+fn fake_browser(home: &Home, name: &str, script: &str) -> String {
+    let path = home.path(name);
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_browser_that_cannot_be_started_names_the_command_showing_why() {
+    let home = Home::new();
+    let exe = fake_browser(&home, "no-interpreter", "#!/nonexistent/interpreter\n");
+    let (detail, fix) = only_failure(&home.failures(&[("BROWSERD_CHROMIUM", &exe)]), "browser launch");
+    assert!(detail.starts_with(&format!("cannot start {exe}")), "{detail}");
+    assert!(fix.starts_with(&format!("{exe} --headless")), "{fix}");
+}
+
+#[test]
+fn a_browser_that_loads_no_page_in_time_names_the_command_showing_why() {
+    let home = Home::new();
+    let exe = fake_browser(&home, "hangs", "#!/bin/sh\nexec sleep 600\n");
+    let failed = home.failures(&[("BROWSERD_CHROMIUM", &exe), ("BROWSERD_DOCTOR_LAUNCH_TIMEOUT_MS", "500")]);
+    let (detail, fix) = only_failure(&failed, "browser launch");
+    assert!(detail.contains("loaded no page within 500 ms"), "{detail}");
+    assert!(fix.starts_with(&format!("{exe} --headless")), "{fix}");
+}
+
+#[test]
+fn no_temporary_directory_names_the_fix() {
+    let home = Home::new();
+    // Under a plain file: no directory can be made there, not even by root.
+    std::fs::write(home.path("a-file"), b"").unwrap();
+    let tmp = home.path("a-file/tmp").display().to_string();
+    let failed = home.failures(&[("TMPDIR", &tmp)]);
+    let (detail, fix) = only_failure(&failed, "browser launch");
+    assert!(detail.contains(&tmp), "{detail}");
+    assert_eq!(fix, "export TMPDIR=/tmp");
+}

@@ -1,17 +1,22 @@
 //! The per-entry browser flags of the real `browserd mcp` (`--headless/--headed`, `--executable-path`, `--isolated`,
 //! `--user-data-dir`, `--viewport`): passed to the broker as the session's settings, shown in `browser_status`, really
-//! applied to the managed Chromium (a page reads its window size), and a second entry asking the running browser for
-//! something else is refused with a typed error naming the flag — never silently ignored.
+//! applied — a page reads exactly the session's viewport as `innerWidth`×`innerHeight` (headless, and headed under an
+//! Xvfb), an isolated session's cookies and storage are its own and gone when it ends — and a second entry asking
+//! the running browser for another browser-wide setting is refused with a typed error naming the flag and the fix,
+//! never silently ignored.
 
 use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
 struct Machine {
     root: tempfile::TempDir,
+    display: Option<String>,
 }
 
 impl Machine {
@@ -25,7 +30,7 @@ impl Machine {
         let config = root.path().join("home/.config/browserd");
         std::fs::create_dir_all(&config).unwrap();
         std::fs::write(config.join("config.toml"), "[schemes]\nallow = [\"data\"]\n").unwrap();
-        Self { root }
+        Self { root, display: None }
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -43,6 +48,9 @@ impl Machine {
             .env("XDG_RUNTIME_DIR", self.path("run"));
         if let Some(chromium) = std::env::var_os("BROWSERD_CHROMIUM") {
             command.env("BROWSERD_CHROMIUM", chromium);
+        }
+        if let Some(display) = &self.display {
+            command.env("DISPLAY", display);
         }
         command
     }
@@ -118,55 +126,266 @@ impl Mcp {
     }
 }
 
+/// A page that shows its own size and every resize it saw.
+const SIZE_PAGE: &str = "data:text/html,<title>Size</title><p id=s></p><p id=r>resized none</p><script>\
+s.textContent='window '+innerWidth+'x'+innerHeight;\
+onresize=()=>{r.textContent=(r.textContent=='resized none'?'resized':r.textContent)+' '+innerWidth+'x'+innerHeight}\
+</script>";
+
+/// Opens [`SIZE_PAGE`] and returns its observation text.
+fn open_size_page(mcp: &mut Mcp) -> (Value, String) {
+    let (opened, failed) = mcp.call("browser_open", json!({"url": SIZE_PAGE}));
+    assert!(!failed, "{opened}");
+    let text = observe(mcp, &opened["tab"]);
+    (opened["tab"].clone(), text)
+}
+
+fn observe(mcp: &mut Mcp, tab: &Value) -> String {
+    let (seen, failed) = mcp.call("browser_observe", json!({"tab": tab}));
+    assert!(!failed, "{seen}");
+    seen.as_str().unwrap_or_default().to_owned()
+}
+
 #[test]
 fn mcp_browser_flags_reach_the_browser_show_in_status_and_a_conflicting_entry_is_refused() {
     let machine = Machine::new();
-    let mut first = machine.mcp(&["--isolated", "--viewport", "800x600", "--headless"]);
+    let mut first = machine.mcp(&["--viewport", "800x600", "--headless"]);
     let (status, failed) = first.call("browser_status", json!({}));
     assert!(!failed, "{status}");
     let settings = &status["browserSettings"];
-    assert_eq!(
-        settings["requested"],
-        json!({"headless": true, "isolated": true, "viewport": {"width": 800, "height": 600}}),
-        "{status}"
-    );
-    assert!(settings["setBy"].as_str().unwrap().starts_with("session "), "the first session chose: {settings}");
-    assert_eq!(settings["effective"]["isolated"], true, "{settings}");
-    assert_eq!(settings["effective"]["userDataDir"], Value::Null, "a throwaway profile: {settings}");
+    assert_eq!(settings["requested"], json!({"headless": true, "viewport": {"width": 800, "height": 600}}), "{status}");
+    // Headless is what the configuration already has, and the viewport is the session's own: nothing to choose.
+    assert_eq!(settings["setBy"], "config", "{settings}");
+    assert_eq!(settings["effective"]["viewport"], json!({"width": 800, "height": 600}), "{settings}");
+    assert_eq!(settings["effective"]["isolated"], false, "{settings}");
 
-    // The managed Chromium really runs with that window size.
-    let page = "data:text/html,<title>Size</title><p id=s></p><script>s.textContent='window '+innerWidth+'x'+innerHeight</script>";
-    let (opened, failed) = first.call("browser_open", json!({"url": page}));
-    assert!(!failed, "{opened}");
-    let (seen, failed) = first.call("browser_observe", json!({"tab": opened["tab"]}));
-    assert!(!failed, "{seen}");
-    // `--viewport` sizes the window: the page gets its full width and the height below the browser's toolbar.
-    let text = seen.as_str().unwrap_or_default();
-    let height = text.split("window 800x").nth(1).and_then(|rest| rest.trim().parse::<u32>().ok());
-    assert!(height.is_some_and(|h| h > 300 && h <= 600), "the page reads a window 800 wide, at most 600 high: {seen}");
-    // …and no persistent profile was made under the broker's state directory.
-    let profile = machine.path("home/.local/state/browserd/profile");
-    assert!(
-        !profile.join("Default").exists(),
-        "an isolated browser wrote the persistent profile {}",
-        profile.display()
-    );
+    // `--viewport` is the page's viewport: the page reads exactly 800×600 (not the window's size less a toolbar)…
+    let (tab, text) = open_size_page(&mut first);
+    assert!(text.contains("window 800x600") && text.contains("resized none"), "{text}");
+    // …and keeps it between operations: past the idle window, when browserd's debugger of an idle tab would have
+    // detached, the page has seen no resize.
+    std::thread::sleep(Duration::from_millis(2500));
+    let again = observe(&mut first, &tab);
+    assert!(again.contains("window 800x600") && again.contains("resized none"), "{again}");
 
-    // A second entry asking the running browser for a window is refused, naming the flag and the fix.
-    let mut second = machine.mcp(&["--headed"]);
-    let (refused, failed) = second.call("browser_status", json!({}));
-    assert!(failed, "a setting the browser cannot honour must not be ignored: {refused}");
-    let text = refused.to_string();
-    assert!(text.contains("UNSUPPORTED_BY_IMPLEMENTATION") && text.contains("--headless/--headed"), "{text}");
-    assert!(text.contains("browserd broker stop"), "says what to do: {text}");
+    // A second entry with another viewport shares the browser and gets its own; the first's tab keeps its size.
+    let mut second = machine.mcp(&["--viewport", "1024x700"]);
+    let (_, text) = open_size_page(&mut second);
+    assert!(text.contains("window 1024x700"), "{text}");
+    let (status, _) = second.call("browser_status", json!({}));
+    assert_eq!(status["browserSettings"]["effective"]["viewport"], json!({"width": 1024, "height": 700}), "{status}");
+    let first_again = observe(&mut first, &tab);
+    assert!(first_again.contains("window 800x600") && first_again.contains("resized none"), "{first_again}");
     second.close();
 
-    // An entry asking for what the browser has (or nothing) joins it.
-    let mut third = machine.mcp(&["--viewport", "800x600"]);
-    let (joined, failed) = third.call("browser_status", json!({}));
-    assert!(!failed, "{joined}");
+    // An entry asking the running headless browser for a window is refused, naming the flag and the fix.
+    let mut third = machine.mcp(&["--headed"]);
+    let (refused, failed) = third.call("browser_status", json!({}));
+    assert!(failed, "a setting the browser cannot honour must not be ignored: {refused}");
+    let text = refused.to_string();
+    assert!(text.contains("UNSUPPORTED_BY_IMPLEMENTATION") && text.contains("--headed:"), "{text}");
+    assert!(text.contains("drop --headed") && text.contains("`browserd broker stop`"), "says what to do: {text}");
     third.close();
+
+    // An entry asking for what the browser has (or nothing) joins it.
+    let mut fourth = machine.mcp(&["--headless"]);
+    let (joined, failed) = fourth.call("browser_status", json!({}));
+    assert!(!failed, "{joined}");
+    fourth.close();
     first.close();
+}
+
+#[test]
+fn mcp_viewport_applies_to_a_claimed_tab_and_a_released_tab_gets_its_own_size_back() {
+    let machine = Machine::new();
+    // A tab left to the user by a session without a viewport.
+    let mut first = machine.mcp(&[]);
+    let (tab, text) = open_size_page(&mut first);
+    assert!(!text.contains("window 700x500"), "{text}");
+    let (marked, failed) = first.call("browser_mark_deliverable", json!({"tab": tab}));
+    assert!(!failed, "{marked}");
+    first.close();
+
+    // A session with a viewport claims it: the page gets exactly that size while it is the session's.
+    let mut sized = machine.mcp(&["--viewport", "700x500"]);
+    let (claimed, failed) = sized.call("browser_claim", json!({"tab": tab}));
+    assert!(!failed, "{claimed}");
+    // Reloaded while it is the session's, the page loads at exactly the session's viewport.
+    let (reloaded, failed) = sized.call("browser_act", json!({"tab": tab, "action": "reload"}));
+    assert!(!failed, "{reloaded}");
+    let seen = observe(&mut sized, &tab);
+    assert!(seen.contains("window 700x500"), "the claimed page has the session's viewport: {seen}");
+    let (released, failed) = sized.call("browser_cleanup", json!({"release": [tab]}));
+    assert!(!failed, "{released}");
+    sized.close();
+
+    // Released, the user's tab is its own size again.
+    let mut plain = machine.mcp(&[]);
+    let (claimed, failed) = plain.call("browser_claim", json!({"tab": tab}));
+    assert!(!failed, "{claimed}");
+    let (reloaded, failed) = plain.call("browser_act", json!({"tab": tab, "action": "reload"}));
+    assert!(!failed, "{reloaded}");
+    let seen = observe(&mut plain, &tab);
+    assert!(seen.contains("window ") && !seen.contains("window 700x500"), "released, its own size again: {seen}");
+    plain.close();
+}
+
+/// An Xvfb server on a display number it picked itself (`-displayfd`), stopped on drop.
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+impl Xvfb {
+    fn start() -> Xvfb {
+        let exe = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<PathBuf>>())
+            .map(|d| d.join("Xvfb"))
+            .find(|p| p.is_file())
+            .expect("Xvfb is not installed: install it with `apt-get install xvfb` (scripts/setup.sh does)");
+        let mut child = Command::new(exe)
+            .args(["-displayfd", "1", "-screen", "0", "1600x1200x24", "-nolisten", "tcp"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("Xvfb starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout")).read_line(&mut line).expect("Xvfb reports");
+        let n: u32 = line.trim().parse().unwrap_or_else(|_| panic!("Xvfb reported no display number: {line:?}"));
+        Xvfb { child, display: format!(":{n}") }
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        for _ in 0..100 {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn mcp_viewport_is_the_page_size_in_a_headed_browser_too() {
+    let xvfb = Xvfb::start();
+    let mut machine = Machine::new();
+    machine.display = Some(xvfb.display.clone());
+    let mut mcp = machine.mcp(&["--headed", "--viewport", "800x600"]);
+    let (status, failed) = mcp.call("browser_status", json!({}));
+    assert!(!failed, "{status}");
+    assert_eq!(status["browserSettings"]["effective"]["headless"], false, "{status}");
+    let (tab, text) = open_size_page(&mut mcp);
+    assert!(text.contains("window 800x600") && text.contains("resized none"), "headed: {text}");
+    std::thread::sleep(Duration::from_millis(2500));
+    let again = observe(&mut mcp, &tab);
+    assert!(again.contains("window 800x600") && again.contains("resized none"), "headed, later: {again}");
+    mcp.close();
+    drop(machine);
+    drop(xvfb);
+}
+
+/// A loopback site whose `/page` shows the cookies and local storage it sees; `/page?set=NAME` first sets the cookie
+/// `who=NAME` (a `Set-Cookie` header) and `localStorage.who = NAME`.
+fn cookie_site() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { continue };
+            // One thread per connection: the browser may hold a preconnected socket open without a request.
+            std::thread::spawn(move || serve_jar(stream));
+        }
+    });
+    origin
+}
+
+fn serve_jar(mut stream: std::net::TcpStream) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header).map_or(true, |n| n == 0) || header == "\r\n" {
+            break;
+        }
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+    let set = path.split_once("?set=").map(|(_, name)| name.to_owned());
+    let (status, body) = if path.starts_with("/page") {
+        let store = set.as_ref().map(|n| format!("localStorage.setItem('who','{n}');")).unwrap_or_default();
+        let body = format!(
+            "<title>Jar</title><p id=j></p><script>{store}\
+             j.textContent='cookie ['+document.cookie+'] storage ['+localStorage.getItem('who')+']'</script>"
+        );
+        ("200 OK", body)
+    } else {
+        ("404 Not Found", String::new())
+    };
+    let cookie = set.map(|n| format!("Set-Cookie: who={n}; Path=/\r\n")).unwrap_or_default();
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: text/html\r\n{cookie}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// Opens `url` and returns what the jar page says (`cookie [...] storage [...]`).
+fn jar(mcp: &mut Mcp, url: &str) -> String {
+    let (opened, failed) = mcp.call("browser_open", json!({"url": url}));
+    assert!(!failed, "{opened}");
+    let text = observe(mcp, &opened["tab"]);
+    let at = text.find("cookie [").unwrap_or_else(|| panic!("the jar page shows its cookies: {text}"));
+    text[at..].lines().next().unwrap_or_default().trim_end_matches('"').to_owned()
+}
+
+#[test]
+fn mcp_isolated_gives_this_session_its_own_throwaway_profile_in_the_shared_browser() {
+    let machine = Machine::new();
+    let site = cookie_site();
+    let mut isolated = machine.mcp(&["--isolated"]);
+    let mut shared = machine.mcp(&[]);
+    let (status, _) = isolated.call("browser_status", json!({}));
+    assert_eq!(status["browserSettings"]["effective"]["isolated"], true, "{status}");
+    assert_eq!(status["browserSettings"]["setBy"], "config", "--isolated does not choose the browser: {status}");
+
+    // The isolated session sets a cookie and local storage; the other session's tabs see neither …
+    assert_eq!(jar(&mut isolated, &format!("{site}/page?set=isolated")), "cookie [who=isolated] storage [isolated]");
+    assert_eq!(jar(&mut shared, &format!("{site}/page")), "cookie [] storage [null]");
+    // … and what the other session sets is not the isolated session's (which keeps its own across its tabs).
+    assert_eq!(jar(&mut shared, &format!("{site}/page?set=shared")), "cookie [who=shared] storage [shared]");
+    assert_eq!(jar(&mut isolated, &format!("{site}/page")), "cookie [who=isolated] storage [isolated]");
+
+    // A tab the isolated session keeps for the user still goes with its throwaway profile when the session ends.
+    let (opened, failed) = isolated.call("browser_open", json!({"url": format!("{site}/page")}));
+    assert!(!failed, "{opened}");
+    let (marked, failed) = isolated.call("browser_mark_deliverable", json!({"tab": opened["tab"]}));
+    assert!(!failed, "{marked}");
+    isolated.close();
+    let (listed, failed) = shared.call("browser_list", json!({}));
+    assert!(!failed, "{listed}");
+    let tabs: Vec<&Value> =
+        listed["tabs"].as_array().expect("browser_list lists tabs").iter().map(|t| &t["tab"]).collect();
+    assert!(
+        !tabs.contains(&&opened["tab"]),
+        "the isolated session's kept tab {} is still open: {listed}",
+        opened["tab"]
+    );
+
+    // Gone after it closed: a new isolated session starts empty, the shared profile still has its own cookie.
+    let mut next = machine.mcp(&["--isolated"]);
+    assert_eq!(jar(&mut next, &format!("{site}/page")), "cookie [] storage [null]");
+    assert_eq!(jar(&mut shared, &format!("{site}/page")), "cookie [who=shared] storage [shared]");
+    next.close();
+    shared.close();
 }
 
 #[test]

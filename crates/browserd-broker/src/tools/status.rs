@@ -42,7 +42,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         vision: ctx.broker.vision_of(ctx.session),
         browser_settings: ctx.broker.lazy.as_ref().map(|lazy| {
             let requested = ctx.broker.tables().sessions.get(ctx.session).and_then(|info| info.browser.clone());
-            lazy.settings_status(requested)
+            lazy.settings_status(key, requested)
         }),
     })
 }

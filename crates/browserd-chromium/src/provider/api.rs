@@ -154,13 +154,18 @@ impl Provider for ChromiumProvider {
         // On a managed browser each tab gets its own window, so every tab stays visible: a hidden tab gets no
         // frames and the browser holds input to it for seconds. A remote (user's) browser keeps its tab strip.
         let new_window = self.kind == ProviderKind::Managed && !req.background;
+        let mut create = json!({"url": url, "background": req.background, "newWindow": new_window});
+        // An isolated session's tabs open in its own browser context; a session's viewport is held by its tabs.
+        if let Some(context) = self.context_for(&ctx.session, deadline).await? {
+            create["browserContextId"] = json!(context);
+            // A context's tabs need a window of the context (Chromium opens none for it otherwise), each its own
+            // and in front in it, so the tab draws frames.
+            create["newWindow"] = json!(true);
+            create["background"] = json!(false);
+        }
+        let viewport = self.config.session_tabs.get(&ctx.session).viewport;
         let r = self
-            .call(
-                None,
-                "Target.createTarget",
-                json!({"url": url, "background": req.background, "newWindow": new_window}),
-                deadline,
-            )
+            .call(None, "Target.createTarget", create, deadline)
             .await
             .map_err(|e| cdp_err(&e, "creating a tab"))?;
         let target = r["targetId"].as_str().unwrap_or_default().to_owned();
@@ -170,6 +175,7 @@ impl Provider for ChromiumProvider {
             .ok_or_else(|| ProviderError::new(ProviderErrorKind::Internal, "the browser returned no target id"))?;
         if let Some(t) = st.tabs.get_mut(&h) {
             t.opened_here = true;
+            t.viewport = viewport;
         }
         if let Some(t) = st.tabs.get_mut(&h)
             && url != "about:blank"
@@ -250,25 +256,41 @@ impl Provider for ChromiumProvider {
     }
 
     async fn claim_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
-        let mut st = self.st();
-        let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
-        match &t.claimed_by {
-            Some(s) if *s != ctx.session => Err(ProviderError::new(
-                ProviderErrorKind::Refused,
-                format!("tab {tab} is claimed by session {s}; ask it to release the tab first"),
-            )),
-            _ => {
-                t.claimed_by = Some(ctx.session.clone());
-                Ok(())
+        {
+            let mut st = self.st();
+            let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;
+            match &t.claimed_by {
+                Some(s) if *s != ctx.session => {
+                    return Err(ProviderError::new(
+                        ProviderErrorKind::Refused,
+                        format!("tab {tab} is claimed by session {s}; ask it to release the tab first"),
+                    ));
+                }
+                _ => t.claimed_by = Some(ctx.session.clone()),
             }
+        }
+        // A claimed tab shows the claiming session's viewport while it is the session's.
+        match self.config.session_tabs.get(&ctx.session).viewport {
+            Some(v) => self.pin_viewport(tab, Some(v), Instant::now() + ctx.timeout).await,
+            None => Ok(()),
         }
     }
 
     async fn release_tab(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
-        let mut st = self.st();
-        let Some(t) = st.tabs.get_mut(&tab) else { return Ok(()) };
-        if t.claimed_by.as_ref() == Some(&ctx.session) {
+        let unpinned = {
+            let mut st = self.st();
+            let Some(t) = st.tabs.get_mut(&tab) else { return Ok(()) };
+            if t.claimed_by.as_ref() != Some(&ctx.session) {
+                return Ok(());
+            }
             t.claimed_by = None;
+            t.viewport.is_some()
+        };
+        if unpinned {
+            // The user's tab gets its own size back, and the page session kept for the viewport goes.
+            let deadline = Instant::now() + ctx.timeout;
+            self.pin_viewport(tab, None, deadline).await?;
+            self.detach_now(tab, deadline).await?;
         }
         Ok(())
     }
@@ -281,28 +303,12 @@ impl Provider for ChromiumProvider {
     }
 
     async fn detach_debugger(&self, ctx: &OpContext, tab: TabHandle) -> Result<(), ProviderError> {
-        let deadline = Instant::now() + ctx.timeout;
-        let session = {
-            let mut st = self.st();
-            let Some(t) = st.tabs.get_mut(&tab) else { return Ok(()) };
-            let Some(s) = t.session.clone() else { return Ok(()) };
-            t.detaching = true;
-            s
-        };
-        match self.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), deadline).await {
-            Ok(_) | Err(CdpError::Protocol { .. }) => {}
-            Err(e) => return Err(cdp_err(&e, "detaching from the tab")),
+        // A tab holding its session's viewport keeps its page session: the override lives only as long as the
+        // session, and the page would otherwise change size between operations. It goes with the tab or its release.
+        if self.pinned_viewport(tab).is_some() {
+            return Ok(());
         }
-        let mut st = self.st();
-        st.by_session.remove(&session);
-        if let Some(t) = st.tabs.get_mut(&tab) {
-            t.session = None;
-            let kids: Vec<SessionId> = t.children.drain().map(|(k, _)| k).collect();
-            for k in kids {
-                st.by_session.remove(&k);
-            }
-        }
-        Ok(())
+        self.detach_now(tab, Instant::now() + ctx.timeout).await
     }
 
     async fn observe(
@@ -378,5 +384,32 @@ impl Provider for ChromiumProvider {
         params: &RawProtocolParams,
     ) -> Result<RawProtocolResult, ProviderError> {
         crate::advanced::raw_protocol(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
+    }
+}
+
+impl ChromiumProvider {
+    /// Ends `tab`'s page session (and its frames' sessions), if it has one.
+    pub(crate) async fn detach_now(&self, tab: TabHandle, deadline: Instant) -> Result<(), ProviderError> {
+        let session = {
+            let mut st = self.st();
+            let Some(t) = st.tabs.get_mut(&tab) else { return Ok(()) };
+            let Some(s) = t.session.clone() else { return Ok(()) };
+            t.detaching = true;
+            s
+        };
+        match self.call(None, "Target.detachFromTarget", json!({"sessionId": session.as_str()}), deadline).await {
+            Ok(_) | Err(CdpError::Protocol { .. }) => {}
+            Err(e) => return Err(cdp_err(&e, "detaching from the tab")),
+        }
+        let mut st = self.st();
+        st.by_session.remove(&session);
+        if let Some(t) = st.tabs.get_mut(&tab) {
+            t.session = None;
+            let kids: Vec<SessionId> = t.children.drain().map(|(k, _)| k).collect();
+            for k in kids {
+                st.by_session.remove(&k);
+            }
+        }
+        Ok(())
     }
 }

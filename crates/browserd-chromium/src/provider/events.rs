@@ -25,7 +25,7 @@ pub(super) fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Valu
     }
     let opener = info["openerId"].as_str().and_then(|o| st.by_target.get(o).copied());
     let h = st.preferred.remove(&target).unwrap_or_else(|| alloc.tab());
-    let tab = Tab::new(
+    let mut tab = Tab::new(
         h,
         target.clone(),
         info["url"].as_str().unwrap_or_default().to_owned(),
@@ -33,6 +33,8 @@ pub(super) fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Valu
         opener,
         st.revisions.clone(),
     );
+    // A popup of a tab holding a session's viewport holds it too (it becomes that session's tab).
+    tab.viewport = opener.and_then(|o| st.tabs.get(&o)).and_then(|o| o.viewport);
     st.tabs.insert(h, tab);
     st.by_target.insert(target, h);
     if let Some(o) = opener {

@@ -4,7 +4,10 @@
 
 mod api;
 mod events;
+mod profiles;
 mod sessions;
+
+pub use profiles::{SessionTabs, TabSettings};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,6 +41,8 @@ pub struct ChromiumConfig {
     pub download_dir: Option<PathBuf>,
     /// The site policy's check of a tab's and its frames' origins (`None`: every origin is allowed).
     pub origin_check: Option<crate::OriginCheck>,
+    /// What each session asked for its tabs (page viewport, own browser context), registered by the broker.
+    pub session_tabs: Arc<SessionTabs>,
 }
 
 /// A per-request id record for de-duplication.
@@ -66,6 +71,8 @@ pub struct ChromiumProvider {
     pub(crate) advanced: crate::advanced::Advanced,
     /// How observations got their accessibility trees.
     pub(crate) ax_stats: crate::ax::AxCounters,
+    /// Isolated sessions' browser contexts on this connection.
+    pub(crate) contexts: profiles::Contexts,
 }
 
 impl std::fmt::Debug for ChromiumProvider {
@@ -141,6 +148,7 @@ impl ChromiumProvider {
             discovered: tokio::sync::OnceCell::new(),
             advanced: crate::advanced::Advanced::default(),
             ax_stats: crate::ax::AxCounters::default(),
+            contexts: profiles::Contexts::default(),
         })
     }
 

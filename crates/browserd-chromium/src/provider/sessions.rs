@@ -83,6 +83,8 @@ impl ChromiumProvider {
         if self.advanced.collecting(tab) {
             crate::advanced::on_session_setup(self, session, tab, deadline).await?;
         }
+        // A tab holding its session's viewport gets it on every page session, before any operation runs.
+        self.apply_viewport(session, tab, deadline).await?;
         self.sync_frames(session, tab, deadline).await
     }
 
