@@ -42,7 +42,11 @@ async function start(answer, id, { turn = true } = {}) {
   const opened = await host.execute(agent, "browser_open", { url: site.url });
   const tab = opened.value.tab;
   const content = (await host.execute(agent, "browser_observe", { tab })).value.untrustedContent;
-  if (!turn) host.endTurn(agent, 1);
+  if (!turn) {
+    // Kept past the turn end (an unmarked tab is cleaned up there), then acted on outside any turn.
+    await host.execute(agent, "browser_mark_deliverable", { tab });
+    host.endTurn(agent, 1);
+  }
   const act = () => host.execute(agent, "browser_act", { tab, action: "click", target: refOf(content, 'button "Delete account"') });
   const batch = () =>
     host.execute(agent, "browser_batch", {
