@@ -43,7 +43,8 @@ const refOf = (content, needle) => {
 const opened = await call("browser_open", { url });
 const tab = opened.body.tab;
 const seen = await call("browser_observe", { tab });
-const content = seen.body.untrustedContent;
+// An observation comes back as text (the page's lines in the untrusted framing), not JSON.
+const content = typeof seen.body === "string" ? seen.body : seen.body.untrustedContent;
 const act = await call("browser_act", { tab, action: "click", target: refOf(content, 'button "Delete account"') });
 const batch = await call("browser_batch", {
   tab,
