@@ -3,11 +3,15 @@
 //! `agent/disposed` and `session/disposed` events, `ctx.attachments.saveImage`, and `tools/pre-execute` approvals).
 //! A global `browser_skill` tool loads the browser skill and registers the browser tools in the calling agent's
 //! scope; their disposers run only after a successful context reset (or with the agent's scope on disposal).
-//! DSH `turn/end` is the turn end; agent or session disposal closes the broker session (final cleanup).
+//! DSH `turn/end` is the turn end; agent or session disposal closes the broker session (final cleanup). When the broker
+//! holds an action for the user's approval (`APPROVAL_REQUIRED`), the user is asked through DSH's approval service
+//! (`approval.request`, as `tools/pre-execute` asks are); allowed grants exactly that action (`approval.grant`) and
+//! runs it once, anything else is `APPROVAL_DECLINED`, and without the service or an open turn the answer stands.
 //!
 //! Verified only by contract tests (real `cordis`, a minimal host shaped after DSH's documented services, the real
 //! broker and Chromium); the DSH runtime itself was not available. See adapters/README.md.
 
+import { approvalQuestion, callWithApproval } from "../common/approval.mjs";
 import { BrokerClient, BrokerError } from "../common/broker-client.mjs";
 import { BrowserSession, VISION, extractScreenshots, readSkill, resultFailure, resultText } from "../common/session.mjs";
 
@@ -282,7 +286,24 @@ export function apply(ctx, config = {}) {
         isConcurrencySafe: () => false,
         async execute(args, exec) {
           const vision = await dshVision(ctx, exec?.agent ?? agent);
-          const raw = await sess.callTool(spec.name, args, { callId: exec?.callId, generation, vision });
+          // An action the broker holds for the user's approval is asked through DSH's approval service (the one
+          // `tools/pre-execute` asks go through), inside the turn; yes grants exactly it (`approval.grant`).
+          const confirm = async (details) => {
+            const approval = ctx.get("approval");
+            if (!approval) return null;
+            let outcome;
+            try {
+              const { message } = approvalQuestion(details);
+              outcome = await approval.request({ agent: exec?.agent ?? agent, toolName: spec.name, callId: exec?.callId, reason: message });
+            } catch (err) {
+              // Outside a turn (or no approval UI): the broker's APPROVAL_REQUIRED stands.
+              trace(`approval:unavailable:${err.message}`);
+              return null;
+            }
+            trace(`approval:${outcome}`);
+            return typeof outcome === "string" && outcome.startsWith("allowed");
+          };
+          const raw = await callWithApproval(sess, spec.name, args, { callId: exec?.callId, generation, vision }, confirm);
           const failure = resultFailure(spec.name, raw);
           if (failure) throw new Error(failure);
           if (spec.name === "browser_context_reset") await unregister(entry);

@@ -3,10 +3,13 @@
 //! or the session ends; the core-tier tools are registered with the broker's JSON Schemas (`tools.list`) and
 //! `executionMode: "sequential"`. Pi's `agent_end` is the turn end (its `turn_end` fires per LLM call), and
 //! `session_start` / `session_shutdown` open and close the broker session keyed by Pi's session id. Failures throw,
-//! so Pi sets `isError`; nothing is added to the transcript at turn end.
+//! so Pi sets `isError`; nothing is added to the transcript at turn end. An action that needs the user's approval is
+//! asked with Pi's `ctx.ui.confirm` (yes: `approval.grant` and the call once more; no: `APPROVAL_DECLINED`; no UI:
+//! `APPROVAL_REQUIRED` stands; `../common/approval.mjs`).
 
 import fs from "node:fs";
 
+import { approvalQuestion, callWithApproval } from "../common/approval.mjs";
 import { BrokerClient, BrokerError, socketPath } from "../common/broker-client.mjs";
 import {
   BrowserSession,
@@ -145,10 +148,20 @@ export function createBrowserdExtension(options = {}) {
           // No promptSnippet: the skill already explains the tools; the system prompt stays short.
           parameters: spec.inputSchema,
           executionMode: "sequential",
-          async execute(toolCallId, params, _signal, _onUpdate, ctx) {
+          async execute(toolCallId, params, signal, _onUpdate, ctx) {
             // The mode follows the model making this call (the user may switch models within a session).
             const vision = piVision(ctx?.model);
-            const value = await s.callTool(spec.name, params, { callId: toolCallId, generation, vision });
+            // An action that needs the user's approval is asked through Pi's confirm dialog; without a UI the
+            // APPROVAL_REQUIRED answer stands.
+            const confirm = async (details) => {
+              if (!ctx?.hasUI) return null;
+              const { title, message } = approvalQuestion(details);
+              trace("approval:asked");
+              const yes = await ctx.ui.confirm(title, message, { signal });
+              trace(`approval:${yes ? "granted" : "declined"}`);
+              return yes === true;
+            };
+            const value = await callWithApproval(s, spec.name, params, { callId: toolCallId, generation, vision }, confirm);
             const failure = resultFailure(spec.name, value);
             if (failure) throw new Error(failure);
             const { value: shown, images } = extractScreenshots(value);

@@ -92,6 +92,51 @@ export async function fixtureServer() {
 }
 
 /**
+ * A loopback "Account settings" page for the approval tests: a "Delete account" button (high risk) and a "Save
+ * profile" form (submit); each click is recorded by the server (`records()`: what reached the site).
+ */
+export async function approvalSite() {
+  const records = [];
+  const page =
+    `<!doctype html><title>Account settings</title><h1>Account settings</h1>` +
+    `<form onsubmit="event.preventDefault(); fetch('/record', {method: 'POST', body: 'profile:save'})">` +
+    `<label>Display name <input id="name" value="Ada"></label> <button type="submit">Save profile</button></form>` +
+    `<button type="button" onclick="fetch('/record', {method: 'POST', body: 'account:delete'})">Delete account</button>`;
+  const server = http.createServer((req, res) => {
+    if (req.method === "POST" && req.url === "/record") {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", () => {
+        records.push(body);
+        res.end("ok");
+      });
+      return;
+    }
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.end(page);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  return {
+    url: `${base}/account`,
+    records: () => [...records],
+    /** Waits (by condition) until `event` was recorded; false after ~5 s. */
+    async waitFor(event) {
+      for (let i = 0; i < 500 && !records.includes(event); i++) await new Promise((r) => setTimeout(r, 10));
+      return records.includes(event);
+    },
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+/** Writes the browserd config (`$XDG_CONFIG_HOME/browserd/config.toml`) of an isolated environment. */
+export function writeConfig(env, text) {
+  const dir = path.join(env.config, "browserd");
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(path.join(dir, "config.toml"), text);
+}
+
+/**
  * The Rust fixture site (`browserd-fixture-site`, from `BROWSERD_FIXTURE_SITE`, else next to `BROWSERD_BIN`): the
  * pages of `crates/browserd-fixtures`, e.g. the picture check `/vision-check.html`, whose verdicts `results()` reads.
  */

@@ -98,7 +98,9 @@ export async function createPi(options) {
     agentDir,
     sessionManager: SessionManager.create(cwd, sessionDir),
   });
-  await runtime.session.bindExtensions({});
+  // `options.ui`: the host's UI (Pi's interactive and RPC modes bind one; the SDK default has none, `hasUI` false).
+  const bindings = options.ui ? { uiContext: options.ui } : {};
+  await runtime.session.bindExtensions(bindings);
 
   const record = (step) => (context, opts, state, m) => {
     llmCalls.push({

@@ -113,6 +113,16 @@ pub trait ToolBackend: Send + Sync + 'static {
     /// `tools.list`: the tools visible to the session now (empty when its tools are inactive).
     async fn list_tools(&self, session: &SessionId) -> Result<Vec<ToolSpec>, ErrorData>;
 
+    /// `approval.grant`: the user approved the action an `APPROVAL_REQUIRED` answer named (never a model tool; the
+    /// MCP layer calls it only on the user's answer to an elicitation).
+    async fn grant_approval(&self, approval: &str) -> Result<(), ErrorData> {
+        Err(ErrorData::new(
+            browserd_protocol::ErrorCode::UnsupportedCapability,
+            format!("this backend cannot grant approval {approval}"),
+        )
+        .with_next_step("Ask the user to run `browserd approve <id>` in a terminal."))
+    }
+
     /// A counter that moves each time the owner of browser state says this process's tool set changed (the
     /// broker's `tools.changed`); the MCP layer forwards each change as `notifications/tools/list_changed`.
     /// `None`: the backend never announces changes.

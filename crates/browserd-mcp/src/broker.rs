@@ -259,6 +259,11 @@ impl ToolBackend for BrokerBackend {
         })
     }
 
+    async fn grant_approval(&self, approval: &str) -> Result<(), ErrorData> {
+        let params = browserd_protocol::policy::ApprovalGrantParams { approval: approval.to_owned() };
+        self.call(&params).await.map(|granted| tracing::info!(approved = %granted.approved, "the user approved"))
+    }
+
     async fn list_tools(&self, session: &SessionId) -> Result<Vec<ToolSpec>, ErrorData> {
         Ok(self.call(&ToolsListParams { session: session.clone() }).await?.tools)
     }

@@ -13,6 +13,7 @@
 //! | `_meta.progressToken` | `notifications/progress` from backend updates, plus a heartbeat while the call runs |
 //! | a stdin line over 16 MiB | a JSON-RPC `INVALID_REQUEST` error naming the limit, under the line's id ([`stdin_limit`]) |
 //! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
+//! | `APPROVAL_REQUIRED` (an action, or the step a batch stopped before) and the client declared `elicitation` | `elicitation/create` naming the action; accept: `approval.grant`, then the call once more; decline: `APPROVAL_DECLINED` ([`approval`]) |
 //! | the broker's `tools.changed` (activation, the advanced tier, a reset) | `notifications/tools/list_changed` (`tools.listChanged` is advertised) |
 //!
 //! Results are compact JSON text plus `structuredContent`; screenshots become image content plus a file path
@@ -36,6 +37,7 @@
 //! comparison, Playwright MCP 0.0.83: 25 tools in 20 296 bytes; chrome-devtools-mcp 1.11.0: 32 in 28 628.
 //!
 //! # Layout
+//! - [`approval`]: asking the user through MCP elicitation when the broker answers `APPROVAL_REQUIRED`.
 //! - [`backend`]: the [`ToolBackend`] trait; [`broker::BrokerBackend`] implements it over the broker client,
 //!   tests use an in-process fake.
 //! - [`host`]: Codex turn metadata and host identity from the environment.
@@ -46,6 +48,7 @@
 //! - this file: [`McpArgs`] (the `browserd mcp` flags, the per-entry browser flags in [`BrowserFlags`]), [`serve`]
 //!   and [`serve_stdio`].
 
+pub mod approval;
 pub mod backend;
 pub mod broker;
 pub mod host;

@@ -312,13 +312,21 @@ impl McpServer {
 
         self.forward_tool_changes(&context.peer);
         let mut retried = false;
+        // Set once the user approved through elicitation: the same call runs once more (a batch: from that step on).
+        let mut approved: Option<(usize, Value)> = None;
         loop {
             let session = self.prepare(codex.as_ref(), client).await?;
             let request = ToolRequest {
                 session: session.clone(),
                 name: name.clone(),
-                arguments: arguments.clone(),
-                call_id: call_id.clone(),
+                arguments: match &approved {
+                    Some((from, _)) if *from > 0 => crate::approval::rest_of(&arguments, *from),
+                    _ => arguments.clone(),
+                },
+                // Another call id: the broker answers a repeated call id with its first answer.
+                call_id: call_id
+                    .as_ref()
+                    .map(|id| if approved.is_some() { format!("{id}:approved") } else { id.clone() }),
             };
             let outcome =
                 self.call_with_progress(request, &context.peer, token.clone(), context.ct.child_token()).await;
@@ -331,7 +339,32 @@ impl McpServer {
                     self.forget(&session).await;
                     retried = true;
                 }
+                // The user is asked (when the client can be); accept grants and runs it once more.
+                Err(error) if error.code == ErrorCode::ApprovalRequired && approved.is_none() => {
+                    let details = error.details.as_deref().cloned().unwrap_or_default();
+                    match self.ask_user(&context.peer, &details).await {
+                        crate::approval::Answer::Accepted => approved = Some((0, Value::Null)),
+                        crate::approval::Answer::Declined => return Err(crate::approval::declined(&details)),
+                        crate::approval::Answer::NotAsked => return Err(error),
+                    }
+                }
                 Err(error) => return Err(error),
+                Ok(value) if tool == ProtocolTool::Batch && approved.is_none() => {
+                    let Some((from, details)) = crate::approval::batch_waits(&value) else {
+                        return Ok(self.render(value));
+                    };
+                    match self.ask_user(&context.peer, &details).await {
+                        crate::approval::Answer::Accepted => approved = Some((from, value)),
+                        crate::approval::Answer::Declined => {
+                            return Ok(self.render(crate::approval::batch_declined(value, from)));
+                        }
+                        crate::approval::Answer::NotAsked => return Ok(self.render(value)),
+                    }
+                }
+                Ok(value) if tool == ProtocolTool::Batch => {
+                    let (from, first) = approved.take().unwrap_or_default();
+                    return Ok(self.render(if from > 0 { crate::approval::merge(first, from, &value) } else { value }));
+                }
                 Ok(value) => {
                     if tool == ProtocolTool::ContextReset && self.inner.backend.tools_changed().is_none() {
                         // The session's tools are hidden now; tell the host to list them again.
@@ -339,8 +372,28 @@ impl McpServer {
                             tracing::debug!(%error, "tools/list_changed not sent");
                         }
                     }
-                    return Ok(render::success_with(value, &self.inner.screenshots, self.inner.options.output_schemas));
+                    return Ok(self.render(value));
                 }
+            }
+        }
+    }
+
+    fn render(&self, value: Value) -> CallToolResult {
+        render::success_with(value, &self.inner.screenshots, self.inner.options.output_schemas)
+    }
+
+    /// Asks the user through elicitation about the approval `details` names; on accept, grants it.
+    async fn ask_user(&self, peer: &Peer<RoleServer>, details: &Value) -> crate::approval::Answer {
+        let answer = crate::approval::ask(peer, details).await;
+        if answer != crate::approval::Answer::Accepted {
+            return answer;
+        }
+        let id = details["approval"].as_str().unwrap_or_default();
+        match self.inner.backend.grant_approval(id).await {
+            Ok(()) => answer,
+            Err(error) => {
+                tracing::warn!(code = %error.code, message = %error.message, "granting the approval failed");
+                crate::approval::Answer::NotAsked
             }
         }
     }

@@ -180,6 +180,8 @@ error_codes! {
         "Ask the user to approve this action, then retry.";
     OriginNotAuthorised = "ORIGIN_NOT_AUTHORISED", 1303, Policy,
         "This site or frame is not authorised; ask the user to allow its origin.";
+    ApprovalDeclined = "APPROVAL_DECLINED", 1304, Policy,
+        "The user declined this action and nothing was sent; do not repeat it unless the user asks for it.";
 
     // Capability.
     UnsupportedCapability = "UNSUPPORTED_CAPABILITY", 1401, Capability,

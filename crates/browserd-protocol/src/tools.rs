@@ -275,6 +275,10 @@ pub struct BatchStepReport {
     /// What happened and what to do next.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When the step waits for the user's approval (`code` `APPROVAL_REQUIRED`): what the user must confirm, as the
+    /// `details` of an `APPROVAL_REQUIRED` answer (`approval` id, `class`, `origin`, `confirm`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<serde_json::Value>,
 }
 
 /// Where and why a batch stopped.

@@ -5,7 +5,14 @@
 //!
 //! The broker asks by answering `APPROVAL_REQUIRED` with what the user must confirm and the approval's id; the host's
 //! UI grants it with the `approval.grant` method (`browserd approve <id>` on a terminal), and the same call again then
-//! runs.
+//! runs. The hosts ask for the user: `browserd mcp` through MCP elicitation, the Pi and DSH adapters through their
+//! confirm and approval UIs; each then calls `approval.grant` with the answer's id. A file outside the upload roots is
+//! approved the same way, bound to that exact file (`approved_files`).
+//!
+//! Approvals are kept in memory only, on purpose: they live five minutes and are used once, and they bind the browser
+//! instance (`browser_instance`: this broker's run of its browser), which a restarted broker no longer has — a
+//! persisted approval could never match again, and a file of granted approvals would only be something to replay.
+//! After a restart the same call answers `APPROVAL_REQUIRED` with a new id.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -153,9 +160,30 @@ impl Approvals {
     }
 }
 
-/// The `APPROVAL_REQUIRED` answer: what the user must confirm, and how.
+/// What an `APPROVAL_REQUIRED` answer asks the user to confirm.
+#[derive(Debug, Clone)]
+pub struct Asked<'a> {
+    /// The approval's id.
+    pub id: &'a str,
+    /// The action, in a sentence (action, target, value, tab, why).
+    pub summary: &'a str,
+    /// The action's class.
+    pub class: ActionClass,
+    /// The page's origin.
+    pub origin: &'a str,
+    /// The step (its action and value are named in the details).
+    pub step: &'a ActParams,
+    /// The target's role and name as the caller was shown them (`None`: the page itself).
+    pub target: Option<&'a str>,
+}
+
+/// The `APPROVAL_REQUIRED` answer: what the user must confirm, and how. The details name the action, its class,
+/// target, value and origin, so a host's approval UI (MCP elicitation, Pi's confirm, DSH's pre-execute approval) can
+/// show exactly what will be done.
 #[must_use]
-pub fn approval_required(id: &str, summary: &str, class: ActionClass, origin: &str) -> ErrorData {
+pub fn approval_required(asked: &Asked<'_>) -> ErrorData {
+    let Asked { id, summary, class, origin, step, target } = asked;
+    let action = serde_json::to_value(step.action).unwrap_or_default();
     ErrorData::new(
         ErrorCode::ApprovalRequired,
         format!("{summary} needs the user's approval ({} on {origin}); nothing was sent", class.as_str()),
@@ -169,6 +197,9 @@ pub fn approval_required(id: &str, summary: &str, class: ActionClass, origin: &s
         "approval": id,
         "class": class,
         "origin": origin,
+        "action": action,
+        "target": target,
+        "value": step.value,
         "confirm": summary,
         "expiresInMs": APPROVAL_TTL.as_millis() as u64,
     }))
@@ -235,15 +266,26 @@ impl crate::tools::ToolCtx<'_> {
             summary.push_str(&format!(" with {value:?}"));
         }
         summary.push_str(&format!(" in tab {} ({why})", tab.0));
-        let browser = format!("{:?}@{:?}", self.broker.provider.kind(), self.broker.started);
-        let binding = Binding::of(self.session, &browser, &origin, class, line.as_deref(), step);
+        let binding = Binding::of(self.session, &self.browser_instance(), &origin, class, line.as_deref(), step);
         match self.broker.approvals.take_or_ask(&binding, &summary, Instant::now()) {
             Ok(()) => {
                 tracing::info!(class = class.as_str(), "an approved action runs");
                 Ok(())
             }
-            Err(id) => Err(approval_required(&id, &summary, class, &origin)),
+            Err(id) => Err(approval_required(&Asked {
+                id: &id,
+                summary: &summary,
+                class,
+                origin: &origin,
+                step,
+                target: line.as_deref(),
+            })),
         }
+    }
+
+    /// The browser instance an approval binds: which browser, and this broker's run of it.
+    pub(crate) fn browser_instance(&self) -> String {
+        format!("{:?}@{:?}", self.broker.provider.kind(), self.broker.started)
     }
 }
 
@@ -279,6 +321,19 @@ mod tests {
         let b3 = Binding::of(&s, "managed", "http://a.test", ActionClass::HighRisk, Some("button \"Delete\""), &again);
         assert_eq!(store.take_or_ask(&b3, "x", t0), Ok(()));
         assert!(store.take_or_ask(&b3, "x", t0).is_err(), "used once");
+        // Another value, session or browser instance (a restarted broker's browser) is another action too.
+        let typed = |v: &str| step(json!({"action": "fill", "target": "e2", "value": v}));
+        let fill = Binding::of(&s, "managed", "http://a.test", ActionClass::Input, Some("textbox \"To\""), &typed("a"));
+        let id = store.take_or_ask(&fill, "fill", t0).unwrap_err();
+        assert!(matches!(store.grant(&id, t0), Granted::Granted(_)));
+        let other_value =
+            Binding::of(&s, "managed", "http://a.test", ActionClass::Input, Some("textbox \"To\""), &typed("b"));
+        let other_session = Binding { session: SessionId::new("s2"), ..fill.clone() };
+        let restarted = Binding { browser: "managed@later".into(), ..fill.clone() };
+        for b in [&other_value, &other_session, &restarted] {
+            assert!(store.take_or_ask(b, "x", t0).is_err(), "{b:?} is not the approved action");
+        }
+        assert_eq!(store.take_or_ask(&fill, "x", t0), Ok(()), "the approved one still runs, once");
         // Expired.
         let id = store.take_or_ask(&b, "x", t0).unwrap_err();
         assert_eq!(store.grant(&id, t0 + APPROVAL_TTL + Duration::from_secs(1)), Granted::Unknown);

@@ -31,7 +31,7 @@ pub fn default_download_dir(env: &dyn Fn(&str) -> Option<String>) -> Option<Path
     env("HOME").filter(|v| !v.is_empty()).map(|home| PathBuf::from(home).join(".local/share/browserd/downloads"))
 }
 
-/// The provider's file settings: the upload roots, and the download directory (created private, 0700, if missing;
+/// The provider's file settings: the upload roots (and the staging directory of approved files), and the download directory (created private, 0700, if missing;
 /// when it cannot be made, downloads stay denied and the broker log says why).
 #[must_use]
 pub fn chromium_config(files: &FilesConfig) -> browserd_chromium::ChromiumConfig {
@@ -42,7 +42,10 @@ pub fn chromium_config(files: &FilesConfig) -> browserd_chromium::ChromiumConfig
             None
         }
     });
-    browserd_chromium::ChromiumConfig { upload_roots: files.upload_roots.clone(), download_dir, ..Default::default() }
+    // The browser also reads the private copies of files the user approved for one upload (`approved_files`).
+    let mut upload_roots = files.upload_roots.clone();
+    upload_roots.push(super::approved_files::staging_dir());
+    browserd_chromium::ChromiumConfig { upload_roots, download_dir, ..Default::default() }
 }
 
 fn make_private_dir(dir: &Path) -> std::io::Result<()> {

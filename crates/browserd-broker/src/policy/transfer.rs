@@ -1,5 +1,6 @@
-//! Files in and out of the page (BRIEF §8, issue 16 item 4): an `upload` action (or batch step) is refused before
-//! dispatch unless its file lies inside `[files] upload_roots` (symbolic links resolved), and a completed download
+//! Files in and out of the page (BRIEF §8, issue 16 item 4): an `upload` action (or batch step) of a missing file is
+//! refused before dispatch; one outside `[files] upload_roots` (symbolic links resolved) waits for the user's approval
+//! of exactly that file (`approved_files`; [`upload_refusal`] is the plain refusal), and a completed download
 //! in an action's effects gets its receipt — size, SHA-256 and media type, read from the file in the download
 //! directory, which browserd never opens or runs.
 
@@ -51,10 +52,11 @@ pub fn upload_refusal(path: &str, roots: &[PathBuf]) -> Option<ErrorData> {
     None
 }
 
-/// The check before a tool runs: every upload the call would make.
+/// The check before a tool runs: every upload the call would make names an existing regular file (a file outside
+/// the upload roots is then the user's to approve, step by step: `approved_files`).
 ///
 /// # Errors
-/// `POLICY_DENIED` naming `files.upload_roots`, or `INVALID_PARAMS` for a missing file.
+/// `INVALID_PARAMS` for a missing file or one that is not a regular file.
 pub(crate) fn before(config: &BrokerConfig, call: &ToolCall) -> Result<(), ErrorData> {
     let upload = |p: &ActParams| (p.action == ActionKind::Upload).then(|| p.value.clone()).flatten();
     let paths: Vec<String> = match call {
@@ -63,8 +65,13 @@ pub(crate) fn before(config: &BrokerConfig, call: &ToolCall) -> Result<(), Error
         _ => Vec::new(),
     };
     for path in paths {
-        if let Some(e) = upload_refusal(&path, &config.files.upload_roots) {
-            return Err(e);
+        match upload_refusal(&path, &config.files.upload_roots) {
+            Some(e) if e.code != ErrorCode::PolicyDenied => return Err(e),
+            // Outside the roots: approvable, when it is an existing regular file.
+            Some(_) if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) => {
+                return Err(ErrorData::invalid_params(format!("{path} is not a regular file")));
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -122,7 +129,7 @@ fn receipt(download: &mut Value, dir: Option<&Path>) {
 }
 
 /// Size and lower-case hex SHA-256 of a file, read in blocks.
-fn digest(path: &Path) -> std::io::Result<(u64, String)> {
+pub(crate) fn digest(path: &Path) -> std::io::Result<(u64, String)> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];

@@ -7,7 +7,7 @@ use crate::dispatch::{err, to_value};
 use crate::limits::user_stopped;
 use crate::tools::ToolCtx;
 
-pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Value, ErrorData> {
+pub(crate) async fn call(ctx: &mut ToolCtx<'_>, mut params: ActParams) -> Result<Value, ErrorData> {
     let key = ctx.key;
     let rt = ctx.runtime();
     crate::vision::refuse_points(ctx.broker.vision_of(ctx.session).mode, [&params])?;
@@ -16,6 +16,8 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: ActParams) -> Result<Val
     // Stop wins over asking the user: a stopped tab is refused before any approval is asked for.
     ctx.broker.check_not_stopped(tab)?;
     ctx.check_approval(tab, &params)?;
+    // An upload from outside the upload roots: the user's approval of exactly that file (then its staged copy).
+    ctx.check_upload(tab, &mut params)?;
     let admission = ctx.admit_write(tab).await?;
     tokio::select! {
         r = rt.act(key, tab, &params, None) => {

@@ -71,16 +71,19 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
             break;
         }
         // A step that needs the user's approval: the batch stops before it (the answer names the approval).
-        if let Err(e) = ctx.check_approval(tab, step) {
+        let mut step = step.clone();
+        if let Err(e) = ctx.check_approval(tab, &step).and_then(|()| ctx.check_upload(tab, &mut step)) {
             stopped = Some(stop_at(index, BatchStopReason::HighRisk));
-            results.push(
-                report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
-                    .with_code(e.code.as_str(), format!("not started: {} {}", e.message, e.next_step)),
-            );
+            let mut rep = report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
+                .with_code(e.code.as_str(), format!("not started: {} {}", e.message, e.next_step));
+            if e.code == ErrorCode::ApprovalRequired {
+                rep.approval = e.details.map(|d| *d);
+            }
+            results.push(rep);
             break;
         }
         let run = tokio::select! {
-            r = tokio::time::timeout_at(deadline, rt.act(key, tab, step, None)) => match r {
+            r = tokio::time::timeout_at(deadline, rt.act(key, tab, &step, None)) => match r {
                 Ok(Ok(result)) => Ok(result),
                 // A Stop the step itself ran into (refused at the last hop) is the same Stop as the one below.
                 Ok(Err(e)) => match err(&e) {
@@ -147,7 +150,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
 
 fn report(step: u32, status: BatchStepStatus, outcome: Outcome) -> BatchStepReport {
     let dispatch = (status == BatchStepStatus::NotStarted).then_some(Dispatch::NotDispatched);
-    BatchStepReport { step, status, outcome, dispatch, code: None, message: None }
+    BatchStepReport { step, status, outcome, dispatch, code: None, message: None, approval: None }
 }
 
 trait WithCode {
