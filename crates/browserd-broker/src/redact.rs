@@ -64,7 +64,8 @@ pub fn scrub_json(value: &Value) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if k == "title" && !v.is_null() { Value::String(WITHHELD.to_owned()) } else { scrub_json(v) };
+                    let v =
+                        if k == "title" && !v.is_null() { Value::String(WITHHELD.to_owned()) } else { scrub_json(v) };
                     (k.clone(), v)
                 })
                 .collect(),

@@ -270,8 +270,9 @@ async fn a_screenshot_point_in_a_denied_frame_is_refused_before_any_input() {
     // A click at a point of the screenshot inside the denied frame: refused, nothing sent (the server never hears of
     // it), whatever element is under the point there.
     for (x, y) in [(px("fx"), px("fy")), (px("fx") + 100.0, px("fy") - 40.0)] {
-        let acted =
-            r.tool("browser_act", json!({"tab": tab, "action": "click", "at": {"imageId": image, "x": x, "y": y}})).await;
+        let acted = r
+            .tool("browser_act", json!({"tab": tab, "action": "click", "at": {"imageId": image, "x": x, "y": y}}))
+            .await;
         assert_eq!(acted["outcome"], "failed", "{acted}");
         assert_eq!(acted["code"], "ORIGIN_NOT_AUTHORISED", "{acted}");
         assert_eq!(acted["dispatch"], "notDispatched", "{acted}");
@@ -280,13 +281,19 @@ async fn a_screenshot_point_in_a_denied_frame_is_refused_before_any_input() {
     }
     // A hover there too: no input of any kind reaches the frame.
     let hovered = r
-        .tool("browser_act", json!({"tab": tab, "action": "hover", "at": {"imageId": image, "x": px("fx"), "y": px("fy")}}))
+        .tool(
+            "browser_act",
+            json!({"tab": tab, "action": "hover", "at": {"imageId": image, "x": px("fx"), "y": px("fy")}}),
+        )
         .await;
     assert_eq!(hovered["code"], "ORIGIN_NOT_AUTHORISED", "{hovered}");
 
     // A point on the allowed page's own button still works.
     let clicked = r
-        .tool("browser_act", json!({"tab": tab, "action": "click", "at": {"imageId": image, "x": px("bx"), "y": px("by")}}))
+        .tool(
+            "browser_act",
+            json!({"tab": tab, "action": "click", "at": {"imageId": image, "x": px("bx"), "y": px("by")}}),
+        )
         .await;
     assert_eq!(clicked["outcome"], "succeeded", "{clicked}");
     let count = user.eval_in("/policy-frame.html", "document.getElementById('status').textContent").await;

@@ -51,10 +51,11 @@ async fn loaded_tab(link: &ExtensionLink, session: &str, url: &str) -> i64 {
 /// The relay's session of the tab showing `url`, and the child session of its cross-site frame at `frame_url`.
 async fn frame_session(cdp: &Cdp, url: &str, frame_url: &str) -> (SessionId, SessionId) {
     let targets = cdp.call(None, "Target.getTargets", json!({}), WAIT).await.unwrap();
-    let target = targets["targetInfos"].as_array().unwrap().iter().find(|t| t["url"] == url).expect("the tab")
-        ["targetId"]
-        .clone();
-    let att = cdp.call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), WAIT).await.unwrap();
+    let target =
+        targets["targetInfos"].as_array().unwrap().iter().find(|t| t["url"] == url).expect("the tab")["targetId"]
+            .clone();
+    let att =
+        cdp.call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), WAIT).await.unwrap();
     let top = SessionId(att["sessionId"].as_str().unwrap().to_owned());
     let mut events = cdp.events();
     cdp.call(

@@ -184,7 +184,10 @@ async fn the_bundle_holds_no_url_query_form_value_page_text_or_config_secret_and
     assert_eq!(tab["url"], format!("{}?…", site.url("/diagnose.html")), "the URL cut at its query: {tab}");
     assert_eq!(tab["title"], "(withheld: page content)", "{tab}");
     let rows = bundle["audit"]["rows"].as_array().unwrap();
-    assert!(rows.iter().any(|r| r["action"] == "act" && r["input"] == "type" && r["outcome"] == "succeeded"), "{rows:?}");
+    assert!(
+        rows.iter().any(|r| r["action"] == "act" && r["input"] == "type" && r["outcome"] == "succeeded"),
+        "{rows:?}"
+    );
     assert!(rows.iter().any(|r| r["action"] == "tab.open" && r["origin"] == site.url("")), "the origin only: {rows:?}");
     let lines = bundle["logs"]["lines"].as_array().unwrap();
     assert!(!lines.is_empty(), "the broker's own log lines are kept: {bundle:#}");

@@ -113,8 +113,9 @@ async fn versions(config: &config::BrokerConfig, runtime: Option<&Path>) -> Valu
         }
         Err(e) => json!({"error": e.to_string()}),
     };
-    let bundled = serde_json::from_str::<Value>(BUNDLED_EXTENSION_MANIFEST).ok().and_then(|m| m["version"].as_str()
-        .map(str::to_owned));
+    let bundled = serde_json::from_str::<Value>(BUNDLED_EXTENSION_MANIFEST)
+        .ok()
+        .and_then(|m| m["version"].as_str().map(str::to_owned));
     let endpoint = std::env::var_os(browserd_native::host::SOCKET_ENV)
         .filter(|p| !p.is_empty())
         .map(PathBuf::from)
@@ -262,10 +263,9 @@ fn preview(b: &Value, total: usize) -> String {
         Value::String(s) => s.clone(),
         p => format!("{} paired", p["version"].as_str().unwrap_or("?")),
     };
-    let chromium = v["chromium"]["version"].as_str().map_or_else(
-        || format!("Chromium: {}", v["chromium"]["error"].as_str().unwrap_or("unknown")),
-        str::to_owned,
-    );
+    let chromium = v["chromium"]["version"]
+        .as_str()
+        .map_or_else(|| format!("Chromium: {}", v["chromium"]["error"].as_str().unwrap_or("unknown")), str::to_owned);
     let versions = format!(
         "browserd {}, {chromium}, extension {} bundled ({paired}), {}",
         v["browserd"].as_str().unwrap_or("?"),

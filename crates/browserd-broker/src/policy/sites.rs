@@ -385,9 +385,11 @@ mod tests {
             .split(',')
             .map(str::trim)
             .filter(|item| !item.is_empty())
-            .map(|item| item.strip_prefix('\'').and_then(|i| i.strip_suffix('\'')).unwrap_or_else(|| {
-                panic!("sites.js REAL_PROFILE_DENY item {item:?} is not a single-quoted string")
-            }))
+            .map(|item| {
+                item.strip_prefix('\'')
+                    .and_then(|i| i.strip_suffix('\''))
+                    .unwrap_or_else(|| panic!("sites.js REAL_PROFILE_DENY item {item:?} is not a single-quoted string"))
+            })
             .collect();
         assert_eq!(copied, REAL_PROFILE_DENY, "extension/lib/sites.js REAL_PROFILE_DENY differs from the broker's");
     }

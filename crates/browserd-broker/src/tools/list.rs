@@ -13,20 +13,22 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: ListParams) -> Result<V
     let key = ctx.key;
     let rt = ctx.runtime();
     let tabs = rt.list_tabs(key).await.map_err(|e| err(&e))?;
-    let session = ctx.session;
-    let listed = tabs
-        .iter()
-        .map(|view| {
-            let mut tab = to_proto::listed_tab(view);
-            // A tab on a page the policy refuses is listed by its origin (or scheme) only: no URL, no title.
-            if let Some(shown) =
-                tab.url.as_deref().and_then(|u| crate::policy::enforce::withheld_url(ctx.broker, Some(session), u))
-            {
-                tab.url = Some(shown);
-                tab.title = None;
-            }
-            tab
-        })
-        .collect();
+    let listed = tabs.iter().map(|view| listed_tab(ctx, view)).collect();
     to_value(&ListResult { tabs: listed })
+}
+
+/// One tab as `browser_list` and `browser_status` show it: a tab on a page the policy refuses is listed by its origin
+/// (or scheme) only — no URL, no title.
+pub(crate) fn listed_tab(
+    ctx: &ToolCtx<'_>,
+    view: &browserd_core::lifecycle::TabView,
+) -> browserd_protocol::tools::ListedTab {
+    let mut tab = to_proto::listed_tab(view);
+    if let Some(shown) =
+        tab.url.as_deref().and_then(|u| crate::policy::enforce::withheld_url(ctx.broker, Some(ctx.session), u))
+    {
+        tab.url = Some(shown);
+        tab.title = None;
+    }
+    tab
 }

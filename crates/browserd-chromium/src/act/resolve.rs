@@ -235,7 +235,10 @@ impl Run<'_> {
         {
             return Err(Fail::new(
                 codes::ORIGIN_NOT_AUTHORISED,
-                format!("the point ({:.0}, {:.0}) of image {} is in a frame that shows {why}; nothing was sent", pt.x, pt.y, geom.image_id),
+                format!(
+                    "the point ({:.0}, {:.0}) of image {} is in a frame that shows {why}; nothing was sent",
+                    pt.x, pt.y, geom.image_id
+                ),
             ));
         }
         if let (Some((dx, dy)), Some((hs, frame, backend))) = (m.scrolled, &hit) {
