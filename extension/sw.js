@@ -117,11 +117,41 @@ async function describe(tab) {
 
 // ---- chrome events -> broker -------------------------------------------------------------------------------------
 
-chrome.debugger.onEvent.addListener((source, method, params) => emit('cdp', { source, method, params }));
+/** The child DevTools sessions of each tab (out-of-process frames, workers) and the URL each one shows, from the
+ *  events that announce them: `${tabId}/${sessionId}` -> { targetId, url }. The site gate checks a command sent to
+ *  a child session against its own document, not the tab's. */
+const children = new Map();
+
+function noteChild(source, method, params) {
+  if (source?.tabId === undefined) return;
+  const key = (sessionId) => `${source.tabId}/${sessionId}`;
+  if (method === 'Target.attachedToTarget' && params?.sessionId) {
+    children.set(key(params.sessionId), { targetId: params.targetInfo?.targetId, url: params.targetInfo?.url ?? '' });
+  } else if (method === 'Target.detachedFromTarget' && params?.sessionId) {
+    children.delete(key(params.sessionId));
+  } else if (method === 'Target.targetInfoChanged' && params?.targetInfo?.targetId) {
+    for (const [k, child] of children) {
+      if (k.startsWith(`${source.tabId}/`) && child.targetId === params.targetInfo.targetId) child.url = params.targetInfo.url ?? child.url;
+    }
+  } else if (method === 'Page.frameNavigated' && source.sessionId && params?.frame && !params.frame.parentId) {
+    const child = children.get(key(source.sessionId));
+    if (child) child.url = params.frame.url + (params.frame.urlFragment ?? '');
+  }
+}
+
+function forgetChildren(tabId) {
+  for (const k of children.keys()) if (k.startsWith(`${tabId}/`)) children.delete(k);
+}
+
+chrome.debugger.onEvent.addListener((source, method, params) => {
+  noteChild(source, method, params);
+  emit('cdp', { source, method, params });
+});
 chrome.debugger.onDetach.addListener((source, reason) => {
   if (source.tabId !== undefined) {
     attached.delete(source.tabId);
     gate.dropTab(source.tabId);
+    forgetChildren(source.tabId);
   }
   emit('detach', { source, reason });
 });
@@ -131,6 +161,7 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
 });
 chrome.tabs.onRemoved.addListener(async (tabId) => {
   attached.delete(tabId);
+  forgetChildren(tabId);
   gate.forgetTab(tabId);
   unstop(tabId);
   const targetId = targetIds.get(tabId) ?? null;
@@ -240,19 +271,29 @@ async function status() {
 
 // ---- commands from the broker -------------------------------------------------------------------------------------
 
-/** The site policy at the last hop: a command to a tab that shows (or is loading) an origin the policy does not
- *  authorise is refused, and so is a navigation to one; going to an allowed page (`Page.navigate`) stays possible. */
-async function checkSite(tabId, method, params) {
+/** The site policy at the last hop, with the lists of the agent session that owns the tab: a command to a tab that
+ *  shows (or is loading) an origin the policy does not authorise is refused, and so is a navigation to one; going to
+ *  an allowed page (`Page.navigate`) stays possible. A command to a child session (an out-of-process frame) is
+ *  checked against that frame's own document; a child session the gate never saw announced is refused. */
+async function checkSite(tabId, method, params, sessionId) {
+  const session = (await owners.get(tabId))?.session;
+  const refuse = (what) => { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `${what}; nothing was sent`); };
   if (method === 'Page.navigate') {
-    const why = sites.refusal(params?.url ?? '');
-    if (why) { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `refused to navigate tab ${tabId}: ${why}; nothing was sent`); }
-    return;
+    const why = sites.refusal(params?.url ?? '', session);
+    if (why) refuse(`refused to navigate ${sessionId ? `a frame of tab ${tabId}` : `tab ${tabId}`}: ${why}`);
+    if (!sessionId) return;
+  }
+  if (sessionId) {
+    const child = children.get(`${tabId}/${sessionId}`);
+    if (!child) refuse(`${method} to a frame of tab ${tabId} the extension's gate does not know (session ${sessionId})`);
+    const why = sites.refusal(child.url, session);
+    if (why) refuse(`${method} to a frame of tab ${tabId}: the frame shows ${why}`);
   }
   let tab;
   try { tab = await chrome.tabs.get(tabId); } catch { return; }
   for (const url of [tab.url, tab.pendingUrl]) {
-    const why = url ? sites.refusal(url) : null;
-    if (why) { gate.refused++; throw new GateError('ORIGIN_NOT_AUTHORISED', `tab ${tabId} shows ${why}; nothing was sent`); }
+    const why = url ? sites.refusal(url, session) : null;
+    if (why) refuse(`tab ${tabId} shows ${why}`);
   }
 }
 
@@ -261,7 +302,7 @@ async function cdpSend(a) {
   // The scheme gate: a navigation's destination, and the page the tab shows, before any command reaches it.
   if (a.method === 'Page.navigate') refuseUrl(a.params?.url, 'navigating');
   await refuseTab(target.tabId, `${a.method} on`);
-  await checkSite(target.tabId, a.method, a.params);
+  await checkSite(target.tabId, a.method, a.params, target.sessionId);
   // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
   return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }

@@ -52,35 +52,50 @@ export function parsePattern(text) {
 
 export class SitePolicy {
   constructor() {
-    this.set({ allow: [], deny: [], realProfileDeny: REAL_PROFILE_DENY });
+    this.set({ allow: [], deny: [], realProfileDeny: REAL_PROFILE_DENY, sessions: {} });
     this.fromBroker = false;
   }
 
-  /** The broker's policy: `{allow, deny, realProfileDeny}` (pattern lists). */
+  /** The broker's policy: `{allow, deny, realProfileDeny, sessions}` (pattern lists; `sessions` maps an agent
+   *  session to its own `{allowed, blocked}` lists, from `browserd mcp --allowed-origins/--blocked-origins`). */
   set(p) {
-    this.allow = (p.allow || []).map(parsePattern);
-    this.deny = (p.deny || []).map(parsePattern);
-    this.realProfileDeny = (p.realProfileDeny || []).map(parsePattern);
-    this.fromBroker = true;
-    return { allow: this.allow.length, deny: this.deny.length, realProfileDeny: this.realProfileDeny.length };
+    const allow = (p.allow || []).map(parsePattern);
+    const deny = (p.deny || []).map(parsePattern);
+    const realProfileDeny = (p.realProfileDeny || []).map(parsePattern);
+    const sessions = new Map();
+    for (const [session, lists] of Object.entries(p.sessions || {})) {
+      sessions.set(session, { allowed: (lists.allowed || []).map(parsePattern), blocked: (lists.blocked || []).map(parsePattern) });
+    }
+    // Parsed in full before anything changes: a bad pattern leaves the policy as it was.
+    Object.assign(this, { allow, deny, realProfileDeny, sessions, fromBroker: true });
+    return { allow: allow.length, deny: deny.length, realProfileDeny: realProfileDeny.length, sessions: sessions.size };
   }
 
   /** What the gate checks with (for status). */
   snapshot() {
     const texts = (ps) => ps.map((p) => p.text);
-    return { fromBroker: this.fromBroker, allow: texts(this.allow), deny: texts(this.deny), realProfileDeny: this.realProfileDeny.length };
+    const sessions = Object.fromEntries([...this.sessions].map(([s, l]) => [s, { allowed: texts(l.allowed), blocked: texts(l.blocked) }]));
+    return { fromBroker: this.fromBroker, allow: texts(this.allow), deny: texts(this.deny), realProfileDeny: this.realProfileDeny.length, sessions };
   }
 
-  /** Why `url` may not be shown or acted on, or null. */
-  refusal(url) {
+  /** Why `url` may not be shown or acted on by agent `session` (the tab's owner; its own lists apply), or null. The
+   *  order is the broker's (`SitePolicy::decide`): the session's blocked list, the deny list, the allow list, the
+   *  session's allowed list, then the real-profile list unless an allow list names the origin (not by `*`). */
+  refusal(url, session) {
     const o = originOf(url);
     if (!o) return null;
+    const own = session !== undefined && session !== null ? this.sessions.get(session) : undefined;
+    const b = own?.blocked.find((p) => p.test(o));
+    if (b) return `${o.text} is blocked for this agent session (--blocked-origins ${b.text})`;
     const d = this.deny.find((p) => p.test(o));
     if (d) return `${o.text} is denied by the browserd policy (${d.text})`;
     const a = this.allow.find((p) => p.test(o));
     if (this.allow.length && !a) return `${o.text} is not in the browserd policy's allow list`;
+    const sa = own?.allowed.find((p) => p.test(o));
+    if (own?.allowed.length && !sa) return `${o.text} is not in this agent session's --allowed-origins`;
+    const named = (p) => p && !p.wildcard;
     const r = this.realProfileDeny.find((p) => p.test(o));
-    if (r && !(a && !a.wildcard)) return `${o.text} is on browserd's real-profile deny list (${r.text})`;
+    if (r && !named(a) && !named(sa)) return `${o.text} is on browserd's real-profile deny list (${r.text})`;
     return null;
   }
 }

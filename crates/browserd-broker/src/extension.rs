@@ -130,8 +130,11 @@ pub struct ExtensionProvider {
     forward: Vec<tokio::task::JoinHandle<()>>,
     /// The scheme policy sent to the extension's gate at every connect (`schemes.set`).
     gate_schemes: Mutex<serde_json::Value>,
-    /// The site policy for the extension's last-hop gate, and the service-worker instance it was last handed to.
-    gate_policy: Mutex<(Option<Value>, Option<String>)>,
+    /// The site policy for the extension's last-hop gate, and the service-worker instance and sessions' generation it
+    /// was last handed to.
+    gate_policy: Mutex<(Option<Value>, Option<(String, u64)>)>,
+    /// The sessions' own lists (`browserd mcp --allowed-origins/--blocked-origins`), added to the policy handed over.
+    gate_sessions: Mutex<Option<crate::policy::enforce::GateSessions>>,
 }
 
 impl std::fmt::Debug for ExtensionProvider {
@@ -277,6 +280,7 @@ impl ExtensionProvider {
             forward: vec![provider_events, link_events],
             gate_schemes: Mutex::new(serde_json::json!({})),
             gate_policy: Mutex::new((None, None)),
+            gate_sessions: Mutex::new(None),
         })
     }
 
@@ -285,20 +289,35 @@ impl ExtensionProvider {
         *self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = (Some(policy), None);
     }
 
-    /// Hands the site policy to the current service worker unless it has it (a new pairing or worker has not). Fails
-    /// closed: an extension that does not take it gets no page work.
+    /// The sessions' own lists the extension's gate gets with the site policy (and again whenever they change).
+    pub fn set_gate_sessions(&self, sessions: crate::policy::enforce::GateSessions) {
+        *self.gate_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(sessions);
+    }
+
+    /// Hands the site policy, with the sessions' own lists, to the current service worker unless it has them (a new
+    /// pairing or worker has not; a session's lists changed). Fails closed: an extension that does not take it gets
+    /// no page work.
     async fn push_gate_policy(&self) -> Result<(), ProviderError> {
         let link = self.link();
         let instance = link.info().instance.clone();
+        let sessions = self.gate_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+        let (generation, lists) = sessions.map_or((0, Value::Object(serde_json::Map::new())), |f| f());
         let policy = {
             let held = self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             match &*held {
-                (Some(policy), sent) if sent.as_deref() != Some(instance.as_str()) => policy.clone(),
-                _ => return Ok(()),
+                (Some(_), Some((sent, g))) if *sent == instance && *g == generation => return Ok(()),
+                (Some(policy), _) => {
+                    let mut policy = policy.clone();
+                    if let Some(map) = policy.as_object_mut() {
+                        map.insert("sessions".to_owned(), lists);
+                    }
+                    policy
+                }
+                (None, _) => return Ok(()),
             }
         };
         link.call("policy.set", policy).await.map_err(|e| ext_err(&e, "handing the site policy to the extension"))?;
-        self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = Some(instance);
+        self.gate_policy.lock().unwrap_or_else(std::sync::PoisonError::into_inner).1 = Some((instance, generation));
         Ok(())
     }
 

@@ -96,6 +96,8 @@ pub struct LazyOptions {
     pub gate_schemes: serde_json::Value,
     /// The site policy handed to the extension's last-hop gate (`policy.set`) on every pairing.
     pub gate_policy: serde_json::Value,
+    /// The sessions' own lists, added to `gate_policy` whenever they change.
+    pub gate_sessions: Option<crate::policy::enforce::GateSessions>,
 }
 
 impl std::fmt::Debug for LazyOptions {
@@ -128,6 +130,7 @@ impl LazyOptions {
             backoff_max: Duration::from_millis(config.reconnect_backoff_max_ms).max(backoff),
             gate_schemes: crate::policy::schemes::gate_copy(config),
             gate_policy: crate::policy::enforce::gate_policy(&config.policy),
+            gate_sessions: None,
         }
     }
 
@@ -369,6 +372,9 @@ impl LazyChromium {
             ExtensionProvider::with_pairings(link, self.paired.subscribe(), self.alloc.clone(), self.config.clone());
         ext.set_gate_schemes(self.options.gate_schemes.clone());
         ext.set_gate_policy(self.options.gate_policy.clone());
+        if let Some(sessions) = &self.options.gate_sessions {
+            ext.set_gate_sessions(sessions.clone());
+        }
         (ext.clone(), Some(ext))
     }
 

@@ -28,6 +28,8 @@
 //! - [`policy`]: the policy checks: URL schemes (`policy::schemes`), the `[files]` section (`policy::files`), the site
 //!   policy (origin patterns, `[policy]`, a session's lists) and where it is enforced, action classes and approvals.
 //! - [`retention`]: the screenshot and spill files' retention (15 min / 100 MB) and the broker's sweeper.
+//! - [`redact`]: what `browserd diagnose` (`cli::diagnose`) takes out: URL queries, page titles, every log line but
+//!   the broker's own events.
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
 
 pub mod advanced;
@@ -48,6 +50,7 @@ pub mod lazy;
 pub mod limits;
 pub mod policy;
 mod reconcile;
+pub mod redact;
 pub mod request_ids;
 pub mod retention;
 pub mod risk;

@@ -139,8 +139,11 @@ impl Broker {
     #[must_use]
     pub fn from_config(config: BrokerConfig, state_dir: Option<&std::path::Path>) -> Arc<Self> {
         let target = BrowserTarget::from_config(&config, state_dir);
-        let options = crate::lazy::LazyOptions::from_config(&config);
         let policy = crate::policy::enforce::Policy::from_config(&config.policy);
+        let options = crate::lazy::LazyOptions {
+            gate_sessions: Some(policy.gate_sessions()),
+            ..crate::lazy::LazyOptions::from_config(&config)
+        };
         let lazy = Arc::new(LazyChromium::with_options(
             target,
             policy.with_files(crate::policy::files::chromium_config(&config.files)),
@@ -158,7 +161,10 @@ impl Broker {
             target,
             policy.with_files(crate::policy::files::chromium_config(&config.files)),
             crate::config::BrowserChoice::Auto,
-            crate::lazy::LazyOptions::from_config(&config),
+            crate::lazy::LazyOptions {
+                gate_sessions: Some(policy.gate_sessions()),
+                ..crate::lazy::LazyOptions::from_config(&config)
+            },
         ));
         Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config, policy)
     }

@@ -140,6 +140,9 @@ impl Broker {
                 .filter(|r| r.alive && visible(r.owner()))
                 .map(|r| {
                     let viewer = r.owner().cloned().unwrap_or_else(|| SessionKey(String::new()));
+                    // A page the policy refuses (for the tab's owner) is shown by its origin or scheme only.
+                    let owner = r.owner().map(to_proto::session_id);
+                    let withheld = crate::policy::enforce::withheld_url(self, owner.as_ref(), &r.url);
                     TabStatus {
                         tab: to_proto::tab_id(r.tab),
                         session: r.owner().map(to_proto::session_id),
@@ -147,8 +150,8 @@ impl Broker {
                         state: to_proto::resource_state(r.state),
                         mark: r.ownership.as_ref().and_then(|o| o.mark).map(|m| to_proto::mark_kind(m.kind)),
                         group: r.group.map(to_proto::group_id),
-                        url: Some(r.url.clone()),
-                        title: Some(r.title.clone()),
+                        title: if withheld.is_some() { None } else { Some(r.title.clone()) },
+                        url: Some(withheld.unwrap_or_else(|| r.url.clone())),
                     }
                 })
                 .collect();

@@ -148,6 +148,19 @@ async fn a_link_or_redirect_to_a_denied_origin_is_refused_and_the_page_is_never_
     let e = refused(&r, "browser_observe", json!({"tab": tab})).await;
     assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{e:?}");
     assert!(!format!("{e:?}").contains("Landing secret"));
+    // Tab lists show it by its origin only: no URL (path, query), no title.
+    let origin = r.site.cross_origin_url("");
+    let listed = r.tool("browser_list", json!({})).await;
+    let entry = listed["tabs"].as_array().unwrap().iter().find(|t| t["tab"] == tab).unwrap().clone();
+    assert_eq!(entry["url"], format!("{origin} (not authorised)"), "{listed}");
+    assert!(entry.get("title").is_none_or(Value::is_null), "{listed}");
+    let status = r.tool("browser_status", json!({})).await;
+    let entry = status["tabs"].as_array().unwrap().iter().find(|t| t["tab"] == tab).unwrap().clone();
+    assert_eq!(entry["url"], format!("{origin} (not authorised)"), "{status}");
+    assert!(entry.get("title").is_none_or(Value::is_null), "{status}");
+    for shown in [listed.to_string(), status.to_string()] {
+        assert!(!shown.contains("policy-landing.html") && !shown.contains("Landing on the other site"), "{shown}");
+    }
     // A navigation to the denied origin is refused before anything is sent; going back works.
     let e = refused(
         &r,
@@ -221,6 +234,70 @@ async fn a_denied_frame_is_one_line_with_no_refs_and_its_elements_are_refused() 
     let local = ref_of(&content, "button \"Local button\"");
     let clicked = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": local})).await;
     assert_eq!(clicked["outcome"], "succeeded", "{clicked}");
+    assert!(!r.site.records().iter().any(|e| e == "partner:transfer"), "{:?}", r.site.records());
+    r.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_screenshot_point_in_a_denied_frame_is_refused_before_any_input() {
+    let r = Real::start("thread-policy-frame-at").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-frame.html")})).await["tab"].clone();
+    r.c.call(&SessionOpenParams {
+        host: HostKind::Codex,
+        host_session_id: "thread-policy-frame-at".into(),
+        label: None,
+        policy: Some(SessionPolicy { allowed_origins: vec![], blocked_origins: vec!["localhost".into()] }),
+        browser: None,
+    })
+    .await
+    .unwrap();
+    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
+    let shot = &obs["screenshot"];
+    let image = shot["imageId"].as_str().unwrap_or_else(|| panic!("a screenshot: {obs}")).to_owned();
+    let scale = shot["scale"].as_f64().unwrap();
+    // Where the page lays out the partner frame's button and its own button (the person at the browser reads it).
+    let user = r.user().await;
+    let rects = user
+        .eval_in(
+            "/policy-frame.html",
+            "(() => { const f = document.getElementById('partner').getBoundingClientRect();
+                      const b = document.getElementById('local').getBoundingClientRect();
+                      return {fx: f.x + 40, fy: f.y + f.height / 2, bx: b.x + b.width / 2, by: b.y + b.height / 2}; })()",
+        )
+        .await;
+    let px = |k: &str| rects[k].as_f64().unwrap() * scale;
+
+    // A click at a point of the screenshot inside the denied frame: refused, nothing sent (the server never hears of
+    // it), whatever element is under the point there.
+    for (x, y) in [(px("fx"), px("fy")), (px("fx") + 100.0, px("fy") - 40.0)] {
+        let acted = r
+            .tool("browser_act", json!({"tab": tab, "action": "click", "at": {"imageId": image, "x": x, "y": y}}))
+            .await;
+        assert_eq!(acted["outcome"], "failed", "{acted}");
+        assert_eq!(acted["code"], "ORIGIN_NOT_AUTHORISED", "{acted}");
+        assert_eq!(acted["dispatch"], "notDispatched", "{acted}");
+        assert!(acted["message"].as_str().unwrap_or_default().contains("http://localhost:"), "{acted}");
+        assert!(!acted.to_string().contains("Transfer everything"), "nothing of the frame is described: {acted}");
+    }
+    // A hover there too: no input of any kind reaches the frame.
+    let hovered = r
+        .tool(
+            "browser_act",
+            json!({"tab": tab, "action": "hover", "at": {"imageId": image, "x": px("fx"), "y": px("fy")}}),
+        )
+        .await;
+    assert_eq!(hovered["code"], "ORIGIN_NOT_AUTHORISED", "{hovered}");
+
+    // A point on the allowed page's own button still works.
+    let clicked = r
+        .tool(
+            "browser_act",
+            json!({"tab": tab, "action": "click", "at": {"imageId": image, "x": px("bx"), "y": px("by")}}),
+        )
+        .await;
+    assert_eq!(clicked["outcome"], "succeeded", "{clicked}");
+    let count = user.eval_in("/policy-frame.html", "document.getElementById('status').textContent").await;
+    assert_eq!(count, "Local clicks: 1", "the allowed click reached the page");
     assert!(!r.site.records().iter().any(|e| e == "partner:transfer"), "{:?}", r.site.records());
     r.finish().await;
 }

@@ -242,7 +242,8 @@ const PAGES: &[FixturePage] = &[
 /// instruction and a "Transfer everything" button that records `partner:transfer`), `/policy-redirect.html` (links to
 /// the other site's `/policy-landing.html`, one through `/redirect`), `/delete-account.html` (a "Delete account"
 /// button that records `account:delete`) and `/injection.html` (a title and text that try to pass for browserd's own
-/// lines). A page names the other site as `{{OTHER_ORIGIN}}`.
+/// lines), `/diagnose.html` (what a leaky log would pick up: it logs its URL, its text and what is typed to the
+/// console). A page names the other site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -274,6 +275,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/policy-redirect.html", include_str!("../fixtures/policy-redirect.html")),
     ("/delete-account.html", include_str!("../fixtures/delete-account.html")),
     ("/injection.html", include_str!("../fixtures/injection.html")),
+    ("/diagnose.html", include_str!("../fixtures/diagnose.html")),
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");

@@ -373,6 +373,26 @@ impl Journal {
     }
 }
 
+/// The newest `limit` audit rows of the journal at `path`, newest first, read through a read-only connection that
+/// takes no lock: it works while a broker holds the journal (WAL lets readers in) and when none runs (`browserd
+/// diagnose`). Never creates or changes the file.
+pub fn read_recent_audit(path: &std::path::Path, limit: u32) -> Result<Vec<AuditEntry>> {
+    let sql = |e| from_sqlite(path, e);
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql)?;
+    conn.busy_timeout(Duration::from_secs(2)).map_err(sql)?;
+    let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM audit ORDER BY id DESC LIMIT ?1")).map_err(sql)?;
+    let mut rows = stmt.query(params![limit]).map_err(sql)?;
+    let mut entries = Vec::new();
+    while let Some(row) = rows.next().map_err(sql)? {
+        entries.push(entry_from_row(row, path)?);
+    }
+    Ok(entries)
+}
+
 /// Removes at most one batch of too-old rows and one batch of over-size rows (oldest first, never
 /// row `keep` or newer). Returns how many rows it removed.
 fn prune_batch(

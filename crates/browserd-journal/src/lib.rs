@@ -72,6 +72,7 @@ use rusqlite::{Connection, TransactionBehavior};
 
 pub use crate::audit::{
     AuditAction, AuditEntry, AuditId, AuditLimits, AuditRecord, AuditStats, InputKind, PolicyDecision, Timings,
+    read_recent_audit,
 };
 pub use crate::dedup::{Begin, DedupResult, DedupState, Dispatched, Pending};
 pub use crate::error::{JournalError, Result};

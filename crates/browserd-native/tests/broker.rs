@@ -1018,6 +1018,26 @@ async fn the_broker_hands_its_site_policy_to_the_extension_gate_and_status_shows
     let status = c.tool(s, "browser_status", json!({})).await.unwrap();
     let shown = status["policy"]["realProfileDeny"].as_array().cloned().unwrap_or_default();
     assert!(shown.iter().any(|p| p == "*.1password.com"), "{status}");
+
+    // The session's own lists (`browserd mcp --blocked-origins`) reach the gate too, keyed by the session that owns
+    // the tabs, before the next browser call.
+    let reopened = c
+        .call(&SessionOpenParams {
+            host: HostKind::Codex,
+            host_session_id: "thread-ext".into(),
+            label: None,
+            policy: Some(browserd_protocol::policy::SessionPolicy {
+                allowed_origins: vec![],
+                blocked_origins: vec!["localhost".into()],
+            }),
+            browser: None,
+        })
+        .await
+        .unwrap();
+    assert_eq!(&reopened.session, s);
+    c.tool(s, "browser_observe", json!({})).await.unwrap();
+    let sites = h.sw_eval("browserd.status().then((s) => s.sites)").await;
+    assert_eq!(sites["sessions"][s.as_str()]["blocked"], json!(["localhost"]), "{sites}");
     h.stop().await;
 }
 

@@ -310,6 +310,17 @@ pub enum Command {
         /// The approval id (`details.approval`).
         approval: String,
     },
+    /// Build a redacted diagnostics bundle (config with secrets hidden, status, recent audit metadata, versions,
+    /// broker logs without URL queries, form values or page text); prints what it would hold and writes it only with
+    /// `--write`.
+    Diagnose {
+        /// Write the bundle (one JSON file, mode 0600) to this path; a directory gets `browserd-diagnostics-<time>.json`.
+        #[arg(long, visible_alias = "output", value_name = "PATH")]
+        write: Option<std::path::PathBuf>,
+        /// Print the whole bundle as JSON on stdout instead of the preview (still writes nothing without `--write`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the effective configuration and where each value came from.
     Config {
         /// Print JSON.

@@ -1,6 +1,7 @@
 //! The `browserd` subcommands this crate provides: `broker run|stop|status`, every model tool (`open`, `observe`,
 //! `act`, `batch`, `close`, `mark`, `cleanup`, `list`, `claim`, `handoff`, `reset`), the advanced tier (`eval`,
-//! `console`, `network`, `cdp`; `activate --advanced`), `status`, `stop`, `config` and `hook turn-end|session-end`.
+//! `console`, `network`, `cdp`; `activate --advanced`), `status`, `stop`, `config`, `diagnose` and
+//! `hook turn-end|session-end`.
 //! The binary flattens [`Command`] into its own clap enum and calls [`run`].
 //!
 //! Output is one line per item, or the protocol's JSON with `--json`. Errors go to stderr as `error: CODE: message`
@@ -23,6 +24,7 @@ mod approve;
 mod args;
 mod broker;
 mod config;
+mod diagnose;
 mod execute;
 mod hook;
 mod render;
@@ -44,6 +46,7 @@ pub async fn run(cmd: Command) -> anyhow::Result<i32> {
     match cmd {
         Command::Broker { action } => broker::run(action).await,
         Command::Config { json } => Ok(config::print(json)),
+        Command::Diagnose { write, json } => Ok(diagnose::run(write.as_deref(), json).await),
         Command::Approve { approval } => Ok(approve::run(approval).await),
         Command::Hook { event, notify, host, timeout_ms } => Ok(hook::run(event, notify, host, timeout_ms).await),
         other => Ok(execute::run_tool_command(other).await),

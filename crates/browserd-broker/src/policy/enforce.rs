@@ -24,7 +24,13 @@ pub struct Policy {
 struct State {
     sessions: HashMap<SessionId, Arc<SessionSites>>,
     tabs: HashMap<TabHandle, SessionId>,
+    /// Bumped whenever a session's lists change (the extension's gate gets them again).
+    generation: u64,
 }
+
+/// The sessions' own lists for the extension's last-hop gate (`policy.set`'s `sessions`), with the generation they are
+/// of: a newer generation is handed to the extension before the next browser call.
+pub type GateSessions = Arc<dyn Fn() -> (u64, serde_json::Value) + Send + Sync>;
 
 impl Policy {
     /// The policy of `[policy]`.
@@ -73,18 +79,43 @@ impl Policy {
     /// Sets (or clears, with an empty policy) a session's own lists.
     pub fn set_session(&self, session: &SessionId, sites: SessionSites) {
         let mut st = self.state();
-        if sites == SessionSites::default() {
-            st.sessions.remove(session);
+        let changed = if sites == SessionSites::default() {
+            st.sessions.remove(session).is_some()
         } else {
-            st.sessions.insert(session.clone(), Arc::new(sites));
+            st.sessions.insert(session.clone(), Arc::new(sites.clone())).is_none_or(|old| *old != sites)
+        };
+        if changed {
+            st.generation += 1;
         }
     }
 
     /// Forgets a closed session.
     pub fn forget_session(&self, session: &SessionId) {
         let mut st = self.state();
-        st.sessions.remove(session);
+        if st.sessions.remove(session).is_some() {
+            st.generation += 1;
+        }
         st.tabs.retain(|_, s| s != session);
+    }
+
+    /// The sessions' own lists as the extension's gate takes them (`{"<session>": {allowed, blocked}}`), read when
+    /// the broker next talks to the extension.
+    #[must_use]
+    pub fn gate_sessions(self: &Arc<Self>) -> GateSessions {
+        let policy = Arc::downgrade(self);
+        Arc::new(move || {
+            let Some(policy) = policy.upgrade() else { return (0, json!({})) };
+            let st = policy.state();
+            let texts = |v: &[OriginPattern]| v.iter().map(|p| p.as_str().to_owned()).collect::<Vec<_>>();
+            let sessions: serde_json::Map<String, serde_json::Value> = st
+                .sessions
+                .iter()
+                .map(|(id, l)| {
+                    (id.as_str().to_owned(), json!({"allowed": texts(&l.allowed), "blocked": texts(&l.blocked)}))
+                })
+                .collect();
+            (st.generation, serde_json::Value::Object(sessions))
+        })
     }
 
     /// `tab` is used by `session` from now on (its lists apply to what the provider finds there).
@@ -132,6 +163,27 @@ pub fn not_authorised(what: &str, denied: &Denied) -> ErrorData {
             denied.change
         ))
         .with_details(json!({"origin": denied.origin}))
+}
+
+/// What a tab list (`browser_list`, `browser_status`, `browserd status`) shows for a tab at `url` the policy refuses:
+/// `<origin> (not authorised)` for an origin the site policy does not authorise for `session`, `<scheme>: (not
+/// authorised)` for a refused scheme; `None` when the URL (and the title) may be shown.
+#[must_use]
+pub fn withheld_url(broker: &crate::server::Broker, session: Option<&SessionId>, url: &str) -> Option<String> {
+    if url.is_empty() {
+        return None;
+    }
+    let rules = super::schemes::Rules::of(&broker.config);
+    if super::schemes::shown_refusal(url, rules).is_some() {
+        return Some(match super::schemes::scheme_of(url) {
+            Some(scheme) => format!("{scheme}: (not authorised)"),
+            None => "(not authorised)".to_owned(),
+        });
+    }
+    match broker.policy.decide(session, url, broker.real_profile()) {
+        Err(d) => Some(format!("{} (not authorised)", d.origin)),
+        Ok(()) => None,
+    }
 }
 
 impl crate::server::Broker {
@@ -223,7 +275,7 @@ impl crate::server::Broker {
 }
 
 /// The policy the extension's last-hop gate checks with (`policy.set`): `[policy]`'s lists and the real-profile
-/// default deny list when it applies. A session's own lists stay in the broker.
+/// default deny list when it applies; the sessions' own lists are added when it is handed over ([`GateSessions`]).
 #[must_use]
 pub fn gate_policy(config: &crate::config::PolicyConfig) -> serde_json::Value {
     let defaults: Vec<&str> =

@@ -373,6 +373,27 @@ mod tests {
         OriginPattern::parse_all(items).unwrap()
     }
 
+    /// The extension's gate carries its own copy of [`REAL_PROFILE_DENY`] (it must fail closed before the broker has
+    /// sent the policy): the two lists must be the same, in the same order.
+    #[test]
+    fn the_extensions_copy_of_the_real_profile_deny_list_is_the_same() {
+        let js = include_str!("../../../../extension/lib/sites.js");
+        let start = js.find("export const REAL_PROFILE_DENY = [").expect("sites.js declares REAL_PROFILE_DENY");
+        let body = &js[start..];
+        let body = &body[body.find('[').unwrap() + 1..body.find("];").expect("the array is closed by `];`")];
+        let copied: Vec<&str> = body
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+            .map(|item| {
+                item.strip_prefix('\'')
+                    .and_then(|i| i.strip_suffix('\''))
+                    .unwrap_or_else(|| panic!("sites.js REAL_PROFILE_DENY item {item:?} is not a single-quoted string"))
+            })
+            .collect();
+        assert_eq!(copied, REAL_PROFILE_DENY, "extension/lib/sites.js REAL_PROFILE_DENY differs from the broker's");
+    }
+
     #[test]
     fn origins_are_read_from_web_urls_only() {
         let o = Origin::of("HTTPS://User:pw@Example.COM/a?b#c").unwrap();

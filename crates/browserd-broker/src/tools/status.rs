@@ -32,7 +32,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         browser: if started { BrowserStart::Started } else { BrowserStart::NotStarted },
         journal: ctx.broker.journal.status(),
         bridge: to_proto::bridge(s.bridge),
-        tabs: s.tabs.iter().map(to_proto::listed_tab).collect(),
+        tabs: s.tabs.iter().map(|view| super::list::listed_tab(ctx, view)).collect(),
         recovery: s.recovery.iter().map(to_proto::recovery_record).collect(),
         limits: ctx.broker.limits(Some(key)),
         auto_turn_cleanup,

@@ -469,6 +469,13 @@ impl Run<'_> {
                 .await
                 .map_err(|e| cdp_fail(&e, "describing the node at the point", false))?;
             let child = d["node"]["frameId"].as_str().map(str::to_owned);
+            // A frame the site policy does not authorise is not hit-tested inside: input there is refused.
+            if let Some(why) = child.as_deref().and_then(|c| self.frame_refusal(c)) {
+                return Err(Fail::new(
+                    codes::ORIGIN_NOT_AUTHORISED,
+                    format!("the point is in a frame that shows {why}; nothing was sent"),
+                ));
+            }
             let oop_child = child.and_then(|c| {
                 let st = self.p.st();
                 let f = st.tabs.get(&self.tab)?.frames.get(&c)?;

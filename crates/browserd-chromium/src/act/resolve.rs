@@ -227,8 +227,20 @@ impl Run<'_> {
                 geom.image_id
             ));
         }
-        let needs_hit = report_hit || m.scrolled.is_some();
-        let hit = if needs_hit { Some(self.node_at(m.hit_x, m.hit_y).await?) } else { None };
+        // Always hit-tested: the site policy checks the frame whose document would receive the input (a point may
+        // land in a cross-origin frame the policy does not authorise; `node_at` refuses it, nothing is sent).
+        let hit = Some(self.node_at(m.hit_x, m.hit_y).await?);
+        if let Some((_, frame, _)) = &hit
+            && let Some(why) = self.frame_refusal(frame)
+        {
+            return Err(Fail::new(
+                codes::ORIGIN_NOT_AUTHORISED,
+                format!(
+                    "the point ({:.0}, {:.0}) of image {} is in a frame that shows {why}; nothing was sent",
+                    pt.x, pt.y, geom.image_id
+                ),
+            ));
+        }
         if let (Some((dx, dy)), Some((hs, frame, backend))) = (m.scrolled, &hit) {
             // Moving the point with the page is wrong for content that does not scroll with it.
             let (ox, oy) = (m.x + dx, m.y + dy);
