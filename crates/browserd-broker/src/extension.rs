@@ -132,10 +132,14 @@ pub struct ExtensionProvider {
     gate_schemes: Mutex<serde_json::Value>,
     /// The site policy for the extension's last-hop gate, and the service-worker instance and sessions' generation it
     /// was last handed to.
-    gate_policy: Mutex<(Option<Value>, Option<(String, u64)>)>,
+    gate_policy: Mutex<GatePolicy>,
     /// The sessions' own lists (`browserd mcp --allowed-origins/--blocked-origins`), added to the policy handed over.
     gate_sessions: Mutex<Option<crate::policy::enforce::GateSessions>>,
 }
+
+/// The site policy for the extension's gate, and the (service-worker instance, sessions' generation) it was last
+/// handed to.
+type GatePolicy = (Option<Value>, Option<(String, u64)>);
 
 impl std::fmt::Debug for ExtensionProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
