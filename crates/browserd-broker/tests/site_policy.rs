@@ -242,6 +242,9 @@ async fn a_denied_frame_is_one_line_with_no_refs_and_its_elements_are_refused() 
 async fn a_screenshot_point_in_a_denied_frame_is_refused_before_any_input() {
     let r = Real::start("thread-policy-frame-at").await;
     let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-frame.html")})).await["tab"].clone();
+    // The screenshot is taken while the partner frame is still allowed (a screenshot of a page showing a denied frame
+    // is refused outright); then the session's list blocks the frame's origin, as a host that narrows it would.
+    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
     r.c.call(&SessionOpenParams {
         host: HostKind::Codex,
         host_session_id: "thread-policy-frame-at".into(),
@@ -251,7 +254,6 @@ async fn a_screenshot_point_in_a_denied_frame_is_refused_before_any_input() {
     })
     .await
     .unwrap();
-    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
     let shot = &obs["screenshot"];
     let image = shot["imageId"].as_str().unwrap_or_else(|| panic!("a screenshot: {obs}")).to_owned();
     let scale = shot["scale"].as_f64().unwrap();
