@@ -26,6 +26,8 @@ impl Run<'_> {
                 | ActionKind::Reload
         );
         let targets = [params.target.as_ref(), params.to.as_ref()];
+        // A ref into an out-of-process frame whose session is being attached again is judged once it is back.
+        crate::observe::await_reattached_frames(p, tab, &targets, deadline).await;
         let run = &*self;
         let page = async {
             if foreground {

@@ -44,7 +44,9 @@ pub(crate) use crate::ax::AxCache;
 use crate::provider::{ChromiumProvider, gone};
 use crate::state::Line;
 pub(crate) use line::{diff, render};
-pub(crate) use refs::{RefError, Resolved, check_node_versions, commit_seen, cursor, resolve_ref};
+pub(crate) use refs::{
+    RefError, Resolved, await_reattached_frames, check_node_versions, commit_seen, cursor, resolve_ref,
+};
 
 /// What one node looked like (for expectations).
 #[derive(Debug, Clone)]

@@ -56,6 +56,48 @@ pub(crate) fn resolve_ref(p: &ChromiumProvider, tab: TabHandle, r: &str) -> Resu
     })
 }
 
+/// The longest an action waits for an out-of-process frame its refs point into to be attached again.
+const FRAME_REATTACH_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Waits until every out-of-process frame the given refs point into is attached and knows its document again.
+///
+/// After an idle detach (or any re-attach of the page session) the browser attaches each OOPIF's own session
+/// anew, and that session tells its document (loader id) only once its frame tree is read. Until then the frame
+/// cannot be told from one that navigated, so resolving a ref into it then would call a valid ref stale. Bounded by
+/// [`FRAME_REATTACH_WAIT`] and the deadline: a frame that does not come back is then judged as it stands (its ref
+/// resolves stale, never to a guess).
+pub(crate) async fn await_reattached_frames(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    refs: &[Option<&NodeRef>],
+    deadline: Instant,
+) {
+    let until = deadline.min(Instant::now() + FRAME_REATTACH_WAIT);
+    let frames: Vec<String> = {
+        let st = p.st();
+        let Some(t) = st.tabs.get(&tab) else { return };
+        refs.iter().flatten().filter_map(|r| t.refs.by_ref.get(r.as_str().trim()).map(|e| e.frame_id.clone())).collect()
+    };
+    if frames.is_empty() {
+        return;
+    }
+    loop {
+        let pending = {
+            let st = p.st();
+            let Some(t) = st.tabs.get(&tab) else { return };
+            frames.iter().any(|id| {
+                t.frames
+                    .get(id)
+                    .is_some_and(|f| f.oop && (f.before_attach.is_some() || !t.children.contains_key(&f.session)))
+            })
+        };
+        if !pending || Instant::now() >= until {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 /// The node of a `within` ref, or the error that tells the caller what to do.
 pub(super) fn resolve_within(p: &ChromiumProvider, tab: TabHandle, r: &NodeRef) -> Result<Resolved, ProviderError> {
     resolve_ref(p, tab, r.as_str()).map_err(|e| match e {

@@ -192,7 +192,13 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                         };
                         out.push(Pumped::Provider(ProviderEvent::DebuggerDetached { tab: h, cause }));
                     }
-                } else if let Some(frame) = t.children.remove(&s) {
+                } else if let Some(frame) = t.children.remove(&s)
+                    && !t.detaching
+                {
+                    // The frame's own session ended while the page's stays: the frame was removed (or left its
+                    // process, and its parent's events tell the rest). While browserd itself detaches the whole tab
+                    // (an idle detach), its frames' sessions end first and the frames are still there: they keep
+                    // their records, and attaching again restores their documents (`before_attach`).
                     t.remove_frame(&frame);
                 }
             }
@@ -388,4 +394,53 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
         _ => {}
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A tab with a page session and one out-of-process frame on its own session, whose document is known.
+    fn tab_with_oopif() -> (State, TabHandle, SessionId) {
+        let mut st = State::default();
+        let (page, child) = (SessionId("page".into()), SessionId("child".into()));
+        let h = TabHandle(1);
+        let mut tab = Tab::new(h, "main".into(), String::new(), String::new(), None, st.revisions.clone());
+        tab.session = Some(page.clone());
+        tab.upsert_frame("main", None, "L1", "http://a/", &page, false);
+        tab.upsert_frame("oop", Some("main".into()), "C1", "http://b/", &child, true);
+        tab.children.insert(child.clone(), "oop".into());
+        st.tabs.insert(h, tab);
+        st.by_session.insert(page, h);
+        st.by_session.insert(child.clone(), h);
+        (st, h, child)
+    }
+
+    fn detached(child: &SessionId) -> CdpEvent {
+        CdpEvent {
+            session: Some(SessionId("page".into())),
+            method: "Target.detachedFromTarget".into(),
+            params: json!({"sessionId": child.as_str()}),
+        }
+    }
+
+    #[test]
+    fn a_frame_session_ending_while_the_page_stays_removes_the_frame() {
+        let (mut st, h, child) = tab_with_oopif();
+        handle_event(&mut st, &detached(&child), &HandleAllocator::new());
+        assert!(!st.tabs[&h].frames.contains_key("oop"), "the frame went with its session");
+    }
+
+    #[test]
+    fn frame_sessions_ending_during_browserds_own_detach_keep_their_frames() {
+        let (mut st, h, child) = tab_with_oopif();
+        let epoch = st.tabs[&h].frames["oop"].doc_epoch;
+        st.tabs.get_mut(&h).unwrap().detaching = true;
+        // Over the extension relay the frame's session may end before the page's (the idle detach).
+        handle_event(&mut st, &detached(&child), &HandleAllocator::new());
+        let t = &st.tabs[&h];
+        assert_eq!(t.frames["oop"].doc_epoch, epoch, "the frame and its document are kept for the re-attach");
+        assert!(t.children.is_empty(), "its session is gone");
+    }
 }
