@@ -14,9 +14,9 @@ use crate::observe::{build, diff};
 use crate::state::LogEvent;
 use crate::world::{self, WORLD, WorldError};
 
-/// DOM quiet time that ends the settle window.
+/// DOM quiet time that ends the settle window while the page has not changed since the input.
 pub(super) const QUIET_MS: f64 = 40.0;
-/// DOM quiet time when expectations decide the end of the wait.
+/// DOM quiet time when expectations decide the end of the wait, or once the page changed after the input.
 pub(super) const QUIET_EXPECTING_MS: f64 = 15.0;
 /// Longest settle window when nothing is expected.
 pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
@@ -138,15 +138,19 @@ impl Run<'_> {
             let limit = if pending_load { self.deadline } else { max };
             // Quiet counts from the dispatch at the latest, so late effects (timers, toasts) still land.
             let quiet = quiet.map(|q| q.min(start.elapsed().as_secs_f64() * 1000.0));
+            // Once the page has answered the input (its DOM changed since), the shorter quiet of an expectation is
+            // enough to let the answer finish; a page that has shown nothing yet gets the whole window, so an
+            // answer that comes a little later (a timer, a local fetch) is still seen before `effects` says none.
+            let needed = if self.dom_changed == Some(true) { quiet_ms.min(QUIET_EXPECTING_MS) } else { quiet_ms };
             if let Some(q) = quiet
-                && q >= quiet_ms
+                && q >= needed
             {
                 return;
             }
             if Instant::now() >= limit {
                 return;
             }
-            let wait = quiet.map_or(15.0, |q| (quiet_ms - q).clamp(3.0, 40.0));
+            let wait = quiet.map_or(15.0, |q| (needed - q).clamp(3.0, 40.0));
             tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
         }
     }
