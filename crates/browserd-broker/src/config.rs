@@ -123,6 +123,10 @@ pub struct BrokerConfig {
     pub profile_dir: Option<PathBuf>,
     /// Extra Chromium command-line flags, space separated.
     pub chromium_args: Vec<String>,
+    /// How many managed browsers the broker runs at once, its default one included (default 4): a session whose
+    /// browser-wide settings (`browserd mcp --headed`, `--executable-path`, `--user-data-dir`) the default browser does
+    /// not have gets a browser of its own; one more than this is refused with `TOO_MANY_BROWSERS`.
+    pub max_browsers: u32,
     /// Controlled tabs per task/session (BRIEF §7: 3).
     pub max_tabs_per_task: u32,
     /// Running actions per tab (BRIEF §7: 1).
@@ -265,6 +269,7 @@ impl Default for BrokerConfig {
             headless: true,
             profile_dir: None,
             chromium_args: Vec::new(),
+            max_browsers: 4,
             max_tabs_per_task: 3,
             max_running_actions_per_tab: 1,
             max_queued_requests: 16,
@@ -325,6 +330,7 @@ pub const KEYS: &[&str] = &[
     "headless",
     "profile_dir",
     "chromium_args",
+    "max_browsers",
     "max_tabs_per_task",
     "max_running_actions_per_tab",
     "max_queued_requests",
@@ -588,6 +594,7 @@ fn set_from_str(config: &mut BrokerConfig, key: &str, value: &str, home: Option<
         "headless" => config.headless = parse_bool(value)?,
         "profile_dir" => config.profile_dir = opt_string(value).map(PathBuf::from),
         "chromium_args" => config.chromium_args = value.split_whitespace().map(str::to_owned).collect(),
+        "max_browsers" => config.max_browsers = parse_u32_min1(value)?,
         "max_tabs_per_task" => config.max_tabs_per_task = parse_u32_min1(value)?,
         "max_running_actions_per_tab" => {
             let n = parse_u32_min1(value)?;
@@ -635,6 +642,7 @@ pub fn display_value(config: &BrokerConfig, key: &str) -> String {
         "headless" => config.headless.to_string(),
         "profile_dir" => path(&config.profile_dir),
         "chromium_args" => config.chromium_args.join(" "),
+        "max_browsers" => config.max_browsers.to_string(),
         "max_tabs_per_task" => config.max_tabs_per_task.to_string(),
         "max_running_actions_per_tab" => config.max_running_actions_per_tab.to_string(),
         "max_queued_requests" => config.max_queued_requests.to_string(),

@@ -189,7 +189,7 @@ impl Broker {
 
     /// The durable key of `tab`: the browser's target id when known, else the handle (one process only).
     pub(crate) fn durable_tab_key(&self, tab: TabHandle) -> String {
-        match self.lazy.as_ref().and_then(|l| l.target_id(tab)) {
+        match self.browsers.as_ref().and_then(|b| b.target_id(tab)) {
             Some(target) => format!("{TARGET_KEY_PREFIX}{target}"),
             None => format!("t{}", tab.0),
         }

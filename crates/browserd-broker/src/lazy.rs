@@ -11,6 +11,9 @@
 //! the backoff has passed; one arriving during the backoff is told when the next attempt is. A reconnected remote
 //! browser's surviving tabs keep their handles (so their owners); a fresh browser's tabs are all new, and the old
 //! ones are gone. The extension relay has its own pairing and is not brought back here.
+//!
+//! This is the broker's default browser (`b1`, the configuration's settings); the managed browsers sessions ask for
+//! with other browser-wide settings are `browsers.rs`'s, which routes every provider call to the right one.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -213,9 +216,6 @@ pub struct LazyChromium {
     choice: BrowserChoice,
     /// The latest paired extension (replaced on every pairing, cleared when its link closes).
     paired: tokio::sync::watch::Sender<Option<ExtensionLink>>,
-    /// The managed launch a session's browser settings chose before the browser started, and who chose it
-    /// (`browser_settings.rs`); it replaces the configured one.
-    pinned: Mutex<Option<(Box<LaunchOptions>, String)>>,
 }
 
 impl std::fmt::Debug for LazyChromium {
@@ -270,7 +270,6 @@ impl LazyChromium {
             events,
             choice,
             paired,
-            pinned: Mutex::new(None),
         }
     }
 
@@ -279,9 +278,24 @@ impl LazyChromium {
         &self.target
     }
 
-    /// The launch a session's settings chose (`browser_settings.rs`).
-    pub(crate) fn pinned(&self) -> std::sync::MutexGuard<'_, Option<(Box<LaunchOptions>, String)>> {
-        lock(&self.pinned)
+    /// The handle allocator every browser of the broker shares (a tab handle names one tab of one browser).
+    pub(crate) fn alloc(&self) -> HandleAllocator {
+        self.alloc.clone()
+    }
+
+    /// The Chromium configuration every managed browser of the broker gets (site policy, files, session tabs).
+    pub(crate) fn chromium_config(&self) -> ChromiumConfig {
+        self.config.clone()
+    }
+
+    /// Where the broker's provider events go: the other managed browsers forward theirs here too.
+    pub(crate) fn events_sender(&self) -> broadcast::Sender<ProviderEvent> {
+        self.events.clone()
+    }
+
+    /// The managed Chromium's process id, while it runs.
+    pub(crate) fn pid(&self) -> Option<u32> {
+        self.current().and_then(|l| lock(&l.browser).as_ref().and_then(ManagedBrowser::pid))
     }
 
     fn current(&self) -> Option<Arc<Launched>> {
@@ -338,7 +352,7 @@ impl LazyChromium {
             Some(l) => format!("extension {} paired", l.info().extension_id),
             None => "no extension paired".to_owned(),
         };
-        format!("browser = {}; in use: {which}; {paired}; one browser per broker", self.choice.as_str())
+        format!("browser = {}; in use: {which}; {paired}", self.choice.as_str())
     }
 
     /// Where a lost connection stands.
@@ -544,7 +558,7 @@ impl LazyChromium {
         } else {
             let (provider, browser) = match &self.target {
                 BrowserTarget::Managed(configured) => {
-                    let opts = self.pinned().as_ref().map_or_else(|| (**configured).clone(), |(o, _)| (**o).clone());
+                    let opts = (**configured).clone();
                     let (provider, browser) =
                         ChromiumProvider::launch_managed(opts, self.alloc.clone(), self.config.clone()).await.map_err(
                             |e| {

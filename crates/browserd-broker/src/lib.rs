@@ -15,7 +15,8 @@
 //!   first.
 //! - [`limits`]: back-pressure (one running operation per tab, bounded queue, global cap) and the stop gate.
 //! - [`to_proto`]: the one place core types become wire types.
-//! - [`browser_settings`]: a session's browser settings (`browserd mcp --headed …`) against the one browser.
+//! - [`browser_settings`]: a session's browser settings (`browserd mcp --headed …`): what they mean for a launch.
+//! - [`browsers`]: the managed browsers, one per distinct set of browser-wide settings; routes provider calls.
 //! - [`lazy`]: the browser chosen at first use: a paired extension, the remote endpoint or a managed Chromium.
 //! - [`extension`]: the extension browser ([`extension::ExtensionProvider`]) over a paired `ExtensionLink`.
 //! - [`client`]: [`client::Client`], used by the CLI, the MCP server and the hooks.
@@ -36,6 +37,7 @@ pub mod advanced;
 mod answer_limit;
 pub mod batch;
 pub mod browser_settings;
+pub mod browsers;
 pub mod claim;
 pub mod cli;
 pub mod client;

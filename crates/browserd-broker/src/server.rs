@@ -77,6 +77,9 @@ pub struct Broker {
     pub(crate) runtime: Runtime,
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) lazy: Option<Arc<LazyChromium>>,
+    /// The managed browsers (`lazy` the default one, and one per distinct set of browser-wide settings asked for);
+    /// the provider the runtime drives when the broker chose its browser itself.
+    pub(crate) browsers: Option<Arc<crate::browsers::Browsers>>,
     pub(crate) config: BrokerConfig,
     pub(crate) gate: Gate,
     pub(crate) tables: Mutex<Tables>,
@@ -131,7 +134,7 @@ impl Broker {
     #[must_use]
     pub fn with_provider(provider: Arc<dyn Provider>, clock: Arc<dyn Clock>, config: BrokerConfig) -> Arc<Self> {
         let policy = crate::policy::enforce::Policy::from_config(&config.policy);
-        Self::build(provider, None, clock, config, policy)
+        Self::build(provider, None, None, clock, config, policy)
     }
 
     /// A broker over the configured browser: the remote endpoint when `remote_cdp` is set, else a managed Chromium
@@ -150,7 +153,7 @@ impl Broker {
             config.browser,
             options,
         ));
-        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config, policy)
+        Self::build_lazy(lazy, config, policy)
     }
 
     /// A broker over a managed Chromium (launched on first browser use) or a remote endpoint.
@@ -166,12 +169,22 @@ impl Broker {
                 ..crate::lazy::LazyOptions::from_config(&config)
             },
         ));
-        Self::build(lazy.clone(), Some(lazy), Arc::new(SystemClock::new()), config, policy)
+        Self::build_lazy(lazy, config, policy)
+    }
+
+    fn build_lazy(
+        lazy: Arc<LazyChromium>,
+        config: BrokerConfig,
+        policy: Arc<crate::policy::enforce::Policy>,
+    ) -> Arc<Self> {
+        let browsers = Arc::new(crate::browsers::Browsers::new(lazy.clone(), config.max_browsers));
+        Self::build(browsers.clone(), Some(lazy), Some(browsers), Arc::new(SystemClock::new()), config, policy)
     }
 
     fn build(
         provider: Arc<dyn Provider>,
         lazy: Option<Arc<LazyChromium>>,
+        browsers: Option<Arc<crate::browsers::Browsers>>,
         clock: Arc<dyn Clock>,
         config: BrokerConfig,
         policy: Arc<crate::policy::enforce::Policy>,
@@ -181,6 +194,7 @@ impl Broker {
             runtime,
             provider,
             lazy,
+            browsers,
             gate: Gate::new(limit_config(&config)),
             config,
             tables: Mutex::new(Tables::default()),
@@ -263,7 +277,9 @@ impl Broker {
         .await;
         timers.cancel();
         let report = self.runtime.dispose_plugin().await;
-        if let Some(lazy) = &self.lazy {
+        if let Some(browsers) = &self.browsers {
+            browsers.shutdown().await;
+        } else if let Some(lazy) = &self.lazy {
             lazy.shutdown().await;
         }
         // Close the journal before the lock: the next broker opens it.

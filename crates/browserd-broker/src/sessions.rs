@@ -113,16 +113,33 @@ impl Broker {
         };
         let host_key = (p.host, p.host_session_id.clone());
         let asked = p.browser.clone().filter(|b| !b.is_empty());
+        // The browser the session runs on: the default one, or one of its own for browser-wide settings the default
+        // one does not have (launched here; a refusal changes nothing).
+        let mut joined = None;
         if let Some(asked) = &asked {
             let known = self.tables().by_host.get(&host_key).cloned();
-            let name = known.map_or_else(|| format!("{}:{}", p.host.as_str(), p.host_session_id), |id| id.to_string());
-            match &self.lazy {
-                Some(lazy) => lazy.request_settings(&name, asked)?,
-                None => {
+            let name = known
+                .as_ref()
+                .map_or_else(|| format!("{}:{}", p.host.as_str(), p.host_session_id), ToString::to_string);
+            let Some(browsers) = &self.browsers else {
+                return Err(ErrorData::new(
+                    ErrorCode::UnsupportedByImplementation,
+                    "this broker runs over a fixed browser connection: browser settings do not apply to it",
+                ));
+            };
+            joined = browsers.join(&name, asked).await?;
+            if let Some(id) = &known {
+                let now = browsers.browser_of(&to_proto::session_key(id));
+                if now != joined {
+                    browsers.discard_unused(joined).await;
                     return Err(ErrorData::new(
                         ErrorCode::UnsupportedByImplementation,
-                        "this broker runs over a fixed browser connection: browser settings do not apply to it",
-                    ));
+                        format!(
+                            "session {id} already runs on another browser than these settings ask for; a session keeps \
+                             its browser"
+                        ),
+                    )
+                    .with_next_step("end the session (restart this MCP server), then start it with the new flags"));
                 }
             }
         }
@@ -154,7 +171,12 @@ impl Broker {
                     SessionId::new(format!("s{}", tables.next_session))
                 };
                 let key = to_proto::session_key(&id);
-                self.runtime.open_session(&key).await.map_err(|e| err(&e))?;
+                if let Err(e) = self.runtime.open_session(&key).await {
+                    if let Some(browsers) = &self.browsers {
+                        browsers.discard_unused(joined).await;
+                    }
+                    return Err(err(&e));
+                }
                 let mut tables = self.tables();
                 tables.by_host.insert(host_key, id.clone());
                 tables.sessions.insert(
@@ -181,9 +203,11 @@ impl Broker {
             self.policy.set_session(&id, sites);
         }
         let key = to_proto::session_key(&id);
-        // The session's own settings (--isolated, --viewport) apply to the tabs it opens or claims from now on.
-        if let (Some(lazy), Some(asked)) = (&self.lazy, &asked) {
-            lazy.set_session_tabs(&key, asked);
+        // The session's own settings (--isolated, --viewport) apply to the tabs it opens or claims from now on, in
+        // the browser chosen above.
+        if let (Some(browsers), Some(asked)) = (&self.browsers, &asked) {
+            browsers.bind(&key, joined);
+            browsers.default_browser().set_session_tabs(&key, asked);
         }
         let status = self.runtime.status(&key).await.map_err(|e| err(&e))?;
         Ok(SessionOpenResult {
@@ -196,7 +220,7 @@ impl Broker {
 
     /// Whether the browser has started (a broker over a given provider always has).
     pub(crate) fn browser_started(&self) -> bool {
-        self.lazy.as_ref().is_none_or(|l| l.is_started())
+        self.browsers.as_ref().is_none_or(|b| b.is_started())
     }
 
     /// Closes the session `id` through the core's disposal path, hides its tools and forgets it.
@@ -225,9 +249,10 @@ impl Broker {
             }
         }
         self.policy.forget_session(id);
-        // An isolated session's browser context (and whatever its tabs left in it) goes with the session.
-        if let Some(lazy) = &self.lazy {
-            lazy.end_session(key).await;
+        // An isolated session's browser context (and whatever its tabs left in it) goes with the session, and so
+        // does a browser of its own whose last session it was.
+        if let Some(browsers) = &self.browsers {
+            browsers.end_session(key).await;
         }
         for tab in report.closed.iter().chain(&report.released).chain(&report.kept) {
             self.gate.forget_tab(*tab);

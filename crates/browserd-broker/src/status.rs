@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use browserd_core::provider::{Capability, ProviderKind, SessionKey};
+use browserd_core::provider::{Capability, Provider, ProviderKind, SessionKey};
 use browserd_protocol::lifecycle::{
     BrowserKind, BrowserStatus, DebuggerLeaseState, DebuggerLeaseStatus, HostKind, Limits, SessionStatus, StatusParams,
     StatusResult, TabStatus, ToolActivation, Usage, WriteLeaseStatus,
@@ -37,9 +37,54 @@ impl Broker {
         }
     }
 
-    /// The browser's kind, bridge and capabilities.
+    /// Every browser: the default one, then the managed browsers of their own (each with its settings and sessions).
+    pub(crate) fn browser_statuses(&self) -> Vec<BrowserStatus> {
+        let mut all = vec![self.browser_status()];
+        let Some(browsers) = &self.browsers else { return all };
+        for extra in browsers.extras() {
+            let caps = extra.capabilities.unwrap_or_default();
+            let missing = caps.missing_for_turn_cleanup();
+            let (auto_turn_cleanup, missing_capabilities) = if !extra.running {
+                (browserd_protocol::lifecycle::AutoTurnCleanup::Pending, Vec::new())
+            } else if missing.is_empty() {
+                (browserd_protocol::lifecycle::AutoTurnCleanup::Enabled, Vec::new())
+            } else {
+                (browserd_protocol::lifecycle::AutoTurnCleanup::Refused, to_proto::capability_names(&missing))
+            };
+            let headed = if extra.settings.headless == Some(false) { "headed" } else { "headless" };
+            all.push(BrowserStatus {
+                browser: extra.browser,
+                kind: BrowserKind::Managed,
+                product: Some(format!("managed Chromium ({headed}), for the sessions that asked for its settings")),
+                browser_start: if extra.running {
+                    browserd_protocol::lifecycle::BrowserStart::Started
+                } else {
+                    browserd_protocol::lifecycle::BrowserStart::NotStarted
+                },
+                bridge: if extra.running {
+                    browserd_protocol::lifecycle::BridgeState::Connected
+                } else {
+                    browserd_protocol::lifecycle::BridgeState::Reconnecting
+                },
+                capabilities: to_proto::capabilities(&caps),
+                auto_turn_cleanup,
+                missing_capabilities,
+                endpoint: None,
+                reconnect: None,
+                settings: Some(extra.settings),
+                pid: extra.pid,
+                sessions: extra.sessions.iter().map(to_proto::session_id).collect(),
+            });
+        }
+        all
+    }
+
+    /// The default browser's kind, bridge and capabilities.
     pub(crate) fn browser_status(&self) -> BrowserStatus {
-        let caps = self.provider.capabilities();
+        let caps = match &self.lazy {
+            Some(lazy) => lazy.capabilities(),
+            None => self.provider.capabilities(),
+        };
         let bridge = self.runtime.inspect(|engine| engine.bridge().state());
         let missing: Vec<Capability> = caps.missing_for_turn_cleanup();
         let kind = match self.provider.kind() {
@@ -48,7 +93,7 @@ impl Broker {
             ProviderKind::Extension => BrowserKind::Extension,
             ProviderKind::Fake => BrowserKind::Fake,
         };
-        let started = self.browser_started();
+        let started = self.lazy.as_ref().is_none_or(|l| l.is_started());
         let (auto_turn_cleanup, missing_capabilities) = if !started {
             // No browser yet: its capabilities are checked when it starts; nothing is missing now.
             (browserd_protocol::lifecycle::AutoTurnCleanup::Pending, Vec::new())
@@ -83,6 +128,9 @@ impl Broker {
                     last_reconnect_ms: r.last_reconnect_ms,
                 }
             }),
+            settings: self.lazy.as_ref().and_then(|l| l.managed_options()).map(crate::browser_settings::effective),
+            pid: self.lazy.as_ref().and_then(|l| l.pid()),
+            sessions: Vec::new(),
         }
     }
 
@@ -196,7 +244,7 @@ impl Broker {
             components: components(),
             sessions,
             tabs,
-            browsers: vec![self.browser_status()],
+            browsers: self.browser_statuses(),
             write_leases,
             debugger_leases,
             recovery,

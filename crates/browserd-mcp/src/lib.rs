@@ -168,9 +168,9 @@ pub struct McpArgs {
 }
 
 /// The per-entry browser flags of `browserd mcp`. `--isolated` and `--viewport` are this session's own (any number of
-/// sessions with different values share the broker's browser). The others are the browser's: before it starts, the
-/// first session's settings choose it; a session asking for something the running browser does not have is refused
-/// with a typed error naming the flag and the fix (see `browserd_broker::browser_settings`).
+/// sessions with different values share a browser). The others are the browser's: settings the broker's default
+/// managed browser does not have get a managed browser of their own, shared by every entry asking the same and closed
+/// with the last of them (up to `max_browsers`; see `browserd_broker::browsers`).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct BrowserFlags {
     /// Run the managed browser without a window.

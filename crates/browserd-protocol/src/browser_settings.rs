@@ -1,6 +1,6 @@
 //! The browser settings a session asks for (`browserd mcp --headed --viewport 1280x800 …`) and how `browser_status`
-//! shows them next to the settings in force: the broker's one browser's (headless, executable, profile) and the
-//! session's own (isolated, viewport).
+//! shows them next to the settings in force: the browser-wide ones of the browser the session runs on (headless,
+//! executable, profile) and the session's own (isolated, viewport).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -103,8 +103,12 @@ pub struct BrowserSettingsStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub effective: Option<BrowserSettings>,
     /// Who chose the browser's settings in `effective`: `config` (the broker's configuration) or `session <id>` (the
-    /// first session that asked).
+    /// first session that asked for them).
     pub set_by: String,
+    /// The browser this session's tabs open in (`b1`: the broker's default browser; `b2`, …: a managed browser of its
+    /// own for settings `b1` does not have), as `status` lists it in `browsers`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser: Option<String>,
 }
 
 #[cfg(test)]

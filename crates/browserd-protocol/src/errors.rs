@@ -198,6 +198,8 @@ error_codes! {
         "Too many queued requests; retry after retryAfterMs.";
     TooManyConcurrentOps = "TOO_MANY_CONCURRENT_OPS", 1503, BackPressure,
         "Too many page operations at once; retry after retryAfterMs.";
+    TooManyBrowsers = "TOO_MANY_BROWSERS", 1504, BackPressure,
+        "Every managed browser this broker may run (max_browsers) is in use: end a session that runs on another browser, drop the browser flags from this MCP entry, or raise max_browsers in the browserd config (`browserd config`).";
 
     // Unsupported, with the reason.
     UnsupportedByImplementation = "UNSUPPORTED_BY_IMPLEMENTATION", 1601, Unsupported,
@@ -210,6 +212,8 @@ error_codes! {
         "Blocked by administrator or user policy; ask the user to change the policy.";
     Offline = "OFFLINE", 1605, Unsupported,
         "The browser is not connected; ask the user to start it, then call browser_status.";
+    ProfileInUse = "PROFILE_IN_USE", 1606, Unsupported,
+        "The profile directory (--user-data-dir) is used by another browser (the message names it): pick another directory, use the same browser flags as the browser that has it, or end that browser first.";
 
     // Lifecycle: sessions, turns, tool activation, cleanup.
     ToolsInactive = "TOOLS_INACTIVE", 1701, Lifecycle,
@@ -462,7 +466,9 @@ mod tests {
     #[test]
     fn back_pressure_is_retryable_and_unknown_outcomes_are_not() {
         for &code in ErrorCode::ALL {
-            if code.category() == ErrorCategory::BackPressure && code != ErrorCode::TooManyTabs {
+            if code.category() == ErrorCategory::BackPressure
+                && !matches!(code, ErrorCode::TooManyTabs | ErrorCode::TooManyBrowsers)
+            {
                 assert!(code.is_retryable(), "{code}");
             }
         }

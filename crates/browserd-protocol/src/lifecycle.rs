@@ -315,8 +315,10 @@ pub struct SessionOpenParams {
     /// The session's own origin lists (narrow the broker's `[policy]`); a re-attach with them replaces the old.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<crate::policy::SessionPolicy>,
-    /// Browser settings this session asks for (`browserd mcp --headed …`). The broker has one browser: settings it
-    /// cannot honour are refused (`UNSUPPORTED_BY_IMPLEMENTATION`, naming the setting), never ignored.
+    /// Browser settings this session asks for (`browserd mcp --headed …`). Browser-wide ones the broker's default
+    /// managed browser does not have get a managed browser of their own (shared by the sessions asking the same, up
+    /// to `max_browsers`: else `TOO_MANY_BROWSERS`; a profile directory another browser has: `PROFILE_IN_USE`); with
+    /// a remote endpoint or the extension they are refused (`UNSUPPORTED_BY_IMPLEMENTATION`), never ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser: Option<crate::browser_settings::BrowserSettings>,
 }
@@ -688,6 +690,17 @@ pub struct BrowserStatus {
     /// Where a lost connection stands (set once a connection was lost at least once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reconnect: Option<ReconnectInfo>,
+    /// A managed browser's browser-wide settings (headless, executable, profile directory; absent: a throwaway
+    /// profile): `b1` runs with the configuration's, every other managed browser with the settings its sessions
+    /// asked for (`browserd mcp --headed …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::browser_settings::BrowserSettings>,
+    /// The managed browser's process id, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The sessions that asked for this browser's settings (a browser other than `b1` closes with the last of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sessions: Vec<SessionId>,
 }
 
 /// The reconnect state of a browser connection: a lost managed browser is relaunched, a remote one reconnected, with
@@ -852,6 +865,9 @@ mod tests {
                 missing_capabilities: missing_for_auto_turn_cleanup(&announced),
                 endpoint: None,
                 reconnect: None,
+                settings: None,
+                pid: None,
+                sessions: Vec::new(),
             }],
             write_leases: vec![WriteLeaseStatus {
                 tab: TabId(4),

@@ -1,9 +1,9 @@
 //! The per-entry browser flags of the real `browserd mcp` (`--headless/--headed`, `--executable-path`, `--isolated`,
 //! `--user-data-dir`, `--viewport`): passed to the broker as the session's settings, shown in `browser_status`, really
 //! applied — a page reads exactly the session's viewport as `innerWidth`×`innerHeight` (headless, and headed under an
-//! Xvfb), an isolated session's cookies and storage are its own and gone when it ends — and a second entry asking
-//! the running browser for another browser-wide setting is refused with a typed error naming the flag and the fix,
-//! never silently ignored.
+//! Xvfb), an isolated session's cookies and storage are its own and gone when it ends — and entries asking for other
+//! browser-wide settings (`--headed`, `--user-data-dir`, `--executable-path`) get a managed browser of their own,
+//! within `max_browsers`, with typed errors for what cannot be honoured, never silently ignored.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -21,6 +21,11 @@ struct Machine {
 
 impl Machine {
     fn new() -> Self {
+        Self::with_config("")
+    }
+
+    /// A machine whose browserd config has `extra` too.
+    fn with_config(extra: &str) -> Self {
         let root = tempfile::tempdir().unwrap();
         for dir in ["run", "home"] {
             std::fs::create_dir_all(root.path().join(dir)).unwrap();
@@ -29,7 +34,7 @@ impl Machine {
         // The size probe below is a `data:` page, which the scheme policy refuses unless the config allows it.
         let config = root.path().join("home/.config/browserd");
         std::fs::create_dir_all(&config).unwrap();
-        std::fs::write(config.join("config.toml"), "[schemes]\nallow = [\"data\"]\n").unwrap();
+        std::fs::write(config.join("config.toml"), format!("{extra}\n[schemes]\nallow = [\"data\"]\n")).unwrap();
         Self { root, display: None }
     }
 
@@ -75,6 +80,15 @@ impl Machine {
         assert_eq!(init["serverInfo"]["name"], "browserd", "{init}");
         mcp.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         mcp
+    }
+}
+
+impl Machine {
+    /// `browserd broker status --json`.
+    fn broker_status(&self) -> Value {
+        let out = self.command(&["broker", "status", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
     }
 }
 
@@ -147,7 +161,7 @@ fn observe(mcp: &mut Mcp, tab: &Value) -> String {
 }
 
 #[test]
-fn mcp_browser_flags_reach_the_browser_show_in_status_and_a_conflicting_entry_is_refused() {
+fn mcp_browser_flags_reach_the_browser_show_in_status_and_a_browser_that_cannot_start_changes_nothing() {
     let machine = Machine::new();
     let mut first = machine.mcp(&["--viewport", "800x600", "--headless"]);
     let (status, failed) = first.call("browser_status", json!({}));
@@ -178,14 +192,18 @@ fn mcp_browser_flags_reach_the_browser_show_in_status_and_a_conflicting_entry_is
     assert!(first_again.contains("window 800x600") && first_again.contains("resized none"), "{first_again}");
     second.close();
 
-    // An entry asking the running headless browser for a window is refused, naming the flag and the fix.
-    let mut third = machine.mcp(&["--headed"]);
+    // An entry whose browser cannot start (an executable that is no browser) is refused, naming it, and changes
+    // nothing: no session, no browser besides the default one.
+    let mut third = machine.mcp(&["--executable-path", "/bin/true"]);
     let (refused, failed) = third.call("browser_status", json!({}));
-    assert!(failed, "a setting the browser cannot honour must not be ignored: {refused}");
+    assert!(failed, "a browser that did not start must not be ignored: {refused}");
     let text = refused.to_string();
-    assert!(text.contains("UNSUPPORTED_BY_IMPLEMENTATION") && text.contains("--headed:"), "{text}");
-    assert!(text.contains("drop --headed") && text.contains("`browserd broker stop`"), "says what to do: {text}");
+    assert!(text.contains("OFFLINE") && text.contains("--executable-path /bin/true"), "{text}");
+    assert!(text.contains("nothing was changed") && text.contains("drop them"), "says what to do: {text}");
     third.close();
+    let status = machine.broker_status();
+    assert_eq!(status["browsers"].as_array().map(Vec::len), Some(1), "{status}");
+    assert_eq!(status["sessions"].as_array().map(Vec::len), Some(1), "only the first entry's session: {status}");
 
     // An entry asking for what the browser has (or nothing) joins it.
     let mut fourth = machine.mcp(&["--headless"]);
@@ -404,4 +422,136 @@ fn mcp_refuses_bad_browser_flags_at_start_with_what_to_do() {
         assert!(!out.status.success(), "{flags:?} must fail: {stderr}");
         assert!(stderr.contains(says), "{flags:?}: {stderr}");
     }
+}
+
+/// The pids of the processes whose command line has `needle` (read from `/proc`).
+fn pids_with(needle: &str) -> Vec<u32> {
+    let mut pids = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            pids.push(pid);
+        }
+    }
+    pids
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie is gone as far as the browser goes.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+}
+
+/// A browser_status call that must fail; its text.
+fn refused(machine: &Machine, flags: &[&str]) -> String {
+    let mut mcp = machine.mcp(flags);
+    let (refused, failed) = mcp.call("browser_status", json!({}));
+    assert!(failed, "{flags:?} must be refused: {refused}");
+    mcp.close();
+    refused.to_string()
+}
+
+#[test]
+fn mcp_entries_with_other_browser_wide_settings_get_browsers_of_their_own_within_the_cap() {
+    let xvfb = Xvfb::start();
+    let mut machine = Machine::with_config("max_browsers = 2");
+    machine.display = Some(xvfb.display.clone());
+    let profile = machine.path("headed-profile");
+    let profile_arg = profile.display().to_string();
+
+    // Two entries, one headless (the configuration's browser) and one headed with a profile of its own: each opens a
+    // page, in a browser of its own settings.
+    let mut headless = machine.mcp(&["--headless"]);
+    let mut headed = machine.mcp(&["--headed", "--user-data-dir", &profile_arg]);
+    let (headless_tab, text) = open_size_page(&mut headless);
+    assert!(text.contains("window "), "{text}");
+    let (headed_tab, text) = open_size_page(&mut headed);
+    assert!(text.contains("window "), "{text}");
+    let (status, failed) = headless.call("browser_status", json!({}));
+    assert!(!failed, "{status}");
+    assert_eq!(status["browserSettings"]["browser"], "b1", "{status}");
+    assert_eq!(status["browserSettings"]["effective"]["headless"], true, "{status}");
+    let (status, failed) = headed.call("browser_status", json!({}));
+    assert!(!failed, "{status}");
+    let settings = &status["browserSettings"];
+    assert_eq!(settings["browser"], "b2", "{status}");
+    assert_eq!(settings["effective"]["headless"], false, "{status}");
+    assert_eq!(settings["effective"]["userDataDir"], profile_arg.as_str(), "{status}");
+    assert!(settings["setBy"].as_str().is_some_and(|s| s.starts_with("session ")), "{status}");
+
+    // The broker's status shows the two browsers with their settings; the headed one is a real process on that
+    // profile.
+    let broker = machine.broker_status();
+    let browsers = broker["browsers"].as_array().expect("browsers");
+    assert_eq!(browsers.len(), 2, "{broker}");
+    assert_eq!(
+        (&browsers[0]["browser"], &browsers[0]["settings"]["headless"]),
+        (&json!("b1"), &json!(true)),
+        "{broker}"
+    );
+    assert_eq!(
+        (&browsers[1]["browser"], &browsers[1]["settings"]["headless"]),
+        (&json!("b2"), &json!(false)),
+        "{broker}"
+    );
+    assert_eq!(browsers[1]["settings"]["userDataDir"], profile_arg.as_str(), "{broker}");
+    assert_eq!(browsers[1]["sessions"].as_array().map(Vec::len), Some(1), "{broker}");
+    let pid = u32::try_from(browsers[1]["pid"].as_u64().expect("the headed browser's pid")).unwrap();
+    assert!(alive(pid), "the headed browser runs");
+    let on_profile = pids_with(&format!("--user-data-dir={profile_arg}"));
+    assert!(on_profile.contains(&pid), "pid {pid} runs on {profile_arg}: {on_profile:?}");
+    let b1_pid = browsers[0]["pid"].as_u64().expect("the default browser's pid");
+
+    // The same profile asked with other settings, a profile another process holds, and a third distinct set of
+    // settings over `max_browsers = 2` are refused with typed errors, changing nothing.
+    let text = refused(&machine, &["--headless", "--user-data-dir", &profile_arg]);
+    assert!(text.contains("PROFILE_IN_USE") && text.contains("browser b2"), "{text}");
+    let locked = machine.path("locked-profile");
+    std::fs::create_dir_all(&locked).unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    std::os::unix::fs::symlink(format!("{}-{}", host.trim(), std::process::id()), locked.join("SingletonLock"))
+        .unwrap();
+    let text = refused(&machine, &["--headed", "--user-data-dir", &locked.display().to_string()]);
+    assert!(text.contains("PROFILE_IN_USE") && text.contains(&format!("process {}", std::process::id())), "{text}");
+    let text = refused(&machine, &["--headed"]);
+    assert!(text.contains("TOO_MANY_BROWSERS") && text.contains("max_browsers"), "{text}");
+    let after = machine.broker_status();
+    assert_eq!(after["browsers"].as_array().map(Vec::len), Some(2), "{after}");
+    assert_eq!(after["sessions"].as_array().map(Vec::len), Some(2), "{after}");
+
+    // A third entry asking the headed browser's own settings shares it.
+    let mut joined = machine.mcp(&["--headed", "--user-data-dir", &profile_arg]);
+    let (status, failed) = joined.call("browser_status", json!({}));
+    assert!(!failed, "{status}");
+    assert_eq!(status["browserSettings"]["browser"], "b2", "{status}");
+
+    // Stop (`browserd stop`) stops both sessions' work, whichever browser it runs on.
+    let out = machine.command(&["stop"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (mcp, tab) in [(&mut headless, &headless_tab), (&mut headed, &headed_tab)] {
+        let (stopped, failed) = mcp.call("browser_act", json!({"tab": tab, "action": "reload"}));
+        assert!(failed && stopped.to_string().contains("USER_STOPPED"), "{stopped}");
+    }
+
+    // Closing the headed browser's sessions closes that browser: its process is gone; the default one stays.
+    joined.close();
+    assert!(alive(pid), "the headed browser still has a session");
+    headed.close();
+    let mut waited = 0;
+    while alive(pid) && waited < 3000 {
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    assert!(!alive(pid), "the headed browser's process {pid} is gone once its last session closed");
+    let after = machine.broker_status();
+    let browsers = after["browsers"].as_array().expect("browsers");
+    assert_eq!(browsers.len(), 1, "{after}");
+    assert_eq!(browsers[0]["pid"].as_u64(), Some(b1_pid), "the default browser stays: {after}");
+    let (listed, failed) = headless.call("browser_list", json!({}));
+    assert!(!failed, "{listed}");
+    assert!(listed.to_string().contains("Size"), "the headless session's tab is still there: {listed}");
+    headless.close();
+    drop(machine);
+    drop(xvfb);
 }

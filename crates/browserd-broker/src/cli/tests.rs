@@ -184,6 +184,9 @@ fn status_text_is_one_line_per_item() {
             missing_capabilities: Vec::new(),
             endpoint: None,
             reconnect: None,
+            settings: None,
+            pid: None,
+            sessions: Vec::new(),
         }],
         write_leases: vec![WriteLeaseStatus {
             tab: TabId(4),

@@ -40,9 +40,9 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, _params: BrowserStatusParams) ->
         unsupported,
         policy: ctx.broker.policy_status(ctx.session),
         vision: ctx.broker.vision_of(ctx.session),
-        browser_settings: ctx.broker.lazy.as_ref().map(|lazy| {
+        browser_settings: ctx.broker.browsers.as_ref().map(|browsers| {
             let requested = ctx.broker.tables().sessions.get(ctx.session).and_then(|info| info.browser.clone());
-            lazy.settings_status(key, requested)
+            browsers.settings_status(key, requested)
         }),
     })
 }
