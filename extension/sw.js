@@ -1,6 +1,7 @@
 // browserd's service worker: connects to the native host, relays CDP through chrome.debugger, manages owned tabs and
-// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input
-// and the scheme gate (`lib/schemes.js`) before any command to a tab.
+// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input,
+// the scheme gate (`lib/schemes.js`) before any command to a tab, and the site and scheme policy on every top-level
+// document request the Fetch domain pauses (failed before it is sent when refused).
 
 import { Gate, GateError } from './lib/gate.js';
 import { SitePolicy } from './lib/sites.js';
@@ -143,9 +144,82 @@ function forgetChildren(tabId) {
   for (const k of children.keys()) if (k.startsWith(`${tabId}/`)) children.delete(k);
 }
 
+// ---- the last hop of the site policy for navigations: paused document requests -----------------------------------
+
+/** Document requests the Fetch domain paused (browserd enables it on each page session): `${tabId}/${sessionId}/
+ *  ${requestId}` -> { url, main }. A top-level one the extension's own policy refuses is failed here, before anything
+ *  is requested; browserd's answer for it (and for every other) passes `fetchAnswer`. At most 256 are remembered. */
+const paused = new Map();
+/** Top-level navigations this worker stopped before they were requested. */
+let stoppedNavigations = 0;
+
+function pausedKey(tabId, sessionId, requestId) {
+  return `${tabId}/${sessionId ?? ''}/${requestId}`;
+}
+
+/** Why a top-level navigation of agent `session`'s tab to `url` is refused (scheme or site policy), or null. */
+function navigationRefusal(url, session) {
+  const scheme = schemes.refusal(url);
+  if (scheme) return scheme;
+  return sites.refusal(url, session);
+}
+
+function notePaused(source, params) {
+  if (source?.tabId === undefined || !params?.requestId) return null;
+  const main = !source.sessionId && params.frameId !== undefined && params.frameId === targetIds.get(source.tabId);
+  const key = pausedKey(source.tabId, source.sessionId, params.requestId);
+  paused.set(key, { url: params.request?.url ?? '', main });
+  while (paused.size > 256) paused.delete(paused.keys().next().value);
+  return { key, main, url: params.request?.url ?? '' };
+}
+
+/** A top-level document request the extension's policy refuses: failed at once, whatever browserd answers. */
+async function gatePaused(source, params, noted) {
+  if (!noted?.main) return;
+  const session = (await owners.get(source.tabId))?.session;
+  const why = navigationRefusal(noted.url, session);
+  if (!why || !paused.delete(noted.key)) return;
+  gate.refused++;
+  stoppedNavigations++;
+  try {
+    await chrome.debugger.sendCommand(source, 'Fetch.failRequest', { requestId: params.requestId, errorReason: 'BlockedByClient' });
+  } catch (e) { /* the request is gone already */ }
+}
+
+/** browserd's answer to a paused request: a failure passes; a continuation passes only unchanged (no URL, method,
+ *  header or body of browserd's) and only when the extension's own policy authorises a top-level request's URL. */
+async function fetchAnswer(target, a) {
+  const requestId = a.params?.requestId;
+  const key = pausedKey(target.tabId, target.sessionId, requestId);
+  const entry = paused.get(key);
+  if (!entry) throw new GateError('INVALID_PARAMS', `${a.method}: the extension's gate saw no paused request ${requestId} on tab ${target.tabId}; nothing was sent`);
+  if (a.method === 'Fetch.continueRequest') {
+    const extra = Object.keys(a.params || {}).filter((k) => k !== 'requestId');
+    if (extra.length) {
+      gate.refused++;
+      throw new GateError('POLICY_DENIED', `Fetch.continueRequest may not change the request (${extra.join(', ')}) through the extension; nothing was sent`);
+    }
+    const session = (await owners.get(target.tabId))?.session;
+    const why = entry.main ? navigationRefusal(entry.url, session) : null;
+    if (why) {
+      paused.delete(key);
+      gate.refused++;
+      stoppedNavigations++;
+      await chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+      throw new GateError('ORIGIN_NOT_AUTHORISED', `the extension's gate stopped tab ${target.tabId}'s navigation before it was requested: ${why}`);
+    }
+    paused.delete(key);
+    return chrome.debugger.sendCommand(target, 'Fetch.continueRequest', { requestId });
+  }
+  paused.delete(key);
+  return chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: a.params?.errorReason ?? 'BlockedByClient' });
+}
+
 chrome.debugger.onEvent.addListener((source, method, params) => {
   noteChild(source, method, params);
+  const noted = method === 'Fetch.requestPaused' ? notePaused(source, params) : null;
   emit('cdp', { source, method, params });
+  if (noted) gatePaused(source, params, noted);
 });
 chrome.debugger.onDetach.addListener((source, reason) => {
   if (source.tabId !== undefined) {
@@ -260,6 +334,7 @@ async function status() {
     gate: gate.snapshot(),
     schemes: { fileRoots: schemes.fileRoots, extra: schemes.extra },
     sites: sites.snapshot(),
+    stoppedNavigations,
     attached: [...attached],
     stoppedTabs: [...stoppedTabs],
     owners: await owners.all(),
@@ -299,6 +374,8 @@ async function checkSite(tabId, method, params, sessionId) {
 
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
+  // An answer to a paused request is judged by the request's own URL (the tab may still show the page it leaves).
+  if (a.method === 'Fetch.continueRequest' || a.method === 'Fetch.failRequest') return fetchAnswer(target, a);
   // The scheme gate: a navigation's destination, and the page the tab shows, before any command reaches it.
   if (a.method === 'Page.navigate') refuseUrl(a.params?.url, 'navigating');
   await refuseTab(target.tabId, `${a.method} on`);

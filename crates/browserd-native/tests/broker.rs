@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::{BrokerConfig, BrowserChoice};
+use browserd_broker::config::{BrokerConfig, BrowserChoice, PolicyConfig};
 use browserd_broker::server::Broker;
 use browserd_cdp::{LaunchOptions, ManagedBrowser};
 use browserd_ipc::RuntimeDir;
@@ -59,12 +59,22 @@ async fn start() -> Setup {
 
 /// [`start`] with more unpacked extensions loaded beside browserd's (a second debugger client for the drills).
 async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
+    start_full(more_extensions, PolicyConfig::default()).await
+}
+
+/// [`start`] with a `[policy]` section.
+async fn start_policy(policy: PolicyConfig) -> Setup {
+    start_full(Vec::new(), policy).await
+}
+
+async fn start_full(more_extensions: Vec<PathBuf>, policy: PolicyConfig) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
     let rdir = RuntimeDir::ensure(&run).unwrap();
-    let config = BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, ..BrokerConfig::default() };
+    let config =
+        BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, policy, ..BrokerConfig::default() };
     let broker = Broker::from_config(config, Some(&root.path().join("state")));
     let task = tokio::spawn({
         let broker = broker.clone();
@@ -1216,4 +1226,43 @@ async fn stop_gets_through_and_takes_effect_while_a_large_screenshot_is_in_fligh
     let again = again.expect_err("after Stop nothing is sent to the tab");
     assert_eq!(again.code(), ErrorCode::UserStopped, "{again}");
     h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_or_redirect_to_a_denied_origin_is_stopped_before_it_is_requested_over_the_extension() {
+    let s = start_policy(PolicyConfig { deny: vec!["localhost".into()], ..PolicyConfig::default() }).await;
+    let origin = s.site.cross_origin_url("");
+    let opened =
+        s.client.tool(&s.session, "browser_open", json!({"url": s.site.url("/policy-redirect.html")})).await.unwrap();
+    let tab = opened["tab"].clone();
+    for (name, case) in [("Continue to the partner", "a link through a 302"), ("Partner landing page", "a direct link")]
+    {
+        let obs = s.client.tool(&s.session, "browser_observe", json!({"tab": tab})).await.unwrap();
+        let target = ref_of(obs["untrustedContent"].as_str().unwrap(), name);
+        let e = s
+            .client
+            .tool(&s.session, "browser_act", json!({"tab": tab, "action": "click", "target": target}))
+            .await
+            .unwrap_err();
+        let browserd_broker::ClientError::Rpc(e) = e else { panic!("{case}: {e:?}") };
+        assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{case}: {e:?}");
+        assert!(e.message.contains(&origin) && e.message.contains("stopped before requesting it"), "{case}: {e:?}");
+        assert!(e.next_step.contains("remove `localhost` from `deny` in the `[policy]` section"), "{case}: {e:?}");
+        assert_eq!(e.details.as_ref().unwrap()["stoppedBeforeRequest"], true, "{case}: {e:?}");
+        assert_eq!(
+            s.site.cross_origin_requests("/policy-landing.html"),
+            Vec::<String>::new(),
+            "{case}: never requested"
+        );
+        // The tab shows the browser's "blocked" page under the denied URL, which the extension's gate reads as that
+        // origin: going to an allowed page is what it lets through (the browser's history is not read there).
+        let page = s.site.url("/policy-redirect.html");
+        let nav = s
+            .client
+            .tool(&s.session, "browser_act", json!({"tab": tab, "action": "navigate", "value": page}))
+            .await
+            .unwrap();
+        assert_eq!(nav["outcome"], "succeeded", "{case}: {nav}");
+    }
+    s.stop().await;
 }

@@ -120,6 +120,7 @@ impl Provider for ChromiumProvider {
                         .await
                         .map_err(|e| cdp_err(&e, "configuring downloads"))?;
                 }
+                self.intercept_browser(deadline).await?;
                 Ok::<(), ProviderError>(())
             })
             .await?;
