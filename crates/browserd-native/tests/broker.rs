@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use browserd_broker::client::{Client, ConnectOptions};
 use browserd_broker::config::{BrokerConfig, BrowserChoice, PolicyConfig};
+use browserd_broker::policy::files::FilesConfig;
 use browserd_broker::server::Broker;
 use browserd_cdp::{LaunchOptions, ManagedBrowser};
 use browserd_ipc::RuntimeDir;
@@ -59,22 +60,27 @@ async fn start() -> Setup {
 
 /// [`start`] with more unpacked extensions loaded beside browserd's (a second debugger client for the drills).
 async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
-    start_full(more_extensions, PolicyConfig::default()).await
+    start_full(more_extensions, PolicyConfig::default(), FilesConfig::default()).await
 }
 
 /// [`start`] with a `[policy]` section.
 async fn start_policy(policy: PolicyConfig) -> Setup {
-    start_full(Vec::new(), policy).await
+    start_full(Vec::new(), policy, FilesConfig::default()).await
 }
 
-async fn start_full(more_extensions: Vec<PathBuf>, policy: PolicyConfig) -> Setup {
+/// [`start`] with a `[files]` section.
+async fn start_files(files: FilesConfig) -> Setup {
+    start_full(Vec::new(), PolicyConfig::default(), files).await
+}
+
+async fn start_full(more_extensions: Vec<PathBuf>, policy: PolicyConfig, files: FilesConfig) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
     let rdir = RuntimeDir::ensure(&run).unwrap();
     let config =
-        BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, policy, ..BrokerConfig::default() };
+        BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, policy, files, ..BrokerConfig::default() };
     let broker = Broker::from_config(config, Some(&root.path().join("state")));
     let task = tokio::spawn({
         let broker = broker.clone();
@@ -1264,5 +1270,23 @@ async fn a_link_or_redirect_to_a_denied_origin_is_stopped_before_it_is_requested
             .unwrap();
         assert_eq!(nav["outcome"], "succeeded", "{case}: {nav}");
     }
+    s.stop().await;
+}
+
+/// A configured download directory (`browserd broker run` has one by default, under the XDG data dir) does not stop
+/// the user's browser from connecting over the extension relay, which cannot confine downloads: the capability says
+/// so, and pages open and act as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_dir_does_not_stop_the_extension_browser_and_its_capability_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        start_files(FilesConfig { download_dir: Some(dir.path().join("downloads")), ..FilesConfig::default() }).await;
+    let opened = s.client.tool(&s.session, "browser_open", json!({"url": s.site.url("/form.html")})).await.unwrap();
+    assert!(opened["tab"].is_u64(), "{opened}");
+    let obs = s.client.tool(&s.session, "browser_observe", json!({})).await.unwrap();
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("Full name"), "{obs}");
+    let status = s.client.tool(&s.session, "browser_status", json!({})).await.unwrap();
+    let unsupported = status["unsupported"].as_array().unwrap();
+    assert!(unsupported.contains(&json!({"name": "downloads", "unsupported": "byImplementation"})), "{status}");
     s.stop().await;
 }
