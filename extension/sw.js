@@ -8,6 +8,7 @@ import { SitePolicy } from './lib/sites.js';
 import { Owners } from './lib/owners.js';
 import { Reassembler } from './lib/chunks.js';
 import { Schemes } from './lib/schemes.js';
+import { Uploads } from './lib/uploads.js';
 
 const HOST_NAME = 'com.browserd.native_host';
 const VERSION = chrome.runtime.getManifest().version;
@@ -18,6 +19,20 @@ const GROUP_COLORS = ['blue', 'green', 'purple', 'cyan', 'orange', 'pink', 'yell
 const gate = new Gate();
 /** The scheme policy's last hop: which URLs a controlled tab may show (the broker sends its copy at connect). */
 const schemes = new Schemes();
+/** The upload policy's last hop: which files may be set on a file input (sent with the scheme policy). */
+const uploads = new Uploads();
+
+/** Throws POLICY_DENIED when a file input would get a file outside the upload roots. Checked only once the lease
+ *  would admit the command, so a stale or stopped one keeps its own refusal. */
+function refuseUpload(tabId, a) {
+  if (a.method !== 'DOM.setFileInputFiles') return;
+  try { gate.check(tabId, a.fence); } catch (e) { return; }
+  const why = uploads.refusal(a.params?.files);
+  if (why) {
+    gate.refused++;
+    throw new GateError('POLICY_DENIED', `refused to set a file on tab ${tabId} by the extension's upload gate: ${why}; nothing was sent`);
+  }
+}
 
 /** Throws POLICY_DENIED when `url` is a scheme the policy refuses; `what` says what was refused. */
 function refuseUrl(url, what) {
@@ -333,6 +348,7 @@ async function status() {
     connection: { state: conn.state, lastError: conn.lastError, broker: conn.broker, connectedAt: conn.connectedAt },
     gate: gate.snapshot(),
     schemes: { fileRoots: schemes.fileRoots, extra: schemes.extra },
+    uploadRoots: uploads.roots,
     sites: sites.snapshot(),
     stoppedNavigations,
     attached: [...attached],
@@ -380,6 +396,7 @@ async function cdpSend(a) {
   if (a.method === 'Page.navigate') refuseUrl(a.params?.url, 'navigating');
   await refuseTab(target.tabId, `${a.method} on`);
   await checkSite(target.tabId, a.method, a.params, target.sessionId);
+  refuseUpload(target.tabId, a);
   // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
   return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
@@ -473,7 +490,7 @@ async function handle(cmd, a) {
     case 'policy.set': return sites.set(a);
     case 'stop': return stopNow('broker', a.reason);
     case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
-    case 'schemes.set': return schemes.set(a);
+    case 'schemes.set': return { ...schemes.set(a), uploadRoots: uploads.set(a.uploadRoots) };
     case 'schemes.check': return { url: a.url, refusal: schemes.refusal(a.url) };
     default: throw new GateError('METHOD_NOT_FOUND', `unknown extension command ${cmd}; update the extension and browserd together`);
   }

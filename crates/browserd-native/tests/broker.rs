@@ -1290,3 +1290,61 @@ async fn a_download_dir_does_not_stop_the_extension_browser_and_its_capability_s
     assert!(unsupported.contains(&json!({"name": "downloads", "unsupported": "byImplementation"})), "{status}");
     s.stop().await;
 }
+
+/// Uploads over the extension relay (issue 16 item 4): a file outside `[files] upload_roots` is refused before
+/// anything is set on the page (`APPROVAL_REQUIRED` naming the key) and, once the user approves exactly it, its
+/// staged copy passes the extension's upload gate; a file inside the roots is set on the file input and reaches the
+/// fixture server byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_over_the_extension_come_only_from_upload_roots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let up = tmp.path().join("uploads");
+    std::fs::create_dir_all(&up).unwrap();
+    std::fs::write(up.join("cv.txt"), "Ada Lovelace, analyst\n").unwrap();
+    std::fs::write(tmp.path().join("private.txt"), "not for the web\n").unwrap();
+    let s = start_files(FilesConfig { upload_roots: vec![up.clone()], ..FilesConfig::default() }).await;
+    let (c, ss) = (&s.client, &s.session);
+    let tab = c.tool(ss, "browser_open", json!({"url": s.site.url("/upload.html")})).await.unwrap()["tab"].clone();
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    let input = ref_of(obs["untrustedContent"].as_str().unwrap(), "Document");
+    let private = tmp.path().join("private.txt").display().to_string();
+    let e = c
+        .tool(ss, "browser_act", json!({"tab": tab, "action": "upload", "target": input, "value": private}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ApprovalRequired, "{e}");
+    assert!(e.to_string().contains("upload_roots"), "{e}");
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("Chosen file: none"), "nothing was set: {obs}");
+
+    // The user approves exactly that file for one call: its private staged copy passes the extension's upload gate.
+    let id = e.error_data().and_then(|d| d.details.clone()).unwrap()["approval"].as_str().unwrap().to_owned();
+    c.call(&browserd_protocol::policy::ApprovalGrantParams { approval: id }).await.unwrap();
+    let approved = c
+        .tool(ss, "browser_act", json!({"tab": tab, "action": "upload", "target": input, "value": private}))
+        .await
+        .unwrap();
+    assert_eq!(approved["outcome"], "succeeded", "{approved}");
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("private.txt"), "the approved file was set: {obs}");
+
+    let cv = up.join("cv.txt").display().to_string();
+    let set = c.tool(ss, "browser_act", json!({"tab": tab, "action": "upload", "target": input, "value": cv})).await;
+    let set = set.unwrap();
+    assert_eq!(set["outcome"], "succeeded", "{set}");
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    let submit = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Upload\"");
+    c.tool(ss, "browser_act", json!({"tab": tab, "action": "click", "target": submit})).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..200 {
+        got = s.site.uploads();
+        if !got.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(got.len(), 1, "exactly one upload reached the server");
+    assert_eq!(got[0].file_name, "cv.txt");
+    assert_eq!(got[0].bytes, b"Ada Lovelace, analyst\n");
+    s.stop().await;
+}
