@@ -1,12 +1,14 @@
 // browserd's service worker: connects to the native host, relays CDP through chrome.debugger, manages owned tabs and
-// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input
-// and the scheme gate (`lib/schemes.js`) before any command to a tab.
+// one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input,
+// the scheme gate (`lib/schemes.js`) before any command to a tab, and the site and scheme policy on every top-level
+// document request the Fetch domain pauses (failed before it is sent when refused).
 
 import { Gate, GateError } from './lib/gate.js';
 import { SitePolicy } from './lib/sites.js';
 import { Owners } from './lib/owners.js';
 import { Reassembler } from './lib/chunks.js';
 import { Schemes } from './lib/schemes.js';
+import { Uploads } from './lib/uploads.js';
 
 const HOST_NAME = 'com.browserd.native_host';
 const VERSION = chrome.runtime.getManifest().version;
@@ -17,6 +19,20 @@ const GROUP_COLORS = ['blue', 'green', 'purple', 'cyan', 'orange', 'pink', 'yell
 const gate = new Gate();
 /** The scheme policy's last hop: which URLs a controlled tab may show (the broker sends its copy at connect). */
 const schemes = new Schemes();
+/** The upload policy's last hop: which files may be set on a file input (sent with the scheme policy). */
+const uploads = new Uploads();
+
+/** Throws POLICY_DENIED when a file input would get a file outside the upload roots. Checked only once the lease
+ *  would admit the command, so a stale or stopped one keeps its own refusal. */
+function refuseUpload(tabId, a) {
+  if (a.method !== 'DOM.setFileInputFiles') return;
+  try { gate.check(tabId, a.fence); } catch (e) { return; }
+  const why = uploads.refusal(a.params?.files);
+  if (why) {
+    gate.refused++;
+    throw new GateError('POLICY_DENIED', `refused to set a file on tab ${tabId} by the extension's upload gate: ${why}; nothing was sent`);
+  }
+}
 
 /** Throws POLICY_DENIED when `url` is a scheme the policy refuses; `what` says what was refused. */
 function refuseUrl(url, what) {
@@ -143,9 +159,82 @@ function forgetChildren(tabId) {
   for (const k of children.keys()) if (k.startsWith(`${tabId}/`)) children.delete(k);
 }
 
+// ---- the last hop of the site policy for navigations: paused document requests -----------------------------------
+
+/** Document requests the Fetch domain paused (browserd enables it on each page session): `${tabId}/${sessionId}/
+ *  ${requestId}` -> { url, main }. A top-level one the extension's own policy refuses is failed here, before anything
+ *  is requested; browserd's answer for it (and for every other) passes `fetchAnswer`. At most 256 are remembered. */
+const paused = new Map();
+/** Top-level navigations this worker stopped before they were requested. */
+let stoppedNavigations = 0;
+
+function pausedKey(tabId, sessionId, requestId) {
+  return `${tabId}/${sessionId ?? ''}/${requestId}`;
+}
+
+/** Why a top-level navigation of agent `session`'s tab to `url` is refused (scheme or site policy), or null. */
+function navigationRefusal(url, session) {
+  const scheme = schemes.refusal(url);
+  if (scheme) return scheme;
+  return sites.refusal(url, session);
+}
+
+function notePaused(source, params) {
+  if (source?.tabId === undefined || !params?.requestId) return null;
+  const main = !source.sessionId && params.frameId !== undefined && params.frameId === targetIds.get(source.tabId);
+  const key = pausedKey(source.tabId, source.sessionId, params.requestId);
+  paused.set(key, { url: params.request?.url ?? '', main });
+  while (paused.size > 256) paused.delete(paused.keys().next().value);
+  return { key, main, url: params.request?.url ?? '' };
+}
+
+/** A top-level document request the extension's policy refuses: failed at once, whatever browserd answers. */
+async function gatePaused(source, params, noted) {
+  if (!noted?.main) return;
+  const session = (await owners.get(source.tabId))?.session;
+  const why = navigationRefusal(noted.url, session);
+  if (!why || !paused.delete(noted.key)) return;
+  gate.refused++;
+  stoppedNavigations++;
+  try {
+    await chrome.debugger.sendCommand(source, 'Fetch.failRequest', { requestId: params.requestId, errorReason: 'BlockedByClient' });
+  } catch (e) { /* the request is gone already */ }
+}
+
+/** browserd's answer to a paused request: a failure passes; a continuation passes only unchanged (no URL, method,
+ *  header or body of browserd's) and only when the extension's own policy authorises a top-level request's URL. */
+async function fetchAnswer(target, a) {
+  const requestId = a.params?.requestId;
+  const key = pausedKey(target.tabId, target.sessionId, requestId);
+  const entry = paused.get(key);
+  if (!entry) throw new GateError('INVALID_PARAMS', `${a.method}: the extension's gate saw no paused request ${requestId} on tab ${target.tabId}; nothing was sent`);
+  if (a.method === 'Fetch.continueRequest') {
+    const extra = Object.keys(a.params || {}).filter((k) => k !== 'requestId');
+    if (extra.length) {
+      gate.refused++;
+      throw new GateError('POLICY_DENIED', `Fetch.continueRequest may not change the request (${extra.join(', ')}) through the extension; nothing was sent`);
+    }
+    const session = (await owners.get(target.tabId))?.session;
+    const why = entry.main ? navigationRefusal(entry.url, session) : null;
+    if (why) {
+      paused.delete(key);
+      gate.refused++;
+      stoppedNavigations++;
+      await chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
+      throw new GateError('ORIGIN_NOT_AUTHORISED', `the extension's gate stopped tab ${target.tabId}'s navigation before it was requested: ${why}`);
+    }
+    paused.delete(key);
+    return chrome.debugger.sendCommand(target, 'Fetch.continueRequest', { requestId });
+  }
+  paused.delete(key);
+  return chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: a.params?.errorReason ?? 'BlockedByClient' });
+}
+
 chrome.debugger.onEvent.addListener((source, method, params) => {
   noteChild(source, method, params);
+  const noted = method === 'Fetch.requestPaused' ? notePaused(source, params) : null;
   emit('cdp', { source, method, params });
+  if (noted) gatePaused(source, params, noted);
 });
 chrome.debugger.onDetach.addListener((source, reason) => {
   if (source.tabId !== undefined) {
@@ -259,7 +348,9 @@ async function status() {
     connection: { state: conn.state, lastError: conn.lastError, broker: conn.broker, connectedAt: conn.connectedAt },
     gate: gate.snapshot(),
     schemes: { fileRoots: schemes.fileRoots, extra: schemes.extra },
+    uploadRoots: uploads.roots,
     sites: sites.snapshot(),
+    stoppedNavigations,
     attached: [...attached],
     stoppedTabs: [...stoppedTabs],
     owners: await owners.all(),
@@ -299,10 +390,13 @@ async function checkSite(tabId, method, params, sessionId) {
 
 async function cdpSend(a) {
   const target = a.target?.sessionId ? { tabId: a.target.tabId, sessionId: a.target.sessionId } : { tabId: a.target.tabId };
+  // An answer to a paused request is judged by the request's own URL (the tab may still show the page it leaves).
+  if (a.method === 'Fetch.continueRequest' || a.method === 'Fetch.failRequest') return fetchAnswer(target, a);
   // The scheme gate: a navigation's destination, and the page the tab shows, before any command reaches it.
   if (a.method === 'Page.navigate') refuseUrl(a.params?.url, 'navigating');
   await refuseTab(target.tabId, `${a.method} on`);
   await checkSite(target.tabId, a.method, a.params, target.sessionId);
+  refuseUpload(target.tabId, a);
   // Every command passes the one gate: read-only methods at once, everything else under lease + fencing + Stop.
   return gate.command(target.tabId, a.method, a.fence, () => chrome.debugger.sendCommand(target, a.method, a.params || {}), a.forAction === true);
 }
@@ -396,7 +490,7 @@ async function handle(cmd, a) {
     case 'policy.set': return sites.set(a);
     case 'stop': return stopNow('broker', a.reason);
     case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
-    case 'schemes.set': return schemes.set(a);
+    case 'schemes.set': return { ...schemes.set(a), uploadRoots: uploads.set(a.uploadRoots) };
     case 'schemes.check': return { url: a.url, refusal: schemes.refusal(a.url) };
     default: throw new GateError('METHOD_NOT_FOUND', `unknown extension command ${cmd}; update the extension and browserd together`);
   }

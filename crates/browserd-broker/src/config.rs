@@ -197,10 +197,11 @@ pub struct AdvancedConfig {
 }
 
 /// The raw methods denied by default: the browser and target domains (other tabs, the whole browser), storage and
-/// cookie export.
+/// cookie export, and request interception (browserd's own stops navigations to refused origins with it).
 pub const DEFAULT_DENIED_CDP_METHODS: &[&str] = &[
     "Browser.*",
     "Target.*",
+    "Fetch.*",
     "Storage.*",
     "SystemInfo.*",
     "Network.getAllCookies",

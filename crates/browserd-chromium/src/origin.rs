@@ -25,7 +25,8 @@ impl std::fmt::Debug for OriginCheck {
 pub const ORIGIN_NOT_AUTHORISED_PREFIX: &str = "ORIGIN_NOT_AUTHORISED: ";
 
 impl ChromiumProvider {
-    /// Why `url` may not be shown or acted on in `tab`, or `None`.
+    /// Why `url` may not be shown or acted on in `tab`, or `None`. Callers pass the URL the tab record stands for
+    /// ([`crate::state::Tab::policy_url`]): the browser's error page after a stopped navigation is that navigation's.
     pub(crate) fn origin_refusal(&self, tab: TabHandle, url: &str) -> Option<String> {
         let check = self.config.origin_check.as_ref()?;
         (check.0)(tab, url, self.kind() == ProviderKind::Extension)

@@ -81,15 +81,17 @@ async fn bring_forward_if_hidden(
 /// line; an image cannot leave it out). Checked before the capture and again after it, with the main frame's URL read
 /// from the browser, so a page that navigated or redirected meanwhile is not sent either.
 fn policy_refusal(p: &ChromiumProvider, tab: TabHandle, main_now: Option<&str>) -> Result<(), ProviderError> {
-    let (url, frames) = {
+    let (shown, frames) = {
         let st = p.st();
         let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
         let frames: Vec<String> =
             t.frames.iter().filter(|(id, _)| **id != t.target_id).map(|(_, f)| f.url.clone()).collect();
-        let main = t.frames.get(&t.target_id).map(|f| f.url.clone());
-        (t.url.clone(), main.into_iter().chain(frames).collect::<Vec<_>>())
+        let main = t.frames.get(&t.target_id).map(|f| t.policy_url(&f.url));
+        let shown: Vec<String> =
+            std::iter::once(t.policy_url(&t.url)).chain(main_now.map(|u| t.policy_url(u))).collect();
+        (shown, main.into_iter().chain(frames).collect::<Vec<_>>())
     };
-    for u in std::iter::once(url.as_str()).chain(main_now) {
+    for u in &shown {
         if let Some(why) = p.origin_refusal(tab, u) {
             return Err(ProviderError::new(
                 ProviderErrorKind::Refused,

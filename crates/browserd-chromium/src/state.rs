@@ -295,6 +295,9 @@ pub(crate) enum LogEvent {
     Download { guid: String, info: DownloadInfo },
     /// A console error or uncaught exception.
     Console(String),
+    /// A top-level navigation of this tab (or of a popup it opened) to this origin was stopped before its request
+    /// was sent (the site policy refuses it).
+    Blocked(String),
 }
 
 /// One tab.
@@ -339,9 +342,21 @@ pub(crate) struct Tab {
     pub(crate) opened_here: bool,
     /// The page viewport of the session whose tab this is (`profiles.rs`): set on every page session it gets.
     pub(crate) viewport: Option<(u32, u32)>,
+    /// The URL of the last top-level navigation the site policy stopped (`provider/intercept.rs`), until the tab
+    /// commits another document: the browser's error page the tab then shows stands for that URL.
+    pub(crate) blocked: Option<String>,
 }
 
 impl Tab {
+    /// The URL the site policy judges for a document of this tab showing `url`: the browser's error page after a
+    /// navigation the policy stopped (`provider/intercept.rs`) stands for the stopped URL.
+    pub(crate) fn policy_url(&self, url: &str) -> String {
+        match &self.blocked {
+            Some(stopped) if url.starts_with("chrome-error:") => stopped.clone(),
+            _ => url.to_owned(),
+        }
+    }
+
     pub(crate) fn new(
         handle: TabHandle,
         target_id: String,
@@ -377,6 +392,7 @@ impl Tab {
             ax_cache: crate::observe::AxCache::default(),
             awaiting_url: None,
             crashed: false,
+            blocked: None,
         }
     }
 

@@ -292,6 +292,7 @@ pub struct FixtureSite {
     second: SocketAddr,
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
     records: Arc<Mutex<Vec<String>>>,
+    requests: Arc<Mutex<Vec<String>>>,
     long_polls: Arc<AtomicUsize>,
     vision: vision::Challenges,
     stop: CancellationToken,
@@ -300,8 +301,12 @@ pub struct FixtureSite {
 
 #[derive(Debug, Clone)]
 struct SiteState {
+    /// This site's own origin, as the request log names it.
+    own_origin: String,
     /// Origin of the *other* site, used by pages that embed or link across sites.
     other_origin: String,
+    /// Every request either site received, as `<origin><path and query>`.
+    requests: Arc<Mutex<Vec<String>>>,
     uploads: Arc<Mutex<Vec<UploadedFile>>>,
     records: Arc<Mutex<Vec<String>>>,
     long_polls: Arc<AtomicUsize>,
@@ -323,12 +328,15 @@ impl FixtureSite {
 
         let uploads = Arc::new(Mutex::new(Vec::new()));
         let records = Arc::new(Mutex::new(Vec::new()));
+        let requests = Arc::new(Mutex::new(Vec::new()));
         let long_polls = Arc::new(AtomicUsize::new(0));
         let stop = CancellationToken::new();
         let vision = vision::Challenges::default();
         let primary_state = SiteState {
             vision: vision.clone(),
+            own_origin: format!("http://127.0.0.1:{}", primary.port()),
             other_origin: format!("http://localhost:{}", second.port()),
+            requests: requests.clone(),
             uploads: uploads.clone(),
             records: records.clone(),
             long_polls: long_polls.clone(),
@@ -336,7 +344,9 @@ impl FixtureSite {
         };
         let second_state = SiteState {
             vision: vision.clone(),
+            own_origin: format!("http://localhost:{}", second.port()),
             other_origin: format!("http://127.0.0.1:{}", primary.port()),
+            requests: requests.clone(),
             uploads: uploads.clone(),
             records: records.clone(),
             long_polls: long_polls.clone(),
@@ -349,7 +359,7 @@ impl FixtureSite {
         if let Some(listener) = second_v6 {
             tasks.push(spawn_server(listener, router(second_state), stop.clone()));
         }
-        Ok(FixtureSite { primary, second, uploads, records, long_polls, vision, stop, tasks })
+        Ok(FixtureSite { primary, second, uploads, records, requests, long_polls, vision, stop, tasks })
     }
 
     /// `path` on the primary origin (`http://127.0.0.1:P1`); `path` starts with `/`.
@@ -395,6 +405,18 @@ impl FixtureSite {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Every request either site received so far, oldest first, as `<origin><path and query>`
+    /// (`http://localhost:P2/policy-landing.html`): what a test checks to prove a page was never requested.
+    pub fn requests(&self) -> Vec<String> {
+        lock(&self.requests).clone()
+    }
+
+    /// The requests that reached the second site (`http://localhost:P2`) for `path` (query included when given).
+    pub fn cross_origin_requests(&self, path: &str) -> Vec<String> {
+        let prefix = self.cross_origin_url(path);
+        lock(&self.requests).iter().filter(|r| r.starts_with(&prefix)).cloned().collect()
     }
 
     /// The picture checks of `/vision-check.html` with their ground truth (code, dot) and judged answers, oldest
@@ -469,7 +491,19 @@ fn router(state: SiteState) -> Router {
         .route("/api/vision/results", get(vision_results))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .fallback(get(static_file))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), log_request))
         .with_state(state)
+}
+
+/// Keeps every request in the site's request log before it is served.
+async fn log_request(
+    State(state): State<SiteState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let target = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_owned();
+    lock(&state.requests).push(format!("{}{target}", state.own_origin));
+    next.run(request).await
 }
 
 fn html(body: String) -> Response {

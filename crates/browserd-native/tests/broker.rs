@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::{BrokerConfig, BrowserChoice};
+use browserd_broker::config::{BrokerConfig, BrowserChoice, PolicyConfig};
+use browserd_broker::policy::files::FilesConfig;
 use browserd_broker::server::Broker;
 use browserd_cdp::{LaunchOptions, ManagedBrowser};
 use browserd_ipc::RuntimeDir;
@@ -59,12 +60,27 @@ async fn start() -> Setup {
 
 /// [`start`] with more unpacked extensions loaded beside browserd's (a second debugger client for the drills).
 async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
+    start_full(more_extensions, PolicyConfig::default(), FilesConfig::default()).await
+}
+
+/// [`start`] with a `[policy]` section.
+async fn start_policy(policy: PolicyConfig) -> Setup {
+    start_full(Vec::new(), policy, FilesConfig::default()).await
+}
+
+/// [`start`] with a `[files]` section.
+async fn start_files(files: FilesConfig) -> Setup {
+    start_full(Vec::new(), PolicyConfig::default(), files).await
+}
+
+async fn start_full(more_extensions: Vec<PathBuf>, policy: PolicyConfig, files: FilesConfig) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
     let rdir = RuntimeDir::ensure(&run).unwrap();
-    let config = BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, ..BrokerConfig::default() };
+    let config =
+        BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, policy, files, ..BrokerConfig::default() };
     let broker = Broker::from_config(config, Some(&root.path().join("state")));
     let task = tokio::spawn({
         let broker = broker.clone();
@@ -1216,4 +1232,119 @@ async fn stop_gets_through_and_takes_effect_while_a_large_screenshot_is_in_fligh
     let again = again.expect_err("after Stop nothing is sent to the tab");
     assert_eq!(again.code(), ErrorCode::UserStopped, "{again}");
     h.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_or_redirect_to_a_denied_origin_is_stopped_before_it_is_requested_over_the_extension() {
+    let s = start_policy(PolicyConfig { deny: vec!["localhost".into()], ..PolicyConfig::default() }).await;
+    let origin = s.site.cross_origin_url("");
+    let opened =
+        s.client.tool(&s.session, "browser_open", json!({"url": s.site.url("/policy-redirect.html")})).await.unwrap();
+    let tab = opened["tab"].clone();
+    for (name, case) in [("Continue to the partner", "a link through a 302"), ("Partner landing page", "a direct link")]
+    {
+        let obs = s.client.tool(&s.session, "browser_observe", json!({"tab": tab})).await.unwrap();
+        let target = ref_of(obs["untrustedContent"].as_str().unwrap(), name);
+        let e = s
+            .client
+            .tool(&s.session, "browser_act", json!({"tab": tab, "action": "click", "target": target}))
+            .await
+            .unwrap_err();
+        let browserd_broker::ClientError::Rpc(e) = e else { panic!("{case}: {e:?}") };
+        assert_eq!(e.code, ErrorCode::OriginNotAuthorised, "{case}: {e:?}");
+        assert!(e.message.contains(&origin) && e.message.contains("stopped before requesting it"), "{case}: {e:?}");
+        assert!(e.next_step.contains("remove `localhost` from `deny` in the `[policy]` section"), "{case}: {e:?}");
+        assert_eq!(e.details.as_ref().unwrap()["stoppedBeforeRequest"], true, "{case}: {e:?}");
+        assert_eq!(
+            s.site.cross_origin_requests("/policy-landing.html"),
+            Vec::<String>::new(),
+            "{case}: never requested"
+        );
+        // The tab shows the browser's "blocked" page under the denied URL, which the extension's gate reads as that
+        // origin: going to an allowed page is what it lets through (the browser's history is not read there).
+        let page = s.site.url("/policy-redirect.html");
+        let nav = s
+            .client
+            .tool(&s.session, "browser_act", json!({"tab": tab, "action": "navigate", "value": page}))
+            .await
+            .unwrap();
+        assert_eq!(nav["outcome"], "succeeded", "{case}: {nav}");
+    }
+    s.stop().await;
+}
+
+/// A configured download directory (`browserd broker run` has one by default, under the XDG data dir) does not stop
+/// the user's browser from connecting over the extension relay, which cannot confine downloads: the capability says
+/// so, and pages open and act as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_download_dir_does_not_stop_the_extension_browser_and_its_capability_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let s =
+        start_files(FilesConfig { download_dir: Some(dir.path().join("downloads")), ..FilesConfig::default() }).await;
+    let opened = s.client.tool(&s.session, "browser_open", json!({"url": s.site.url("/form.html")})).await.unwrap();
+    assert!(opened["tab"].is_u64(), "{opened}");
+    let obs = s.client.tool(&s.session, "browser_observe", json!({})).await.unwrap();
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("Full name"), "{obs}");
+    let status = s.client.tool(&s.session, "browser_status", json!({})).await.unwrap();
+    let unsupported = status["unsupported"].as_array().unwrap();
+    assert!(unsupported.contains(&json!({"name": "downloads", "unsupported": "byImplementation"})), "{status}");
+    s.stop().await;
+}
+
+/// Uploads over the extension relay (issue 16 item 4): a file outside `[files] upload_roots` is refused before
+/// anything is set on the page (`APPROVAL_REQUIRED` naming the key) and, once the user approves exactly it, its
+/// staged copy passes the extension's upload gate; a file inside the roots is set on the file input and reaches the
+/// fixture server byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_over_the_extension_come_only_from_upload_roots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let up = tmp.path().join("uploads");
+    std::fs::create_dir_all(&up).unwrap();
+    std::fs::write(up.join("cv.txt"), "Ada Lovelace, analyst\n").unwrap();
+    std::fs::write(tmp.path().join("private.txt"), "not for the web\n").unwrap();
+    let s = start_files(FilesConfig { upload_roots: vec![up.clone()], ..FilesConfig::default() }).await;
+    let (c, ss) = (&s.client, &s.session);
+    let tab = c.tool(ss, "browser_open", json!({"url": s.site.url("/upload.html")})).await.unwrap()["tab"].clone();
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    let input = ref_of(obs["untrustedContent"].as_str().unwrap(), "Document");
+    let private = tmp.path().join("private.txt").display().to_string();
+    let e = c
+        .tool(ss, "browser_act", json!({"tab": tab, "action": "upload", "target": input, "value": private}))
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::ApprovalRequired, "{e}");
+    assert!(e.to_string().contains("upload_roots"), "{e}");
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("Chosen file: none"), "nothing was set: {obs}");
+
+    // The user approves exactly that file for one call: its private staged copy passes the extension's upload gate.
+    let id = e.error_data().and_then(|d| d.details.clone()).unwrap()["approval"].as_str().unwrap().to_owned();
+    c.call(&browserd_protocol::policy::ApprovalGrantParams { approval: id }).await.unwrap();
+    let approved = c
+        .tool(ss, "browser_act", json!({"tab": tab, "action": "upload", "target": input, "value": private}))
+        .await
+        .unwrap();
+    assert_eq!(approved["outcome"], "succeeded", "{approved}");
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    assert!(obs["untrustedContent"].as_str().unwrap().contains("private.txt"), "the approved file was set: {obs}");
+
+    let cv = up.join("cv.txt").display().to_string();
+    let set = c.tool(ss, "browser_act", json!({"tab": tab, "action": "upload", "target": input, "value": cv})).await;
+    let set = set.unwrap();
+    assert_eq!(set["outcome"], "succeeded", "{set}");
+    let obs = c.tool(ss, "browser_observe", json!({"tab": tab})).await.unwrap();
+    let submit = ref_of(obs["untrustedContent"].as_str().unwrap(), "button \"Upload\"");
+    c.tool(ss, "browser_act", json!({"tab": tab, "action": "click", "target": submit})).await.unwrap();
+    let mut got = Vec::new();
+    for _ in 0..200 {
+        got = s.site.uploads();
+        if !got.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(got.len(), 1, "exactly one upload reached the server");
+    assert_eq!(got[0].file_name, "cv.txt");
+    assert_eq!(got[0].bytes, b"Ada Lovelace, analyst\n");
+    s.stop().await;
 }

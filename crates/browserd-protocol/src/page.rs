@@ -763,6 +763,10 @@ pub struct Effects {
     /// Downloads.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub downloads: Vec<DownloadInfo>,
+    /// Origins of top-level pages the browser stopped before requesting them (a link, redirect, script navigation or
+    /// popup to an origin the site policy does not authorise): nothing was sent to them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocked: Vec<String>,
     /// Live-region, alert and toast text announced (untrusted page text).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub announced: Vec<String>,

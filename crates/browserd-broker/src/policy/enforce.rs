@@ -228,16 +228,27 @@ impl crate::tools::ToolCtx<'_> {
     }
 }
 
-/// After an action: the page it led to (a navigation, a link, a redirect). A page of an origin the policy does not
-/// authorise for `session` is not shown: the answer is `ORIGIN_NOT_AUTHORISED` with what the action did.
+/// After an action: the page it led to (a navigation, a link, a redirect, a popup). A top-level page the browser
+/// stopped before requesting it (`effects.blocked`) or a page of an origin the policy does not authorise for
+/// `session` is not shown: the answer is `ORIGIN_NOT_AUTHORISED` with what the action did.
 pub(crate) fn check_landed(
     broker: &crate::server::Broker,
     session: &SessionId,
     tab: TabHandle,
     result: &browserd_protocol::ActionResult,
 ) -> Result<(), ErrorData> {
-    let now = broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone()));
-    for url in result.effects.navigated.iter().chain(now.iter()) {
+    for origin in &result.effects.blocked {
+        if let Err(d) = broker.policy.decide(Some(session), origin, broker.real_profile()) {
+            return Err(stopped_before_request(tab, result, &d));
+        }
+    }
+    // The page the action ended on: the one it navigated to, else the one the tab's record shows (which may lag
+    // behind a navigation the browser has not reported yet).
+    let now = match &result.effects.navigated {
+        Some(url) => Some(url.clone()),
+        None => broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone())),
+    };
+    for url in now.iter() {
         if let Err(d) = broker.policy.decide(Some(session), url, broker.real_profile()) {
             let outcome = serde_json::to_value(result.outcome).ok();
             let mut e = not_authorised(
@@ -262,6 +273,33 @@ pub(crate) fn check_landed(
         }
     }
     Ok(())
+}
+
+/// The answer to an action whose navigation (or popup) the browser stopped before anything was requested from the
+/// refused origin.
+fn stopped_before_request(tab: TabHandle, result: &browserd_protocol::ActionResult, d: &Denied) -> ErrorData {
+    let outcome = serde_json::to_value(result.outcome).ok();
+    let mut e = not_authorised(
+        &format!(
+            "the action ran (outcome {}) and led tab {} toward a page the browser stopped before requesting it",
+            outcome.as_ref().and_then(|v| v.as_str()).unwrap_or("unknown"),
+            tab.0
+        ),
+        d,
+    );
+    e.next_step = format!(
+        "{} Nothing was sent to {}; go elsewhere (browser_act navigate or back) or close the tab (browser_close).",
+        e.next_step, d.origin
+    );
+    e.details = Some(Box::new(json!({
+        "origin": d.origin,
+        "stoppedBeforeRequest": true,
+        "outcome": result.outcome,
+        "dispatch": result.dispatch,
+        "tab": tab.0,
+        "tabsOpened": result.effects.tabs_opened,
+    })));
+    e
 }
 
 impl crate::server::Broker {

@@ -104,16 +104,37 @@ pub fn shown_refusal(url: &str, rules: Rules<'_>) -> Option<Refusal> {
 }
 
 /// The policy's copy for the extension's last-hop gate (`schemes.set`): the file roots (symbolic links resolved,
-/// since the extension cannot resolve them) and the extra schemes.
+/// since the extension cannot resolve them), the extra schemes, and the upload roots (`[files] upload_roots` and the
+/// staging directory of files the user approved for one upload) its upload gate checks `DOM.setFileInputFiles` with.
 #[must_use]
 pub fn gate_copy(config: &crate::config::BrokerConfig) -> Value {
-    let roots: Vec<String> = config
-        .files
-        .file_url_roots
-        .iter()
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.clone()).display().to_string())
-        .collect();
-    json!({"fileRoots": roots, "extra": config.schemes.allow})
+    let resolved = |dirs: &[std::path::PathBuf]| -> Vec<String> { dirs.iter().map(|r| resolved_dir(r)).collect() };
+    let uploads = crate::policy::files::chromium_config(&config.files).upload_roots;
+    json!({
+        "fileRoots": resolved(&config.files.file_url_roots),
+        "extra": config.schemes.allow,
+        "uploadRoots": resolved(&uploads),
+    })
+}
+
+/// `dir` with symbolic links resolved as far as it exists (a directory made later, such as the staging directory of
+/// approved uploads, keeps its missing tail).
+fn resolved_dir(dir: &std::path::Path) -> String {
+    let mut missing = Vec::new();
+    let mut at = dir.to_path_buf();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&at) {
+            let whole = missing.iter().rev().fold(real, |p: std::path::PathBuf, part| p.join(part));
+            return whole.display().to_string();
+        }
+        match (at.file_name().map(std::ffi::OsStr::to_os_string), at.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                at = parent.to_path_buf();
+            }
+            _ => return dir.display().to_string(),
+        }
+    }
 }
 
 /// Why `url` may not be shown in a tab an agent controls; `None` when it may.

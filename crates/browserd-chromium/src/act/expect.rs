@@ -349,6 +349,7 @@ impl Run<'_> {
             && e.tabs_opened.is_empty()
             && e.tabs_closed.is_empty()
             && e.downloads.is_empty()
+            && e.blocked.is_empty()
             && e.value.is_none();
         if quiet_everywhere && self.sent.load(Ordering::SeqCst) && lost_none {
             self.res.effects.none = true;

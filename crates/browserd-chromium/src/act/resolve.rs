@@ -107,7 +107,11 @@ impl Run<'_> {
         if matches!(params.action, ActionKind::Navigate | ActionKind::Back) {
             return None;
         }
-        let url = self.p.st().tabs.get(&self.tab)?.url.clone();
+        let url = {
+            let st = self.p.st();
+            let t = st.tabs.get(&self.tab)?;
+            t.policy_url(&t.url)
+        };
         let why = self.p.origin_refusal(self.tab, &url)?;
         Some(Fail::new(codes::ORIGIN_NOT_AUTHORISED, format!("the tab shows {why}; nothing was sent")))
     }
@@ -117,7 +121,7 @@ impl Run<'_> {
         let url = {
             let st = self.p.st();
             let t = st.tabs.get(&self.tab)?;
-            t.frames.get(frame_id).map_or_else(|| t.url.clone(), |f| f.url.clone())
+            t.frames.get(frame_id).map_or_else(|| t.policy_url(&t.url), |f| t.policy_url(&f.url))
         };
         self.p.origin_refusal(self.tab, &url)
     }

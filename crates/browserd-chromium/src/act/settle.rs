@@ -203,6 +203,7 @@ impl Run<'_> {
         e.console_errors.clear();
         e.tabs_opened.clear();
         e.tabs_closed.clear();
+        e.blocked.clear();
         for ev in evs {
             match ev {
                 LogEvent::Navigated(u) | LogEvent::SameDocument(u) => e.navigated = Some(u),
@@ -218,6 +219,11 @@ impl Run<'_> {
                     Some((_, d)) => *d = info,
                     None => downloads.push((guid, info)),
                 },
+                LogEvent::Blocked(origin) => {
+                    if !e.blocked.contains(&origin) {
+                        e.blocked.push(origin);
+                    }
+                }
                 LogEvent::Loaded | LogEvent::DialogClosed => {}
             }
         }

@@ -268,7 +268,7 @@ async fn build_in(
     t.refs.bind(p.epoch);
     let url = t.url.clone();
     // The site policy: a tab showing an origin that is not authorised is not read at all; a frame of one is one line.
-    p.origin_error(tab, &url)?;
+    p.origin_error(tab, &t.policy_url(&url))?;
     let denied = |frame_url: &str| p.origin_refusal(tab, frame_url).is_some();
     let metas = frames::metas(t);
     let summaries = frames::summaries(t, &denied);

@@ -68,7 +68,14 @@ impl Provider for ChromiumProvider {
         );
         m.insert(
             Capability::Downloads,
-            if self.config.download_dir.is_some() {
+            if self.kind == ProviderKind::Extension {
+                CapabilityState::Unsupported {
+                    reason: UnsupportedReason::ByImplementation,
+                    detail: "downloads are not confined or reported over the extension relay yet; the browser's own \
+                             download settings apply"
+                        .into(),
+                }
+            } else if self.config.download_dir.is_some() {
                 CapabilityState::Supported
             } else {
                 CapabilityState::Unsupported {
@@ -110,7 +117,10 @@ impl Provider for ChromiumProvider {
                     .map_err(|e| cdp_err(&e, "discovering targets"))?;
                 // A managed browser without a download directory denies downloads; a remote browser's own
                 // download settings are left alone unless a directory is configured.
+                // Over the extension relay there is no browser session to confine downloads with: the user's own
+                // download settings stay, and the capability says so.
                 let dl = match (&self.config.download_dir, self.kind) {
+                    (_, ProviderKind::Extension) => None,
                     (Some(d), _) => Some(json!({"behavior": "allowAndName", "downloadPath": d, "eventsEnabled": true})),
                     (None, ProviderKind::Managed) => Some(json!({"behavior": "deny", "eventsEnabled": true})),
                     (None, _) => None,
@@ -120,6 +130,7 @@ impl Provider for ChromiumProvider {
                         .await
                         .map_err(|e| cdp_err(&e, "configuring downloads"))?;
                 }
+                self.intercept_browser(deadline).await?;
                 Ok::<(), ProviderError>(())
             })
             .await?;

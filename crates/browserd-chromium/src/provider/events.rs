@@ -11,6 +11,7 @@ use tokio::sync::{Notify, broadcast};
 
 use crate::state::{LogEvent, State, Tab};
 
+use super::intercept::{self, Paused};
 use super::sessions::setup_child;
 use super::{ChromiumProvider, truncate};
 
@@ -50,6 +51,7 @@ pub(super) async fn pump(
     tx: broadcast::Sender<ProviderEvent>,
     dialog_notify: Arc<Notify>,
     alloc: HandleAllocator,
+    check: Option<(crate::OriginCheck, bool)>,
 ) {
     let mut rx = cdp.events();
     loop {
@@ -67,7 +69,17 @@ pub(super) async fn pump(
         };
         let out = {
             let mut st = state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            handle_event(&mut st, &ev, &alloc)
+            let mut out = handle_event(&mut st, &ev, &alloc);
+            let mut updated = None;
+            for e in &mut out {
+                if let Pumped::Paused(paused, refused) = e
+                    && let Some((c, real)) = &check
+                {
+                    *refused = intercept::judge(&mut st, c, *real, paused, &mut updated).is_some();
+                }
+            }
+            out.extend(updated.map(Pumped::Provider));
+            out
         };
         for e in out {
             if let Pumped::Provider(pe) = &e {
@@ -75,6 +87,10 @@ pub(super) async fn pump(
             }
             if let Pumped::DialogOpened = e {
                 dialog_notify.notify_waiters();
+            }
+            if let Pumped::Paused(paused, refused) = e {
+                intercept::answer(&cdp, paused, refused);
+                continue;
             }
             if let Pumped::SetupChild { session, tab } = e {
                 let cdp = cdp.clone();
@@ -88,7 +104,12 @@ pub(super) async fn pump(
 enum Pumped {
     Provider(ProviderEvent),
     DialogOpened,
-    SetupChild { session: SessionId, tab: TabHandle },
+    SetupChild {
+        session: SessionId,
+        tab: TabHandle,
+    },
+    /// A document request paused before it was sent, and whether the site policy refuses it.
+    Paused(Paused, bool),
 }
 
 fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<Pumped> {
@@ -235,6 +256,9 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                     if main {
                         t.dialog = None;
                         t.crashed = false;
+                        if !url.starts_with("chrome-error:") {
+                            t.blocked = None;
+                        }
                     }
                 }
                 if main {
@@ -347,6 +371,11 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 let d = &p["exceptionDetails"];
                 let text = d["exception"]["description"].as_str().or_else(|| d["text"].as_str()).unwrap_or("exception");
                 st.log(tab, LogEvent::Console(truncate(text.lines().next().unwrap_or(text), 200)));
+            }
+        }
+        "Fetch.requestPaused" => {
+            if let Some(paused) = Paused::of(ev.session.as_ref(), p) {
+                out.push(Pumped::Paused(paused, false));
             }
         }
         "Browser.downloadWillBegin" => {

@@ -4,6 +4,7 @@
 
 mod api;
 mod events;
+mod intercept;
 mod profiles;
 mod sessions;
 
@@ -130,8 +131,15 @@ impl ChromiumProvider {
         let state = Arc::new(Mutex::new(State::default()));
         let (events_tx, _) = broadcast::channel(1024);
         let dialog_notify = Arc::new(Notify::new());
-        let pump =
-            tokio::spawn(pump(cdp.clone(), state.clone(), events_tx.clone(), dialog_notify.clone(), alloc.clone()));
+        let check = config.origin_check.clone().map(|c| (c, kind == ProviderKind::Extension));
+        let pump = tokio::spawn(pump(
+            cdp.clone(),
+            state.clone(),
+            events_tx.clone(),
+            dialog_notify.clone(),
+            alloc.clone(),
+            check,
+        ));
         Arc::new(Self {
             cdp,
             kind,

@@ -71,15 +71,17 @@ impl ChromiumProvider {
         deadline: Instant,
     ) -> Result<(), ProviderError> {
         let s = Some(session);
-        let (a, b, c, _) = tokio::join!(
+        let (a, b, c, _, d) = tokio::join!(
             self.call(s, "Page.enable", json!({}), deadline),
             self.call(s, "Runtime.enable", json!({}), deadline),
             crate::act::install_tracker(&self.cdp, session, remaining(deadline)),
             self.call(s, "Inspector.enable", json!({}), deadline),
+            self.intercept_page(session, deadline),
         );
         for r in [a.map(drop), b.map(drop), c] {
             r.map_err(|e| cdp_err(&e, "preparing the tab session"))?;
         }
+        d?;
         if self.advanced.collecting(tab) {
             crate::advanced::on_session_setup(self, session, tab, deadline).await?;
         }

@@ -27,6 +27,15 @@ impl Run<'_> {
                     .await
                     .map_err(|e| cdp_fail(&e, "navigating", true))?;
                 if let Some(err) = r["errorText"].as_str().filter(|e| !e.is_empty()) {
+                    if let Some(origin) = self.blocked_since_start() {
+                        return Err(Fail::new(
+                            codes::ORIGIN_NOT_AUTHORISED,
+                            format!(
+                                "the navigation led to {origin}, which the site policy does not authorise; the \
+                                 browser stopped it before anything was requested from {origin}"
+                            ),
+                        ));
+                    }
                     return Err(Fail::new(codes::NAVIGATION_FAILED, format!("navigation to {url} failed: {err}")));
                 }
                 r
@@ -110,5 +119,16 @@ impl Run<'_> {
         }
         self.res.timings.dispatch = ms(d0.elapsed());
         Ok(())
+    }
+}
+
+impl Run<'_> {
+    /// The origin of the first top-level navigation stopped by the site policy since the action began.
+    fn blocked_since_start(&self) -> Option<String> {
+        let st = self.p.st();
+        st.log_since(self.tab, self.seq0).into_iter().find_map(|e| match e {
+            LogEvent::Blocked(origin) => Some(origin),
+            _ => None,
+        })
     }
 }
