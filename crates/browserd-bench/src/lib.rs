@@ -9,6 +9,7 @@ pub mod agent_browser;
 pub mod broker_rtt;
 pub mod broker_soak;
 pub mod browserd;
+pub mod browserd_mcp;
 pub mod devtools;
 pub mod fidelity;
 pub mod node_mcp;

@@ -5,7 +5,8 @@
 //! connection's epoch is counted per process, and refs and cursors of every connection after a process's first end
 //! in a letter tag (`e12b`), which a fresh broker never shows. In its own process every browserd observer is that
 //! process's first connection, exactly what an agent sees from a broker that just started; the parent reads the
-//! child's JSON rows back for the `compare` rows. Playwright MCP and chrome-devtools-mcp run in the parent.
+//! child's JSON rows back for the `compare` rows. Playwright MCP, chrome-devtools-mcp, agent-browser and `browserd-mcp`
+//! (the real `browserd mcp` server, with a broker of its own) run in the parent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use clap::Parser;
 use crate::addressability;
 use crate::agent_browser::{AGENT_BROWSER, AgentBrowser, AgentBrowserOptions, SnapshotForm};
 use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
+use crate::browserd_mcp::{BrowserdMcp, BrowserdMcpOptions};
 use crate::fidelity;
 use crate::node_mcp::{NodeTool, chromium_from_env, ensure_installed, installed_version};
 use crate::observer::{Observer, ObserverError};
@@ -36,6 +38,7 @@ pub const OBSERVERS: &[&str] = &[
     "browserd-unbounded",
     "browserd-changed",
     "browserd-cold",
+    "browserd-mcp",
 ];
 
 /// Command-line options.
@@ -69,7 +72,8 @@ pub struct Args {
     /// (module `broker_rtt`). 0 (the default) runs the observation benchmarks.
     #[arg(long, default_value_t = 0)]
     pub broker_rtt: usize,
-    /// The `browserd` executable for `--broker-soak` and `--broker-rtt` (default: next to this binary).
+    /// The `browserd` executable for `--broker-soak`, `--broker-rtt` and the `browserd-mcp` observer (default: next to
+    /// this binary).
     #[arg(long)]
     pub browserd: Option<PathBuf>,
     /// Observers to run (repeatable); default: all of them.
@@ -130,9 +134,10 @@ impl Args {
     }
 }
 
-/// Whether the observer runs in a child process of its own (every browserd observer, unless this is that child).
+/// Whether the observer runs in a child process of its own (every in-process browserd observer, unless this is that
+/// child; `browserd-mcp` is a `browserd mcp` process with a fresh broker of its own already).
 fn runs_in_child(args: &Args, observer: &str) -> bool {
-    !args.child && observer.starts_with("browserd")
+    !args.child && observer.starts_with("browserd") && observer != "browserd-mcp"
 }
 
 /// Errors that stop the whole run.
@@ -230,6 +235,16 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
                 _ => {}
             }
             Ok(Box::new(AgentBrowser::start(&options).await?))
+        }
+        "browserd-mcp" => {
+            let mut options = BrowserdMcpOptions::from_env();
+            if let Some(browserd) = &args.browserd {
+                options.browserd = browserd.clone();
+            }
+            if let Some(chromium) = &args.chromium {
+                options.chromium = chromium.clone();
+            }
+            Ok(Box::new(BrowserdMcp::start(&options).await?))
         }
         "browserd" | "browserd-cold" | "browserd-changed" | "browserd-unbounded" => {
             let budget = if name == "browserd-unbounded" { Budget::Unbounded } else { Budget::Default };
@@ -800,7 +815,7 @@ mod tests {
             e.to_string().contains(
                 "unknown observer; known: playwright-mcp, chrome-devtools-mcp, agent-browser, agent-browser-full, \
                  agent-browser-changed, agent-browser-cold, browserd, browserd-unbounded, browserd-changed, \
-                 browserd-cold"
+                 browserd-cold, browserd-mcp"
             ),
             "{e}"
         );
