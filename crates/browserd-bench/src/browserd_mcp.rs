@@ -294,6 +294,15 @@ impl Observer for BrowserdMcp {
             .stderr(Stdio::null())
             .status();
         let _ = tokio::time::timeout(Duration::from_secs(30), stopped).await;
+        // The browser may still write its profile (session files) for a moment after `broker stop` answers: remove
+        // the scratch home until it stays gone.
+        for _ in 0..20 {
+            let _ = std::fs::remove_dir_all(self.root.path());
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            if !self.root.path().exists() {
+                break;
+            }
+        }
     }
 }
 
