@@ -6,7 +6,8 @@
 # - nothing else system-wide: Rust (with cargo) must already be there (https://rustup.rs);
 # - Node.js (20 or newer) with npm, for the Pi/DSH adapter tests: Debian's `nodejs npm` when missing;
 # - npm packages for the adapters are installed (npm ci, pinned lockfiles) by the scripts that use them; the
-#   benchmark's side-by-side MCP servers (bench/playwright-mcp, bench/chrome-devtools-mcp) and the Browserless grid
+#   benchmark's side-by-side peers (bench/playwright-mcp, bench/chrome-devtools-mcp, bench/agent-browser: its CLI ships
+#   its native binary in the package, pointed at Debian's Chromium by the bench) and the Browserless grid
 #   the remote-grid tests run against (bench/browserless, a test component only: SSPL, never bundled) are installed
 #   here (npm ci, pinned lockfiles, no browser download) when their node_modules is not current.
 # `setup.sh --demo` installs only what the demo needs: Chromium (no xvfb, no Node.js).
@@ -67,8 +68,8 @@ else
   say "node: installed ($(node --version))"
 fi
 
-# The benchmark's side-by-side MCP servers, each pinned in its package.json and lockfile; kept while current.
-for pinned in "playwright-mcp:@playwright/mcp" "chrome-devtools-mcp:chrome-devtools-mcp"; do
+# The benchmark's side-by-side peers, each pinned in its package.json and lockfile; kept while current.
+for pinned in "playwright-mcp:@playwright/mcp" "chrome-devtools-mcp:chrome-devtools-mcp" "agent-browser:agent-browser"; do
   bench_dir="$(dirname "$0")/../bench/${pinned%%:*}"
   package="${pinned#*:}"
   want="$(sed -n "s|.*\"$package\": \"\(.*\)\".*|\1|p" "$bench_dir/package.json")"

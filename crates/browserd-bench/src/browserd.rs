@@ -19,8 +19,8 @@ use serde_json::json;
 use crate::observer::{Addressable, Observation, Observer, ObserverError};
 use crate::report::TimingRow;
 
-/// Untimed pause before each change of the page in `browserd-cold` runs.
-const COLD_PAUSE: Duration = Duration::from_millis(200);
+/// Untimed pause before each change of the page in `browserd-cold` and `browserd-changed` runs (and agent-browser's).
+pub const COLD_PAUSE: Duration = Duration::from_millis(200);
 
 /// Which observation budget the observer asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +79,20 @@ pub enum PageChange {
     /// The text of one paragraph, as a counter or a status line changes after an action: only that element's
     /// part of the accessibility tree is read again (observer `browserd-changed`, the common case).
     Small,
+}
+
+/// The script that makes `change` on a page before timed run `run` (untimed), or `None` for no change. Every observer
+/// with a changed-page variant runs the same script, so their "after a change" columns measure the same change.
+pub fn change_script(change: PageChange, run: usize) -> Option<String> {
+    match change {
+        PageChange::None => None,
+        PageChange::Small => Some(format!(
+            "(() => {{ const p = document.querySelector('main p, p, li, td, h1, span') || document.body; \
+             const t = p.firstChild && p.firstChild.nodeType === 3 ? p.firstChild : p.insertBefore(document.createTextNode(''), p.firstChild); \
+             t.data = t.data.replace(/^\\[run \\d+\\] /, '') ; t.data = '[run {run}] ' + t.data; }})()"
+        )),
+        PageChange::Whole => Some(format!("document.documentElement.dataset.benchRun = '{run}'")),
+    }
 }
 
 /// browserd's own observation and action loop on a managed Chromium.
@@ -339,17 +353,10 @@ impl BrowserdObserver {
         Ok(SessionId(attached["sessionId"].as_str().unwrap_or_default().to_owned()))
     }
 
-    /// Sets a data attribute on `<html>` (untimed): the smallest DOM change, which nothing read before survives.
+    /// Makes the observer's change on the page (untimed; see [`change_script`]).
     async fn touch_page(&self, url: &str, session: &SessionId, run: usize) -> Result<(), ObserverError> {
         let Some(browser) = &self.browser else { return Err(self.page_error(url, "the browser is shut down")) };
-        let expression = match self.change {
-            PageChange::Small => format!(
-                "(() => {{ const p = document.querySelector('main p, p, li, td, h1, span') || document.body; \
-                 const t = p.firstChild && p.firstChild.nodeType === 3 ? p.firstChild : p.insertBefore(document.createTextNode(''), p.firstChild); \
-                 t.data = t.data.replace(/^\\[run \\d+\\] /, '') ; t.data = '[run {run}] ' + t.data; }})()"
-            ),
-            _ => format!("document.documentElement.dataset.benchRun = '{run}'"),
-        };
+        let Some(expression) = change_script(self.change, run) else { return Ok(()) };
         browser
             .cdp()
             .call(Some(session), "Runtime.evaluate", json!({"expression": expression}), self.call_timeout)

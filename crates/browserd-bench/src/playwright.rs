@@ -98,7 +98,7 @@ fn yaml_single_quoted(s: &str) -> Option<String> {
 
 /// Decodes the JSON string whose opening quote was just consumed; returns it and the bytes used (closing quote
 /// included).
-fn json_string_prefix(s: &str) -> Option<(String, usize)> {
+pub(crate) fn json_string_prefix(s: &str) -> Option<(String, usize)> {
     let mut escaped = false;
     for (i, c) in s.char_indices() {
         match (escaped, c) {

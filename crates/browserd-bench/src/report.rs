@@ -115,6 +115,8 @@ pub struct MachineRow {
     pub playwright_mcp: String,
     /// Installed `chrome-devtools-mcp` version.
     pub chrome_devtools_mcp: String,
+    /// Installed `agent-browser` version.
+    pub agent_browser: String,
     /// `/proc/loadavg`'s 1, 5 and 15 minute load averages when the run started.
     pub load: String,
     /// Timed calls per page.

@@ -5,7 +5,8 @@
 //! connection's epoch is counted per process, and refs and cursors of every connection after a process's first end
 //! in a letter tag (`e12b`), which a fresh broker never shows. In its own process every browserd observer is that
 //! process's first connection, exactly what an agent sees from a broker that just started; the parent reads the
-//! child's JSON rows back for the `compare` rows. Playwright MCP and chrome-devtools-mcp run in the parent.
+//! child's JSON rows back for the `compare` rows. Playwright MCP, chrome-devtools-mcp, agent-browser and `browserd-mcp`
+//! (the real `browserd mcp` server, with a broker of its own) run in the parent.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,7 +15,9 @@ use browserd_fixtures::{BenchElement, FixtureSite, app_truth, generate_elements_
 use clap::Parser;
 
 use crate::addressability;
+use crate::agent_browser::{AGENT_BROWSER, AgentBrowser, AgentBrowserOptions, SnapshotForm};
 use crate::browserd::{BrowserdObserver, BrowserdOptions, Budget, PageChange};
+use crate::browserd_mcp::{BrowserdMcp, BrowserdMcpOptions};
 use crate::fidelity;
 use crate::node_mcp::{NodeTool, chromium_from_env, ensure_installed, installed_version};
 use crate::observer::{Observer, ObserverError};
@@ -24,14 +27,25 @@ use crate::tokens::count_tokens;
 use crate::{devtools, playwright};
 
 /// Every observer this binary knows, in run order; the first is the baseline of the `compare` rows.
-pub const OBSERVERS: &[&str] =
-    &["playwright-mcp", "chrome-devtools-mcp", "browserd", "browserd-unbounded", "browserd-changed", "browserd-cold"];
+pub const OBSERVERS: &[&str] = &[
+    "playwright-mcp",
+    "chrome-devtools-mcp",
+    "agent-browser",
+    "agent-browser-full",
+    "agent-browser-changed",
+    "agent-browser-cold",
+    "browserd",
+    "browserd-unbounded",
+    "browserd-changed",
+    "browserd-cold",
+    "browserd-mcp",
+];
 
 /// Command-line options.
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "browserd-bench",
-    about = "browserd's benchmarks, side by side with Playwright MCP and chrome-devtools-mcp"
+    about = "browserd's benchmarks, side by side with Playwright MCP, chrome-devtools-mcp and agent-browser"
 )]
 pub struct Args {
     /// Print one JSON object per line instead of a table.
@@ -58,7 +72,8 @@ pub struct Args {
     /// (module `broker_rtt`). 0 (the default) runs the observation benchmarks.
     #[arg(long, default_value_t = 0)]
     pub broker_rtt: usize,
-    /// The `browserd` executable for `--broker-soak` and `--broker-rtt` (default: next to this binary).
+    /// The `browserd` executable for `--broker-soak`, `--broker-rtt` and the `browserd-mcp` observer (default: next to
+    /// this binary).
     #[arg(long)]
     pub browserd: Option<PathBuf>,
     /// Observers to run (repeatable); default: all of them.
@@ -70,6 +85,9 @@ pub struct Args {
     /// The `bench/chrome-devtools-mcp` package directory.
     #[arg(long)]
     pub devtools_dir: Option<PathBuf>,
+    /// The `bench/agent-browser` package directory.
+    #[arg(long)]
+    pub agent_browser_dir: Option<PathBuf>,
     /// The Chromium executable every observer uses.
     #[arg(long)]
     pub chromium: Option<PathBuf>,
@@ -116,9 +134,10 @@ impl Args {
     }
 }
 
-/// Whether the observer runs in a child process of its own (every browserd observer, unless this is that child).
+/// Whether the observer runs in a child process of its own (every in-process browserd observer, unless this is that
+/// child; `browserd-mcp` is a `browserd mcp` process with a fresh broker of its own already).
 fn runs_in_child(args: &Args, observer: &str) -> bool {
-    !args.child && observer.starts_with("browserd")
+    !args.child && observer.starts_with("browserd") && observer != "browserd-mcp"
 }
 
 /// Errors that stop the whole run.
@@ -203,6 +222,30 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
             }
             Ok(Box::new(crate::node_mcp::NodeMcp::start(tool, &options).await?))
         }
+        "agent-browser" | "agent-browser-full" | "agent-browser-changed" | "agent-browser-cold" => {
+            let mut options = AgentBrowserOptions::from_env();
+            options.dir = agent_browser_dir(args);
+            if let Some(chromium) = &args.chromium {
+                options.chromium = chromium.clone();
+            }
+            match name {
+                "agent-browser-full" => options.form = SnapshotForm::Full,
+                "agent-browser-changed" => options.change = PageChange::Small,
+                "agent-browser-cold" => options.change = PageChange::Whole,
+                _ => {}
+            }
+            Ok(Box::new(AgentBrowser::start(&options).await?))
+        }
+        "browserd-mcp" => {
+            let mut options = BrowserdMcpOptions::from_env();
+            if let Some(browserd) = &args.browserd {
+                options.browserd = browserd.clone();
+            }
+            if let Some(chromium) = &args.chromium {
+                options.chromium = chromium.clone();
+            }
+            Ok(Box::new(BrowserdMcp::start(&options).await?))
+        }
         "browserd" | "browserd-cold" | "browserd-changed" | "browserd-unbounded" => {
             let budget = if name == "browserd-unbounded" { Budget::Unbounded } else { Budget::Default };
             let chromium = args.chromium.clone().unwrap_or_else(chromium_from_env);
@@ -237,6 +280,11 @@ fn node_dir(args: &Args, tool: &NodeTool) -> PathBuf {
     given.clone().unwrap_or_else(|| crate::node_mcp::NodeOptions::from_env(tool).dir)
 }
 
+/// The `bench/agent-browser` package directory: `--agent-browser-dir`, else its default.
+fn agent_browser_dir(args: &Args) -> PathBuf {
+    args.agent_browser_dir.clone().unwrap_or_else(|| AgentBrowserOptions::from_env().dir)
+}
+
 /// Runs the benchmark; returns the number of failed measurements (0 = all good).
 pub async fn run(args: Args) -> Result<usize, RunError> {
     if args.broker_soak > 0 {
@@ -261,13 +309,16 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
         // Install first so the machine row can name the installed version; a failure shows up when it starts.
         let _ = ensure_installed(tool, &node_dir(&args, tool)).await;
     }
+    if observers.iter().any(|o| o.starts_with("agent-browser")) {
+        let _ = ensure_installed(&AGENT_BROWSER, &agent_browser_dir(&args)).await;
+    }
     // A child's parent prints the machine row and the header.
     let machine = if args.child { None } else { Some(machine_row(&args).await) };
     if let Some(machine) = machine.as_ref().filter(|_| args.json) {
         report::print_json(machine);
     } else if let Some(machine) = &machine {
         println!(
-            "machine: {} ({} CPUs, {:.1} GiB), {}; {}; node {}; @playwright/mcp {}; chrome-devtools-mcp {}; load {}; {} runs per page{}",
+            "machine: {} ({} CPUs, {:.1} GiB), {}; {}; node {}; @playwright/mcp {}; chrome-devtools-mcp {}; agent-browser {}; load {}; {} runs per page{}",
             machine.cpu,
             machine.cpus,
             machine.memory_gib,
@@ -276,6 +327,7 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
             machine.node,
             machine.playwright_mcp,
             machine.chrome_devtools_mcp,
+            machine.agent_browser,
             machine.load,
             machine.runs,
             if machine.release_build { "" } else { " (debug build: use --release for real numbers)" }
@@ -326,8 +378,18 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
             }
         }
         // Clicks do not depend on what the observation may reuse: `browserd` measures them.
-        let observer_clicks =
-            if matches!(name.as_str(), "browserd-cold" | "browserd-changed") { &[][..] } else { clicks };
+        let observer_clicks = if matches!(
+            name.as_str(),
+            "browserd-cold"
+                | "browserd-changed"
+                | "agent-browser-full"
+                | "agent-browser-changed"
+                | "agent-browser-cold"
+        ) {
+            &[][..]
+        } else {
+            clicks
+        };
         for click in observer_clicks {
             step += 1;
             eprintln!(
@@ -644,6 +706,7 @@ async fn machine_row(args: &Args) -> MachineRow {
         node: command_output(Path::new("node"), "--version").await,
         playwright_mcp: version(&playwright::PLAYWRIGHT_MCP),
         chrome_devtools_mcp: version(&devtools::CHROME_DEVTOOLS_MCP),
+        agent_browser: installed_version(&AGENT_BROWSER, &agent_browser_dir(args)),
         load,
         runs: args.runs,
         release_build: !cfg!(debug_assertions),
@@ -750,8 +813,9 @@ mod tests {
         let Err(e) = start_observer("nope", &args(&[])).await else { panic!("an unknown observer started") };
         assert!(
             e.to_string().contains(
-                "unknown observer; known: playwright-mcp, chrome-devtools-mcp, browserd, browserd-unbounded, \
-                 browserd-changed, browserd-cold"
+                "unknown observer; known: playwright-mcp, chrome-devtools-mcp, agent-browser, agent-browser-full, \
+                 agent-browser-changed, agent-browser-cold, browserd, browserd-unbounded, browserd-changed, \
+                 browserd-cold, browserd-mcp"
             ),
             "{e}"
         );
