@@ -8,24 +8,11 @@ mod real_browser;
 
 use std::time::Duration;
 
-use browserd_broker::ClientError;
 use browserd_broker::config::{BrokerConfig, PolicyConfig};
+use browserd_protocol::ErrorCode;
 use browserd_protocol::policy::ApprovalGrantParams;
-use browserd_protocol::{ErrorCode, ErrorData};
-use real_browser::Real;
-use serde_json::{Value, json};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
-
-async fn refused(r: &Real, name: &str, args: Value) -> ErrorData {
-    match r.c.tool(&r.s, name, args).await {
-        Err(ClientError::Rpc(e)) => *e,
-        other => panic!("{name} should be refused, got {other:?}"),
-    }
-}
+use real_browser::{Real, ref_of, refused};
+use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_high_risk_click_needs_an_approval_bound_to_exactly_it() {

@@ -10,13 +10,8 @@ use std::time::Duration;
 
 use browserd_broker::config::BrokerConfig;
 use browserd_protocol::ErrorCode;
-use real_browser::Real;
+use real_browser::{Real, ref_of};
 use serde_json::{Value, json};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
 
 fn value_of(id: &str) -> String {
     format!("document.getElementById('{id}').value")

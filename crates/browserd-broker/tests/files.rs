@@ -13,14 +13,9 @@ use browserd_broker::config::BrokerConfig;
 use browserd_broker::policy::files::FilesConfig;
 use browserd_protocol::ErrorCode;
 use browserd_test_support::fixtures::REPORT_CSV;
-use real_browser::Real;
+use real_browser::{Real, ref_of};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
 
 fn hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()

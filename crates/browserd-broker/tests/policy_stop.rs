@@ -7,29 +7,9 @@
 mod real_browser;
 
 use browserd_broker::ClientError;
-use browserd_broker::config::{BrokerConfig, PolicyConfig};
 use browserd_protocol::{ErrorCode, ErrorData};
-use real_browser::Real;
-use serde_json::{Value, json};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
-
-async fn refused(r: &Real, name: &str, args: Value) -> ErrorData {
-    match r.c.tool(&r.s, name, args).await {
-        Err(ClientError::Rpc(e)) => *e,
-        other => panic!("{name} should be refused, got {other:?}"),
-    }
-}
-
-fn deny_localhost() -> BrokerConfig {
-    BrokerConfig {
-        policy: PolicyConfig { deny: vec!["localhost".into()], ..PolicyConfig::default() },
-        ..BrokerConfig::default()
-    }
-}
+use real_browser::{Real, deny_localhost, ref_of, refused};
+use serde_json::json;
 
 /// The refusal of an action whose navigation the browser stopped: the origin, the rule, the setting to change.
 fn assert_stopped(e: &ErrorData, origin: &str) {

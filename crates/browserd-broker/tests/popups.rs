@@ -5,13 +5,8 @@
 mod real_browser;
 
 use browserd_protocol::lifecycle::{TurnEndParams, TurnEndReason};
-use real_browser::Real;
+use real_browser::{Real, ref_of};
 use serde_json::{Value, json};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
 
 fn find<'a>(listed: &'a Value, url_part: &str) -> Option<&'a Value> {
     listed["tabs"].as_array().unwrap().iter().find(|t| t["url"].as_str().unwrap_or_default().contains(url_part))

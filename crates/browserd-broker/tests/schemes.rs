@@ -12,13 +12,8 @@ use browserd_broker::ClientError;
 use browserd_broker::config::BrokerConfig;
 use browserd_broker::policy::files::FilesConfig;
 use browserd_protocol::{ErrorCode, ErrorData};
-use real_browser::Real;
+use real_browser::{Real, ref_of};
 use serde_json::{Value, json};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
 
 async fn refused(r: &Real, name: &str, args: Value) -> ErrorData {
     match r.c.tool(&r.s, name, args.clone()).await {

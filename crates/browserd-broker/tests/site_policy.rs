@@ -7,31 +7,11 @@
 mod real_browser;
 
 use browserd_broker::ClientError;
-use browserd_broker::config::{BrokerConfig, PolicyConfig};
+use browserd_protocol::ErrorCode;
 use browserd_protocol::lifecycle::{HostKind, SessionOpenParams};
 use browserd_protocol::policy::SessionPolicy;
-use browserd_protocol::{ErrorCode, ErrorData};
-use real_browser::Real;
+use real_browser::{Real, deny_localhost, ref_of, refused};
 use serde_json::{Value, json};
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
-
-async fn refused(r: &Real, name: &str, args: Value) -> ErrorData {
-    match r.c.tool(&r.s, name, args).await {
-        Err(ClientError::Rpc(e)) => *e,
-        other => panic!("{name} should be refused, got {other:?}"),
-    }
-}
-
-fn deny_localhost() -> BrokerConfig {
-    BrokerConfig {
-        policy: PolicyConfig { deny: vec!["localhost".into()], ..PolicyConfig::default() },
-        ..BrokerConfig::default()
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_origin_is_never_opened_and_the_refusal_says_what_to_change() {

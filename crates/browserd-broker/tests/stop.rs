@@ -10,13 +10,8 @@ use std::time::{Duration, Instant};
 
 use browserd_protocol::ErrorCode;
 use browserd_protocol::lifecycle::StatusParams;
-use real_browser::Real;
+use real_browser::{Real, ref_of};
 use serde_json::json;
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-}
 
 const VALUE: &str = "document.getElementById('fullName').value";
 

@@ -7,15 +7,16 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use browserd_broker::ClientError;
 use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::BrokerConfig;
+use browserd_broker::config::{BrokerConfig, PolicyConfig};
 use browserd_broker::lazy::BrowserTarget;
 use browserd_broker::server::Broker;
 use browserd_cdp::{Cdp, LaunchOptions, ManagedBrowser, SessionId as CdpSession, connect_ws};
 use browserd_ipc::RuntimeDir;
-use browserd_protocol::SessionId;
 use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, ToolsActivateParams};
+use browserd_protocol::{ErrorData, SessionId};
 use browserd_test_support::fixtures::FixtureSite;
 use serde_json::{Value, json};
 use tempfile::TempDir;
@@ -254,5 +255,27 @@ impl User {
     /// Open a tab of the user's own.
     pub async fn open(&self, url: &str) {
         self.cdp.call(None, "Target.createTarget", json!({"url": url}), CALL).await.unwrap();
+    }
+}
+
+/// The ref of the first line of an observation that contains `needle`.
+pub fn ref_of(content: &str, needle: &str) -> String {
+    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
+    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+}
+
+/// The typed error a tool call must answer with (it panics on any other answer).
+pub async fn refused(r: &Real, name: &str, args: Value) -> ErrorData {
+    match r.c.tool(&r.s, name, args).await {
+        Err(ClientError::Rpc(e)) => *e,
+        other => panic!("{name} should be refused, got {other:?}"),
+    }
+}
+
+/// A broker config whose site policy denies `localhost` (the fixture site's second origin).
+pub fn deny_localhost() -> BrokerConfig {
+    BrokerConfig {
+        policy: PolicyConfig { deny: vec!["localhost".into()], ..PolicyConfig::default() },
+        ..BrokerConfig::default()
     }
 }
