@@ -256,19 +256,14 @@ impl Browsers {
     /// Refuses a new browser with `wide` when its executable is not one, its profile is another browser's, or the cap
     /// is reached.
     fn check_new(&self, wide: &Wide) -> Result<(), ErrorData> {
-        if let Some(exe) = &wide.executable {
-            let path = Path::new(exe);
-            let runnable = std::fs::metadata(path).is_ok_and(|m| {
-                use std::os::unix::fs::PermissionsExt;
-                m.is_file() && m.permissions().mode() & 0o111 != 0
-            });
-            if !runnable {
-                return Err(ErrorData::new(
-                    ErrorCode::InvalidParams,
-                    format!("--executable-path {exe}: no such executable file; nothing was changed"),
-                )
-                .with_next_step("give --executable-path the absolute path of a Chromium, Chrome or Edge executable"));
-            }
+        if let Some(exe) = &wide.executable
+            && !browserd_cdp::is_executable(Path::new(exe))
+        {
+            return Err(ErrorData::new(
+                ErrorCode::InvalidParams,
+                format!("--executable-path {exe}: no such executable file; nothing was changed"),
+            )
+            .with_next_step("give --executable-path the absolute path of a Chromium, Chrome or Edge executable"));
         }
         if let Some(dir) = &wide.user_data_dir {
             if let Some(base) = self.default.managed_options()

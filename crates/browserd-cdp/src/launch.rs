@@ -149,7 +149,9 @@ fn find_executable_among(
     Err(LaunchError::ExecutableNotFound { tried })
 }
 
-fn is_executable(path: &Path) -> bool {
+/// Whether `path` is a file this process could run (any execute bit set).
+#[must_use]
+pub fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path).map(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 

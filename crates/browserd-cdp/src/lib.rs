@@ -55,6 +55,7 @@ pub use endpoint::{Endpoint, Scheme, redact_url};
 pub use error::{CdpError, LaunchError, TransportError};
 pub use launch::{
     BrowserExit, CHROMIUM_ENV, LaunchOptions, ManagedBrowser, ShutdownError, find_executable, find_executable_in,
+    is_executable,
 };
 pub use pipe::{MAX_PIPE_MESSAGE, PipeTransport};
 pub use transport::{MemoryTransport, Transport, memory_pair};
