@@ -208,26 +208,23 @@ async function fetchAnswer(target, a) {
   const key = pausedKey(target.tabId, target.sessionId, requestId);
   const entry = paused.get(key);
   if (!entry) throw new GateError('INVALID_PARAMS', `${a.method}: the extension's gate saw no paused request ${requestId} on tab ${target.tabId}; nothing was sent`);
-  if (a.method === 'Fetch.continueRequest') {
-    const extra = Object.keys(a.params || {}).filter((k) => k !== 'requestId');
-    if (extra.length) {
-      gate.refused++;
-      throw new GateError('POLICY_DENIED', `Fetch.continueRequest may not change the request (${extra.join(', ')}) through the extension; nothing was sent`);
-    }
-    const session = (await owners.get(target.tabId))?.session;
-    const why = entry.main ? navigationRefusal(entry.url, session) : null;
-    if (why) {
-      paused.delete(key);
-      gate.refused++;
-      stoppedNavigations++;
-      await chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: 'BlockedByClient' }).catch(() => {});
-      throw new GateError('ORIGIN_NOT_AUTHORISED', `the extension's gate stopped tab ${target.tabId}'s navigation before it was requested: ${why}`);
-    }
-    paused.delete(key);
-    return chrome.debugger.sendCommand(target, 'Fetch.continueRequest', { requestId });
+  const continuing = a.method === 'Fetch.continueRequest';
+  const extra = continuing ? Object.keys(a.params || {}).filter((k) => k !== 'requestId') : [];
+  if (extra.length) {
+    gate.refused++;
+    throw new GateError('POLICY_DENIED', `Fetch.continueRequest may not change the request (${extra.join(', ')}) through the extension; nothing was sent`);
   }
+  const why = continuing && entry.main ? navigationRefusal(entry.url, (await owners.get(target.tabId))?.session) : null;
   paused.delete(key);
-  return chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: a.params?.errorReason ?? 'BlockedByClient' });
+  if (!continuing || why) {
+    const failed = chrome.debugger.sendCommand(target, 'Fetch.failRequest', { requestId, errorReason: a.params?.errorReason ?? 'BlockedByClient' });
+    if (!why) return failed;
+    gate.refused++;
+    stoppedNavigations++;
+    await failed.catch(() => {});
+    throw new GateError('ORIGIN_NOT_AUTHORISED', `the extension's gate stopped tab ${target.tabId}'s navigation before it was requested: ${why}`);
+  }
+  return chrome.debugger.sendCommand(target, 'Fetch.continueRequest', { requestId });
 }
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
