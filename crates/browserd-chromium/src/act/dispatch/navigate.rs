@@ -120,9 +120,7 @@ impl Run<'_> {
         self.res.timings.dispatch = ms(d0.elapsed());
         Ok(())
     }
-}
 
-impl Run<'_> {
     /// The origin of the first top-level navigation stopped by the site policy since the action began.
     fn blocked_since_start(&self) -> Option<String> {
         let st = self.p.st();
