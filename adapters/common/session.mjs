@@ -125,6 +125,23 @@ export function visionUnavailable(err) {
   return out;
 }
 
+/** Origin patterns from an adapter option: an array, or one string separated by `;` or `,` (as `browserd mcp` takes). */
+function originList(value) {
+  const items = Array.isArray(value) ? value : typeof value === "string" ? [value] : [];
+  return items.flatMap((i) => String(i).split(/[;,]/)).map((i) => i.trim()).filter(Boolean);
+}
+
+/**
+ * The session's own site policy (`session.open`'s `policy`) from the adapter's `allowedOrigins` / `blockedOrigins`
+ * options, or `null` without either. It narrows the broker's `[policy]`, never widens it; the broker checks the
+ * patterns when the session opens (a bad one is `INVALID_PARAMS`) and refuses a denied origin with
+ * `ORIGIN_NOT_AUTHORISED`.
+ */
+export function sessionPolicy({ allowedOrigins, blockedOrigins } = {}) {
+  const policy = { allowedOrigins: originList(allowedOrigins), blockedOrigins: originList(blockedOrigins) };
+  return policy.allowedOrigins.length || policy.blockedOrigins.length ? policy : null;
+}
+
 /** Maps host close reasons onto the protocol's `CloseReason`. */
 export const CLOSE_REASONS = Object.freeze({
   quit: "hostExit",
@@ -140,13 +157,16 @@ export const CLOSE_REASONS = Object.freeze({
 export class BrowserSession {
   /**
    * @param {import("./broker-client.mjs").BrokerClient} client
-   * @param {{host: string, hostSessionId: string, label?: string, trace?: (event: string) => void}} options
+   * @param {{host: string, hostSessionId: string, label?: string, trace?: (event: string) => void,
+   *   allowedOrigins?: string[] | string, blockedOrigins?: string[] | string}} options
    */
   constructor(client, options) {
     this.client = client;
     this.host = options.host;
     this.hostSessionId = options.hostSessionId;
     this.label = options.label;
+    /** The session's own origin lists, sent with every `session.open` (re-attach included). */
+    this.policy = sessionPolicy(options);
     this.trace = options.trace ?? (() => {});
     /** Broker session id once opened. */
     this.id = null;
@@ -201,6 +221,7 @@ export class BrowserSession {
   #openParams() {
     const p = { host: this.host, hostSessionId: this.hostSessionId };
     if (this.label) p.label = this.label;
+    if (this.policy) p.policy = this.policy;
     return p;
   }
 

@@ -230,7 +230,9 @@ function render(_args, value) {
 
 /**
  * @param {import("cordis").Context} ctx
- * @param {{client?: BrokerClient, askBefore?: string[], trace?: (e: string) => void}} [config]
+ * @param {{client?: BrokerClient, askBefore?: string[], trace?: (e: string) => void,
+ *   allowedOrigins?: string[] | string, blockedOrigins?: string[] | string}} [config] `allowedOrigins` /
+ *   `blockedOrigins`: each agent session's own origin lists (they narrow the broker's `[policy]`, never widen it)
  */
 export function apply(ctx, config = {}) {
   const trace = config.trace ?? (() => {});
@@ -252,7 +254,9 @@ export function apply(ctx, config = {}) {
   const entryFor = (agent) => {
     let entry = entries.get(agent.id);
     if (!entry || entry.sess.closed) {
-      entry = { agent, disposers: [], sess: new BrowserSession(client, { host: "dsh", hostSessionId: String(agent.id), trace }) };
+      const { allowedOrigins, blockedOrigins } = config;
+      const options = { host: "dsh", hostSessionId: String(agent.id), trace, allowedOrigins, blockedOrigins };
+      entry = { agent, disposers: [], sess: new BrowserSession(client, options) };
       const current = entry;
       // Any end of the activation (reset from elsewhere, lost session, close) unregisters the agent's tools.
       entry.sess.onDeactivate = () => void unregister(current).catch(() => {});

@@ -95,6 +95,9 @@ function label(name) {
  * @param {BrokerClient} [options.client] broker client (default: one per process, started on demand)
  * @param {(event: string) => void} [options.trace] test hook: lifecycle and tool-call events in order
  * @param {(message: string) => void} [options.warn] where lifecycle failures are reported (default: the UI, else stderr)
+ * @param {string[] | string} [options.allowedOrigins] only these origin patterns may be shown or acted on in Pi's
+ *   sessions (narrows the broker's `[policy]`; `;`/`,`-separated when a string)
+ * @param {string[] | string} [options.blockedOrigins] origin patterns Pi's sessions never show or act on
  */
 export function createBrowserdExtension(options = {}) {
   const trace = options.trace ?? (() => {});
@@ -118,7 +121,13 @@ export function createBrowserdExtension(options = {}) {
       if (sess && sess.hostSessionId === hostSessionId && !sess.closed) return sess;
       let existing = sessions.get(hostSessionId);
       if (!existing || existing.closed) {
-        existing = new BrowserSession(getClient(), { host: "pi", hostSessionId, trace });
+        existing = new BrowserSession(getClient(), {
+          host: "pi",
+          hostSessionId,
+          trace,
+          allowedOrigins: options.allowedOrigins,
+          blockedOrigins: options.blockedOrigins,
+        });
         sessions.set(hostSessionId, existing);
       }
       sess = existing;
@@ -309,7 +318,12 @@ function fileTrace(file) {
   };
 }
 
-/** The extension as Pi loads it (`pi -e`, `~/.pi/agent/extensions`). */
-export default createBrowserdExtension({ trace: fileTrace(process.env.BROWSERD_TRACE_FILE) });
+/** The extension as Pi loads it (`pi -e`, `~/.pi/agent/extensions`); the session's own origin lists come from
+ *  `BROWSERD_PI_ALLOWED_ORIGINS` / `BROWSERD_PI_BLOCKED_ORIGINS` (`;`-separated patterns). */
+export default createBrowserdExtension({
+  trace: fileTrace(process.env.BROWSERD_TRACE_FILE),
+  allowedOrigins: process.env.BROWSERD_PI_ALLOWED_ORIGINS,
+  blockedOrigins: process.env.BROWSERD_PI_BLOCKED_ORIGINS,
+});
 
 export { socketPath };

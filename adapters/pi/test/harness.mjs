@@ -51,8 +51,9 @@ export function say(text) {
 /**
  * Creates a Pi runtime with the browserd extension and a scripted model.
  * @param {{env: {work: string, home: string}, trace?: (e: string) => void, client?: any,
- *   models?: Array<{id: string, input: string[]}>}} options the scripted models (default one, `m1`, that declares
- *   text and image input; the first is selected)
+ *   models?: Array<{id: string, input: string[]}>, extension?: object}} options the scripted models (default one,
+ *   `m1`, that declares text and image input; the first is selected); `extension`: more options of
+ *   `createBrowserdExtension` (e.g. `blockedOrigins`)
  */
 export async function createPi(options) {
   harnessCount += 1;
@@ -66,7 +67,12 @@ export async function createPi(options) {
     events.push(e);
     options.trace?.(e);
   };
-  const extension = createBrowserdExtension({ trace, client: options.client, warn: (m) => events.push(`warn:${m}`) });
+  const extension = createBrowserdExtension({
+    trace,
+    client: options.client,
+    warn: (m) => events.push(`warn:${m}`),
+    ...options.extension,
+  });
   const cwd = options.env.work;
   const agentDir = path.join(options.env.home, ".pi", "agent");
   const sessionDir = path.join(options.env.home, "sessions");

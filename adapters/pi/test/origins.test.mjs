@@ -1,0 +1,73 @@
+//! The Pi extension's own origin lists (issue 16 item 2): `createBrowserdExtension({allowedOrigins, blockedOrigins})`
+//! (for Pi as it loads the extension: `BROWSERD_PI_ALLOWED_ORIGINS` / `BROWSERD_PI_BLOCKED_ORIGINS`) becomes the
+//! session's `policy` at `session.open`; the real broker then refuses a denied origin with `ORIGIN_NOT_AUTHORISED`
+//! before the page is requested, while the allowed one opens. One loopback server answers on two origins
+//! (`127.0.0.1` and `localhost`) and logs every request with its Host, so what reached the site is checked there.
+
+import assert from "node:assert/strict";
+import http from "node:http";
+import { after, before, test } from "node:test";
+
+import { isolatedEnv, stopBroker } from "../../test-support/env.mjs";
+import { callTools, createPi, say } from "./harness.mjs";
+
+const env = isolatedEnv("pi-origins");
+/** Every request the site got, as `host/path`. */
+const requests = [];
+let server;
+let port;
+
+before(async () => {
+  server = http.createServer((req, res) => {
+    requests.push(`${req.headers.host}${req.url}`);
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.end("<!doctype html><title>Partner</title><h1>Partner page</h1><button>Go</button>");
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  port = server.address().port;
+});
+
+after(async () => {
+  await stopBroker(env);
+  await new Promise((r) => server.close(r));
+});
+
+const text = (result) => result.content.find((c) => c.type === "text")?.text ?? "";
+
+/** Opens `urls` in turn in a Pi session with the extension `options`; returns the `browser_open` results. */
+async function openAll(options, urls) {
+  const pi = await createPi({ env, extension: options });
+  try {
+    await pi.prompt("open the partner pages", [
+      callTools(["browser_skill", {}]),
+      ...urls.map((url) => callTools(["browser_open", { url }])),
+      say("done"),
+    ]);
+    return pi.toolResults().filter((r) => r.toolName === "browser_open");
+  } finally {
+    await pi.dispose();
+  }
+}
+
+test("blockedOrigins: the blocked origin is ORIGIN_NOT_AUTHORISED and never requested, another opens", async () => {
+  const blocked = `http://localhost:${port}/blocked`;
+  const fine = `http://127.0.0.1:${port}/fine`;
+  const [refused, opened] = await openAll({ blockedOrigins: "localhost;ads.example.com" }, [blocked, fine]);
+  assert.equal(refused.isError, true, text(refused));
+  assert.match(text(refused), /ORIGIN_NOT_AUTHORISED/);
+  assert.ok(text(refused).includes(`http://localhost:${port}`), text(refused));
+  assert.equal(opened.isError, false, text(opened));
+  assert.ok(requests.includes(`127.0.0.1:${port}/fine`), JSON.stringify(requests));
+  assert.ok(!requests.some((r) => r.endsWith("/blocked")), `never requested: ${JSON.stringify(requests)}`);
+});
+
+test("allowedOrigins: an origin outside the list is ORIGIN_NOT_AUTHORISED and never requested", async () => {
+  const outside = `http://localhost:${port}/outside`;
+  const inside = `http://127.0.0.1:${port}/inside`;
+  const [refused, opened] = await openAll({ allowedOrigins: ["127.0.0.1:*"] }, [outside, inside]);
+  assert.equal(refused.isError, true, text(refused));
+  assert.match(text(refused), /ORIGIN_NOT_AUTHORISED/);
+  assert.equal(opened.isError, false, text(opened));
+  assert.ok(requests.includes(`127.0.0.1:${port}/inside`), JSON.stringify(requests));
+  assert.ok(!requests.some((r) => r.endsWith("/outside")), `never requested: ${JSON.stringify(requests)}`);
+});
