@@ -1,7 +1,8 @@
 // browserd's service worker: connects to the native host, relays CDP through chrome.debugger, manages owned tabs and
 // one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input,
-// the scheme gate (`lib/schemes.js`) before any command to a tab, and the site and scheme policy on every top-level
-// document request the Fetch domain pauses (failed before it is sent when refused).
+// the scheme gate (`lib/schemes.js`) before any command to a tab, the site and scheme policy on every tab it opens,
+// navigates or claims and on every top-level document request the Fetch domain pauses (failed before it is sent when
+// refused).
 
 import { Gate, GateError } from './lib/gate.js';
 import { SitePolicy } from './lib/sites.js';
@@ -38,6 +39,20 @@ function refuseUpload(tabId, a) {
 function refuseUrl(url, what) {
   const why = schemes.refusal(url);
   if (why) throw new GateError('POLICY_DENIED', `${what} refused by the extension's scheme gate: ${why}; nothing was sent`);
+}
+
+/** Throws ORIGIN_NOT_AUTHORISED when agent `session` may not open or go to `url` by the site policy. */
+function refuseSite(url, session, what) {
+  const why = sites.refusal(url, session);
+  if (!why) return;
+  gate.refused++;
+  throw new GateError('ORIGIN_NOT_AUTHORISED', `${what} refused by the extension's site gate: ${why}; nothing was sent`);
+}
+
+/** Throws ORIGIN_NOT_AUTHORISED when the tab shows (or is about to show) an origin `session` may not have. */
+async function refuseTabSite(tabId, session, what) {
+  const tab = await chrome.tabs.get(tabId);
+  for (const url of [tab.url, tab.pendingUrl]) if (url) refuseSite(url, session, `${what} tab ${tabId}`);
 }
 
 /** Throws POLICY_DENIED when the tab shows (or is about to show) a URL the policy refuses. */
@@ -431,6 +446,7 @@ async function handle(cmd, a) {
     case 'tabs.create': {
       if (!a.session) throw new GateError('INVALID_PARAMS', 'tabs.create needs the agent session that will own the tab');
       refuseUrl(a.url || 'about:blank', 'opening a tab at this URL');
+      refuseSite(a.url || 'about:blank', a.session, 'opening a tab at this URL');
       const tab = await chrome.tabs.create({ url: a.url || 'about:blank', active: a.active ?? false });
       await owners.set(tab.id, { session: a.session, kind: 'created' });
       if (a.group !== false) {
@@ -450,11 +466,12 @@ async function handle(cmd, a) {
     case 'tabs.get': return describe(await chrome.tabs.get(a.tabId));
     case 'tabs.query': return Promise.all((await chrome.tabs.query(a.query || {})).map(describe));
     case 'tabs.update': {
-      await owners.require(a.tabId, a.session, 'update');
+      const rec = await owners.require(a.tabId, a.session, 'update');
       const props = {};
       if (a.active !== undefined) props.active = !!a.active;
       if (a.url !== undefined) {
         refuseUrl(a.url, 'navigating');
+        refuseSite(a.url, rec.session, `navigating tab ${a.tabId}`);
         props.url = a.url;
       }
       return describe(await chrome.tabs.update(a.tabId, props));
@@ -463,6 +480,7 @@ async function handle(cmd, a) {
       const rec = await owners.get(a.tabId);
       if (rec && rec.session !== a.session) throw new GateError('NOT_OWNER', `tab ${a.tabId} is owned by another agent session`);
       await refuseTab(a.tabId, 'claiming');
+      await refuseTabSite(a.tabId, a.session, 'claiming');
       if (!rec) await owners.set(a.tabId, { session: a.session, kind: 'claimed' });
       return owners.get(a.tabId);
     }
