@@ -1,7 +1,8 @@
 //! Vision modes per session (`session.vision`, shown by `browser_status`) and what `semantic-only` refuses: a
 //! screenshot answers `VISION_UNAVAILABLE` with the page's text observation, a point of a screenshot (`at`,
 //! `dropAt`) is refused before anything is sent, and an observation of a page that draws in a canvas says that it
-//! needs vision. The host's image limits (`session.vision`'s `limits`) bound every screenshot of the session.
+//! needs vision; a raw protocol method that captures pixels (`browser_cdp Page.captureScreenshot`) is refused like a
+//! screenshot. The host's image limits (`session.vision`'s `limits`) bound every screenshot of the session.
 
 use browserd_protocol::vision::{NO_VISION_NEXT_STEP, SessionVisionParams};
 use browserd_protocol::{ActParams, ErrorCode, ErrorData, ImageBounds, SessionId, VisionMode, VisionStatus};
@@ -62,6 +63,24 @@ pub(crate) fn refuse_points<'a>(
     Ok(())
 }
 
+/// Refuses a raw protocol method that captures the page's pixels (`browser_cdp Page.captureScreenshot`, …) in a
+/// session without an image route, before anything is sent: it would be a screenshot past `semantic-only`.
+pub(crate) fn refuse_pixel_method(mode: VisionMode, method: &str) -> Result<(), ErrorData> {
+    if mode.has_image_route() || !browserd_protocol::vision::captures_pixels(method) {
+        return Ok(());
+    }
+    Err(ErrorData::new(
+        ErrorCode::VisionUnavailable,
+        format!(
+            "`{}` captures the page's pixels and this session has no image route (vision mode semantic-only); \
+             nothing was sent",
+            method.trim()
+        ),
+    )
+    .with_next_step(NO_VISION_NEXT_STEP)
+    .with_details(json!({"vision": VisionMode::SemanticOnly, "method": method.trim()})))
+}
+
 /// In a session without an image route, the observation's note on canvas content says vision is needed.
 pub(crate) fn mark_pixel_content(value: &mut Value, mode: VisionMode) {
     if mode.has_image_route() {
@@ -93,5 +112,10 @@ mod tests {
         assert_eq!(refuse_points(VisionMode::SemanticOnly, [&click]).unwrap_err().code, ErrorCode::VisionUnavailable);
         let by_ref: ActParams = serde_json::from_value(json!({"action": "click", "target": "e1"})).unwrap();
         assert!(refuse_points(VisionMode::SemanticOnly, [&by_ref]).is_ok());
+
+        let shot = refuse_pixel_method(VisionMode::SemanticOnly, "Page.captureScreenshot").unwrap_err();
+        assert_eq!(shot.code, ErrorCode::VisionUnavailable);
+        assert!(refuse_pixel_method(VisionMode::SemanticOnly, "Runtime.evaluate").is_ok());
+        assert!(refuse_pixel_method(VisionMode::DshVisionRouter, "Page.captureScreenshot").is_ok());
     }
 }

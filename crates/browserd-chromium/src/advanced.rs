@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::provider::{ChromiumProvider, cdp_err, remaining, truncate};
+use crate::screenshot;
 use crate::state::State;
 
 /// Console entries kept per tab (oldest dropped first).
@@ -390,7 +391,8 @@ pub(crate) async fn evaluate(
     });
     let r = p
         .cdp
-        .call_cancellable(Some(&session), "Runtime.evaluate", args, remaining(deadline), &ctx.cancel)
+        // The agent's script may change the page: a write to the extension relay's last-hop gate.
+        .call_for_action(Some(&session), "Runtime.evaluate", args, remaining(deadline), Some(&ctx.cancel))
         .await
         .map_err(|e| match e {
             CdpError::Protocol { message, .. } if message.contains("serializ") || message.contains("by value") => {
@@ -490,7 +492,8 @@ pub(crate) async fn network(
 }
 
 /// `browser_cdp`: one command on the tab's page session. The broker has applied the method policy; this refuses
-/// only what would break browserd's own tracking of the tab.
+/// what would break browserd's own tracking of the tab, and a pixel-capturing method on a tab that shows (or frames)
+/// an origin the site policy does not authorise.
 pub(crate) async fn raw_protocol(
     p: &ChromiumProvider,
     ctx: &OpContext,
@@ -513,12 +516,22 @@ pub(crate) async fn raw_protocol(
     let lock = p.tab_lock(tab);
     let _g = lock.lock().await;
     let session = prepare(p, tab, deadline).await?;
+    // A method that captures the page's pixels is a screenshot: the site policy applies to it as to one, before the
+    // command (nothing is sent) and again after it (a page that navigated meanwhile is not handed over either).
+    let pixels = browserd_protocol::vision::captures_pixels(&params.method);
+    if pixels {
+        screenshot::policy_refusal(p, tab, screenshot::main_frame_url(p, &session, deadline).await?.as_deref())?;
+    }
     let args = params.params.clone().map_or_else(|| json!({}), Value::Object);
     let result = p
         .cdp
-        .call_cancellable(Some(&session), &params.method, args, remaining(deadline), &ctx.cancel)
+        // Any raw command may change the page: a write to the extension relay's last-hop gate.
+        .call_for_action(Some(&session), &params.method, args, remaining(deadline), Some(&ctx.cancel))
         .await
         .map_err(|e| cdp_err(&e, &format!("sending {}", params.method)))?;
+    if pixels {
+        screenshot::policy_refusal(p, tab, screenshot::main_frame_url(p, &session, deadline).await?.as_deref())?;
+    }
     Ok(RawProtocolResult { result, spill: None })
 }
 

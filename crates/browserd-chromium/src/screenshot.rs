@@ -80,7 +80,11 @@ async fn bring_forward_if_hidden(
 /// frames is on an origin the policy does not authorise is not captured (an observation shows such a frame as one
 /// line; an image cannot leave it out). Checked before the capture and again after it, with the main frame's URL read
 /// from the browser, so a page that navigated or redirected meanwhile is not sent either.
-fn policy_refusal(p: &ChromiumProvider, tab: TabHandle, main_now: Option<&str>) -> Result<(), ProviderError> {
+pub(crate) fn policy_refusal(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    main_now: Option<&str>,
+) -> Result<(), ProviderError> {
     let (shown, frames) = {
         let st = p.st();
         let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
@@ -116,7 +120,7 @@ fn policy_refusal(p: &ChromiumProvider, tab: TabHandle, main_now: Option<&str>) 
 }
 
 /// The main frame's URL as the browser has it now (`Page.getFrameTree`), when a site policy is in force.
-async fn main_frame_url(
+pub(crate) async fn main_frame_url(
     p: &ChromiumProvider,
     session: &browserd_cdp::SessionId,
     deadline: Instant,

@@ -1,5 +1,7 @@
 //! `browser_cdp` (advanced tier, also `raw_cdp`): one raw DevTools protocol command to a tab, refused before anything
-//! is sent for a method the policy denies; a write, its result bounded.
+//! is sent for a method the policy denies, and for a method that captures the page's pixels in a session without an
+//! image route (the provider refuses those on a tab showing an origin the site policy does not authorise); a write,
+//! its result bounded.
 
 use browserd_protocol::ErrorData;
 use browserd_protocol::tools::RawProtocolParams;
@@ -17,6 +19,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: RawProtocolParams) -> Re
     if let Some(denied) = advanced::method_denied(&params.method, policy) {
         return Err(denied);
     }
+    crate::vision::refuse_pixel_method(ctx.broker.vision_of(ctx.session).mode, &params.method)?;
     let tab = ctx.tab_for(Some(params.tab))?;
     ctx.broker.check_not_stopped(tab)?;
     let admission = ctx.admit(Some(tab)).await?;
