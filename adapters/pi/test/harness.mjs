@@ -160,6 +160,11 @@ export async function createPi(options) {
     async setModel(id) {
       await runtime.session.setModel(faux.getModel(id));
     },
+    /** Switches to a model of another provider (e.g. a real provider against a local endpoint), with its API key. */
+    async useModel(other, apiKey = "test-key") {
+      authStorage.setRuntimeApiKey(other.provider, apiKey);
+      await runtime.session.setModel(other);
+    },
     /** All tool results of the current session, in order. */
     toolResults() {
       return runtime.session.messages.filter((m) => m.role === "toolResult");

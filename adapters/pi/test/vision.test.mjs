@@ -3,7 +3,9 @@
 //! a canvas's pixels; the server keeps the truth and judges the page's own check). A model that declares image input
 //! gets the screenshot as image content in its context, reads the code from those image bytes, types it and clicks
 //! the dot through `at: {imageId, x, y}`: the server's check passes. The same session with a model that declares text
-//! only: the screenshot is refused with VISION_UNAVAILABLE, the page comes as text, and no image reaches the model.
+//! only (served through Pi's real `openai-completions` provider by a local endpoint that records each request): the
+//! screenshot is refused with VISION_UNAVAILABLE, the page comes as text, and no request Pi sends that model carries
+//! an image — not even the first model's screenshot, which Pi keeps in its session and replaces with a placeholder.
 
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
@@ -12,6 +14,7 @@ import { isolatedEnv, rustFixtureSite, stopBroker } from "../../test-support/env
 import { readPicture } from "../../test-support/picture.mjs";
 import { PI_IMAGE_LIMITS, piImageLimits, piVision } from "../extension.mjs";
 import { callTools, createPi, lastResult, say } from "./harness.mjs";
+import { openaiServer } from "./openai-server.mjs";
 
 const env = isolatedEnv("pi-vision");
 let site;
@@ -103,31 +106,49 @@ test("pi: a model with image input reads the code from the screenshot's pixels a
     const click = JSON.parse(results.at(-1).content[0].text);
     assert.equal(click.outcome, "succeeded", JSON.stringify(click));
 
-    // The same session, now with a model that declares text only.
-    await pi.setModel("blind");
-    const before = pi.llmCalls.length;
-    await pi.prompt("look at a new picture", [
-      // The first prompt's tab was closed at its turn end (it was not marked): open the page again.
-      callTools(["browser_open", { url: site.url("/vision-check.html") }]),
-      callTools(["browser_status", {}]),
-      callTools(["browser_observe", { screenshot: true, screenshotOptions: { format: "png" } }]),
-      say("I cannot see the picture"),
-    ]);
-    const status = JSON.parse(pi.toolResults().at(-2).content[0].text);
-    assert.equal(status.vision.mode, "semantic-only", JSON.stringify(status.vision));
-    assert.match(status.vision.source, /blind declares input text$/);
-    const refused = pi.toolResults().at(-1);
-    assert.equal(refused.isError, true);
-    assert.ok(!refused.content.some((c) => c.type === "image"), "no image in the refused result");
-    const text = refused.content.map((c) => c.text ?? "").join("\n");
-    assert.match(text, /VISION_UNAVAILABLE/);
-    assert.match(text, /ask the user what the picture shows, or enable a vision route/);
-    assert.match(text, /Picture check/, "the AX/DOM observation comes instead");
-    assert.match(text, /needsVision/, "the canvas says it needs vision");
-    assert.ok(!/"data"|\.png/.test(text), "no image data or file");
-    // What the text-only model was given after the switch holds no image.
-    const after = pi.llmCalls.slice(before).at(-1).messages.slice(-4);
-    assert.ok(after.every((m) => !(m.content ?? []).some?.((c) => c.type === "image")), JSON.stringify(after.map((m) => m.role)));
+    // The same session, now with a model that declares text only, served through Pi's real `openai-completions`
+    // provider (its own message conversion, the OpenAI SDK, HTTP) by a scripted local endpoint that records every
+    // request exactly as Pi sent it.
+    const server = await openaiServer();
+    try {
+      await pi.useModel(server.model({ id: "blind", provider: "local-openai", input: ["text"] }));
+      server.script([
+        // The first prompt's tab was closed at its turn end (it was not marked): open the page again.
+        { tools: [["browser_open", { url: site.url("/vision-check.html") }]] },
+        { tools: [["browser_status", {}]] },
+        { tools: [["browser_observe", { screenshot: true, screenshotOptions: { format: "png" } }]] },
+        { text: "I cannot see the picture" },
+      ]);
+      await pi.prompt("look at a new picture", []);
+      assert.equal(server.pending, 0, "every scripted step was asked for");
+      const status = JSON.parse(pi.toolResults().at(-2).content[0].text);
+      assert.equal(status.vision.mode, "semantic-only", JSON.stringify(status.vision));
+      assert.match(status.vision.source, /blind declares input text$/);
+      const refused = pi.toolResults().at(-1);
+      assert.equal(refused.isError, true);
+      assert.ok(!refused.content.some((c) => c.type === "image"), "no image in the refused result");
+      const text = refused.content.map((c) => c.text ?? "").join("\n");
+      assert.match(text, /VISION_UNAVAILABLE/);
+      assert.match(text, /ask the user what the picture shows, or enable a vision route/);
+      assert.match(text, /Picture check/, "the AX/DOM observation comes instead");
+      assert.match(text, /needsVision/, "the canvas says it needs vision");
+      assert.ok(!/"data"|\.png/.test(text), "no image data or file");
+      // The whole context of every request to the text-only model, after Pi's own conversion: no image anywhere —
+      // although Pi keeps the first model's screenshot in its session (by design); its conversion for a model without
+      // image input replaced it with a placeholder.
+      assert.equal(server.requests.length, 4, "one request per step");
+      for (const [i, request] of server.requests.entries()) {
+        const wire = JSON.stringify(request);
+        assert.ok(!/image_url|data:image|iVBORw0KGgo/.test(wire), `request ${i} to the text-only model carries an image`);
+        assert.match(wire, /\(tool image omitted: model does not support images\)/, `request ${i}: the earlier screenshot`);
+      }
+      assert.ok(
+        pi.session.messages.some((m) => m.role === "toolResult" && m.content.some((c) => c.type === "image")),
+        "Pi's session still holds the first model's screenshot",
+      );
+    } finally {
+      await server.close();
+    }
   } finally {
     await pi.dispose();
   }
