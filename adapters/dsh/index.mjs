@@ -183,10 +183,9 @@ function sessionIdOf(arg) {
 
 /**
  * Replaces screenshots (base64 `data`) in a value by DSH image attachments; returns the value and the refs. In
- * `dsh-vision-router` mode the attachment is for the grounding tool only (`groundWith`), and `render` shows the main
- * model no image block.
+ * `dsh-vision-router` mode the value's ref names the grounding tool (`groundWith`).
  */
-async function toAttachments(value, attachments, mode) {
+async function toAttachments(value, attachments, vision) {
   const refs = [];
   const walk = async (node) => {
     if (Array.isArray(node)) return Promise.all(node.map(walk));
@@ -198,7 +197,7 @@ async function toAttachments(value, attachments, mode) {
         mediaType: `image/${node.format}`,
         name: `${node.imageId}.${node.format === "jpeg" ? "jpg" : node.format}`,
       });
-      const ref = mode === VISION.router ? { ...attachment, groundWith: GROUNDING_TOOL } : attachment;
+      const ref = vision.mode === VISION.router ? { ...attachment, groundWith: GROUNDING_TOOL } : attachment;
       refs.push(ref);
       return { ...meta, attachment: ref };
     }
@@ -218,12 +217,17 @@ function findAttachments(value, out = []) {
   return out;
 }
 
-/** Model-facing content: the compact JSON (no image bytes) plus each attached image by reference. */
+/**
+ * Model-facing content: the compact JSON (no image bytes) plus each attached image by reference, as DSH's own
+ * `read_image` renders one (`{type: "image", attachment}`, the ref exactly as `saveImage` returned it). In
+ * `dsh-vision-router` mode the block is what the router needs: its `vision_ground` resolves a `sha256:` id only among
+ * the image blocks of the session's event log, and the router itself replaces tool-result image blocks with a text
+ * marker before a request to a model that takes no images.
+ */
 function render(_args, value) {
   const blocks = [{ type: "text", text: resultText(value) }];
-  for (const attachment of findAttachments(value)) {
-    // A screenshot meant for the grounding tool never goes to a main model that takes no images.
-    if (!attachment.groundWith) blocks.push({ type: "image", attachment });
+  for (const { groundWith: _g, ...attachment } of findAttachments(value)) {
+    blocks.push({ type: "image", attachment });
   }
   return blocks;
 }
@@ -313,7 +317,7 @@ export function apply(ctx, config = {}) {
           if (spec.name === "browser_context_reset") await unregister(entry);
           // Screenshots never travel as base64 in the value: attachments when the host has them, else files.
           if (!ctx.get("attachments")) return extractScreenshots(raw).value;
-          return (await toAttachments(raw, ctx.get("attachments"), vision.mode)).value;
+          return (await toAttachments(raw, ctx.get("attachments"), vision)).value;
         },
       });
       entry.disposers.push(dispose);

@@ -2,8 +2,11 @@
 //! uses) with services shaped after DSH's documentation (tools registry with disposers and agent scopes, attachments
 //! with `saveImage`, approvals that need an open turn, the session's request header naming its model route and
 //! `llm.resolveModelInfo` declaring the route's input modalities, as dsh-vision-router reads them) and its events (`session/event` turn/start and turn/end,
-//! `agent/disposed`, `session/disposed`, `tools/pre-execute`). It is not DSH: it checks the shapes the plugin relies
-//! on, as documented at deepseek-harness 0.1.1-rc.2, and nothing more.
+//! `agent/disposed`, `session/disposed`, `tools/pre-execute`). Each agent's session keeps DSH's append-only event log
+//! (`session.events`): every tool call's rendered content is recorded as a `tool/result` event, where dsh-vision-router
+//! looks attachment ids up, and `attachments.readImage(ref)` gives the stored bytes back for a ref. Every call a
+//! plugin makes on the `llm`, `settings` and `tools` services is recorded (`host.calls`). It is not DSH: it checks the
+//! shapes the plugin relies on, as documented at deepseek-harness 0.1.1-rc.2, and nothing more.
 
 import crypto from "node:crypto";
 
@@ -66,6 +69,19 @@ export async function createHost({
   const openTurns = new Map();
   const approvals = [];
   const agents = new Map();
+  /** `service.method` of every call made on the recorded services, with its first argument. */
+  const calls = [];
+  const recorded = (service, impl) =>
+    new Proxy(impl, {
+      get(target, key) {
+        const value = target[key];
+        if (typeof value !== "function") return value;
+        return (...args) => {
+          calls.push({ call: `${service}.${String(key)}`, arg: args[0] });
+          return value.apply(target, args);
+        };
+      },
+    });
 
   const add = (scope, def) => {
     checkDefinition(def);
@@ -88,15 +104,31 @@ export async function createHost({
   const hasIn = (scope) => (name) => Boolean(registry.get(scope)?.has(name) || registry.get("global").has(name));
 
   root.provide("tools");
-  root.set("tools", { register: (def) => add("global", def), has: hasIn("global") });
+  root.set("tools", recorded("tools", { register: (def) => add("global", def), has: hasIn("global") }));
   root.provide("llm");
-  root.set("llm", {
+  root.set("llm", recorded("llm", {
     async resolveModelInfo(provider, model) {
       const info = models.get(`${provider}/${model}`);
       if (!info) throw new Error(`unknown model ${provider}/${model}`);
       return { provider, model, ...info };
     },
-  });
+    registerAdapter() {
+      throw new Error("llm.registerAdapter: not offered by the contract host");
+    },
+    stream() {
+      throw new Error("llm.stream: not offered by the contract host");
+    },
+  }));
+  // DSH's settings service (dsh-vision-router keeps its vision chain, free fallback and annotate switches there).
+  const settings = new Map();
+  root.provide("settings");
+  root.set("settings", recorded("settings", {
+    register(namespace) {
+      return { get: () => settings.get(namespace) ?? {}, set: (value) => settings.set(namespace, value) };
+    },
+    get: (namespace) => settings.get(namespace),
+    set: (namespace, value) => settings.set(namespace, value),
+  }));
   if (withAttachments) root.provide("attachments");
   if (withAttachments) root.set("attachments", {
     async saveImage({ data, mediaType, name }) {
@@ -106,6 +138,15 @@ export async function createHost({
       const ref = { attachmentId, mediaType, bytes: data.byteLength, ...imageSize(data), ...(name ? { name } : {}) };
       attachments.set(attachmentId, { ref, data });
       return ref;
+    },
+    /** The stored image of a ref: its id, media type and size must be those `saveImage` answered. */
+    async readImage(ref) {
+      const stored = attachments.get(ref?.attachmentId);
+      if (!stored) throw new Error(`readImage: no attachment ${ref?.attachmentId}`);
+      if (ref.mediaType !== stored.ref.mediaType || (ref.bytes !== undefined && ref.bytes !== stored.ref.bytes)) {
+        throw new Error(`readImage: the ref does not match attachment ${ref.attachmentId}`);
+      }
+      return { ref: stored.ref, data: stored.data };
     },
   });
   root.provide("approval");
@@ -126,6 +167,7 @@ export async function createHost({
     attachments,
     models,
     approvals,
+    calls,
     /** Loads a plugin into the host (what `cordis.yml` / a bundle does). */
     plugin(plugin, config) {
       return root.plugin(plugin, config);
@@ -139,8 +181,10 @@ export async function createHost({
       const fiber = iso.plugin({ name: `agent:${id}`, inject: ["tools"], apply(c) { agentCtx = c; } });
       await fiber;
       const route = { provider: "deepseek", model: "main" };
-      // DSH's session request header names the route (provider and model) the session's turns go to.
-      const agent = { id, route, session: { id, requestHeader: () => ({ config: { ...route } }) }, ctx: fiber.ctx, fiber };
+      // DSH's session request header names the route (provider and model) the session's turns go to; `events` is
+      // the session's append-only event log.
+      const session = { id, events: [], requestHeader: () => ({ config: { ...agent.route } }) };
+      const agent = { id, route, session, ctx: fiber.ctx, fiber };
       agents.set(id, agent);
       root.emit("agent/created", { agent });
       return agent;
@@ -162,10 +206,31 @@ export async function createHost({
       root.emit("session/event", agent.session, { type: "turn/end", turn, reason });
     },
     /**
-     * Runs a tool call the way DSH's pipeline does: pre-execute (allow/deny/ask) → execute → render. A throw becomes
-     * `isError`. `snapshot` lets a test call an old definition (a stale tool snapshot).
+     * Runs a tool call the way DSH's pipeline does: pre-execute (allow/deny/ask) → execute → render → the rendered
+     * content appended to the session's event log as a `tool/result` event. A throw becomes `isError`. `snapshot`
+     * lets a test call an old definition (a stale tool snapshot).
      */
-    async execute(agent, name, args = {}, { snapshot } = {}) {
+    async execute(agent, name, args = {}, options = {}) {
+      const result = await this.run(agent, name, args, options);
+      const callId = result.callId ?? `call-${crypto.randomUUID()}`;
+      const content = result.isError ? [{ type: "text", text: result.error }] : result.content;
+      const { events } = agent.session;
+      events.push({
+        seq: events.length,
+        type: "tool/result",
+        data: {
+          turn: openTurns.get(agent.id),
+          message: {
+            id: `msg-${events.length}`,
+            role: "user",
+            source: { kind: "tool", callId },
+            content: [{ type: "tool-result", toolCallId: callId, toolName: name, content, isError: result.isError }],
+          },
+        },
+      });
+      return result;
+    },
+    async run(agent, name, args = {}, { snapshot } = {}) {
       const def = snapshot ?? this.lookup(agent, name);
       if (!def) return { isError: true, code: "UNKNOWN_TOOL", error: `unknown tool ${name}` };
       const execution = { callId: `call-${crypto.randomUUID()}`, name, arguments: args, agent, signal: new AbortController().signal };
@@ -183,9 +248,9 @@ export async function createHost({
           const why = [...validator.Errors(value)].slice(0, 3).map((e) => `${e.instancePath ?? e.path}: ${e.message}`);
           return { isError: true, code: "INVALID_OUTPUT", error: `${name} returned a value outside its output schema: ${why.join("; ")}` };
         }
-        return { isError: false, value, content: def.output.render(args, value) };
+        return { isError: false, callId: execution.callId, value, content: def.output.render(args, value) };
       } catch (err) {
-        return { isError: true, error: err.message };
+        return { isError: true, callId: execution.callId, error: err.message };
       }
     },
     /** Disposes an agent: scoped registrations unwind, then `agent/disposed` and `session/disposed` fire. */

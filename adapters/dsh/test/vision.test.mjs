@@ -1,12 +1,13 @@
 //! Vision through the DSH plugin (real `cordis`, the contract host, the real broker, a managed Chromium and the Rust
-//! fixture site's picture check). The route takes no images, and a grounding tool shaped exactly like
-//! dsh-vision-router's `vision_ground` (`{image, target, annotate?}` → JSON text `{x1, y1, x2, y2, width, height}` in
-//! the source image's pixels) is registered by the test: the plugin picks `dsh-vision-router`, the screenshot arrives
-//! as an attachment (no image block for the main model), the grounding tool reads it by attachment id, and its point,
-//! used as `at: {imageId, x, y}`, lands on the dot — at device pixel ratio 1 and 2, after a scroll, and at a page zoom
-//! of 150 %; the server's check says so. A point of a screenshot of a replaced document is refused (STALE_TARGET).
-//! The page's DPR and scroll are set by the test rig through the broker's advanced tier (`browser_cdp`), zoom by the
-//! profile's default zoom level; neither is the plugin's doing.
+//! fixture site's picture check). The route takes no images, and a stand-in for dsh-vision-router
+//! (`router-stand-in.mjs`: its `vision_ground` — `{image, target, annotate?}` → JSON text `{x1, y1, x2, y2, width,
+//! height}` in the source image's pixels — resolving a `sha256:` id only among the image blocks of the session's event
+//! log, as the router does) is loaded by the test: the plugin picks `dsh-vision-router`, the
+//! screenshot arrives as an attachment and as the tool result's image block the router looks it up by, the grounding
+//! tool reads it by attachment id, and its point, used as `at: {imageId, x, y}`, lands on the dot — at device pixel
+//! ratio 1 and 2, after a scroll, and at a page zoom of 150 %; the server's check says so. A point of a screenshot of
+//! a replaced document is refused (STALE_TARGET). The page's DPR and scroll are set by the test rig through the broker's
+//! advanced tier (`browser_cdp`), zoom by the profile's default zoom level; neither is the plugin's doing.
 
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -21,6 +22,7 @@ import { brokerStatus, isolatedEnv, rustFixtureSite, stopBroker } from "../../te
 import { decodePng } from "../../test-support/png.mjs";
 import * as plugin from "../index.mjs";
 import { createHost } from "./fake-host.mjs";
+import { visionRouterStandIn } from "./router-stand-in.mjs";
 
 const env = isolatedEnv("dsh-vision");
 let site;
@@ -33,41 +35,6 @@ after(async () => {
   await stopBroker(env);
   await site.close();
 });
-
-/** A stand-in for dsh-vision-router's `vision_ground`: same parameters and output; it finds "the red dot" in pixels. */
-function groundingPlugin(host) {
-  return {
-    name: "vision-ground-stub",
-    inject: ["tools"],
-    apply(ctx) {
-      ctx.tools.register({
-        name: "vision_ground",
-        description: "Locate a target in an image and return its ORIGINAL-pixel bounding box (x1/y1/x2/y2).",
-        parameters: {
-          type: "object",
-          properties: { image: { type: "string" }, target: { type: "string" }, annotate: { type: "boolean" } },
-          required: ["image", "target"],
-          additionalProperties: false,
-        },
-        output: { schema: { type: "string" }, render: (_a, v) => [{ type: "text", text: v }] },
-        async execute(args) {
-          const stored = host.attachments.get(args.image);
-          if (!stored) throw new Error(`vision_ground: no attachment ${args.image}`);
-          const img = decodePng(stored.data);
-          let [x1, y1, x2, y2] = [Infinity, Infinity, -1, -1];
-          for (let y = 0; y < img.height; y++) {
-            for (let x = 0; x < img.width; x++) {
-              const [r, g, b] = img.rgb(x, y);
-              if (r > 200 && g < 60 && b < 60) [x1, y1, x2, y2] = [Math.min(x1, x), Math.min(y1, y), Math.max(x2, x + 1), Math.max(y2, y + 1)];
-            }
-          }
-          if (x2 < 0) return JSON.stringify({ ok: false, error: `no ${args.target}` });
-          return JSON.stringify({ x1, y1, x2, y2, width: img.width, height: img.height });
-        },
-      });
-    },
-  };
-}
 
 async function setup() {
   const host = await createHost({ inputModalities: ["text"] });
@@ -95,22 +62,37 @@ async function verdictOf(id) {
   throw new Error(`the page posted no answer for challenge ${id}`);
 }
 
-/** Screenshot → attachment → vision_ground → click at the box's centre. Returns what each step said. */
-async function groundAndClick(host, agent, tab) {
-  const observed = await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } });
+/** The screenshot's attachment in a dsh-vision-router answer: in the value (by id) and as the image block. */
+function attachmentOf(observed) {
   assert.equal(observed.isError, false, observed.error);
   const shot = observed.value.screenshot;
   assert.equal(shot.data, undefined, "no base64 in the value");
   assert.match(shot.attachment.attachmentId, /^sha256:/);
   assert.equal(shot.attachment.groundWith, "vision_ground");
-  assert.ok(!observed.content.some((b) => b.type === "image"), "the text-only main model gets no image block");
   assert.equal(shot.attachment.width, shot.pixelSize.width, "the image is as large as its geometry says");
+  // The tool result's image block is what dsh-vision-router resolves the id by (and what it turns into a text marker
+  // for a model that takes no images): the ref exactly as saveImage answered it, no image bytes.
+  const blocks = observed.content.filter((b) => b.type === "image");
+  assert.equal(blocks.length, 1, JSON.stringify(observed.content.map((b) => b.type)));
+  const { groundWith: _g, nextStep: _n, ...ref } = shot.attachment;
+  assert.deepEqual(blocks[0], { type: "image", attachment: ref });
+  return shot;
+}
+
+/** Screenshot → attachment → vision_ground → click at the box's centre. Returns what each step said. */
+async function groundAndClick(host, agent, tab) {
+  const observed = await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } });
+  const shot = attachmentOf(observed);
   const challenge = /Challenge (c\d+)/.exec(observed.value.untrustedContent)[1];
-  const grounded = await host.execute(agent, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot" });
+  const grounded = await host.execute(agent, "vision_ground", {
+    image: shot.attachment.attachmentId,
+    target: "the red dot",
+    annotate: false,
+  });
   assert.equal(grounded.isError, false, grounded.error);
   const box = JSON.parse(grounded.value);
   assert.equal(box.width, shot.pixelSize.width, grounded.value);
-  assert.equal(box.width, shot.pixelSize.width);
+  assert.equal(box.annotatedPath, undefined, "annotate: false writes no copy");
   const at = { imageId: shot.imageId, x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 };
   const clicked = await host.execute(agent, "browser_act", { tab, action: "click", at });
   assert.equal(clicked.isError, false, clicked.error);
@@ -132,7 +114,7 @@ test("dsh: the grounding tool's point lands on the dot at DPR 1 and 2 and after 
     assert.equal(noImage.isError, true);
     assert.match(noImage.error, /VISION_UNAVAILABLE/);
 
-    await host.plugin(groundingPlugin(host));
+    await host.plugin(visionRouterStandIn().plugin);
     status = await host.execute(agent, "browser_status");
     assert.equal(status.value.vision.mode, "dsh-vision-router", JSON.stringify(status.value.vision));
     assert.match(status.value.vision.source, /takes no images; vision_ground is registered/);
@@ -165,7 +147,7 @@ test("dsh: the grounding tool's point lands on the dot at DPR 1 and 2 and after 
       const before = await host.execute(agent, "browser_observe", { tab: scrolled, screenshot: true, screenshotOptions: { format: "png" } });
       const shot = before.value.screenshot;
       assert.equal(shot.scroll.y, 300, JSON.stringify(shot.scroll));
-      const box = JSON.parse((await host.execute(agent, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot" })).value);
+      const box = JSON.parse((await host.execute(agent, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot", annotate: false })).value);
       await r.cdp(scrolled, "Runtime.evaluate", { expression: "window.scrollTo(0, 360)" });
       const challenge = /Challenge (c\d+)/.exec(before.value.untrustedContent)[1];
       const clicked = await host.execute(agent, "browser_act", {
@@ -208,7 +190,7 @@ test("dsh: at a page zoom of 150 % the image is as large as its geometry says an
   fs.writeFileSync(prefs, JSON.stringify(current));
   const { host, fiber } = await setup();
   try {
-    await host.plugin(groundingPlugin(host));
+    await host.plugin(visionRouterStandIn().plugin);
     const agent = await host.createAgent("dsh-vision-zoom");
     host.beginTurn(agent, 1);
     const skill = await host.execute(agent, "browser_skill");
