@@ -108,6 +108,12 @@ export function withAttachments(schema, field = "attachment", fieldSchema = ATTA
 /** The grounding tool of dsh-vision-router: `{image, target}` → `{x1, y1, x2, y2, width, height}` in image pixels. */
 export const GROUNDING_TOOL = "vision_ground";
 
+/**
+ * dsh-vision-router's bootstrap tool. With its `progressiveTools` on (the default), only this tool is registered until
+ * it is called (or an image turn arrives); it then mounts `vision_ground` and the other deep vision tools.
+ */
+export const ACTIVATE_TOOL = "vision_activate";
+
 /** Whether a tool named `name` is registered where `tools` (a DSH tools service) can see it. */
 function hasTool(tools, name) {
   try {
@@ -120,11 +126,35 @@ function hasTool(tools, name) {
   return false;
 }
 
+async function declaresImage(llm, provider, model) {
+  try {
+    const info = await llm?.resolveModelInfo?.(provider, model);
+    return Array.isArray(info?.inputModalities) && info.inputModalities.includes("image");
+  } catch {
+    return null;
+  }
+}
+
+/** A `session.vision` source (at most 200 characters: the broker refuses a longer one). */
+function clip(text) {
+  return text.length <= 200 ? text : `${text.slice(0, 199)}…`;
+}
+
+/** What the main model is told to do with a screenshot attachment in `dsh-vision-router` mode. */
+function groundingStep(grounding) {
+  const ground =
+    `${GROUNDING_TOOL} with image: this attachmentId, target: what to find, annotate: false (browserd needs only the ` +
+    "box; true writes an annotated copy into the workspace), then act at the box's centre with at: {imageId, x, y}";
+  return grounding ? `Call ${ground}` : `Call ${ACTIVATE_TOOL} once (it mounts ${GROUNDING_TOOL}), then call ${ground}`;
+}
+
 /**
- * The vision mode of a DSH agent's call: the route's model takes images (`llm.resolveModelInfo(provider, model)`
+ * The vision mode of a DSH agent's call. The route's model takes images (`llm.resolveModelInfo(provider, model)`
  * declares `inputModalities` with `image`, the probe DSH's own read_image gate uses) → `native-multimodal`; else
- * dsh-vision-router's `vision_ground` is registered → `dsh-vision-router` (the screenshot is an attachment the
- * grounding tool reads; the main model gets no image); else `semantic-only`. Nothing here turns a route on.
+ * dsh-vision-router is there (`vision_ground`, or
+ * `vision_activate` before it mounted `vision_ground`) → `dsh-vision-router` (the screenshot is an attachment the
+ * grounding tool reads; the main model gets its id and a next step); else `semantic-only`. Nothing here turns a route
+ * on, calls a vision tool or changes the router's settings.
  */
 export async function dshVision(ctx, agent) {
   let provider;
@@ -137,30 +167,24 @@ export async function dshVision(ctx, agent) {
     // No header: the route is unknown.
   }
   const route = provider && model ? `${provider}/${model}` : "unknown route";
-  let modalities = [];
-  if (provider && model) {
-    try {
-      const info = await ctx.get("llm")?.resolveModelInfo?.(provider, model);
-      if (Array.isArray(info?.inputModalities)) modalities = info.inputModalities;
-    } catch {
-      // Unknown route: treated as text only (fail safe).
-    }
+  const llm = ctx.get("llm");
+  // Unknown route or model info: treated as text only (fail safe).
+  const image = provider && model ? (await declaresImage(llm, provider, model)) === true : false;
+  const limits = { ...DSH_IMAGE_LIMITS, source: clip(`dsh route ${route}: ${DSH_IMAGE_LIMITS.source}`) };
+  const registered = (name) => hasTool(agent?.ctx?.tools, name) || hasTool(ctx.get("tools"), name);
+  const grounding = registered(GROUNDING_TOOL);
+  const router = grounding || registered(ACTIVATE_TOOL);
+  if (image) {
+    return { mode: VISION.native, source: clip(`dsh route ${route} declares image input`), limits };
   }
-  const limits = { ...DSH_IMAGE_LIMITS, source: `dsh route ${route}: ${DSH_IMAGE_LIMITS.source}` };
-  if (modalities.includes("image")) {
-    return { mode: VISION.native, source: `dsh route ${route} declares image input`, limits };
-  }
-  const grounding = hasTool(agent?.ctx?.tools, GROUNDING_TOOL) || hasTool(ctx.get("tools"), GROUNDING_TOOL);
-  if (grounding) {
-    return {
-      mode: VISION.router,
-      source: `dsh route ${route} takes no images; ${GROUNDING_TOOL} is registered`,
-      limits,
-    };
+  if (router) {
+    const takes = "takes no images";
+    const tool = grounding ? `${GROUNDING_TOOL} is registered` : `${ACTIVATE_TOOL} is registered (it mounts ${GROUNDING_TOOL})`;
+    return { mode: VISION.router, source: clip(`dsh route ${route} ${takes}; ${tool}`), limits, nextStep: groundingStep(grounding) };
   }
   return {
     mode: VISION.semantic,
-    source: `dsh route ${route} takes no images and no ${GROUNDING_TOOL} is registered`,
+    source: clip(`dsh route ${route} takes no images and no ${GROUNDING_TOOL} is registered`),
     limits,
   };
 }
@@ -183,7 +207,7 @@ function sessionIdOf(arg) {
 
 /**
  * Replaces screenshots (base64 `data`) in a value by DSH image attachments; returns the value and the refs. In
- * `dsh-vision-router` mode the value's ref names the grounding tool (`groundWith`).
+ * `dsh-vision-router` mode the value's ref names the grounding tool (`groundWith`) and what to call (`nextStep`).
  */
 async function toAttachments(value, attachments, vision) {
   const refs = [];
@@ -197,7 +221,8 @@ async function toAttachments(value, attachments, vision) {
         mediaType: `image/${node.format}`,
         name: `${node.imageId}.${node.format === "jpeg" ? "jpg" : node.format}`,
       });
-      const ref = vision.mode === VISION.router ? { ...attachment, groundWith: GROUNDING_TOOL } : attachment;
+      const ref =
+        vision.mode === VISION.router ? { ...attachment, groundWith: GROUNDING_TOOL, nextStep: vision.nextStep } : attachment;
       refs.push(ref);
       return { ...meta, attachment: ref };
     }
@@ -226,7 +251,7 @@ function findAttachments(value, out = []) {
  */
 function render(_args, value) {
   const blocks = [{ type: "text", text: resultText(value) }];
-  for (const { groundWith: _g, ...attachment } of findAttachments(value)) {
+  for (const { groundWith: _g, nextStep: _n, ...attachment } of findAttachments(value)) {
     blocks.push({ type: "image", attachment });
   }
   return blocks;

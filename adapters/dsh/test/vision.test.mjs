@@ -2,11 +2,12 @@
 //! fixture site's picture check). The route takes no images, and a stand-in for dsh-vision-router
 //! (`router-stand-in.mjs`: its `vision_ground` — `{image, target, annotate?}` → JSON text `{x1, y1, x2, y2, width,
 //! height}` in the source image's pixels — resolving a `sha256:` id only among the image blocks of the session's event
-//! log, as the router does) is loaded by the test: the plugin picks `dsh-vision-router`, the
+//! log, as the router does, and its `vision_activate`) is loaded by the test: the plugin picks `dsh-vision-router`, the
 //! screenshot arrives as an attachment and as the tool result's image block the router looks it up by, the grounding
 //! tool reads it by attachment id, and its point, used as `at: {imageId, x, y}`, lands on the dot — at device pixel
 //! ratio 1 and 2, after a scroll, and at a page zoom of 150 %; the server's check says so. A point of a screenshot of
-//! a replaced document is refused (STALE_TARGET). The page's DPR and scroll are set by the test rig through the broker's
+//! a replaced document is refused (STALE_TARGET). With the router's progressive tools only `vision_activate` is
+//! registered at first: that is already `dsh-vision-router`, with a next step naming it. The page's DPR and scroll are set by the test rig through the broker's
 //! advanced tier (`browser_cdp`), zoom by the profile's default zoom level; neither is the plugin's doing.
 
 import assert from "node:assert/strict";
@@ -83,6 +84,7 @@ function attachmentOf(observed) {
 async function groundAndClick(host, agent, tab) {
   const observed = await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } });
   const shot = attachmentOf(observed);
+  assert.match(shot.attachment.nextStep, /vision_ground with image: this attachmentId.*annotate: false/, shot.attachment.nextStep);
   const challenge = /Challenge (c\d+)/.exec(observed.value.untrustedContent)[1];
   const grounded = await host.execute(agent, "vision_ground", {
     image: shot.attachment.attachmentId,
@@ -171,6 +173,51 @@ test("dsh: the grounding tool's point lands on the dot at DPR 1 and 2 and after 
       r.close();
     }
     host.endTurn(agent, 1);
+  } finally {
+    await fiber.dispose();
+  }
+});
+
+test("dsh: with the router's progressive tools, vision_activate alone selects dsh-vision-router and the next step names it", async () => {
+  const { host, fiber } = await setup();
+  const router = visionRouterStandIn({ progressive: true });
+  try {
+    await host.plugin(router.plugin);
+    assert.deepEqual(router.stats.registered, ["vision_activate"], "only vision_activate until it is called");
+    const agent = await host.createAgent("dsh-vision-progressive");
+    host.beginTurn(agent, 1);
+    assert.equal((await host.execute(agent, "browser_skill")).isError, false);
+    let status = (await host.execute(agent, "browser_status")).value.vision;
+    assert.equal(status.mode, "dsh-vision-router", JSON.stringify(status));
+    assert.match(status.source, /takes no images; vision_activate is registered \(it mounts vision_ground\)/);
+
+    const opened = await host.execute(agent, "browser_open", { url: site.url("/vision-check.html") });
+    assert.equal(opened.isError, false, opened.error);
+    const tab = opened.value.tab;
+    const observed = await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } });
+    const shot = attachmentOf(observed);
+    assert.match(shot.attachment.nextStep, /^Call vision_activate once \(it mounts vision_ground\), then call vision_ground/);
+    // The model follows the next step: vision_activate, then vision_ground on the attachment id.
+    assert.equal(host.lookup(agent, "vision_ground"), undefined);
+    assert.equal((await host.execute(agent, "vision_activate")).isError, false);
+    const grounded = await host.execute(agent, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot", annotate: false });
+    assert.equal(grounded.isError, false, grounded.error);
+    const box = JSON.parse(grounded.value);
+    const challenge = /Challenge (c\d+)/.exec(observed.value.untrustedContent)[1];
+    const at = { imageId: shot.imageId, x: (box.x1 + box.x2) / 2, y: (box.y1 + box.y2) / 2 };
+    assert.equal((await host.execute(agent, "browser_act", { tab, action: "click", at })).isError, false);
+    assert.ok((await verdictOf(challenge)).clickOk, "the grounded point landed on the dot");
+    status = (await host.execute(agent, "browser_status")).value.vision;
+    assert.match(status.source, /vision_ground is registered$/, JSON.stringify(status));
+
+    // An id that never appeared as an image block of this session is unknown to the router (as for any other session).
+    const other = await host.createAgent("dsh-vision-other");
+    const unknown = await host.execute(other, "vision_ground", { image: shot.attachment.attachmentId, target: "the red dot" });
+    assert.equal(unknown.isError, true);
+    assert.match(unknown.error, /unknown attachment id/);
+
+    host.endTurn(agent, 1);
+
   } finally {
     await fiber.dispose();
   }
