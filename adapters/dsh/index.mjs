@@ -135,6 +135,26 @@ async function declaresImage(llm, provider, model) {
   }
 }
 
+/**
+ * Why a route that declares image input is dsh-vision-router's own wrapper over a model that takes none, or `null`.
+ * The router's wrapper route (`deepseek-vision`) and its `<provider>-vision` twins declare `["text", "image"]` but
+ * replace every image block with a text marker before the text model's request (a twin passes the image through only
+ * when its source route's model takes images); its stealth takeover serves `deepseek-official` with image input over
+ * a hidden text-only `deepseek-official-native` route. On such a route the main model never sees a screenshot: the
+ * router's tools read it, so the mode is `dsh-vision-router`, not `native-multimodal`.
+ */
+async function routerWrapped(llm, provider, model) {
+  if (provider.endsWith("-vision")) {
+    const source = provider.slice(0, -"-vision".length);
+    if ((await declaresImage(llm, source, model)) === true) return null;
+    return "is dsh-vision-router's wrapper over a text model";
+  }
+  if (provider === "deepseek-official" && (await declaresImage(llm, "deepseek-official-native", model)) === false) {
+    return "is dsh-vision-router's stealth wrapper over a text model";
+  }
+  return null;
+}
+
 /** A `session.vision` source (at most 200 characters: the broker refuses a longer one). */
 function clip(text) {
   return text.length <= 200 ? text : `${text.slice(0, 199)}…`;
@@ -150,8 +170,8 @@ function groundingStep(grounding) {
 
 /**
  * The vision mode of a DSH agent's call. The route's model takes images (`llm.resolveModelInfo(provider, model)`
- * declares `inputModalities` with `image`, the probe DSH's own read_image gate uses) → `native-multimodal`; else
- * dsh-vision-router is there (`vision_ground`, or
+ * declares `inputModalities` with `image`, the probe DSH's own read_image gate uses) and is not dsh-vision-router's
+ * wrapper over a text model → `native-multimodal`; else dsh-vision-router is there (`vision_ground`, or
  * `vision_activate` before it mounted `vision_ground`) → `dsh-vision-router` (the screenshot is an attachment the
  * grounding tool reads; the main model gets its id and a next step); else `semantic-only`. Nothing here turns a route
  * on, calls a vision tool or changes the router's settings.
@@ -174,11 +194,12 @@ export async function dshVision(ctx, agent) {
   const registered = (name) => hasTool(agent?.ctx?.tools, name) || hasTool(ctx.get("tools"), name);
   const grounding = registered(GROUNDING_TOOL);
   const router = grounding || registered(ACTIVATE_TOOL);
-  if (image) {
+  const wrapped = image && router ? await routerWrapped(llm, provider, model) : null;
+  if (image && !wrapped) {
     return { mode: VISION.native, source: clip(`dsh route ${route} declares image input`), limits };
   }
   if (router) {
-    const takes = "takes no images";
+    const takes = wrapped ?? "takes no images";
     const tool = grounding ? `${GROUNDING_TOOL} is registered` : `${ACTIVATE_TOOL} is registered (it mounts ${GROUNDING_TOOL})`;
     return { mode: VISION.router, source: clip(`dsh route ${route} ${takes}; ${tool}`), limits, nextStep: groundingStep(grounding) };
   }

@@ -7,7 +7,9 @@
 //! tool reads it by attachment id, and its point, used as `at: {imageId, x, y}`, lands on the dot — at device pixel
 //! ratio 1 and 2, after a scroll, and at a page zoom of 150 %; the server's check says so. A point of a screenshot of
 //! a replaced document is refused (STALE_TARGET). With the router's progressive tools only `vision_activate` is
-//! registered at first: that is already `dsh-vision-router`, with a next step naming it. The page's DPR and scroll are set by the test rig through the broker's
+//! registered at first: that is already `dsh-vision-router`, with a next step naming it; a route the router wraps
+//! (declaring image input over a text model) is `dsh-vision-router` too; and the plugin itself never registers or
+//! calls a vision tool nor touches settings. The page's DPR and scroll are set by the test rig through the broker's
 //! advanced tier (`browser_cdp`), zoom by the profile's default zoom level; neither is the plugin's doing.
 
 import assert from "node:assert/strict";
@@ -178,7 +180,7 @@ test("dsh: the grounding tool's point lands on the dot at DPR 1 and 2 and after 
   }
 });
 
-test("dsh: with the router's progressive tools, vision_activate alone selects dsh-vision-router and the next step names it", async () => {
+test("dsh: with the router's progressive tools, vision_activate alone selects dsh-vision-router; a wrapped route is no native route; the plugin never calls or registers vision tools or touches settings", async () => {
   const { host, fiber } = await setup();
   const router = visionRouterStandIn({ progressive: true });
   try {
@@ -216,8 +218,57 @@ test("dsh: with the router's progressive tools, vision_activate alone selects ds
     assert.equal(unknown.isError, true);
     assert.match(unknown.error, /unknown attachment id/);
 
+    // Routes that declare image input. The router's wrapper (`deepseek-vision`), a twin over a text route
+    // (`deepseek-vision` has no source; `opencode-vision` over text-only `opencode`) and its stealth takeover of
+    // `deepseek-official` (over the hidden text-only `deepseek-official-native`) hand the text model a marker, never
+    // the image: dsh-vision-router. A twin over a route whose model takes images, and any other image route, are the
+    // user's own multimodal route: native-multimodal.
+    const image = { inputModalities: ["text", "image"] };
+    const text = { inputModalities: ["text"] };
+    for (const [key, info] of [
+      ["deepseek-vision/main", image],
+      ["opencode/main", text],
+      ["opencode-vision/main", image],
+      ["deepseek-official/main", image],
+      ["deepseek-official-native/main", text],
+      ["openai/main", image],
+      ["openai-vision/main", image],
+    ]) {
+      host.models.set(key, info);
+    }
+    const modeOn = async (provider) => {
+      agent.route = { provider, model: "main" };
+      const vision = (await host.execute(agent, "browser_status")).value.vision;
+      return `${vision.mode}: ${vision.source}`;
+    };
+    assert.match(await modeOn("deepseek-vision"), /^dsh-vision-router: .*is dsh-vision-router's wrapper over a text model/);
+    assert.match(await modeOn("opencode-vision"), /^dsh-vision-router: .*is dsh-vision-router's wrapper over a text model/);
+    assert.match(await modeOn("deepseek-official"), /^dsh-vision-router: .*stealth wrapper over a text model/);
+    assert.match(await modeOn("openai"), /^native-multimodal: dsh route openai\/main declares image input/);
+    assert.match(await modeOn("openai-vision"), /^native-multimodal: /);
+    // On a wrapped route the screenshot still goes to the grounding tool, as an attachment.
+    agent.route = { provider: "deepseek-vision", model: "main" };
+    attachmentOf(await host.execute(agent, "browser_observe", { tab, screenshot: true, screenshotOptions: { format: "png" } }));
     host.endTurn(agent, 1);
 
+    // What the plugin did on the host: it asked for model info and probed the registry; it registered no vision tool
+    // (in any scope), ran none (every vision_* execution is one of the test's own), and never touched settings.
+    const calls = host.calls.map((c) => c.call);
+    assert.ok(!calls.some((c) => c.startsWith("settings.")), JSON.stringify(calls));
+    assert.deepEqual([...new Set(calls.filter((c) => c.startsWith("llm.")))], ["llm.resolveModelInfo"]);
+    const registeredGlobally = host.calls.filter((c) => c.call === "tools.register").map((c) => c.arg.name);
+    assert.deepEqual(registeredGlobally.sort(), ["browser_skill", "vision_activate", "vision_ground"]);
+    assert.deepEqual(router.stats.registered, ["vision_activate", "vision_ground"]);
+    for (const [scope, layer] of host.registry) {
+      for (const name of layer.keys()) {
+        if (name.startsWith("vision_")) assert.equal(scope, "global", `${name} registered in ${scope}`);
+      }
+    }
+    assert.deepEqual(
+      router.stats.calls.map((c) => c.name),
+      ["vision_activate", "vision_ground", "vision_ground"],
+      "only the test's own calls ran the router's tools",
+    );
   } finally {
     await fiber.dispose();
   }
