@@ -102,10 +102,9 @@ fn a_readable_session_open_observe_act_mark_close() {
     let mut transcript = String::new();
     let opened = run(&["open", page]);
     let tab = word_after(&opened, "tab ").to_owned();
-    // The title in `open`'s line is whatever the tab had when it was created (the URL while loading, or the title).
+    // `open`'s line names the loaded page's title.
     let open_line = opened.lines().next().unwrap_or_default().replace(&tab, "<tab>");
-    let open_line = open_line.split(" — ").next().unwrap_or_default().to_owned();
-    transcript.push_str(&format!("$ browserd open <page>\n{open_line} — <title>\n\n"));
+    transcript.push_str(&format!("$ browserd open <page>\n{open_line}\n\n"));
     let observed = run(&["observe"]);
     transcript.push_str(&format!("$ browserd observe\n{observed}\n"));
     let filled = run(&["act", "fill", "e1", "Ada"]);

@@ -61,11 +61,10 @@ async fn load(
     let mut result = to_proto::tab_result(view);
     result.url = loaded.effects.navigated.clone().unwrap_or_else(|| params.url.clone());
     result.title = String::new();
-    if let Ok(now) = rt.status(key).await
-        && let Some(seen) = now.tabs.iter().find(|v| v.tab == view.tab && v.url != "about:blank")
-    {
-        result.url.clone_from(&seen.url);
-        result.title.clone_from(&seen.title);
+    // The browser's tab list, read now: the title the page set while loading (the event may still be on its way).
+    if let Some(seen) = rt.tab_info_now(key, view.tab).await.filter(|t| t.url != "about:blank") {
+        result.url = seen.url;
+        result.title = seen.title;
     }
     if params.observe {
         let obs = rt.observe(key, view.tab, &browserd_protocol::ObserveParams::default()).await.map_err(|e| err(&e))?;

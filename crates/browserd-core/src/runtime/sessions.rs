@@ -2,7 +2,7 @@
 
 use crate::error::CoreError;
 use crate::lifecycle::{SessionStatus, TabView};
-use crate::provider::{CreateTab, SessionKey, TabHandle};
+use crate::provider::{CreateTab, SessionKey, TabHandle, TabInfo};
 use crate::tabs::{Mark, MarkKind};
 
 use super::{Runtime, lock, refuse_locally};
@@ -55,6 +55,14 @@ impl Runtime {
         let info = self.inner.provider.create_tab(&ctx, req).await.map_err(|e| self.provider_err(e, None))?;
         let now = self.now();
         Ok(self.engine().handle_tab_created(session, &info, now))
+    }
+
+    /// The browser's own record of `tab` right now (its tab list read again): the title a page set while it loaded,
+    /// which the event saying so may not have delivered yet. `None` when the list cannot be read or lacks the tab.
+    pub async fn tab_info_now(&self, session: &SessionKey, tab: TabHandle) -> Option<TabInfo> {
+        let ctx = self.ctx(session, self.inner.config.op_timeout);
+        let tabs = self.inner.provider.list_tabs(&ctx).await.ok()?;
+        tabs.into_iter().find(|info| info.tab == tab)
     }
 
     /// `browser_claim`: take control of a user tab (released, never closed, at cleanup).
