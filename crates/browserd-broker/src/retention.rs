@@ -120,16 +120,22 @@ fn remove(path: &Path) -> bool {
     }
 }
 
-/// The directories the broker sweeps: the spill directory and the MCP server's default screenshot directory
-/// (`$XDG_CACHE_HOME/browserd/screenshots`, else `~/.cache/browserd/screenshots`).
+/// The directories the broker sweeps: the spill directory and the screenshot directory ([`screenshot_dir`]).
 #[must_use]
 pub fn swept_dirs(env: &dyn Fn(&str) -> Option<String>) -> Vec<PathBuf> {
-    let mut dirs = vec![crate::advanced::spill_dir()];
+    vec![crate::advanced::spill_dir(), screenshot_dir(env)]
+}
+
+/// Where screenshot files go by default (the MCP server's and the CLI's text output): `$XDG_CACHE_HOME/browserd/
+/// screenshots`, else `~/.cache/browserd/screenshots`, else (no absolute `HOME`) the runtime directory's
+/// `screenshots`.
+#[must_use]
+pub fn screenshot_dir(env: &dyn Fn(&str) -> Option<String>) -> PathBuf {
     let absolute = |name: &str| env(name).map(PathBuf::from).filter(|p| p.is_absolute());
-    if let Some(cache) = absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache"))) {
-        dirs.push(cache.join("browserd").join("screenshots"));
+    match absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache"))) {
+        Some(cache) => cache.join("browserd").join("screenshots"),
+        None => browserd_ipc::default_runtime_dir().0.join("screenshots"),
     }
-    dirs
 }
 
 /// Sweeps `dirs` every minute until `cancel`.

@@ -1,8 +1,9 @@
 //! What the real `browserd` CLI prints about a page, against the broker it starts on demand with a real managed
-//! Chromium and the loopback fixture site: `open` names the loaded page's title (not its URL while it loads).
+//! Chromium and the loopback fixture site: `open` names the loaded page's title (not its URL while it loads), and a
+//! text-mode `observe --screenshot` writes the image to a private file whose path, format and pixel size it prints.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use browserd_fixtures::FixtureSite;
@@ -71,4 +72,71 @@ async fn open_prints_the_loaded_page_s_title() {
         serde_json::from_str(&home.ok(&["open", &form, "--session", "titles", "--json"])).unwrap();
     assert_eq!((json["url"].as_str(), json["title"].as_str()), (Some(form.as_str()), Some("Controlled form")));
     site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_screenshot_writes_a_private_image_and_prints_its_path_format_and_size() {
+    let site = FixtureSite::start().await.unwrap();
+    let home = Home::new();
+    home.ok(&["open", &site.url("/form.html"), "--session", "shots"]);
+    let observed = home.ok(&["observe", "--screenshot", "--session", "shots"]);
+    let line = observed.lines().find(|l| l.starts_with("screenshot: ")).unwrap_or_else(|| panic!("{observed}"));
+    // "screenshot: <path> (<format>, <w>x<h> px)"
+    let (path, what) = line["screenshot: ".len()..].rsplit_once(" (").unwrap();
+    let (format, size) = what.trim_end_matches(" px)").split_once(", ").unwrap();
+    let (width, height) = size.split_once('x').unwrap();
+    let (width, height): (u32, u32) = (width.parse().unwrap(), height.parse().unwrap());
+    let path = Path::new(path);
+    assert!(path.starts_with(home.0.path().join("cache/browserd/screenshots")), "{line}");
+    let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{line}: {e}"));
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{line}");
+    let bytes = std::fs::read(path).unwrap();
+    let decoded = match format {
+        "png" => png_size(&bytes),
+        "jpeg" => jpeg_size(&bytes),
+        other => panic!("unexpected format {other}: {line}"),
+    };
+    assert_eq!(decoded, (width, height), "{line}");
+    assert!(width > 100 && height > 100, "{line}");
+    assert!(!observed.contains(";base64") && observed.len() < 20_000, "no image bytes in the text: {observed}");
+    site.shutdown().await;
+}
+
+/// Decodes a PNG fully (every row) and returns its size.
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes)).read_info().expect("a PNG");
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).expect("PNG image data");
+    (info.width, info.height)
+}
+
+/// Walks a baseline or progressive JPEG's segments to the end of its scan and returns the frame's size.
+fn jpeg_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..2], [0xFF, 0xD8], "starts with SOI");
+    assert_eq!(&bytes[bytes.len() - 2..], [0xFF, 0xD9], "ends with EOI");
+    let (mut at, mut size, mut scans) = (2, None, 0);
+    while at + 4 <= bytes.len() {
+        assert_eq!(bytes[at], 0xFF, "a marker at {at}");
+        let marker = bytes[at + 1];
+        let len = usize::from(u16::from_be_bytes([bytes[at + 2], bytes[at + 3]]));
+        if matches!(marker, 0xC0..=0xC2) {
+            let h = u16::from_be_bytes([bytes[at + 5], bytes[at + 6]]);
+            let w = u16::from_be_bytes([bytes[at + 7], bytes[at + 8]]);
+            size = Some((u32::from(w), u32::from(h)));
+        }
+        at += 2 + len;
+        if marker == 0xDA {
+            scans += 1;
+            // Entropy-coded data up to the next marker that is not a stuffed byte or a restart marker.
+            let is_marker = |at: usize| bytes[at] == 0xFF && !matches!(bytes[at + 1], 0x00 | 0xD0..=0xD7);
+            while at + 1 < bytes.len() && !is_marker(at) {
+                at += 1;
+            }
+            if bytes[at + 1] == 0xD9 {
+                break;
+            }
+        }
+    }
+    assert!(scans > 0, "the JPEG has image data");
+    size.expect("a JPEG frame header")
 }

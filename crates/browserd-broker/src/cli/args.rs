@@ -88,7 +88,8 @@ pub enum Command {
         /// Make this tab current first.
         #[arg(long)]
         tab: Option<u64>,
-        /// Also capture a screenshot (in the JSON output).
+        /// Also capture a screenshot: saved to a private file; its path, format and size are printed (--json: the
+        /// image as base64).
         #[arg(long)]
         screenshot: bool,
         /// Only inside this ref.

@@ -271,9 +271,14 @@ pub async fn execute(client: &Client, cmd: Command, common: &Common) -> Result<O
         }
         _ => return Err(ErrorData::invalid_params("not a tool subcommand")),
     };
-    let result = client.tool(&session, tool, args).await.map_err(ClientError::into_error_data)?;
+    let mut result = client.tool(&session, tool, args).await.map_err(ClientError::into_error_data)?;
     let ok = result_ok(&result);
-    Ok(Output { text: if json_out { to_json(&result) } else { tool_text(tool, &result) }, ok })
+    if json_out {
+        return Ok(Output { text: to_json(&result), ok });
+    }
+    // Text cannot carry an image: each one goes to a private file, and the text names it.
+    super::screenshot::save_all(&mut result, &crate::retention::screenshot_dir(&|name| std::env::var(name).ok()));
+    Ok(Output { text: tool_text(tool, &result), ok })
 }
 
 pub(super) fn act_args(

@@ -13,7 +13,7 @@
 //! - `args`: the clap types ([`Command`], [`Common`], …); parsing only.
 //! - `execute`: a tool subcommand → its tool call on the broker ([`execute`]); `session`: the CLI session.
 //! - `render`: the text of each tool's result, one small table ([`tool_text`]) over per-family files, and
-//!   [`status_text`].
+//!   [`status_text`]; `screenshot`: the images of a text result, written to private files the text names.
 //! - `broker`, `config`, `hook`: `browserd broker …`, `browserd config`, `browserd hook …`.
 
 use std::io::IsTerminal;
@@ -28,6 +28,7 @@ mod diagnose;
 mod execute;
 mod hook;
 mod render;
+mod screenshot;
 mod session;
 #[cfg(test)]
 mod tests;

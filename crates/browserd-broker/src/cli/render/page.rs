@@ -33,5 +33,22 @@ pub(super) fn observation_text(obs: &Value) -> String {
     if let Some(t) = obs.get("truncated").filter(|t| !t.is_null()) {
         out.push_str(&format!("\n(truncated: {} nodes omitted, {})", s(t, "omittedNodes"), s(t, "reason")));
     }
+    if let Some(shot) = obs.get("screenshot").filter(|shot| shot.is_object()) {
+        out.push('\n');
+        out.push_str(&screenshot_line(shot));
+    }
     out
+}
+
+/// Where a screenshot was written (`super::super::screenshot`), its format and its size in pixels.
+fn screenshot_line(shot: &Value) -> String {
+    let px = |key: &str| shot["pixelSize"][key].as_f64().map_or_else(|| "?".to_owned(), |n| format!("{}", n.round()));
+    let what = format!("{}, {}x{} px", s(shot, "format"), px("width"), px("height"));
+    match shot.get("path").and_then(Value::as_str) {
+        Some(path) => format!("screenshot: {path} ({what})"),
+        None => format!(
+            "screenshot not saved ({what}): {}; `browserd observe --screenshot --json` has it",
+            s(shot, "pathError")
+        ),
+    }
 }
