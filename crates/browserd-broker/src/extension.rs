@@ -78,6 +78,10 @@ impl Transport for SwitchingTransport {
         self.relay.send(message).await
     }
 
+    fn gates_actions(&self) -> bool {
+        true
+    }
+
     async fn recv(&mut self) -> Result<String, TransportError> {
         loop {
             if let Some(m) = self.ready.pop_front() {

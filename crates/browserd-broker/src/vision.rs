@@ -66,7 +66,7 @@ pub(crate) fn refuse_points<'a>(
 /// Refuses a raw protocol method that captures the page's pixels (`browser_cdp Page.captureScreenshot`, …) in a
 /// session without an image route, before anything is sent: it would be a screenshot past `semantic-only`.
 pub(crate) fn refuse_pixel_method(mode: VisionMode, method: &str) -> Result<(), ErrorData> {
-    if mode.has_image_route() || !browserd_protocol::vision::captures_pixels(method) {
+    if mode.has_image_route() || !browserd_chromium::captures_pixels(method) {
         return Ok(());
     }
     Err(ErrorData::new(

@@ -120,9 +120,21 @@ struct Shared {
 }
 
 enum Command {
-    Call { session: Option<SessionId>, method: String, params: Value, reply: oneshot::Sender<Result<Value, CdpError>> },
-    SetAutoAttachPolicy { session: Option<SessionId>, policy: Option<AutoAttach> },
-    Close { reason: String },
+    Call {
+        session: Option<SessionId>,
+        method: String,
+        params: Value,
+        /// Made for an action (see [`Cdp::call_for_action`]).
+        for_action: bool,
+        reply: oneshot::Sender<Result<Value, CdpError>>,
+    },
+    SetAutoAttachPolicy {
+        session: Option<SessionId>,
+        policy: Option<AutoAttach>,
+    },
+    Close {
+        reason: String,
+    },
 }
 
 impl Cdp {
@@ -165,7 +177,23 @@ impl Cdp {
         params: Value,
         timeout: Duration,
     ) -> Result<Value, CdpError> {
-        self.call_inner(session, method, params, timeout, None).await
+        self.call_inner(session, method, params, timeout, None, false).await
+    }
+
+    /// Like [`Cdp::call`] (or [`Cdp::call_cancellable`] with `cancel`), for a command made for an action that may change
+    /// the page though its method also serves reads (a `Runtime` script that picks an option, selects text or scrolls,
+    /// an agent's own script). Over a transport with a last-hop gate ([`Transport::gates_actions`], the extension
+    /// relay) the command is marked so the gate checks it as a write: lease, fencing token and Stop. Elsewhere it is
+    /// an ordinary call.
+    pub async fn call_for_action(
+        &self,
+        session: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancel: Option<&CancellationToken>,
+    ) -> Result<Value, CdpError> {
+        self.call_inner(session, method, params, timeout, cancel, true).await
     }
 
     /// Like [`Cdp::call`], but gives up with [`CdpError::Cancelled`] as soon as `cancel` is cancelled.
@@ -177,7 +205,7 @@ impl Cdp {
         timeout: Duration,
         cancel: &CancellationToken,
     ) -> Result<Value, CdpError> {
-        self.call_inner(session, method, params, timeout, Some(cancel)).await
+        self.call_inner(session, method, params, timeout, Some(cancel), false).await
     }
 
     /// Hands `method` to the connection task and returns at once, without waiting for the answer; [`Queued::answer`]
@@ -198,7 +226,13 @@ impl Cdp {
         }
         let deadline = tokio::time::Instant::now() + timeout;
         let (reply_tx, reply_rx) = oneshot::channel();
-        let command = Command::Call { session: session.cloned(), method: method.to_owned(), params, reply: reply_tx };
+        let command = Command::Call {
+            session: session.cloned(),
+            method: method.to_owned(),
+            params,
+            for_action: false,
+            reply: reply_tx,
+        };
         match tokio::time::timeout_at(deadline, self.tx.send(command)).await {
             Ok(Ok(())) => Ok(Queued { cdp: self.clone(), method: method.to_owned(), reply: reply_rx, deadline }),
             Ok(Err(_)) => Err(self.closed_error()),
@@ -213,12 +247,14 @@ impl Cdp {
         params: Value,
         timeout: Duration,
         cancel: Option<&CancellationToken>,
+        for_action: bool,
     ) -> Result<Value, CdpError> {
         if let Some(reason) = self.shared.close_reason.get() {
             return Err(CdpError::ConnectionClosed { reason: reason.clone() });
         }
         let (reply_tx, reply_rx) = oneshot::channel();
-        let command = Command::Call { session: session.cloned(), method: method.to_owned(), params, reply: reply_tx };
+        let command =
+            Command::Call { session: session.cloned(), method: method.to_owned(), params, for_action, reply: reply_tx };
         let exchange = async {
             self.tx.send(command).await.map_err(|_| self.closed_error())?;
             reply_rx.await.map_err(|_| self.closed_error())?
@@ -469,7 +505,7 @@ impl<T: Transport> ConnectionTask<T> {
 
     async fn on_command(&mut self, command: Command) -> Flow {
         match command {
-            Command::Call { session, method, params, reply } => {
+            Command::Call { session, method, params, for_action, reply } => {
                 if let Some(session) = &session
                     && let Some(reason) = self.detached.get(session)
                 {
@@ -487,7 +523,8 @@ impl<T: Transport> ConnectionTask<T> {
                 if reply.is_closed() {
                     return Flow::Continue;
                 }
-                self.send_call(session, method, params, Reply::Caller(reply)).await
+                let marked = for_action && self.transport.gates_actions();
+                self.send_call_marked(session, method, params, Reply::Caller(reply), marked).await
             }
             Command::SetAutoAttachPolicy { session, policy } => {
                 match &session {
@@ -508,6 +545,19 @@ impl<T: Transport> ConnectionTask<T> {
     }
 
     async fn send_call(&mut self, session: Option<SessionId>, method: String, params: Value, reply: Reply) -> Flow {
+        self.send_call_marked(session, method, params, reply, false).await
+    }
+
+    /// Sends one call; `for_action` adds browserd's mark for the transport's last-hop gate (only ever `true` when the
+    /// transport [`Transport::gates_actions`]).
+    async fn send_call_marked(
+        &mut self,
+        session: Option<SessionId>,
+        method: String,
+        params: Value,
+        reply: Reply,
+        for_action: bool,
+    ) -> Flow {
         let id = self.next_id;
         self.next_id += 1;
         let mut message = Map::new();
@@ -516,6 +566,9 @@ impl<T: Transport> ConnectionTask<T> {
         message.insert("params".into(), params);
         if let Some(session) = &session {
             message.insert("sessionId".into(), Value::String(session.0.clone()));
+        }
+        if for_action {
+            message.insert("forAction".into(), Value::Bool(true));
         }
         let text = Value::Object(message).to_string();
         self.pending.insert(id, Pending { session, method, reply });

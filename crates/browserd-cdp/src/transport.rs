@@ -23,6 +23,13 @@ pub trait Transport: Send + 'static {
     async fn send(&mut self, message: String) -> Result<(), TransportError>;
     /// Receives the next message.
     async fn recv(&mut self) -> Result<String, TransportError>;
+    /// Whether a last-hop gate behind this transport (the extension relay) tells reads from writes by browserd's mark:
+    /// then a command sent with [`crate::Cdp::call_for_action`] carries `"forAction": true` beside its `id`, and the
+    /// transport takes it off before the browser sees it. Chromium refuses a message with any other top-level field,
+    /// so transports straight to a browser keep the default `false` and never see the mark.
+    fn gates_actions(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -32,6 +39,9 @@ impl Transport for Box<dyn Transport> {
     }
     async fn recv(&mut self) -> Result<String, TransportError> {
         (**self).recv().await
+    }
+    fn gates_actions(&self) -> bool {
+        (**self).gates_actions()
     }
 }
 

@@ -491,6 +491,25 @@ pub(crate) async fn network(
     })
 }
 
+/// Raw protocol methods (`browser_cdp`) that hand back the page's pixels or a rendering of it: a screenshot, a
+/// screencast, a PDF, an MHTML snapshot (with the page's images), a headless frame's screenshot, a layer replay.
+/// They get what a screenshot gets: refused without an image route (`VISION_UNAVAILABLE`, by the broker) and on a tab
+/// that shows an origin the site policy does not authorise (`ORIGIN_NOT_AUTHORISED`, here).
+pub const PIXEL_CAPTURE_METHODS: &[&str] = &[
+    "Page.captureScreenshot",
+    "Page.startScreencast",
+    "Page.printToPDF",
+    "Page.captureSnapshot",
+    "HeadlessExperimental.beginFrame",
+    "LayerTree.replaySnapshot",
+];
+
+/// Whether a raw protocol method (`Domain.method`) captures the page's pixels ([`PIXEL_CAPTURE_METHODS`]).
+#[must_use]
+pub fn captures_pixels(method: &str) -> bool {
+    PIXEL_CAPTURE_METHODS.contains(&method.trim())
+}
+
 /// `browser_cdp`: one command on the tab's page session. The broker has applied the method policy; this refuses
 /// what would break browserd's own tracking of the tab, and a pixel-capturing method on a tab that shows (or frames)
 /// an origin the site policy does not authorise.
@@ -518,7 +537,7 @@ pub(crate) async fn raw_protocol(
     let session = prepare(p, tab, deadline).await?;
     // A method that captures the page's pixels is a screenshot: the site policy applies to it as to one, before the
     // command (nothing is sent) and again after it (a page that navigated meanwhile is not handed over either).
-    let pixels = browserd_protocol::vision::captures_pixels(&params.method);
+    let pixels = captures_pixels(&params.method);
     if pixels {
         screenshot::policy_refusal(p, tab, screenshot::main_frame_url(p, &session, deadline).await?.as_deref())?;
     }

@@ -25,6 +25,7 @@ mod screenshot;
 mod state;
 mod world;
 
+pub use advanced::{PIXEL_CAPTURE_METHODS, captures_pixels};
 pub use ax::AxStats;
 pub use origin::{ORIGIN_NOT_AUTHORISED_PREFIX, OriginCheck, OriginCheckFn};
 pub use provider::{ChromiumConfig, ChromiumProvider, SessionTabs, TabSettings};

@@ -52,7 +52,12 @@ pub(crate) enum WorldError {
 impl WorldError {
     fn of(e: CdpError) -> Self {
         match e {
-            CdpError::Protocol { message, .. } if !crate::act::target_went_away(&message) => Self::Unavailable(message),
+            // The extension's gate refusing a script made for an action is not the world going away.
+            CdpError::Protocol { message, .. }
+                if !crate::act::target_went_away(&message) && crate::act::gate_refusal(&message).is_none() =>
+            {
+                Self::Unavailable(message)
+            }
             e => Self::Link(e),
         }
     }
@@ -193,20 +198,40 @@ pub(crate) async fn eval(
     expression: &str,
     deadline: Instant,
 ) -> Result<Value, WorldError> {
+    eval_marked(p, tab, session, expression, deadline, false).await
+}
+
+/// Like [`eval`], for a script that changes the page as part of an action: the extension relay's last-hop gate checks
+/// it as a write (see [`browserd_cdp::Cdp::call_for_action`]).
+pub(crate) async fn eval_for_action(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    session: &SessionId,
+    expression: &str,
+    deadline: Instant,
+) -> Result<Value, WorldError> {
+    eval_marked(p, tab, session, expression, deadline, true).await
+}
+
+async fn eval_marked(
+    p: &ChromiumProvider,
+    tab: TabHandle,
+    session: &SessionId,
+    expression: &str,
+    deadline: Instant,
+    for_action: bool,
+) -> Result<Value, WorldError> {
     let frame = root_frame(p, tab, session)
         .ok_or_else(|| WorldError::Link(CdpError::TargetClosed { reason: "the frame's session is gone".into() }))?;
     let mut why = String::new();
     for fresh in [false, true] {
         let id = context(p, tab, session, &frame, fresh, deadline).await?;
-        let r = p
-            .cdp
-            .call(
-                Some(session),
-                "Runtime.evaluate",
-                json!({"expression": expression, "contextId": id, "returnByValue": true, "awaitPromise": true}),
-                cap(deadline),
-            )
-            .await;
+        let args = json!({"expression": expression, "contextId": id, "returnByValue": true, "awaitPromise": true});
+        let r = if for_action {
+            p.cdp.call_for_action(Some(session), "Runtime.evaluate", args, cap(deadline), None).await
+        } else {
+            p.cdp.call(Some(session), "Runtime.evaluate", args, cap(deadline)).await
+        };
         match r {
             Ok(v) => match v.get("exceptionDetails") {
                 None => return Ok(v["result"]["value"].clone()),

@@ -12,7 +12,7 @@
 //!   reports no download events, so the agent gets no downloads); any other behaviour is unsupported.
 //! - Commands carry the tab's fence (lease token + control epoch); every page-mutating one (off the extension's
 //!   read-only allow list) passes its last-hop gate: without a lease it fails with `LEASE_REVOKED`, after Stop with
-//!   `USER_STOPPED`.
+//!   `USER_STOPPED`. A `Runtime` script made for an action (browserd's `forAction` mark) counts as page-mutating.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
@@ -451,6 +451,11 @@ impl Transport for RelayTransport {
         if let Some(f) = self.state().fences.get(&tab_id) {
             args["fence"] = json!({"token": f.token, "epoch": f.epoch});
         }
+        // A `Runtime` call made for an action (browserd's mark, see `Transport::gates_actions`) is a write to the
+        // gate, not a read.
+        if msg["forAction"] == true {
+            args["forAction"] = json!(true);
+        }
         // Registered synchronously so the answer keeps its place relative to events.
         let link = self.link.clone();
         match link.post_cdp(cdp_id, self.tx.clone(), args).await {
@@ -460,6 +465,10 @@ impl Transport for RelayTransport {
                 Ok(())
             }
         }
+    }
+
+    fn gates_actions(&self) -> bool {
+        true
     }
 
     async fn recv(&mut self) -> Result<String, TransportError> {

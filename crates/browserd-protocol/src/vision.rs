@@ -202,25 +202,6 @@ pub const NO_VISION_NEXT_STEP: &str = "This session has no image route (semantic
      picture shows, or enable a vision route (a model that takes images, or a grounding tool); until then work from \
      the page's text and refs.";
 
-/// Raw protocol methods (`browser_cdp`) that hand back the page's pixels or a rendering of it: a screenshot, a
-/// screencast, a PDF, an MHTML snapshot (with the page's images), a headless frame's screenshot, a layer replay.
-/// They get what a screenshot gets: refused without an image route (`VISION_UNAVAILABLE`) and on a tab that shows an
-/// origin the site policy does not authorise (`ORIGIN_NOT_AUTHORISED`).
-pub const PIXEL_CAPTURE_METHODS: &[&str] = &[
-    "Page.captureScreenshot",
-    "Page.startScreencast",
-    "Page.printToPDF",
-    "Page.captureSnapshot",
-    "HeadlessExperimental.beginFrame",
-    "LayerTree.replaySnapshot",
-];
-
-/// Whether a raw protocol method (`Domain.method`) captures the page's pixels ([`PIXEL_CAPTURE_METHODS`]).
-#[must_use]
-pub fn captures_pixels(method: &str) -> bool {
-    PIXEL_CAPTURE_METHODS.contains(&method.trim())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

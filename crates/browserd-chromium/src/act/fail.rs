@@ -57,6 +57,20 @@ impl Fail {
 }
 
 pub(super) fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
+    if let CdpError::Protocol { message, .. } = e
+        && let Some(code) = gate_refusal(message)
+    {
+        // The extension's last-hop gate refused the command: it never reached the page.
+        let next = if code == USER_STOPPED {
+            "the user's Stop holds until the agent resumes the tab (a new lease and a full observation)"
+        } else {
+            "the write lease on the tab moved on; observe the tab again, then act"
+        };
+        return Fail::new(
+            code,
+            format!("{what}: refused by the extension's gate ({message}); nothing of it reached the page — {next}"),
+        );
+    }
     let f = match e {
         CdpError::Timeout { .. } => Fail::new(codes::DEADLINE_EXCEEDED, format!("{what}: the deadline passed")),
         CdpError::ConnectionClosed { .. } | CdpError::Transport(_) => {
@@ -114,6 +128,17 @@ pub(crate) fn target_went_away(message: &str) -> bool {
     ]
     .iter()
     .any(|p| m.contains(p))
+}
+
+/// The user pressed Stop (the extension's gate refused the command).
+const USER_STOPPED: &str = browserd_protocol::ErrorCode::UserStopped.as_str();
+/// The command's fencing token or control epoch is not the tab's current lease (the extension's gate refused it).
+const LEASE_REVOKED: &str = browserd_protocol::ErrorCode::LeaseRevoked.as_str();
+
+/// The code of the extension's last-hop gate when a protocol error is its refusal (the relay answers
+/// `<CODE>: <why>`): `USER_STOPPED` or `LEASE_REVOKED`. Such a command never reached the page.
+pub(crate) fn gate_refusal(message: &str) -> Option<&'static str> {
+    [USER_STOPPED, LEASE_REVOKED].into_iter().find(|code| message.contains(&format!("{code}: ")))
 }
 
 /// The message of an action whose input may have reached the page when the link failed.

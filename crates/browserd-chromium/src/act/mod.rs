@@ -31,7 +31,7 @@ use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHa
 use browserd_protocol::{ActParams, ActionKind, ActionResult, Dispatch};
 
 pub(crate) use actionable::quad_center;
-pub(crate) use fail::target_went_away;
+pub(crate) use fail::{gate_refusal, target_went_away};
 use run::{Run, ms};
 pub(crate) use settle::{TRACKER, install_tracker};
 

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::fail::{Fail, TARGET_CLOSED, cdp_fail, world_fail};
 use super::resolve::Prefetched;
 use crate::observe::Built;
-use crate::provider::{ChromiumProvider, gone};
+use crate::provider::{ChromiumProvider, gone, remaining};
 use crate::state::Line;
 use crate::world;
 
@@ -125,16 +125,36 @@ impl Run<'_> {
     /// Calls browserd's function `f` on `object` (an object of browserd's world, from [`Run::node`]): it runs in that
     /// world, with the browser's built-ins.
     pub(super) async fn call_on(&self, session: &SessionId, object: &str, f: &str, args: Value) -> Result<Value, Fail> {
-        let v = self
-            .p
-            .call(
-                Some(session),
-                "Runtime.callFunctionOn",
-                json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true, "awaitPromise": true}),
-                self.deadline,
-            )
-            .await
-            .map_err(|e| cdp_fail(&e, "reading the node", false))?;
+        self.call_on_marked(session, object, f, args, false).await
+    }
+
+    /// Like [`Run::call_on`], for browserd's function that changes the page as the action's input (picks an option,
+    /// selects text, scrolls): the extension relay's last-hop gate checks it as a write (lease, fencing token, Stop),
+    /// like any `Input.*` command.
+    pub(super) async fn act_on(&self, session: &SessionId, object: &str, f: &str, args: Value) -> Result<Value, Fail> {
+        self.call_on_marked(session, object, f, args, true).await
+    }
+
+    async fn call_on_marked(
+        &self,
+        session: &SessionId,
+        object: &str,
+        f: &str,
+        args: Value,
+        for_action: bool,
+    ) -> Result<Value, Fail> {
+        let params = json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true, "awaitPromise": true});
+        let r = if for_action {
+            self.p
+                .cdp
+                .call_for_action(Some(session), "Runtime.callFunctionOn", params, remaining(self.deadline), None)
+                .await
+        } else {
+            self.p.call(Some(session), "Runtime.callFunctionOn", params, self.deadline).await
+        };
+        let v = r.map_err(|e| {
+            cdp_fail(&e, if for_action { "running the action's script" } else { "reading the node" }, false)
+        })?;
         if let Some(ex) = v.get("exceptionDetails") {
             return Err(Fail::new(
                 codes::ACTION_FAILED,
@@ -151,5 +171,13 @@ impl Run<'_> {
     /// step in a failure.
     pub(super) async fn eval(&self, expr: &str, what: &str) -> Result<Value, Fail> {
         world::eval(self.p, self.tab, &self.session, expr, self.deadline).await.map_err(|e| world_fail(e, what))
+    }
+
+    /// Like [`Run::eval`], for a script that changes the page as the action's input: checked as a write by the
+    /// extension relay's last-hop gate (see [`Run::act_on`]).
+    pub(super) async fn eval_for_action(&self, expr: &str, what: &str) -> Result<Value, Fail> {
+        world::eval_for_action(self.p, self.tab, &self.session, expr, self.deadline)
+            .await
+            .map_err(|e| world_fail(e, what))
     }
 }

@@ -37,7 +37,7 @@ impl Run<'_> {
           return { value: this.value, label: o.label };
         }";
         self.sending()?;
-        let v = self.call_on(&res.session, &obj, SELECT, json!([{"value": want}])).await?;
+        let v = self.act_on(&res.session, &obj, SELECT, json!([{"value": want}])).await?;
         if let Some(e) = v["error"].as_str() {
             let code = if e.starts_with("no option") { codes::TARGET_NOT_FOUND } else { codes::NOT_ACTIONABLE };
             return Err(Fail::new(code, e.to_owned()));

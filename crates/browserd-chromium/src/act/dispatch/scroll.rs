@@ -129,10 +129,11 @@ impl Run<'_> {
 
     async fn scroll_find(&self, session: &SessionId, obj: Option<&str>, f: &str, t: &str) -> Result<Value, Fail> {
         match obj {
-            Some(o) => self.call_on(session, o, f, json!([{"value": t}])).await,
+            // It scrolls the text into view: the action's input, a write to the extension relay's gate.
+            Some(o) => self.act_on(session, o, f, json!([{"value": t}])).await,
             None => {
                 let expr = format!("({f}).call(null, {})", serde_json::to_string(t).unwrap_or_default());
-                self.eval(&expr, "searching the text").await
+                self.eval_for_action(&expr, "searching the text").await
             }
         }
     }

@@ -41,7 +41,7 @@ impl Run<'_> {
         } else {
             "function(){ if (this.tagName === 'INPUT' || this.tagName === 'TEXTAREA') { try { const n = this.value.length; this.setSelectionRange(n, n); } catch (e) {} } else { const r = document.createRange(); r.selectNodeContents(this); r.collapse(false); const s = getSelection(); s.removeAllRanges(); s.addRange(r); } }"
         };
-        self.call_on(&res.session, &obj, select, json!([])).await?;
+        self.act_on(&res.session, &obj, select, json!([])).await?;
         if params.action == ActionKind::Fill && !before.is_empty() {
             let del = crate::input::key_def("Delete").expect("Delete is defined");
             self.key(&del, 0, true).await?;
