@@ -109,8 +109,9 @@ export function withAttachments(schema, field = "attachment", fieldSchema = ATTA
 export const GROUNDING_TOOL = "vision_ground";
 
 /**
- * dsh-vision-router's bootstrap tool. With its `progressiveTools` on (the default), only this tool is registered until
- * it is called (or an image turn arrives); it then mounts `vision_ground` and the other deep vision tools.
+ * dsh-vision-router's bootstrap tool. With its `progressiveTools` on (the default of its own schema in v1.7.7; its
+ * published entry point turns it off unless the user opts in), only this tool is registered until it is called (or an
+ * image turn arrives); it then mounts `vision_ground` and the other deep vision tools.
  */
 export const ACTIVATE_TOOL = "vision_activate";
 
@@ -126,6 +127,7 @@ function hasTool(tools, name) {
   return false;
 }
 
+/** Whether the route's model declares image input (`llm.resolveModelInfo`); `null` when the route is unknown. */
 async function declaresImage(llm, provider, model) {
   try {
     const info = await llm?.resolveModelInfo?.(provider, model);
