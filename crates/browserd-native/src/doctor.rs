@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use browserd_ipc::paths::{self, Platform};
-use browserd_ipc::{RuntimeDir, default_runtime_dir, is_ours};
+use browserd_ipc::{RuntimeDir, RuntimeDirError, default_runtime_dir, is_ours};
 
 use crate::install::{Check, CheckStatus};
 
@@ -77,12 +77,7 @@ pub async fn default_path() -> Vec<Check> {
             running
         }
         Err(e) => {
-            checks.push(check(
-                "runtime dir",
-                CheckStatus::Fail,
-                e.to_string(),
-                Some(format!("mkdir -p {0} && chmod 700 {0}", dir_path.display())),
-            ));
+            checks.push(check("runtime dir", CheckStatus::Fail, e.to_string(), Some(runtime_dir_fix(&e))));
             false
         }
     };
@@ -128,6 +123,29 @@ pub async fn default_path() -> Vec<Check> {
     checks
 }
 
+/// The command that makes the runtime directory usable again, for the way [`RuntimeDir::ensure`] refused it; it names
+/// the directory this environment uses (whichever rule chose it), never a variable that may be unset.
+pub(crate) fn runtime_dir_fix(error: &RuntimeDirError) -> String {
+    match error {
+        RuntimeDirError::TooOpen { path, .. } => format!("chmod 700 {}", path.display()),
+        RuntimeDirError::Symlink { path } | RuntimeDirError::NotADirectory { path } => {
+            format!("rm {0} && mkdir -m 700 {0}", path.display())
+        }
+        RuntimeDirError::ForeignOwner { path, .. } => {
+            format!("sudo rm -rf {0} && mkdir -m 700 {0}   (it belongs to another user)", path.display())
+        }
+        RuntimeDirError::Io { path, .. } => format!("mkdir -p {0} && chmod 700 {0}", path.display()),
+        RuntimeDirError::Changed { path } => {
+            format!("ls -ld {}   (something replaced it: find out what, then retry)", path.display())
+        }
+        // (non-exhaustive) a refusal this doctor does not know yet: the directory in use, made private.
+        _ => {
+            let dir = default_runtime_dir().0;
+            format!("ls -ld {0}   (it must be a directory of yours, mode 0700: chmod 700 {0})", dir.display())
+        }
+    }
+}
+
 /// A real headless launch that loads a page and prints its DOM.
 async fn launch(exe: &Path, root: bool) -> Check {
     let profile = match tempfile_dir() {
@@ -136,8 +154,11 @@ async fn launch(exe: &Path, root: bool) -> Check {
             let tmp = std::env::temp_dir();
             let fix = if std::env::var_os("TMPDIR").is_some() {
                 "export TMPDIR=/tmp".to_owned()
-            } else {
+            } else if root {
                 format!("mkdir -p {0} && chmod 1777 {0}", tmp.display())
+            } else {
+                // The system's temporary directory is root's to repair.
+                format!("sudo mkdir -p {0} && sudo chmod 1777 {0}", tmp.display())
             };
             return check(
                 "browser launch",

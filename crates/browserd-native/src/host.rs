@@ -53,11 +53,15 @@ pub fn parse_origin(origin: &str) -> Result<String, HostError> {
 
 /// Where the host looks for the endpoint: `$BROWSERD_EXTENSION_SOCKET`, else `<runtime dir>/extension.sock`.
 pub fn endpoint_path() -> Result<PathBuf, HostError> {
+    endpoint_socket().map_err(|e| HostError::RuntimeDir(e.to_string()))
+}
+
+/// [`endpoint_path`] with the runtime directory's own error (`browserd doctor` turns it into the fixing command).
+pub(crate) fn endpoint_socket() -> Result<PathBuf, browserd_ipc::RuntimeDirError> {
     if let Some(p) = std::env::var_os(SOCKET_ENV).filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
-    let dir = RuntimeDir::from_env().map_err(|e| HostError::RuntimeDir(e.to_string()))?;
-    Ok(dir.path().join(SOCKET_NAME))
+    Ok(RuntimeDir::from_env()?.path().join(SOCKET_NAME))
 }
 
 async fn connect_endpoint(path: &PathBuf) -> Result<FramedConnection, HostError> {

@@ -564,9 +564,12 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
         ));
     }
     // socket
-    let socket = opts.socket.clone().or_else(|| crate::host::endpoint_path().ok());
+    let socket = match opts.socket.clone() {
+        Some(sock) => Ok(sock),
+        None => crate::host::endpoint_socket(),
+    };
     match socket {
-        Some(sock) => match std::fs::symlink_metadata(&sock) {
+        Ok(sock) => match std::fs::symlink_metadata(&sock) {
             Ok(m) => {
                 use std::os::unix::fs::FileTypeExt;
                 let mode = m.permissions().mode() & 0o777;
@@ -615,10 +618,10 @@ pub async fn doctor(loc: &Locations, opts: &DoctorOptions) -> Vec<Check> {
                 "browserd status   (starts the broker; the extension connects when it is up)",
             )),
         },
-        None => checks.push(fail(
+        Err(e) => checks.push(fail(
             "endpoint socket",
-            "the runtime directory is unusable",
-            "mkdir -p \"$XDG_RUNTIME_DIR\" && chmod 700 \"$XDG_RUNTIME_DIR\"   (it must be yours, mode 0700)",
+            format!("the runtime directory is unusable: {e}"),
+            crate::doctor::runtime_dir_fix(&e),
         )),
     }
     // browser versions

@@ -50,7 +50,12 @@ impl Home {
             command.env("BROWSERD_CHROMIUM", chromium);
         }
         for (k, v) in vars {
-            command.env(k, v);
+            // An empty value: the variable is not set at all.
+            if v.is_empty() {
+                command.env_remove(k);
+            } else {
+                command.env(k, v);
+            }
         }
         let out = command.output().unwrap();
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
@@ -186,4 +191,63 @@ fn no_temporary_directory_names_the_fix() {
     let (detail, fix) = only_failure(&failed, "browser launch");
     assert!(detail.contains(&tmp), "{detail}");
     assert_eq!(fix, "export TMPDIR=/tmp");
+}
+
+#[test]
+fn the_extension_check_names_the_runtime_dir_in_use_when_xdg_runtime_dir_is_unset() {
+    let home = Home::new();
+    // No XDG_RUNTIME_DIR: the runtime dir is this uid's /run/user directory (the fake root's), left open to others.
+    let dir = home.path("run/browserd");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (code, text) = home.doctor(&["--browser", "chrome", "--json"], &[("XDG_RUNTIME_DIR", "")]);
+    assert_eq!(code, 1, "{text}");
+    let checks: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"));
+    let socket = checks.as_array().unwrap().iter().find(|c| c["name"] == "endpoint socket").expect("checked");
+    assert_eq!(socket["status"], "fail", "{socket}");
+    let (detail, fix) = (socket["detail"].as_str().unwrap(), socket["fix"].as_str().unwrap());
+    assert!(detail.starts_with("the runtime directory is unusable") && detail.contains("0755"), "{detail}");
+    assert_eq!(fix, format!("chmod 700 {}", dir.display()), "the directory in use, not an unset variable");
+}
+
+#[test]
+fn no_usable_tmp_without_tmpdir_names_the_command_that_repairs_it() {
+    // A user whose /tmp is not writable, and no TMPDIR: in a mount namespace of its own, /tmp is a fresh root-owned
+    // 0755 tmpfs and the doctor runs as `nobody` (needs root to set up, as CI has; without it the test fails).
+    const NOBODY: u32 = 65534;
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let home = root.path().join("home");
+    let run = root.path().join("base").join(NOBODY.to_string());
+    for dir in [root.path().to_path_buf(), home.clone(), root.path().join("base"), run.clone()] {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::chown(&dir, Some(NOBODY), Some(NOBODY)).unwrap();
+    }
+    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let mut command = Command::new("unshare");
+    command
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg("mount -t tmpfs -o mode=0755,size=64k tmpfs /tmp && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\"")
+        .args(["sh", env!("CARGO_BIN_EXE_browserd"), "doctor", "--json"])
+        .current_dir(&home)
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("XDG_RUNTIME_DIR", &run)
+        .env("BROWSERD_TEST_RUN_USER_BASE", root.path().join("base"));
+    if let Some(chromium) = std::env::var_os("BROWSERD_CHROMIUM") {
+        command.env("BROWSERD_CHROMIUM", chromium);
+    }
+    let out = command.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let checks: Value = serde_json::from_str(&text).unwrap_or_else(|_| {
+        panic!(
+            "not JSON (the setup needs root: unshare, mount, setpriv): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let failed: Vec<Value> = checks.as_array().unwrap().iter().filter(|c| c["status"] == "fail").cloned().collect();
+    let (detail, fix) = only_failure(&failed, "browser launch");
+    assert!(detail.starts_with("cannot make a temporary profile under /tmp"), "{detail}");
+    assert_eq!(fix, "sudo mkdir -p /tmp && sudo chmod 1777 /tmp");
+    assert_eq!(out.status.code(), Some(1), "{text}");
 }
