@@ -126,7 +126,7 @@ async fn d3_disconnect_client_really_disconnects_only_that_client() {
 
     let connect = ConnectOptions {
         role: ComponentRole::Cli,
-        runtime_dir: Some(home.path().join("run/browserd")),
+        runtime_dir: Some(home.broker_dir()),
         spawn: false,
         timeout: Some(Duration::from_secs(60)),
         broker_exe: None,

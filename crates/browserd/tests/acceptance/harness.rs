@@ -49,6 +49,7 @@ impl Home {
         for sub in ["run", ".config/browserd", ".local/state", "work"] {
             private_dir(&home.path().join(sub));
         }
+        private_dir(&home.runtime_dir());
         let mut config = format!(
             "chromium_path = {CHROMIUM:?}\nprofile_dir = {:?}\nchromium_args = [\"--remote-debugging-port=0\"]\n\
              disconnect_grace_secs = 2\n",
@@ -65,6 +66,23 @@ impl Home {
 
     pub(crate) fn path(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// This home's fake `/run/user` root (`BROWSERD_TEST_RUN_USER_BASE`, the one test hook of the runtime-dir rule).
+    pub(crate) fn run_user_base(&self) -> PathBuf {
+        self.path().join("run/user")
+    }
+
+    /// This uid's directory under [`Self::run_user_base`]: `XDG_RUNTIME_DIR` of a login shell (Claude Code's
+    /// environment), and what a host that strips the variable (Codex) finds by the `/run/user/<uid>` rule.
+    pub(crate) fn runtime_dir(&self) -> PathBuf {
+        let uid = std::fs::metadata("/proc/self").map(|m| std::os::unix::fs::MetadataExt::uid(&m)).unwrap();
+        self.run_user_base().join(uid.to_string())
+    }
+
+    /// The broker's socket directory.
+    pub(crate) fn broker_dir(&self) -> PathBuf {
+        self.runtime_dir().join("browserd")
     }
 
     pub(crate) fn profile(&self) -> PathBuf {
@@ -95,32 +113,26 @@ impl Home {
         let mut env: Vec<(String, String)> = std::env::vars()
             .filter(|(k, _)| !k.starts_with("BROWSERD_") && !k.starts_with("XDG_") && !k.starts_with("CODEX"))
             .collect();
-        env.extend(self.base_env());
+        env.push(("HOME".into(), self.path().display().to_string()));
+        env.push(("XDG_RUNTIME_DIR".into(), self.runtime_dir().display().to_string()));
         env.push(("CLAUDECODE".into(), "1".into()));
         env.push(("CLAUDE_CODE_SESSION_ID".into(), session.into()));
         env
     }
 
-    /// The environment Codex gives a stdio MCP server: only `HOME LANG PATH SHELL TERM PWD`, plus the runtime
-    /// directory (see the suite's notes: until the runtime dir resolves without `XDG_RUNTIME_DIR`, the broker needs
-    /// it to find a private socket directory).
+    /// The environment Codex gives a stdio MCP server and its hooks: only `HOME LANG PATH SHELL TERM PWD` — no
+    /// `XDG_RUNTIME_DIR`. The server finds the broker by the `/run/user/<uid>` rule, pointed at this home's fake root
+    /// by the rule's test hook (`BROWSERD_TEST_RUN_USER_BASE`, standing in for the machine's `/run/user`).
     pub(crate) fn codex_env(&self) -> Vec<(String, String)> {
         let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into());
-        let mut env = vec![
+        vec![
+            ("HOME".into(), self.path().display().to_string()),
             ("LANG".into(), "C.UTF-8".into()),
             ("PATH".into(), path),
             ("SHELL".into(), "/bin/sh".into()),
             ("TERM".into(), "dumb".into()),
             ("PWD".into(), self.path().join("work").display().to_string()),
-        ];
-        env.extend(self.base_env());
-        env
-    }
-
-    fn base_env(&self) -> Vec<(String, String)> {
-        vec![
-            ("HOME".into(), self.path().display().to_string()),
-            ("XDG_RUNTIME_DIR".into(), self.path().join("run").display().to_string()),
+            ("BROWSERD_TEST_RUN_USER_BASE".into(), self.run_user_base().display().to_string()),
         ]
     }
 

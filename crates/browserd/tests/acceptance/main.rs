@@ -6,9 +6,11 @@
 //! are open in the browser itself (asked of Chromium's own DevTools endpoint, not of browserd), `isError`, and what
 //! `browser_status` / `browserd status` say.
 //!
-//! Environment notes: a Codex-spawned server here also gets `XDG_RUNTIME_DIR` (each test's private socket
-//! directory; the runtime dir does not yet resolve to a per-user private directory without it). The disk-full
-//! check mounts a real tmpfs and needs root, as CI has; without it the test fails, it never skips.
+//! Environment notes: a Codex-spawned server and Codex's hooks get only `HOME LANG PATH SHELL TERM PWD` (no
+//! `XDG_RUNTIME_DIR`) and reach the broker by the `/run/user/<uid>` rule, whose root each test points at its own
+//! home (`BROWSERD_TEST_RUN_USER_BASE`, the rule's test hook); Claude Code's environment has `XDG_RUNTIME_DIR` set to
+//! that same directory, as a login session does. The disk-full check mounts a real tmpfs and needs root, as CI has;
+//! without it the test fails, it never skips.
 //!
 //! - [`harness`]: homes, the MCP client, hooks, and the questions asked of Chromium.
 //! - [`lifecycle`]: the seed's nine checks (`ac1_…` to `ac9_…`).
