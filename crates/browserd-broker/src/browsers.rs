@@ -653,6 +653,15 @@ impl Provider for Browsers {
         self.for_tab(tab).act(ctx, tab, params).await
     }
 
+    async fn describe_target(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &ActParams,
+    ) -> Result<Option<browserd_core::provider::TargetDescription>, ProviderError> {
+        self.for_tab(tab).describe_target(ctx, tab, params).await
+    }
+
     async fn evaluate(
         &self,
         ctx: &OpContext,

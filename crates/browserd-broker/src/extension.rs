@@ -546,6 +546,18 @@ impl Provider for ExtensionProvider {
         Ok(observation)
     }
 
+    /// Read only, like an observation: the extension's gate lets reads through without a write lease.
+    async fn describe_target(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &ActParams,
+    ) -> Result<Option<browserd_core::provider::TargetDescription>, ProviderError> {
+        self.tab_id(ctx, tab).await?;
+        self.push_gate_policy().await?;
+        self.inner.describe_target(ctx, tab, params).await
+    }
+
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
         let id = self.tab_id(ctx, tab).await?;
         self.push_gate_policy().await?;

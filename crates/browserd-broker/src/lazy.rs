@@ -763,6 +763,15 @@ impl Provider for LazyChromium {
         self.started()?.act(ctx, tab, params).await
     }
 
+    async fn describe_target(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &ActParams,
+    ) -> Result<Option<browserd_core::provider::TargetDescription>, ProviderError> {
+        self.started()?.describe_target(ctx, tab, params).await
+    }
+
     async fn evaluate(
         &self,
         ctx: &OpContext,

@@ -345,6 +345,9 @@ pub(crate) struct Tab {
     /// The URL of the last top-level navigation the site policy stopped (`provider/intercept.rs`), until the tab
     /// commits another document: the browser's error page the tab then shows stands for that URL.
     pub(crate) blocked: Option<String>,
+    /// The node a screenshot point hit when its action was described for the broker's approval check
+    /// (`act/describe.rs`): the action on that point must hit the same node.
+    pub(crate) described: Option<crate::act::Described>,
 }
 
 impl Tab {
@@ -393,6 +396,7 @@ impl Tab {
             awaiting_url: None,
             crashed: false,
             blocked: None,
+            described: None,
         }
     }
 

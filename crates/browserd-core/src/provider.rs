@@ -155,6 +155,27 @@ pub struct CreateTab {
     pub group_for: Option<SessionKey>,
 }
 
+/// What an action's target is, read without acting on it ([`Provider::describe_target`]): the broker classes the
+/// action by it (its role, name and form) and binds the user's approval to exactly this node of this document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TargetDescription {
+    /// Its role (`button`, `link`, `textbox`, …).
+    pub role: String,
+    /// Its accessible name, as the page shows it now.
+    pub name: String,
+    /// The frame it is in (the provider's own opaque id).
+    pub frame: String,
+    /// That frame's document (opaque: a new document of the same frame is another value).
+    pub document: String,
+    /// The node in that document (opaque, stable for the node's life).
+    pub node: String,
+    /// Whether activating it submits a form: a submit button of a form, or a text field of one (Enter).
+    pub submits: bool,
+    /// What names the form it belongs to: the form's name, id, label, `action` URL, legend and headings (empty
+    /// outside a form).
+    pub form: Vec<String>,
+}
+
 /// Everything an operation carries: its deadline, its cancellation, its trace id and, for
 /// writes, the fencing token of the lease it runs under.
 #[derive(Debug, Clone)]
@@ -417,6 +438,19 @@ pub trait Provider: Send + Sync + 'static {
     /// Act on a tab. The result says what was dispatched and what was observed; errors are for
     /// failures before anything could be attempted.
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError>;
+
+    /// What `params`'s target is (a ref, `role "name"`, or a screenshot point hit-tested as the page is now), read
+    /// without sending anything to the page. `Ok(None)`: the action has no target, or its target does not resolve
+    /// (the action itself is then refused the same way before anything is sent). A provider with no targets of its
+    /// own answers `None`.
+    async fn describe_target(
+        &self,
+        _ctx: &OpContext,
+        _tab: TabHandle,
+        _params: &ActParams,
+    ) -> Result<Option<TargetDescription>, ProviderError> {
+        Ok(None)
+    }
 
     // ----- advanced tier (off by default, policy-gated by the broker) -----
 

@@ -241,9 +241,12 @@ const PAGES: &[FixturePage] = &[
 /// `/policy-frame.html` (an allowed page with a frame of the other site, `/policy-inner.html`: a secret, an injected
 /// instruction and a "Transfer everything" button that records `partner:transfer`), `/policy-redirect.html` (links to
 /// the other site's `/policy-landing.html`, one through `/redirect`), `/delete-account.html` (a "Delete account"
-/// button that records `account:delete`) and `/injection.html` (a title and text that try to pass for browserd's own
-/// lines), `/diagnose.html` (what a leaky log would pick up: it logs its URL, its text and what is typed to the
-/// console). A page names the other site as `{{OTHER_ORIGIN}}`.
+/// button that records `account:delete`), `/twin-buttons.html` (two "Remove card" buttons nothing tells apart, which
+/// record `card:remove:first` and `card:remove:second`), `/transfer-form.html` (a form headed "Transfer money" whose
+/// submit button says only "Continue", recording `transfer:submit`, next to a search form recording `search:submit`)
+/// and `/injection.html` (a title and text that try to pass for browserd's own lines), `/diagnose.html` (what a leaky
+/// log would pick up: it logs its URL, its text and what is typed to the console). A page names the other site as
+/// `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -275,6 +278,8 @@ const STATIC: &[(&str, &str)] = &[
     ("/policy-redirect.html", include_str!("../fixtures/policy-redirect.html")),
     ("/delete-account.html", include_str!("../fixtures/delete-account.html")),
     ("/injection.html", include_str!("../fixtures/injection.html")),
+    ("/twin-buttons.html", include_str!("../fixtures/twin-buttons.html")),
+    ("/transfer-form.html", include_str!("../fixtures/transfer-form.html")),
     ("/diagnose.html", include_str!("../fixtures/diagnose.html")),
 ];
 

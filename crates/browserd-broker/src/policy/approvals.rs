@@ -1,7 +1,9 @@
 //! Approvals: an action whose class the policy puts under approval runs only with the user's approval of exactly it.
-//! An approval binds the browser instance, the origin, the action class, a digest of the target (its role and name as
-//! the caller was shown them) and a hash of the action's parameters, and expires after [`APPROVAL_TTL`]; it is used
-//! once. A changed target or parameter is another action, which needs its own approval.
+//! An approval binds the browser instance, the origin, the action class, a digest of the target (its role and name,
+//! and which node of which document of which frame it is, as the browser found it before the action) and a hash of
+//! the action's parameters, and expires after [`APPROVAL_TTL`]; it is used once. A changed target or parameter is
+//! another action, which needs its own approval: two same-named buttons are two targets, and the same button after
+//! the page loaded a new document is another one.
 //!
 //! The broker asks by answering `APPROVAL_REQUIRED` with what the user must confirm and the approval's id; the host's
 //! UI grants it with the `approval.grant` method (`browserd approve <id>` on a terminal), and the same call again then
@@ -40,14 +42,15 @@ pub struct Binding {
     pub origin: String,
     /// The action class.
     pub class: ActionClass,
-    /// Digest of the target's role and name.
+    /// Digest of the target: its role and name, and its frame, document and node when the browser found it.
     pub target: u64,
     /// Hash of the action's parameters (action, value and the rest; not `requestId`, `timeoutMs`, `tab`, `target`).
     pub params: u64,
 }
 
 impl Binding {
-    /// The binding of `step` on `origin`, whose target is shown as `target_line`.
+    /// The binding of `step` on `origin`, whose target is `target` (its role and name, with its frame, document and
+    /// node when known).
     #[must_use]
     pub fn of(
         session: &SessionId,
@@ -59,12 +62,12 @@ impl Binding {
     ) -> Binding {
         let mut v = serde_json::to_value(step).unwrap_or_default();
         if let Some(map) = v.as_object_mut() {
-            // The target is bound by its digest (role and name), not by its ref, which a new observation renames.
+            // The target is bound by its digest (role, name and node), not by its ref, which a new observation renames.
             for k in ["requestId", "timeoutMs", "tab", "target"] {
                 map.remove(k);
             }
         }
-        // `target_line` has no ref (`classes::target_line`): the same role and name under a new ref is the same target.
+        // No ref in `target`: the same node under a new ref is the same target.
         let target = target_line.map(str::to_owned);
         Binding {
             session: session.clone(),
@@ -241,8 +244,10 @@ impl crate::server::Broker {
 
 impl crate::tools::ToolCtx<'_> {
     /// Before an action on `tab`: its class (see `classes`), and when the policy puts that class under approval, a
-    /// granted approval of exactly this action (used up here), else `APPROVAL_REQUIRED`.
-    pub(crate) fn check_approval(
+    /// granted approval of exactly this action (used up here), else `APPROVAL_REQUIRED`. The target is what the
+    /// browser finds for the action now (`describe_target`: a ref's node, the node a screenshot point hits), else its
+    /// line in the tab's latest observation.
+    pub(crate) async fn check_approval(
         &self,
         tab: browserd_core::provider::TabHandle,
         step: &ActParams,
@@ -254,19 +259,34 @@ impl crate::tools::ToolCtx<'_> {
         let url = self.broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone())).unwrap_or_default();
         let seen = self.broker.gate.last_observation(tab);
         let content = seen.as_deref().and_then(|o| o["untrustedContent"].as_str());
-        let (class, why) = super::classes::classify(step, content, &url);
+        // A failure to read the target is the failure the action would meet: answered as the action's own error.
+        let described =
+            self.runtime().describe_target(self.key, tab, step).await.map_err(|e| crate::dispatch::err(&e))?;
+        let observed = super::classes::target_line(step, content);
+        let (target, line, identity) = match &described {
+            Some(d) => {
+                let line = format!("{} \"{}\"", d.role, d.name);
+                // Bound to this node of this document of this frame: a same-named node elsewhere is another target.
+                let identity = format!("{line} frame={} document={} node={}", d.frame, d.document, d.node);
+                (Some(super::classes::Target::described(d)), Some(line), Some(identity))
+            }
+            None => (observed.as_deref().and_then(super::classes::Target::of_line), observed.clone(), observed),
+        };
+        let (class, why) = super::classes::classify(step, target.as_ref(), &url);
         if !needs.contains(&class) {
             return Ok(());
         }
         let origin = super::sites::Origin::of(&url).map_or_else(|| url.clone(), |o| o.to_string());
-        let line = super::classes::target_line(step, content);
         let action = serde_json::to_value(step.action).ok().and_then(|v| v.as_str().map(str::to_owned));
         let mut summary = format!("{} {}", action.unwrap_or_default(), line.as_deref().unwrap_or("the page"));
+        if let Some(pt) = &step.at {
+            summary.push_str(&format!(" at ({:.0}, {:.0}) of screenshot {}", pt.x, pt.y, pt.image_id));
+        }
         if let Some(value) = &step.value {
             summary.push_str(&format!(" with {value:?}"));
         }
         summary.push_str(&format!(" in tab {} ({why})", tab.0));
-        let binding = Binding::of(self.session, &self.browser_instance(), &origin, class, line.as_deref(), step);
+        let binding = Binding::of(self.session, &self.browser_instance(), &origin, class, identity.as_deref(), step);
         match self.broker.approvals.take_or_ask(&binding, &summary, Instant::now()) {
             Ok(()) => {
                 tracing::info!(class = class.as_str(), "an approved action runs");

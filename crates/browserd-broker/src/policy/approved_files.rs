@@ -64,9 +64,10 @@ impl crate::tools::ToolCtx<'_> {
         let url = self.broker.runtime.inspect(|e| e.tabs().get(tab).map(|r| r.url.clone())).unwrap_or_default();
         let seen = self.broker.gate.last_observation(tab);
         let content = seen.as_deref().and_then(|o| o["untrustedContent"].as_str());
-        let (class, _) = super::classes::classify(step, content, &url);
         let origin = super::sites::Origin::of(&url).map_or_else(|| url.clone(), |o| o.to_string());
         let line = super::classes::target_line(step, content);
+        let target = line.as_deref().and_then(super::classes::Target::of_line);
+        let (class, _) = super::classes::classify(step, target.as_ref(), &url);
         let mut binding = Binding::of(self.session, &self.browser_instance(), &origin, class, line.as_deref(), step);
         // The exact file: its resolved path and its contents.
         binding.params = digest_of(&(binding.params, &real, &sha));

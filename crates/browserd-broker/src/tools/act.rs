@@ -15,7 +15,7 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, mut params: ActParams) -> Result
     ctx.check_step_site(&params)?;
     // Stop wins over asking the user: a stopped tab is refused before any approval is asked for.
     ctx.broker.check_not_stopped(tab)?;
-    ctx.check_approval(tab, &params)?;
+    ctx.check_approval(tab, &params).await?;
     // An upload from outside the upload roots: the user's approval of exactly that file (then its staged copy).
     ctx.check_upload(tab, &mut params)?;
     let admission = ctx.admit_write(tab).await?;

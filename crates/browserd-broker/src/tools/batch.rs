@@ -72,7 +72,11 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
         }
         // A step that needs the user's approval: the batch stops before it (the answer names the approval).
         let mut step = step.clone();
-        if let Err(e) = ctx.check_approval(tab, &step).and_then(|()| ctx.check_upload(tab, &mut step)) {
+        let checked = match ctx.check_approval(tab, &step).await {
+            Ok(()) => ctx.check_upload(tab, &mut step),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = checked {
             stopped = Some(stop_at(index, BatchStopReason::HighRisk));
             let mut rep = report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
                 .with_code(e.code.as_str(), format!("not started: {} {}", e.message, e.next_step));

@@ -522,6 +522,26 @@ impl Run<'_> {
 
     /// Names the element at a point (its nearest meaningful accessible ancestor), giving it a frame-qualified ref.
     pub(super) async fn describe_element(&mut self, session: &SessionId, frame: &str, backend: i64) -> CoveringElement {
+        let (role, name, chosen) = self.role_and_name(session, frame, backend).await;
+        let node_ref = {
+            let mut st = self.p.st();
+            let t = st.tabs.get_mut(&self.tab);
+            match t {
+                Some(t) => {
+                    let (key, epoch) = t.frames.get(frame).map_or((0, 0), |f| (f.key, f.doc_epoch));
+                    let r = t.refs.assign(frame, key, epoch, chosen);
+                    t.refs.describe(&r, &role, &name, &[]);
+                    r
+                }
+                None => String::new(),
+            }
+        };
+        CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) }
+    }
+
+    /// The role and name of a node's nearest meaningful accessible ancestor (the node itself when it is one), and
+    /// which node that is; `generic` and an empty name when the browser cannot say.
+    pub(super) async fn role_and_name(&self, session: &SessionId, frame: &str, backend: i64) -> (String, String, i64) {
         let mut role = "generic".to_owned();
         let mut name = String::new();
         let mut chosen = backend;
@@ -574,19 +594,6 @@ impl Run<'_> {
             let (label, text) = s.split_once('|').unwrap_or((s, ""));
             name = if label.is_empty() || label.starts_with('#') && !text.is_empty() { text.to_owned() } else { label.to_owned() };
         }
-        let node_ref = {
-            let mut st = self.p.st();
-            let t = st.tabs.get_mut(&self.tab);
-            match t {
-                Some(t) => {
-                    let (key, epoch) = t.frames.get(frame).map_or((0, 0), |f| (f.key, f.doc_epoch));
-                    let r = t.refs.assign(frame, key, epoch, chosen);
-                    t.refs.describe(&r, &role, &name, &[]);
-                    r
-                }
-                None => String::new(),
-            }
-        };
-        CoveringElement { node: NodeRef(node_ref), role, name: truncate(&name, 60) }
+        (role, name, chosen)
     }
 }

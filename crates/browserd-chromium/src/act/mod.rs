@@ -15,6 +15,7 @@
 
 mod actionable;
 mod dedup;
+mod describe;
 mod dispatch;
 mod expect;
 mod fail;
@@ -31,6 +32,7 @@ use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHa
 use browserd_protocol::{ActParams, ActionKind, ActionResult, Dispatch};
 
 pub(crate) use actionable::quad_center;
+pub(crate) use describe::{Described, describe_target};
 pub(crate) use fail::{gate_refusal, target_went_away};
 use run::{Run, ms};
 pub(crate) use settle::{TRACKER, install_tracker};

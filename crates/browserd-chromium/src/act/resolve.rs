@@ -234,6 +234,26 @@ impl Run<'_> {
         // Always hit-tested: the site policy checks the frame whose document would receive the input (a point may
         // land in a cross-origin frame the policy does not authorise; `node_at` refuses it, nothing is sent).
         let hit = Some(self.node_at(m.hit_x, m.hit_y).await?);
+        // The node this point hit when the action was described for an approval: the page changed in between when
+        // it now hits another one, and the approval was not for that one.
+        let described = {
+            let mut st = self.p.st();
+            st.tabs.get_mut(&self.tab).and_then(|t| t.described.take_if(|d| d.is_for(pt)))
+        };
+        if let (Some(d), Some((hs, frame, backend))) = (&described, &hit)
+            && (d.frame != *frame || d.backend != *backend)
+        {
+            let el = self.describe_element(hs, frame, *backend).await;
+            return Err(Fail::new(
+                codes::STALE_TARGET,
+                format!(
+                    "the point ({:.0}, {:.0}) of image {} now lands on {} {:?} [{}], not on what was checked before \
+                     the action; nothing was sent: take a new screenshot",
+                    pt.x, pt.y, geom.image_id, el.role, el.name, el.node
+                ),
+            ));
+        }
+        self.hit_node.clone_from(&hit);
         if let Some((_, frame, _)) = &hit
             && let Some(why) = self.frame_refusal(frame)
         {

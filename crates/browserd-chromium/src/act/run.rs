@@ -42,6 +42,8 @@ pub(super) struct Run<'a> {
     pub(super) prefetched: std::sync::Mutex<Vec<Prefetched>>,
     /// What the effect tracker said since the input: `None` before any read, else whether the DOM changed.
     pub(super) dom_changed: Option<bool>,
+    /// The node a screenshot point hit (its session, frame and backend node), once hit-tested.
+    pub(super) hit_node: Option<(SessionId, String, i64)>,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -83,6 +85,7 @@ impl<'a> Run<'a> {
             sent,
             prefetched: std::sync::Mutex::new(Vec::new()),
             dom_changed: None,
+            hit_node: None,
         })
     }
 }

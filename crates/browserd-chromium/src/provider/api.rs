@@ -348,6 +348,15 @@ impl Provider for ChromiumProvider {
         }
     }
 
+    async fn describe_target(
+        &self,
+        ctx: &OpContext,
+        tab: TabHandle,
+        params: &ActParams,
+    ) -> Result<Option<browserd_core::provider::TargetDescription>, ProviderError> {
+        crate::act::describe_target(self, ctx, tab, params).await.map_err(|e| self.live_tab_error(tab, e))
+    }
+
     async fn act(&self, ctx: &OpContext, tab: TabHandle, params: &ActParams) -> Result<ActionResult, ProviderError> {
         if self.kind == ProviderKind::Remote {
             // A remote browser keeps its tabs in one window; a background tab draws no frames and its input is held,

@@ -4,7 +4,7 @@ use browserd_protocol::{ActParams, ActionResult, Observation, ObserveParams};
 
 use crate::debugger::DebuggerAcquire;
 use crate::error::CoreError;
-use crate::provider::{FencingToken, OpContext, ProviderError, ProviderKind, SessionKey, TabHandle};
+use crate::provider::{FencingToken, OpContext, ProviderError, ProviderKind, SessionKey, TabHandle, TargetDescription};
 
 use super::guards::{Acting, DebuggerUse, UsePhase};
 use super::{Runtime, refuse_locally};
@@ -75,6 +75,27 @@ impl Runtime {
         self.engine().check_tab_access(session, tab)?;
         let provider = self.inner.provider.clone();
         self.with_debugger(session, tab, move |ctx| async move { provider.observe(&ctx, tab, params).await }).await
+    }
+
+    /// What an action's target is, before the action (read only; see [`crate::provider::Provider::describe_target`]):
+    /// checks activation and the tab's ownership as `observe` does, under a debugger lease.
+    pub async fn describe_target(
+        &self,
+        session: &SessionKey,
+        tab: TabHandle,
+        params: &ActParams,
+    ) -> Result<Option<TargetDescription>, CoreError> {
+        let _op = self.serialized(session).await?;
+        self.engine().check_active(session)?;
+        self.drain_events(session).await;
+        self.tell_restart(session)?;
+        refuse_locally(self.engine().check_tab_access(session, tab))?;
+        self.prelude(session).await;
+        self.ensure_connected(session).await?;
+        self.engine().check_tab_access(session, tab)?;
+        let provider = self.inner.provider.clone();
+        self.with_debugger(session, tab, move |ctx| async move { provider.describe_target(&ctx, tab, params).await })
+            .await
     }
 
     /// `browser_act`: checks activation, ownership and the write lease (with `token`, or taking

@@ -1,0 +1,139 @@
+//! Describing an action's target without acting on it (`Provider::describe_target`): the broker classes the action by
+//! what is found and binds the user's approval to that node of that document. Nothing is sent to the page: a ref (or
+//! `role "name"`) resolves as the action would resolve it, a screenshot point is hit-tested as the page is now, and
+//! the node's role, name and form are read by the browser (accessibility tree) and in browserd's isolated world.
+//!
+//! A point's hit is remembered for the tab ([`Described`]): when the action on the same point then hits another node
+//! (the page changed in between), it is refused with nothing sent, so an approval of one node never clicks another.
+
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle, TargetDescription};
+use browserd_protocol::{ActParams, ActionKind, ImagePoint};
+use serde_json::json;
+
+use super::GROUP;
+use super::run::Run;
+use crate::provider::{ChromiumProvider, remaining};
+
+/// The node a screenshot point hit when the action was described, checked again when the action hits it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Described {
+    pub(crate) image_id: String,
+    pub(crate) x: f64,
+    pub(crate) y: f64,
+    pub(crate) frame: String,
+    pub(crate) backend: i64,
+}
+
+impl Described {
+    pub(crate) fn is_for(&self, pt: &ImagePoint) -> bool {
+        self.image_id == pt.image_id && self.x == pt.x && self.y == pt.y
+    }
+}
+
+/// Reads the enclosing form of a node (in browserd's world): whether activating it submits the form, and the texts
+/// that name the form.
+const FORM: &str = r"function() {
+  const e = this.nodeType === 1 ? this : this.parentElement;
+  if (!e) return { submits: false, form: [] };
+  const t = (s) => (s || '').trim().replace(/\s+/g, ' ').slice(0, 120);
+  const ctl = e.closest('button, input, select, textarea');
+  const form = (ctl && ctl.form) || e.closest('form');
+  if (!form) return { submits: false, form: [] };
+  let submits = false;
+  if (ctl) {
+    const type = (ctl.getAttribute('type') || '').toLowerCase();
+    if (ctl.tagName === 'BUTTON') submits = type === '' || type === 'submit';
+    else if (ctl.tagName === 'INPUT') submits = !['button', 'reset', 'checkbox', 'radio', 'file', 'hidden', 'range', 'color'].includes(type);
+  }
+  const texts = [form.getAttribute('name'), form.id, form.getAttribute('aria-label'), form.getAttribute('action')];
+  for (const id of (form.getAttribute('aria-labelledby') || '').split(/\s+/)) {
+    const l = id && document.getElementById(id);
+    if (l) texts.push(l.textContent);
+  }
+  for (const h of form.querySelectorAll('legend, h1, h2, h3, h4, h5, h6')) texts.push(h.textContent);
+  return { submits, form: texts.map(t).filter(Boolean).slice(0, 12) };
+}";
+
+/// `Provider::describe_target`.
+pub(crate) async fn describe_target(
+    p: &ChromiumProvider,
+    ctx: &OpContext,
+    tab: TabHandle,
+    params: &ActParams,
+) -> Result<Option<TargetDescription>, ProviderError> {
+    if (params.target.is_none() && params.at.is_none())
+        || matches!(
+            params.action,
+            ActionKind::Navigate
+                | ActionKind::Back
+                | ActionKind::Forward
+                | ActionKind::Reload
+                | ActionKind::Wait
+                | ActionKind::Dialog
+        )
+    {
+        return Ok(None);
+    }
+    let deadline = Instant::now() + ctx.timeout.min(Duration::from_secs(10));
+    let lock = p.tab_lock(tab);
+    let _guard = tokio::time::timeout(remaining(deadline), lock.lock()).await.map_err(|_| {
+        ProviderError::new(
+            ProviderErrorKind::Timeout,
+            format!("tab {tab} stayed busy with another operation until the deadline; retry later"),
+        )
+    })?;
+    let sent = AtomicBool::new(false);
+    let mut run = Run::start(p, ctx, tab, deadline, &sent).await?;
+    let described = run.describe(params).await;
+    for s in &run.sessions_used {
+        let _ = p.call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), deadline).await;
+    }
+    Ok(described)
+}
+
+impl Run<'_> {
+    /// The target of `params` as the action would find it now, or `None` when it does not resolve.
+    async fn describe(&mut self, params: &ActParams) -> Option<TargetDescription> {
+        let (session, frame, backend) = match (&params.at, &params.target) {
+            (Some(pt), _) => {
+                // A point described before is described anew (it is not this check's to compare).
+                if let Some(t) = self.p.st().tabs.get_mut(&self.tab) {
+                    t.described = None;
+                }
+                self.at_point(pt, false).await.ok()?;
+                let (session, frame, backend) = self.hit_node.clone()?;
+                let mut st = self.p.st();
+                st.tabs.get_mut(&self.tab)?.described =
+                    Some(Described { image_id: pt.image_id.clone(), x: pt.x, y: pt.y, frame: frame.clone(), backend });
+                (session, frame, backend)
+            }
+            (None, target) => {
+                let res = self.resolve(target.as_ref()).ok()?;
+                (res.session, res.frame_id, res.backend)
+            }
+        };
+        let (role, name, _) = self.role_and_name(&session, &frame, backend).await;
+        let (submits, form) = match self.node(&session, &frame, backend).await {
+            Ok(object) => match self.call_on(&session, &object, FORM, json!([])).await {
+                Ok(v) => (
+                    v["submits"].as_bool().unwrap_or(false),
+                    v["form"]
+                        .as_array()
+                        .map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_owned)).collect())
+                        .unwrap_or_default(),
+                ),
+                Err(_) => (false, Vec::new()),
+            },
+            Err(_) => (false, Vec::new()),
+        };
+        let document = {
+            let st = self.p.st();
+            let f = st.tabs.get(&self.tab).and_then(|t| t.frames.get(&frame));
+            f.map(|f| format!("{}#{}", f.loader_id, f.doc_epoch)).unwrap_or_default()
+        };
+        Some(TargetDescription { role, name, frame, document, node: backend.to_string(), submits, form })
+    }
+}
