@@ -38,6 +38,13 @@ async fn javascript_urls_never_run_and_answer_policy_denied() {
     let tab = r.tool("browser_open", json!({"url": r.site.url("/form.html")})).await["tab"].clone();
     let user = r.user().await;
     let title = user.eval_in("/form.html", "document.title").await;
+    // Opened as a new tab: refused before any tab is made.
+    let before = tab_count(&r).await;
+    for url in ["javascript:void(document.title='pwned')", " JAVASCRIPT:alert(1)"] {
+        let e = refused(&r, "browser_open", json!({"url": url, "observe": true})).await;
+        assert_denied(&e, "javascript");
+    }
+    assert_eq!(tab_count(&r).await, before, "no tab was opened");
     for url in [
         "javascript:void(document.title='pwned')",
         "  JavaScript:void(document.title='pwned')",
@@ -99,7 +106,13 @@ async fn a_user_tab_showing_a_refused_scheme_cannot_be_claimed() {
     let r = Real::start("thread-schemes-claim").await;
     r.tool("browser_open", json!({"url": r.site.url("/index.html")})).await;
     let user = r.user().await;
-    for (url, scheme) in [("file:///etc/passwd", "file"), ("chrome://version/", "chrome")] {
+    let source = format!("view-source:{}", r.site.url("/form.html"));
+    for (url, scheme) in [
+        ("file:///etc/passwd", "file"),
+        ("chrome://version/", "chrome"),
+        ("data:text/html,<title>Inline</title><p>DATA-TAB-SECRET</p>", "data"),
+        (source.as_str(), "view-source"),
+    ] {
         user.open(url).await;
         let mut tab = None;
         for _ in 0..200 {
@@ -116,7 +129,11 @@ async fn a_user_tab_showing_a_refused_scheme_cannot_be_claimed() {
         let tab = tab.unwrap_or_else(|| panic!("the user's {url} tab is listed"));
         let e = refused(&r, "browser_claim", json!({"tab": tab, "observe": true})).await;
         assert_denied(&e, scheme);
-        assert!(!serde_json::to_string(&e).unwrap().contains("root:x:0:0"), "{e}");
+        let text = serde_json::to_string(&e).unwrap();
+        assert!(
+            !text.contains("root:x:0:0") && !text.contains("DATA-TAB-SECRET") && !text.contains("Full name"),
+            "{e}"
+        );
         let listed = r.tool("browser_list", json!({})).await;
         let shown = listed["tabs"].as_array().unwrap().iter().find(|t| t["tab"] == tab).unwrap().clone();
         assert_eq!(shown["provenance"], "user", "still the user's, unclaimed: {shown}");
@@ -232,12 +249,13 @@ async fn a_redirect_or_a_web_page_link_to_a_refused_scheme_shows_nothing_of_it()
     let r = Real::start("thread-schemes-redirect").await;
     // An HTTP redirect to a file: Chromium refuses to follow it; the open fails and no contents come back.
     let url = r.site.url("/scheme-redirect?to=file:///etc/passwd");
-    let answer = r.c.tool(&r.s, "browser_open", json!({"url": url, "observe": true})).await;
-    assert!(!format!("{answer:?}").contains("root:x:0:0"), "{answer:?}");
-    if let Ok(opened) = &answer {
-        let e = refused(&r, "browser_observe", json!({"tab": opened["tab"]})).await;
-        assert_eq!(e.code, ErrorCode::PolicyDenied, "{e}");
-    }
+    let before = tab_count(&r).await;
+    let e = refused(&r, "browser_open", json!({"url": url, "observe": true})).await;
+    assert!(!serde_json::to_string(&e).unwrap().contains("root:x:0:0"), "{e}");
+    assert_eq!(e.code, ErrorCode::NavigationFailed, "{e}");
+    assert!(e.message.contains("ERR_UNSAFE_REDIRECT"), "the browser refused to follow it: {e}");
+    assert_eq!(e.details.as_deref().unwrap()["closed"], true, "the tab was closed again: {e}");
+    assert_eq!(tab_count(&r).await, before, "no tab is left on it");
     // A web page's own navigation to chrome: and file: (the page's script, as a link would): Chromium blocks it;
     // the tab stays on its page and reads as before.
     let tab = r.tool("browser_open", json!({"url": r.site.url("/index.html")})).await["tab"].clone();
@@ -247,5 +265,42 @@ async fn a_redirect_or_a_web_page_link_to_a_refused_scheme_shows_nothing_of_it()
     let obs = r.tool("browser_observe", json!({"tab": tab})).await;
     assert!(obs["url"].as_str().unwrap().starts_with("http://"), "{obs}");
     assert!(!obs.to_string().contains("root:x:0:0"));
+    r.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_popup_from_a_web_page_to_data_or_chrome_shows_nothing_of_it() {
+    let r = Real::start("thread-schemes-popup").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/scheme-popup.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    for name in ["Open data popup", "Open chrome popup"] {
+        let button = ref_of(&content, name);
+        // The click runs; whatever popup it opens is never read on the refused scheme.
+        let answer = r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "click", "target": button})).await;
+        let text = format!("{answer:?}");
+        assert!(!text.contains("DATA-POPUP-SECRET") && !text.contains("chrome://version"), "{text}");
+        let listed = r.tool("browser_list", json!({})).await;
+        for t in listed["tabs"].as_array().unwrap().iter().filter(|t| t["tab"] != tab && t["provenance"] != "user") {
+            let url = t["url"].as_str().unwrap_or_default();
+            assert!(
+                !url.starts_with("data:") && !url.starts_with("chrome:") || url.ends_with("(not authorised)"),
+                "the listing withholds a refused popup's URL: {listed}"
+            );
+            // The popup (Chromium leaves it blank, or never opens it) answers nothing of the refused page.
+            match r.c.tool(&r.s, "browser_observe", json!({"tab": t["tab"]})).await {
+                Err(ClientError::Rpc(e)) => assert_eq!(e.code, ErrorCode::PolicyDenied, "{e}"),
+                Ok(seen) => {
+                    assert!(!seen.to_string().contains("DATA-POPUP-SECRET"), "{seen}");
+                    let shown = seen["url"].as_str().unwrap_or_default();
+                    assert!(shown.starts_with("http://") || shown == "about:blank", "{seen}");
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+    }
+    // The page that opened them still works.
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    assert!(obs["url"].as_str().unwrap().starts_with("http://"), "{obs}");
     r.finish().await;
 }

@@ -243,10 +243,10 @@ const PAGES: &[FixturePage] = &[
 /// the other site's `/policy-landing.html`, one through `/redirect`), `/delete-account.html` (a "Delete account"
 /// button that records `account:delete`), `/twin-buttons.html` (two "Remove card" buttons nothing tells apart, which
 /// record `card:remove:first` and `card:remove:second`), `/transfer-form.html` (a form headed "Transfer money" whose
-/// submit button says only "Continue", recording `transfer:submit`, next to a search form recording `search:submit`)
-/// and `/injection.html` (a title and text that try to pass for browserd's own lines), `/diagnose.html` (what a leaky
-/// log would pick up: it logs its URL, its text and what is typed to the console). A page names the other site as
-/// `{{OTHER_ORIGIN}}`.
+/// submit button says only "Continue", recording `transfer:submit`, next to a search form recording `search:submit`),
+/// `/scheme-popup.html` (buttons whose popups go to `data:` and `chrome:`) and `/injection.html` (a title and text
+/// that try to pass for browserd's own lines), `/diagnose.html` (what a leaky log would pick up: it logs its URL, its
+/// text and what is typed to the console). A page names the other site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -280,6 +280,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/injection.html", include_str!("../fixtures/injection.html")),
     ("/twin-buttons.html", include_str!("../fixtures/twin-buttons.html")),
     ("/transfer-form.html", include_str!("../fixtures/transfer-form.html")),
+    ("/scheme-popup.html", include_str!("../fixtures/scheme-popup.html")),
     ("/diagnose.html", include_str!("../fixtures/diagnose.html")),
 ];
 
