@@ -12,7 +12,7 @@
 //! | `notifications/cancelled` | the backend call's cancellation token |
 //! | `_meta.progressToken` | `notifications/progress` from backend updates, plus a heartbeat while the call runs |
 //! | a stdin line over 16 MiB | a JSON-RPC `INVALID_REQUEST` error naming the limit, under the line's id ([`stdin_limit`]) |
-//! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`) |
+//! | stdin EOF | `session.close {reason: clientGone}` (SIGTERM/SIGINT: `hostExit`); a session named with `--host-session-id` is left to the broker's disconnect grace instead, for the next server with that id |
 //! | `APPROVAL_REQUIRED` (an action, or the step a batch stopped before) and the client declared `elicitation` | `elicitation/create` naming the action; accept: `approval.grant`, then the call once more; decline: `APPROVAL_DECLINED` ([`approval`]) |
 //! | the broker's `tools.changed` (activation, the advanced tier, a reset) | `notifications/tools/list_changed` (`tools.listChanged` is advertised) |
 //!
@@ -124,7 +124,9 @@ pub struct McpArgs {
     #[arg(long, value_enum)]
     pub host: Option<HostArg>,
     /// The host's session id, so `browserd hook` commands find this session (default: from the host's
-    /// environment or Codex's per-call metadata, else generated).
+    /// environment or Codex's per-call metadata, else generated). A session named here outlives this server by the
+    /// broker's disconnect grace (`disconnect_grace_secs`): the next `browserd mcp` with the same id takes it back,
+    /// tabs included; `browserd hook session-end` ends it at once.
     #[arg(long, env = "BROWSERD_HOST_SESSION_ID")]
     pub host_session_id: Option<String>,
     /// Directory for screenshot files (default: `$XDG_CACHE_HOME/browserd/screenshots`).
@@ -261,7 +263,8 @@ impl McpArgs {
     /// The server options these flags mean, reading the host's environment through `var`.
     pub fn options(&self, var: impl Fn(&str) -> Option<String>) -> ServerOptions {
         let mut identity = host::identity_from_env(&var);
-        if let Some(id) = self.host_session_id.as_deref().map(str::trim).filter(|id| !id.is_empty()) {
+        let named = self.host_session_id.as_deref().map(str::trim).filter(|id| !id.is_empty());
+        if let Some(id) = named {
             identity.host_session_id = id.to_owned();
             identity.from_host = true;
         }
@@ -279,6 +282,7 @@ impl McpArgs {
             identity,
             screenshot_dir,
             heartbeat: Duration::from_millis(self.progress_interval_ms.max(100)),
+            keep_named_session: named.is_some(),
         }
     }
 }
@@ -352,6 +356,9 @@ where
                 kept = result.kept.len(),
                 "browser session closed"
             )
+        }
+        ShutdownOutcome::Left(session) => {
+            tracing::info!(?reason, %session, "the named session stays for the broker's disconnect grace")
         }
         ShutdownOutcome::Failed(error) => {
             tracing::warn!(?reason, code = %error.code, message = %error.message, "closing the browser session failed; the broker's grace period cleans up")

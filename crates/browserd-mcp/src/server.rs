@@ -50,6 +50,10 @@ pub struct ServerOptions {
     /// While a call that has a progress token runs, send a progress notification this often
     /// even when the backend reports nothing (keeps host timeouts informed).
     pub heartbeat: Duration,
+    /// The host session id was named explicitly (`--host-session-id`): when this server ends, that session is left
+    /// to the broker's disconnect grace instead of closed, so the next server started with the same id takes it back
+    /// with its tabs (one-shot clients such as the MCP Inspector CLI start one server per call).
+    pub keep_named_session: bool,
 }
 
 impl ServerOptions {
@@ -63,6 +67,7 @@ impl ServerOptions {
             identity,
             screenshot_dir: None,
             heartbeat: Duration::from_secs(5),
+            keep_named_session: false,
         }
     }
 
@@ -131,6 +136,9 @@ pub enum ShutdownOutcome {
     Closed(browserd_protocol::lifecycle::CleanupResult),
     /// `session.close` failed; the broker's grace period and leases are the backstop.
     Failed(ErrorData),
+    /// The session the host named (`--host-session-id`) was not closed: the broker keeps it through its disconnect
+    /// grace for the next server with that id, then disposes of it.
+    Left(SessionId),
 }
 
 impl McpServer {
@@ -191,6 +199,10 @@ impl McpServer {
         let mut state = self.inner.state.lock().await;
         state.closed = true;
         let Some(open) = state.open.take() else { return ShutdownOutcome::NoSession };
+        if self.inner.options.keep_named_session && open.host_session_id == self.inner.options.identity.host_session_id
+        {
+            return ShutdownOutcome::Left(open.session);
+        }
         match self.inner.backend.close_session(&open.session, reason).await {
             Ok(result) => ShutdownOutcome::Closed(result),
             Err(error) => ShutdownOutcome::Failed(error),

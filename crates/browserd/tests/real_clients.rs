@@ -1,8 +1,10 @@
 //! Host configs checked with the real MCP clients, pinned in `bench/mcp-clients` (installed by `npm ci` the first
 //! time, skipped while current): Claude Code's `claude mcp add` + `claude mcp list` with an isolated HOME reports
 //! browserd `✔ Connected`; the MCP Inspector CLI, which starts servers with the MCP SDK's default environment (no
-//! `XDG_RUNTIME_DIR`), lists the tools and calls browser_open, browser_claim/browser_observe and browser_act on the
-//! fixture site against the broker the CLI started — one Inspector call is one MCP session, as the Inspector makes it.
+//! `XDG_RUNTIME_DIR`), lists the tools, and on the fixture site opens a page, observes it, fills a field and clicks a
+//! button that tells the server, one call per Inspector run in one session named with `BROWSERD_HOST_SESSION_ID`
+//! (each run is an MCP server of its own, which leaves the named session to the next); without a name each run is a
+//! session of its own, which claims a page the user has open and is refused another's.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -86,15 +88,24 @@ impl Machine {
     /// One Inspector CLI call: `browserd mcp` under the SDK's default environment; the fake `/run/user` root is
     /// the one variable added (`-e`), so the production rule finds `<root>/<uid>`.
     fn inspector(&self, bin: &Path, args: &[&str]) -> Output {
+        self.inspector_as(bin, None, args)
+    }
+    /// [`Self::inspector`], with the session named by `BROWSERD_HOST_SESSION_ID` (`-e`) when `session` is given.
+    fn inspector_as(&self, bin: &Path, session: Option<&str>, args: &[&str]) -> Output {
         let base = format!("BROWSERD_TEST_RUN_USER_BASE={}", self.run_user_base().display());
-        self.command(bin.join("mcp-inspector"))
-            .args(["--cli", "-q", "--format", "json", "-e", &base, env!("CARGO_BIN_EXE_browserd"), "mcp"])
-            .args(args)
-            .output()
-            .unwrap()
+        let mut command = self.command(bin.join("mcp-inspector"));
+        command.args(["--cli", "-q", "--format", "json", "-e", &base]);
+        if let Some(session) = session {
+            command.args(["-e", &format!("BROWSERD_HOST_SESSION_ID={session}")]);
+        }
+        command.args([env!("CARGO_BIN_EXE_browserd"), "mcp"]).args(args).output().unwrap()
     }
     fn call(&self, bin: &Path, tool: &str, args: &str) -> Value {
-        let out = self.inspector(bin, &["--method", "tools/call", "--tool-name", tool, "--tool-args-json", args]);
+        self.call_as(bin, None, tool, args)
+    }
+    fn call_as(&self, bin: &Path, session: Option<&str>, tool: &str, args: &str) -> Value {
+        let call = ["--method", "tools/call", "--tool-name", tool, "--tool-args-json", args];
+        let out = self.inspector_as(bin, session, &call);
         let text = String::from_utf8_lossy(&out.stdout);
         let v: Value = serde_json::from_str(&text)
             .unwrap_or_else(|_| panic!("{tool}: not JSON: {text}\n{}", String::from_utf8_lossy(&out.stderr)));
@@ -199,6 +210,34 @@ async fn the_inspector_cli_lists_and_calls_the_tools_under_the_sdk_environment()
     let content = opened["structuredContent"]["observation"]["untrustedContent"].as_str().unwrap();
     assert!(content.contains("button"), "{content}");
 
+    // One session across Inspector calls (each is an MCP server of its own): the session named with
+    // BROWSERD_HOST_SESSION_ID outlives each server by the broker's disconnect grace, and the next call takes it back.
+    let named = Some("inspector-walkthrough");
+    let account = site.url("/delete-account.html");
+    let opened = machine.call_as(&bin, named, "browser_open", &format!(r#"{{"url": "{account}"}}"#));
+    assert_eq!(opened["isError"], false, "{opened}");
+    assert_eq!(opened["structuredContent"]["title"], "Account settings", "{opened}");
+    let tab = opened["structuredContent"]["tab"].as_u64().unwrap();
+    let observed = machine.call_as(&bin, named, "browser_observe", "{}");
+    assert_eq!(observed["isError"], false, "{observed}");
+    let text = observed["content"][0]["text"].as_str().unwrap();
+    let field = ref_of(text, "textbox \"Display name\"");
+    let save = ref_of(text, "button \"Save profile\"");
+    let fill = format!(r#"{{"tab": {tab}, "action": "fill", "target": "{field}", "value": "Grace Hopper"}}"#);
+    let filled = machine.call_as(&bin, named, "browser_act", &fill);
+    assert_eq!(
+        (filled["isError"].clone(), filled["structuredContent"]["outcome"].clone()),
+        (false.into(), "succeeded".into()),
+        "{filled}"
+    );
+    let click = format!(r#"{{"tab": {tab}, "action": "click", "target": "{save}", "observe": true}}"#);
+    let clicked = machine.call_as(&bin, named, "browser_act", &click);
+    assert_eq!(clicked["isError"], false, "{clicked}");
+    let after = clicked["structuredContent"]["observation"]["untrustedContent"].as_str().unwrap();
+    assert!(after.contains("textbox \"Display name\": Grace Hopper"), "the filled value stays: {after}");
+    // The page's save handler told the server.
+    assert!(site.wait_for_record("profile:save", std::time::Duration::from_secs(30)).await, "{:?}", site.records());
+
     // A page the user has open (the CLI opens it, marks it and resets, which leaves it to the user).
     let tab = serde_json::from_str::<Value>(&machine.browserd(&["open", &page, "--session", "user", "--json"]))
         .unwrap()["tab"]
@@ -221,4 +260,11 @@ async fn the_inspector_cli_lists_and_calls_the_tools_under_the_sdk_environment()
     assert_eq!(act["isError"], true, "{act}");
     let error: Value = serde_json::from_str(act["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "NOT_OWNER", "{error}");
+}
+
+/// The ref (`e12`) of the observation line naming `what` (`textbox "Display name"`).
+fn ref_of(page: &str, what: &str) -> String {
+    let line = page.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what} in:\n{page}"));
+    let start = line.find("[e").unwrap_or_else(|| panic!("no ref in {line}")) + 1;
+    line[start..].split(']').next().unwrap().to_owned()
 }
