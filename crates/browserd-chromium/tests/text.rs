@@ -152,9 +152,9 @@ fn mismatches(o: &Observation, rendered: &[String]) -> Vec<String> {
                     if !rendered.iter().any(|r| r.contains(&part)) {
                         fragments.extend(spanned_lines(rendered, &part));
                     }
-                    // A marker drawn by CSS (`::before { content: "▸" }`) is in the accessible name, not in
-                    // innerText: the name past it shows the line.
-                    let unmarked = part.trim_start_matches(|c: char| !c.is_alphanumeric()).to_owned();
+                    // A marker drawn by CSS (`::before`/`::after { content: "▸" }`) is in the accessible name, not in
+                    // innerText: the name without it shows the line.
+                    let unmarked = part.trim_matches(|c: char| !c.is_alphanumeric()).to_owned();
                     if unmarked.len() < part.len() && !unmarked.is_empty() {
                         fragments.push(unmarked);
                     }

@@ -36,6 +36,8 @@ const APPS: &[App] = &[
     App { path: "/apps/tracker.html", script: "/apps/tracker.js", title: "Tracker — issues" },
     App { path: "/apps/dashboard.html", script: "/apps/dashboard.js", title: "Dashboard" },
     App { path: "/apps/mail.html", script: "/apps/mail.js", title: "Mail" },
+    App { path: "/apps/admin.html", script: "/apps/admin.js", title: "Workspace settings" },
+    App { path: "/apps/shop.html", script: "/apps/shop.js", title: "Shop" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -43,6 +45,8 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/tracker.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/tracker.js")),
     ("/apps/dashboard.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/dashboard.js")),
     ("/apps/mail.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/mail.js")),
+    ("/apps/admin.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/admin.js")),
+    ("/apps/shop.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/shop.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -129,6 +133,50 @@ const MAILS: &[(&str, &str, &str, &str)] = &[
 const FLAGGED: usize = 1;
 const STORAGE: &str = "41% of 15 GB";
 
+/// The admin app: breadcrumb, tabs, the actions of its menu, switches (id, label, on at load), tags, members
+/// (name, email, role) and the plan.
+const CRUMBS: &[&str] = &["Home", "Acme Corp", "Workspace"];
+const ADMIN_TABS: &[&str] = &["General", "Members", "Billing", "Integrations"];
+const ACTIONS: &[&str] = &["Duplicate workspace", "Export settings", "Archive workspace"];
+const TOGGLES: &[(&str, &str, bool)] =
+    &[("email", "Email notifications", true), ("digest", "Weekly digest", false), ("mentions", "Mentions only", false)];
+const TAGS: &[&str] = &["design", "backend", "urgent"];
+const MEMBERS: &[(&str, &str, &str)] = &[
+    ("Ada Lovelace", "ada@acme.test", "Owner"),
+    ("Grace Hopper", "grace@acme.test", "Admin"),
+    ("Edsger Dijkstra", "edsger@acme.test", "Member"),
+];
+const PLAN: &str = "Team (annual)";
+/// What a tag's remove icon shows.
+const REMOVE_ICON: &str = "\u{d7}";
+
+/// The shop's products: id, short name, full name (the first longer than 160 characters), price in cents.
+const PRODUCTS: &[(&str, &str, &str, u32)] = &[
+    (
+        "p1",
+        "Trail runner",
+        "Trail runner waterproof hiking shoes with a breathable mesh upper, a reinforced toe cap, a cushioned midsole \
+         for long distances and a grippy rubber outsole for wet and rocky paths",
+        12900,
+    ),
+    ("p2", "Desk lamp", "Desk lamp with an adjustable arm and a warm dimmable light", 4500),
+    ("p3", "Coffee grinder", "Burr coffee grinder with 40 grind settings", 8900),
+];
+const SHIPPING: &str = "Free shipping over $50";
+
+/// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
+fn money(cents: u32) -> String {
+    let dollars = (cents / 100).to_string();
+    let mut grouped = String::new();
+    for (i, c) in dollars.chars().enumerate() {
+        if i > 0 && (dollars.len() - i).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(c);
+    }
+    format!("${grouped}.{:02}", cents % 100)
+}
+
 fn folder_tree(from: usize, depth: usize) -> (Vec<Value>, usize) {
     let mut out = Vec::new();
     let mut i = from;
@@ -159,6 +207,26 @@ fn data(path: &str) -> Value {
                 .collect::<Vec<_>>(),
             "flagged": FLAGGED,
             "storage": STORAGE,
+        }),
+        "/apps/admin.html" => json!({
+            "crumbs": CRUMBS,
+            "tabs": ADMIN_TABS,
+            "actions": ACTIONS,
+            // The last switch keeps its checkbox rendered, transparent and 0×0; the others hide it.
+            "toggles": TOGGLES.iter().enumerate()
+                .map(|(i, (id, label, on))| json!({"id": id, "label": label, "on": on, "transparent": i + 1 == TOGGLES.len()}))
+                .collect::<Vec<_>>(),
+            "tags": TAGS,
+            "columns": ["Name", "Email", "Role"],
+            "members": MEMBERS.iter().map(|(name, email, role)| json!({"name": name, "email": email, "role": role}))
+                .collect::<Vec<_>>(),
+            "plan": PLAN,
+            "removeIcon": REMOVE_ICON,
+        }),
+        "/apps/shop.html" => json!({
+            "products": PRODUCTS.iter().map(|(id, short, name, cents)| json!({"id": id, "short": short, "name": name, "cents": cents}))
+                .collect::<Vec<_>>(),
+            "shipping": SHIPPING,
         }),
         _ => Value::Null,
     }
@@ -234,6 +302,45 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                 format!("Storage: {STORAGE}"),
                 "Open: none".into(),
             ];
+            AppTruth { operable, texts }
+        }
+        "/apps/admin.html" => {
+            let mut operable: Vec<AppOperable> =
+                CRUMBS.iter().map(|c| op("generic", *c, format!("crumb:{c}"))).collect();
+            operable.push(op("generic", "Actions", "menu:toggle"));
+            operable.extend(ADMIN_TABS.iter().map(|t| op("generic", *t, format!("tab:{t}"))));
+            // A switch is named by its label; clicking it flips the state it had at load.
+            operable.extend(TOGGLES.iter().map(|(id, label, on)| {
+                op("generic", *label, format!("toggle:{id}:{}", if *on { "off" } else { "on" }))
+            }));
+            // Each tag's remove icon is an <i> that shows only "×".
+            operable.extend(TAGS.iter().map(|t| op("generic", REMOVE_ICON, format!("untag:{t}"))));
+            operable.extend(MEMBERS.iter().map(|(name, email, _)| op("generic", *name, format!("member:{email}"))));
+            operable.push(op("link", "Help center and docs", "help"));
+            // "Delete workspace" is aria-disabled: shown, but not operable.
+            let texts = vec![
+                "Last action: none".into(),
+                "NOTIFICATIONS".into(),
+                format!("Plan: {PLAN}"),
+                "Only the owner can delete this workspace.".into(),
+            ];
+            AppTruth { operable, texts }
+        }
+        "/apps/shop.html" => {
+            let mut operable = vec![
+                AppOperable { role: "combobox", name: "Search products".into(), records: None },
+                op("button", "Checkout", "checkout:open"),
+            ];
+            for (id, short, name, _) in PRODUCTS {
+                // The card opens the product; its buttons do their own thing and stop the click there.
+                operable.push(op("generic", *name, format!("view:{id}")));
+                operable.push(op("button", "Add to cart", format!("add:{id}")));
+                operable.push(op("button", format!("Save {short} for later"), format!("like:{id}")));
+            }
+            operable.push(AppOperable { role: "textbox", name: "Quantity per item".into(), records: None });
+            let mut texts = vec!["Viewing: none".to_owned()];
+            texts.extend(PRODUCTS.iter().flat_map(|(_, _, name, cents)| [(*name).to_owned(), money(*cents)]));
+            texts.extend(["Your cart is empty".into(), "0 items".into(), "Total: $0.00".into(), SHIPPING.into()]);
             AppTruth { operable, texts }
         }
         "/apps/delegated.html" => {

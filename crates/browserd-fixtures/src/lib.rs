@@ -210,6 +210,18 @@ const PAGES: &[FixturePage] = &[
         marker: "Open: none",
     },
     FixturePage {
+        path: "/apps/admin.html",
+        category: "app",
+        description: "Workspace settings (Vue): tabs and a breadcrumb handled on their parent, a teleported menu, hidden-checkbox switches, icon chips, clickable table rows",
+        marker: "Last action: none",
+    },
+    FixturePage {
+        path: "/apps/shop.html",
+        category: "app",
+        description: "Shop (React): clickable cards holding buttons, a portal combobox, svg-titled icon buttons, a sticky footer, an inert-making modal",
+        marker: "Viewing: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",

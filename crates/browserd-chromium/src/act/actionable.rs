@@ -38,6 +38,10 @@ const CHECK: &str = r"function(pointNode, checkHit) {
   const textual = (tag === 'INPUT' && !['checkbox','radio','button','submit','reset','file','image','range','color'].includes(el.type)) || tag === 'TEXTAREA';
   out.visible = cs.visibility !== 'hidden' && cs.display !== 'none';
   out.disabled = !!(el.disabled || (el.closest && el.closest('[aria-disabled=true],fieldset[disabled]')));
+  let modal = null; try { modal = el.ownerDocument.querySelector(':modal'); } catch (err) {}
+  let inModal = !modal;
+  for (let n = el; n && !inModal; n = n.parentNode || n.host) inModal = n === modal;
+  out.inert = !!((el.closest && el.closest('[inert]')) || !inModal);
   out.readonly = !!el.readOnly;
   out.editable = (textual && !el.readOnly && !el.disabled) || !!el.isContentEditable;
   out.tag = tag; out.type = el.type || '';
@@ -319,6 +323,13 @@ impl Run<'_> {
         }
         if enabled && pr["disabled"] == json!(true) {
             return Err(Fail::new(codes::NOT_ACTIONABLE, "the node is disabled"));
+        }
+        if enabled && pr["inert"] == json!(true) {
+            // Behind a modal (an `inert` ancestor, or a modal <dialog>): the page ignores input there.
+            return Err(Fail::new(
+                codes::NOT_ACTIONABLE,
+                "the node is inert: a modal dialog keeps input from it; act on the dialog first (observe to see it)",
+            ));
         }
         if editable && pr["editable"] != json!(true) {
             let why = if pr["readonly"] == json!(true) { "read-only" } else { "not an editable field" };

@@ -30,10 +30,10 @@ impl Renderer<'_> {
         }
         let dom = self.dom(frame, n).cloned();
         let facts = NodeFacts::new(&n.role, &n.name);
+        let toggle = dom.as_ref().and_then(|d| d.toggle);
         let mut name = n.name.clone();
         if name.trim().is_empty()
-            && matches!(shown, "clickable" | "focusable" | "button" | "link" | "textbox")
-            && shown != "textbox"
+            && (matches!(shown, "clickable" | "focusable" | "button" | "link") || toggle.is_some())
         {
             let mut t = String::new();
             self.subtree_text(frame, ax, id, &mut t);
@@ -41,6 +41,9 @@ impl Renderer<'_> {
             name = t;
         }
         let mut states = self.states(n, shown, dom.as_ref());
+        if let Some(t) = toggle {
+            states.insert(0, t.state().to_owned());
+        }
         let disclosed = states.iter().any(|s| matches!(s.as_str(), "expanded" | "collapsed" | "leaf" | "branch"));
         if let Some(d) = self.tree_row_state(frame, id, &name, disclosed) {
             states.insert(0, d.label().to_owned());
@@ -134,25 +137,8 @@ impl Renderer<'_> {
     /// `span` with a pointer cursor, whose click a listener on an ancestor handles): that element gets a
     /// `clickable` line named by the text, once. False when the text is plain text.
     pub(super) fn inline_clickable(&mut self, frame: &str, n: &AxNode, indent: u16) -> bool {
-        let Some(text_backend) = n.backend else { return false };
-        let Some(docs) = self.docs.get(frame) else { return false };
-        let Some(element) = docs.get(&text_backend).and_then(|t| t.parent) else { return false };
-        let Some(d) = docs.get(&element) else { return false };
-        let operable = !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-            && (d.clickable || (d.pointer && !d.parent_pointer) || (d.tag == "a" && d.attr("href").is_none()));
-        if !operable {
-            return false;
-        }
-        let in_tree = {
-            let mut memo = self.ax_backends.borrow_mut();
-            let set = memo.entry(frame.to_owned()).or_insert_with(|| {
-                self.axs.get(frame).map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect()).unwrap_or_default()
-            });
-            set.contains(&element)
-        };
-        if in_tree {
-            return false;
-        }
+        let Some(element) = self.inline_clickable_element(frame, n) else { return false };
+        let toggle = self.docs.get(frame).and_then(|d| d.get(&element)).and_then(|d| d.toggle);
         if !self.inline_done.insert((frame.to_owned(), element)) {
             return true; // a later text of the same element: its line is written
         }
@@ -162,12 +148,14 @@ impl Renderer<'_> {
         }
         let name = n.name.split_whitespace().collect::<Vec<_>>().join(" ");
         let r = self.assign_ref(frame, element);
+        let role = toggle.map_or("clickable", |t| t.role);
+        let states: Vec<String> = toggle.map(|t| t.state().to_owned()).into_iter().collect();
         let (line, tail) = line::ref_line(
             &RefLine {
                 node_ref: &r,
-                role: "clickable",
+                role,
                 name: &name,
-                states: &[],
+                states: &states,
                 placeholder: None,
                 href: None,
                 options: &[],
@@ -178,10 +166,10 @@ impl Renderer<'_> {
         let context = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
-            self.inter.push(Operable { line: idx, role: "clickable".into(), name: name.clone(), context, tail });
-            self.refs.describe(&r, "clickable", &name, &[]);
+            self.inter.push(Operable { line: idx, role: role.into(), name: name.clone(), context, tail });
+            self.refs.describe(&r, role, &name, &states);
             self.refs.observed(&r, NodeFacts::new("generic", &name));
-            self.out.nodes.push(NodeSummary { node_ref: r, role: "clickable".into(), name, states: Vec::new() });
+            self.out.nodes.push(NodeSummary { node_ref: r, role: role.into(), name, states });
         } else {
             self.omitted += 1;
         }

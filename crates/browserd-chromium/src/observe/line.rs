@@ -10,16 +10,32 @@ use browserd_protocol::NodeRef;
 use crate::provider::truncate;
 use crate::state::Line;
 
-/// A name or text in quotes, whole (whitespace runs folded to one space, inner quotes escaped).
+/// Page text as a reader sees it: whitespace runs folded to one space, and without the glyphs of icon fonts
+/// (characters of the Private Use Areas, which such fonts draw as pictures: `::before { content: "\e7f4" }`),
+/// which no reader can read as text.
+pub(super) fn fold(s: &str) -> String {
+    if !s.chars().any(icon_glyph) {
+        return s.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    let kept: String = s.chars().filter(|c| !icon_glyph(*c)).collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A character of a Private Use Area: what icon fonts map their pictures to.
+fn icon_glyph(c: char) -> bool {
+    matches!(c, '\u{E000}'..='\u{F8FF}' | '\u{F0000}'..='\u{FFFFD}' | '\u{100000}'..='\u{10FFFD}')
+}
+
+/// A name or text in quotes, whole (whitespace runs folded to one space, icon glyphs left out, inner quotes
+/// escaped).
 pub(super) fn quote(s: &str) -> String {
-    let clean: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    format!("\"{}\"", clean.replace('"', "\\\""))
+    format!("\"{}\"", fold(s).replace('"', "\\\""))
 }
 
 /// A context label in quotes, cut at `max` characters with `…`: the words that tell a line from its namesakes
 /// (` (in "Team lunch")`), never the text or name itself, which is shown whole on its own line.
 pub(super) fn quote_cut(s: &str, max: usize) -> String {
-    let clean: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let clean = fold(s);
     format!("\"{}\"", truncate(&clean, max).replace('"', "\\\""))
 }
 
@@ -74,18 +90,13 @@ pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
 /// A text line: page text gathered in document order, its whitespace runs folded to one space (as `innerText` shows
 /// them), without a trailing cell separator. Shown whole: only the observation's budget cuts, between lines.
 pub(super) fn text(gathered: &str) -> String {
-    let folded = gathered.split_whitespace().collect::<Vec<_>>().join(" ");
-    folded.trim_end_matches(" |").to_owned()
+    fold(gathered).trim_end_matches(" |").to_owned()
 }
 
 /// A heading: `## Billing` (level 1-6, the whole name on one line).
 pub(super) fn heading(level: u64, name: &str) -> String {
     let level = level.clamp(1, 6);
-    format!(
-        "{} {}",
-        "#".repeat(usize::try_from(level).unwrap_or(2)),
-        name.split_whitespace().collect::<Vec<_>>().join(" ")
-    )
+    format!("{} {}", "#".repeat(usize::try_from(level).unwrap_or(2)), fold(name))
 }
 
 /// A container that opens its children: `region "Inbox":`, `form:`; with its ref when it keeps one (a heuristic
@@ -144,7 +155,7 @@ pub(super) struct RefLine<'a> {
 /// text, always ends the line.
 pub(super) fn ref_line(l: &RefLine<'_>, origin: &str) -> (String, usize) {
     let mut line = format!("[{}] {}", l.node_ref, l.role);
-    if !l.name.trim().is_empty() {
+    if !fold(l.name).is_empty() {
         line.push(' ');
         line.push_str(&quote(l.name));
     }
@@ -242,6 +253,28 @@ mod tests {
 
     fn line(r: Option<&str>, t: &str) -> Line {
         Line { indent: 0, node_ref: r.map(str::to_owned), text: t.to_owned() }
+    }
+
+    #[test]
+    fn icon_font_glyphs_are_left_out_of_text_names_and_headings() {
+        // Icon fonts draw pictures for Private Use Area characters (`::before { content: "\e7f4" }`).
+        assert_eq!(text("\u{e7f4}Notifications"), "Notifications");
+        assert_eq!(heading(2, "\u{e892} TAGS"), "## TAGS");
+        assert_eq!(quote("Delete \u{f1f8}"), "\"Delete\"");
+        assert_eq!(text("\u{f0001}"), "");
+        let only_icon = RefLine {
+            node_ref: "e1",
+            role: "button",
+            name: "\u{e5cd}",
+            states: &[],
+            placeholder: None,
+            href: None,
+            options: &[],
+            value: None,
+        };
+        assert_eq!(ref_line(&only_icon, "").0, "[e1] button");
+        // Other symbols are text: arrows, the multiplication sign, emoji.
+        assert_eq!(text("▾ Actions × 🔔"), "▾ Actions × 🔔");
     }
 
     #[test]

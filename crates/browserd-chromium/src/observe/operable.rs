@@ -74,6 +74,11 @@ impl Renderer<'_> {
         if depth > 0 && self.dom_operable(frame, n) {
             return true;
         }
+        // So does one whose clickables the accessibility tree leaves out, only their text in it (a breadcrumb of
+        // pointer `<span>`s whose clicks the bar's listener handles).
+        if depth > 0 && n.role == "StaticText" && self.inline_clickable_element(frame, n).is_some() {
+            return true;
+        }
         if depth >= 40 {
             return false;
         }
@@ -92,6 +97,10 @@ impl Renderer<'_> {
         let n = ax.nodes.get(id)?;
         let role = n.role.as_str();
         if INTERACTIVE.contains(&role) {
+            if self.dom(frame, n).is_some_and(|d| d.by_label) {
+                // Its label is the control a user clicks, and has the line.
+                return None;
+            }
             if matches!(role, "option" | "MenuListOption" | "ListBoxOption")
                 && self.dom(frame, n).is_some_and(|d| d.tag == "option")
             {
@@ -116,13 +125,20 @@ impl Renderer<'_> {
             return Some(("textbox".to_owned(), true));
         }
         let d = dom?;
+        if let Some(t) = d.toggle {
+            // A switch drawn by CSS around a checkbox that is not rendered: the label is the control.
+            return Some((t.role.to_owned(), true));
+        }
         if matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label") {
             return None;
         }
         if d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0)) {
             return Some(("focusable".to_owned(), false));
         }
-        if d.clickable || (d.pointer && !d.parent_pointer) || anchor_without_href(d) {
+        if (d.pointer && !d.parent_pointer) || anchor_without_href(d) {
+            return Some(("clickable".to_owned(), false));
+        }
+        if d.clickable && !listener_over_nothing(ax, n) {
             return Some(("clickable".to_owned(), false));
         }
         None
@@ -133,12 +149,32 @@ impl Renderer<'_> {
     pub(super) fn dom_operable(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
         !n.hidden
             && self.dom(frame, n).is_some_and(|d| {
-                !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
-                    && (d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
-                        || d.clickable
-                        || (d.pointer && !d.parent_pointer)
-                        || anchor_without_href(d))
+                d.toggle.is_some()
+                    || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
+                        && (d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
+                            || (d.clickable && !self.axs.get(frame).is_some_and(|ax| listener_over_nothing(ax, n)))
+                            || (d.pointer && !d.parent_pointer)
+                            || anchor_without_href(d))
             })
+    }
+
+    /// The element outside the accessibility tree whose text `n` is, when the DOM makes that element operable (an
+    /// inline `<a>` without `href`, a `span` with a pointer cursor or a click listener, a switch's `<label>`).
+    pub(super) fn inline_clickable_element(&self, frame: &str, n: &crate::ax::AxNode) -> Option<i64> {
+        let docs = self.docs.get(frame)?;
+        let element = docs.get(&n.backend?)?.parent?;
+        let d = docs.get(&element)?;
+        let operable = d.toggle.is_some()
+            || (!matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
+                && (d.clickable || (d.pointer && !d.parent_pointer) || anchor_without_href(d)));
+        if !operable {
+            return None;
+        }
+        let mut memo = self.ax_backends.borrow_mut();
+        let set = memo.entry(frame.to_owned()).or_insert_with(|| {
+            self.axs.get(frame).map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect()).unwrap_or_default()
+        });
+        (!set.contains(&element)).then_some(element)
     }
 
     /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
@@ -159,6 +195,12 @@ impl Renderer<'_> {
         }
         n.children.iter().find_map(|c| self.click_descendant(frame, ax, c, depth + 1))
     }
+}
+
+/// A click listener on an element all of whose content is hidden (a framework's root, whose listener serves the
+/// whole app, while a modal makes that app inert): nothing there takes a click.
+fn listener_over_nothing(ax: &AxTree, n: &crate::ax::AxNode) -> bool {
+    !n.children.is_empty() && n.children.iter().all(|c| ax.nodes.get(c).is_none_or(|c| c.hidden))
 }
 
 /// An `<a>` without `href` is not a link to the accessibility tree, but users click it: apps handle it by script.

@@ -50,6 +50,19 @@ pub(crate) struct DomNode {
     pub(crate) pass_through: bool,
     /// What its class list says of a disclosure (a tree row styled `expanded`, `collapsed`, `leaf`).
     pub(crate) disclosure: Option<super::disclosure::Disclosure>,
+    /// A `<label>` whose checkbox or radio is not rendered (`hidden`, `display: none`: a switch drawn by CSS): the
+    /// label is what a user clicks, and it shows the control's role and state.
+    pub(crate) toggle: Option<Toggle>,
+    /// A checkbox or radio whose `<label>` carries its [`Toggle`] (the input itself has no box a click can reach).
+    pub(crate) by_label: bool,
+}
+
+/// The control a `<label>` toggles when that control is not rendered itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Toggle {
+    /// `checkbox`, `radio` or `switch` (an input with `role="switch"`).
+    pub(crate) role: &'static str,
+    pub(crate) checked: bool,
 }
 
 impl DomNode {
@@ -163,6 +176,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 laid_out[ni] = true;
             }
         }
+        label_toggles(&mut nodes, &attrs, &parents, &n["inputChecked"], &laid_out, &s);
         // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.
         let mut last_child: HashMap<i64, usize> = HashMap::new();
         let mut space_before = vec![false; count];
@@ -209,6 +223,86 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
     out
 }
 
+impl Toggle {
+    /// The state its line shows.
+    pub(crate) fn state(self) -> &'static str {
+        if self.checked { "checked" } else { "unchecked" }
+    }
+}
+
+/// Gives each `<label>` whose checkbox or radio has no box a click can reach (not laid out: `hidden`, `display:
+/// none`; or at most 1 px wide or high: the transparent 0×0 input of a CSS switch) that control's role and checked
+/// state ([`DomNode::toggle`]); the label is what a user clicks. The control is the label's descendant or the
+/// element its `for` names.
+fn label_toggles<'a>(
+    nodes: &mut [DomNode],
+    attrs: &[Value],
+    parents: &[Value],
+    checked: &Value,
+    laid_out: &[bool],
+    s: &impl Fn(&Value) -> &'a str,
+) {
+    let attr = |i: usize, name: &str| -> Option<&'a str> {
+        attrs.get(i)?.as_array()?.chunks(2).find(|c| c.len() == 2 && s(&c[0]) == name).map(|c| s(&c[1]))
+    };
+    let mut toggles: Vec<(usize, Toggle)> = Vec::new();
+    let mut by_id: HashMap<&str, usize> = HashMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let reachable =
+            laid_out.get(i).copied().unwrap_or(true) && node.rect.is_none_or(|[_, _, w, h]| w > 1.0 && h > 1.0);
+        if node.tag != "input" || reachable {
+            continue;
+        }
+        let role = match (attr(i, "type").map(str::to_ascii_lowercase).as_deref(), attr(i, "role")) {
+            (Some("checkbox"), Some("switch")) => "switch",
+            (Some("checkbox"), _) => "checkbox",
+            (Some("radio"), _) => "radio",
+            _ => continue,
+        };
+        if attr(i, "disabled").is_some() {
+            continue;
+        }
+        toggles.push((i, Toggle { role, checked: false }));
+        if let Some(id) = attr(i, "id").filter(|id| !id.is_empty()) {
+            by_id.insert(id, i);
+        }
+    }
+    if toggles.is_empty() {
+        return;
+    }
+    let is_checked: std::collections::HashSet<usize> = checked["index"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.as_u64().and_then(|i| usize::try_from(i).ok()))
+        .collect();
+    let parent = |i: usize| parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok());
+    for (input, mut toggle) in toggles {
+        toggle.checked = is_checked.contains(&input);
+        // The nearest `<label>` around the input, else a label whose `for` names it.
+        let mut label = None;
+        let mut cur = parent(input);
+        for _ in 0..64 {
+            match cur {
+                Some(p) if nodes[p].tag == "label" => {
+                    label = Some(p);
+                    break;
+                }
+                Some(p) => cur = parent(p),
+                None => break,
+            }
+        }
+        if label.is_none() {
+            label = (0..nodes.len())
+                .find(|&l| nodes[l].tag == "label" && attr(l, "for").is_some_and(|f| by_id.get(f) == Some(&input)));
+        }
+        if let Some(l) = label.filter(|&l| laid_out.get(l).copied().unwrap_or(false)) {
+            nodes[l].toggle = Some(toggle);
+            nodes[input].by_label = true;
+        }
+    }
+}
+
 /// Smallest side of a canvas that counts as content (smaller ones are icons, sparklines, decorations).
 const MIN_CANVAS_SIDE: f64 = 64.0;
 
@@ -237,4 +331,65 @@ fn is_block(display: &str) -> bool {
     !(outer.is_empty()
         || outer.starts_with("inline")
         || matches!(outer, "contents" | "none" | "table-cell" | "ruby" | "ruby-text"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_label_whose_checkbox_has_no_box_to_click_carries_its_role_and_state() {
+        // 0 document; 1 label > 2 hidden checked switch; 3 label for=x, 4 its 0×0 checkbox; 5 label > 6 a checkbox a
+        // click can reach (it keeps its own line).
+        let strings = [
+            "",
+            "#document",
+            "LABEL",
+            "INPUT",
+            "type",
+            "checkbox",
+            "hidden",
+            "for",
+            "x",
+            "id",
+            "frame1",
+            "auto",
+            "visible",
+            "inline",
+            "static",
+            "role",
+            "switch",
+            "auto",
+        ];
+        let style = json!([11, 12, 13, 14, 17]);
+        let snapshot = json!({
+            "strings": strings,
+            "documents": [{
+                "frameId": 10,
+                "nodes": {
+                    "backendNodeId": [100, 101, 102, 103, 104, 105, 106],
+                    "nodeName": [1, 2, 3, 2, 3, 2, 3],
+                    "parentIndex": [-1, 0, 1, 0, 0, 0, 5],
+                    "attributes": [[], [], [4, 5, 6, 0, 15, 16], [7, 8], [4, 5, 9, 8], [], [4, 5]],
+                    "inputChecked": {"index": [2]},
+                },
+                "layout": {
+                    "nodeIndex": [0, 1, 3, 4, 5, 6],
+                    "styles": [style, style, style, style, style, style],
+                    "bounds": [[0, 0, 800, 600], [0, 0, 90, 20], [0, 30, 90, 20], [0, 30, 0, 0], [0, 60, 90, 20],
+                        [0, 60, 16, 16]],
+                },
+            }],
+        });
+        let docs = parse_all(&[snapshot]);
+        let d = &docs["frame1"];
+        assert_eq!(d[&101].toggle, Some(Toggle { role: "switch", checked: true }));
+        assert!(d[&102].by_label);
+        assert_eq!(d[&103].toggle, Some(Toggle { role: "checkbox", checked: false }));
+        assert!(d[&104].by_label);
+        assert_eq!(d[&105].toggle, None);
+        assert!(!d[&106].by_label);
+    }
 }

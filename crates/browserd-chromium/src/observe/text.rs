@@ -109,10 +109,12 @@ impl Renderer<'_> {
         let mut removed = 0;
         for (i, l) in lines.iter().enumerate() {
             removed_before.push(removed);
+            // The first line inside a container that only repeats the container's name (`region "Inbox":`, or a
+            // clickable card named by its first text, `[e3] clickable "Desk lamp":`).
             let echo = l.node_ref.is_none() && !l.text.starts_with('#') && !l.text.ends_with(':') && {
                 let q = format!("\"{}\"", l.text.replace('"', "\\\""));
                 lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))
-                    || (i > 0 && lines[i - 1].node_ref.is_none() && lines[i - 1].text.ends_with(&format!("{q}:")))
+                    || (i > 0 && lines[i - 1].indent + 1 == l.indent && lines[i - 1].text.ends_with(&format!("{q}:")))
             };
             if echo {
                 removed += 1;

@@ -149,7 +149,7 @@ impl Renderer<'_> {
         } else if container_ref.is_some()
             || (STRUCTURAL.contains(&role) && (!matches!(role, "region" | "group" | "list") || !n.name.is_empty()))
         {
-            self.container(frame, n, indent, container_ref);
+            self.container(frame, id, n, indent, container_ref);
         } else {
             self.block(frame, ax, id, indent, named);
         }
@@ -255,14 +255,23 @@ impl Renderer<'_> {
     /// A landmark, named region or group, table, list, dialog, ... (or a heuristic operable that keeps a ref and has
     /// operable nodes inside): a line that opens its children, dropped again when nothing is inside. Its name is the
     /// context of what it holds.
-    fn container(&mut self, frame: &str, n: &AxNode, indent: u16, container_ref: Option<(String, String)>) {
+    fn container(&mut self, frame: &str, id: &str, n: &AxNode, indent: u16, container_ref: Option<(String, String)>) {
         let role = n.role.as_str();
         let shown_role = match &container_ref {
             Some((_, shown)) if !STRUCTURAL.contains(&role) => shown.as_str(),
             _ => role,
         };
         let node_ref = container_ref.as_ref().map(|(r, _)| r.as_str());
-        let label = line::container(node_ref, shown_role, &n.name);
+        // A clickable card or row with buttons of its own has no name of its own: its first text names it (the line
+        // of that text inside it is then dropped as an echo, see `drop_label_echoes`).
+        let mut name = n.name.clone();
+        if name.trim().is_empty()
+            && container_ref.is_some()
+            && let Some(ax) = self.axs.get(frame)
+        {
+            self.first_text(ax, id, &mut name);
+        }
+        let label = line::container(node_ref, shown_role, &name);
         if n.flag("modal") && self.out.modal.is_none() {
             self.out.modal = Some(format!("{role} {}", quote(&n.name)));
         }
@@ -270,8 +279,8 @@ impl Renderer<'_> {
         let start_bytes = self.bytes;
         let idx = self.push(indent, node_ref.map(str::to_owned), label);
         let ctx_len = self.context.len();
-        if !n.name.is_empty() {
-            self.context.push(quote_cut(&n.name, 40));
+        if !name.is_empty() {
+            self.context.push(quote_cut(&name, 40));
         }
         if let Some(b) = n.backend {
             self.containers.push((frame.to_owned(), b));
