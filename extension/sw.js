@@ -1,8 +1,8 @@
 // browserd's service worker: connects to the native host, relays CDP through chrome.debugger, manages owned tabs and
 // one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input,
 // the scheme gate (`lib/schemes.js`) before any command to a tab, the site and scheme policy on every tab it opens,
-// navigates or claims and on every top-level document request the Fetch domain pauses (failed before it is sent when
-// refused).
+// navigates or claims, on every top-level document request the Fetch domain pauses (failed before it is sent when
+// refused) and on every popup an agent's tab opens (closed at once when refused).
 
 import { Gate, GateError } from './lib/gate.js';
 import { SitePolicy } from './lib/sites.js';
@@ -242,6 +242,51 @@ async function fetchAnswer(target, a) {
   return chrome.debugger.sendCommand(target, 'Fetch.continueRequest', { requestId });
 }
 
+// ---- the last hop of the site policy for popups ---------------------------------------------------------------------
+
+/** Popups opened by a tab an agent session owns, and the tabs they open in turn: tabId -> that session. The Fetch
+ *  domain does not reach a new window (browserd's debugger is on the opener), so a popup is judged by the URL the
+ *  browser announces for it (`webNavigation`) and closed at once when the policy refuses it. */
+const popups = new Map();
+/** Popups closed by the gate, newest last (at most 20): { tabId, openerTabId, url, why, at }. */
+const closedPopups = [];
+
+/** Closes popup `tabId` of agent `session` when its next document, `url`, is refused. */
+function gatePopup(tabId, openerTabId, url, session) {
+  const why = navigationRefusal(url, session);
+  if (!why) return;
+  gate.refused++;
+  popups.delete(tabId);
+  const record = { tabId, openerTabId, url, why, at: Date.now(), committed: false, closed: false };
+  closedPopups.push(record);
+  while (closedPopups.length > 20) closedPopups.shift();
+  chrome.tabs.remove(tabId).then(() => { record.closed = true; }, () => { /* already gone */ });
+}
+
+/** The agent session a popup opened by `openerTabId` answers to, or undefined (a popup of the user's own tab is the
+ *  user's). Known without waiting for storage when it can be: the popup's request is already on its way. */
+async function popupSession(openerTabId) {
+  const known = popups.get(openerTabId) ?? owners.peek(openerTabId);
+  return known !== undefined ? known : (await owners.get(openerTabId))?.session;
+}
+
+chrome.webNavigation.onCreatedNavigationTarget.addListener(async (d) => {
+  const session = await popupSession(d.sourceTabId);
+  if (session === undefined) return;
+  popups.set(d.tabId, session);
+  gatePopup(d.tabId, d.sourceTabId, d.url, session);
+});
+// Whether a refused popup's document committed before the close took effect (said plainly in status).
+chrome.webNavigation.onCommitted.addListener((d) => {
+  if (d.frameId !== 0) return;
+  const record = closedPopups.find((r) => r.tabId === d.tabId && !r.closed);
+  if (record) record.committed = true;
+});
+chrome.webNavigation.onBeforeNavigate.addListener((d) => {
+  const session = d.frameId === 0 ? popups.get(d.tabId) : undefined;
+  if (session !== undefined) gatePopup(d.tabId, null, d.url, session);
+});
+
 chrome.debugger.onEvent.addListener((source, method, params) => {
   noteChild(source, method, params);
   const noted = method === 'Fetch.requestPaused' ? notePaused(source, params) : null;
@@ -262,6 +307,7 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
 });
 chrome.tabs.onRemoved.addListener(async (tabId) => {
   attached.delete(tabId);
+  popups.delete(tabId);
   forgetChildren(tabId);
   gate.forgetTab(tabId);
   unstop(tabId);
@@ -363,6 +409,7 @@ async function status() {
     uploadRoots: uploads.roots,
     sites: sites.snapshot(),
     stoppedNavigations,
+    closedPopups,
     attached: [...attached],
     stoppedTabs: [...stoppedTabs],
     owners: await owners.all(),
