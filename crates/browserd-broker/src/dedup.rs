@@ -565,8 +565,14 @@ impl DedupLog {
     }
 
     /// Brings the journal in line with the runtime's current recovery records: new ones are written (fsynced),
-    /// further failed attempts recorded, and ones the runtime no longer holds resolved as confirmed.
-    pub fn sync_recovery(&self, mirror: &RecoveryJournal, current: &[RecoveryMirror]) {
+    /// further failed attempts recorded, and ones the runtime no longer holds resolved: `alreadyGone` when `tab_gone`
+    /// says the tab itself went away (tab handle and cleanup), else confirmed.
+    pub fn sync_recovery(
+        &self,
+        mirror: &RecoveryJournal,
+        current: &[RecoveryMirror],
+        tab_gone: impl Fn(u64, browserd_journal::recovery::CleanupOp) -> bool,
+    ) {
         use browserd_journal::recovery::{AttemptOutcome, CleanupFailure, NewRecovery, Resolution};
         let mut written = mirror.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut journal = self.lock();
@@ -605,7 +611,8 @@ impl DedupLog {
         let gone: Vec<MirrorKey> = written.keys().filter(|k| !seen.contains(*k)).cloned().collect();
         for key in gone {
             if let Some((id, _)) = written.get(&key).copied() {
-                let resolved = journal.resolve_recovery(id, Resolution::Confirmed, now());
+                let how = if tab_gone(key.1, key.2) { Resolution::AlreadyGone } else { Resolution::Confirmed };
+                let resolved = journal.resolve_recovery(id, how, now());
                 if self.noted("resolving a journaled recovery record", resolved).is_some() {
                     written.remove(&key);
                 }
@@ -735,7 +742,7 @@ mod tests {
         let path = dir.path().join("journal.sqlite3");
         {
             let log = DedupLog::open(&path).unwrap();
-            log.sync_recovery(&RecoveryJournal::default(), &[mirror(4), mirror(5)]);
+            log.sync_recovery(&RecoveryJournal::default(), &[mirror(4), mirror(5)], |_, _| false);
         }
         // Not a managed browser now: another process's handle-keyed records cannot be matched, so they stay pending.
         {
@@ -821,13 +828,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let log = DedupLog::open(&dir.path().join("j.sqlite3")).unwrap();
         let mirror_state = RecoveryJournal::default();
-        log.sync_recovery(&mirror_state, &[mirror(1), mirror(2)]);
+        log.sync_recovery(&mirror_state, &[mirror(1), mirror(2), mirror(3)], |_, _| false);
         let mut again = mirror(2);
         again.attempts = 3;
-        log.sync_recovery(&mirror_state, &[again]);
+        // Tab 1's cleanup was confirmed; tab 3 went away (with its browser) before any retry.
+        log.sync_recovery(&mirror_state, &[again], |tab, _| tab == 3);
         let pending = log.lock().pending_recoveries().unwrap();
         assert_eq!(pending.len(), 1);
         assert_eq!(pending[0].tab, "t2");
         assert_eq!(pending[0].attempts, 2, "one more failed attempt was recorded");
+        use browserd_journal::recovery::{RecoveryId, RecoveryState::Resolved, Resolution};
+        let state = |id| log.lock().recovery(RecoveryId(id)).unwrap().unwrap().state;
+        assert_eq!((state(1), state(3)), (Resolved(Resolution::Confirmed), Resolved(Resolution::AlreadyGone)));
     }
 }

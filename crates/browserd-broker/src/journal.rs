@@ -92,7 +92,6 @@ impl Broker {
 
     /// Mirrors the runtime's recovery records into the journal.
     pub(crate) fn sync_recovery(&self, log: &DedupLog) {
-        use browserd_core::recovery::RecoveryAction as A;
         use browserd_journal::recovery::CleanupOp;
         let browser = self.durable_browser_key(log);
         let mut current: Vec<crate::dedup::RecoveryMirror> = self.runtime.inspect(|engine| {
@@ -104,11 +103,7 @@ impl Broker {
                     tab: r.tab.0,
                     browser: browser.clone(),
                     tab_key: String::new(),
-                    op: match r.action {
-                        A::Close => CleanupOp::Close,
-                        A::Release => CleanupOp::Release,
-                        A::Detach => CleanupOp::DetachDebugger,
-                    },
+                    op: cleanup_op(r.action),
                     attempts: r.attempts,
                     outcome_unknown: r.outcome_unknown,
                     code: r.last_kind.code().to_owned(),
@@ -120,7 +115,11 @@ impl Broker {
         for r in &mut current {
             r.tab_key = self.durable_tab_key(TabHandle(r.tab));
         }
-        log.sync_recovery(&self.recovery_journal, &current);
+        // Records the runtime dropped because their tab was gone resolve `alreadyGone`.
+        let gone: Vec<(u64, CleanupOp)> = self.runtime.inspect(|engine| {
+            engine.recovery().resolved_gone().map(|(tab, action)| (tab.0, cleanup_op(action))).collect()
+        });
+        log.sync_recovery(&self.recovery_journal, &current, |tab, op| gone.contains(&(tab, op)));
         self.sync_owned(log, &browser);
     }
 
@@ -257,5 +256,16 @@ impl Broker {
             Admit::New(t) => Ok(t),
             Admit::Answer(answer) => Err(answer),
         }
+    }
+}
+
+/// The journal's name of a runtime cleanup.
+fn cleanup_op(action: browserd_core::recovery::RecoveryAction) -> browserd_journal::recovery::CleanupOp {
+    use browserd_core::recovery::RecoveryAction as A;
+    use browserd_journal::recovery::CleanupOp;
+    match action {
+        A::Close => CleanupOp::Close,
+        A::Release => CleanupOp::Release,
+        A::Detach => CleanupOp::DetachDebugger,
     }
 }

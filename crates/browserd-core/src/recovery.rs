@@ -7,7 +7,7 @@
 //! operation of the runtime. A record is removed only when a retry is confirmed by the browser
 //! (or the browser reports the tab closed).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::Millis;
 use crate::error::{CoreError, ErrorKind};
@@ -76,11 +76,17 @@ impl RecoveryRecord {
     }
 }
 
+/// How many records dropped because their tab was gone are remembered (see [`RecoveryLog::resolved_gone`]).
+const GONE_MEMORY: usize = 1024;
+
 /// Every pending cleanup, at most one per (tab, action).
 #[derive(Debug, Clone, Default)]
 pub struct RecoveryLog {
     next_id: u64,
     records: BTreeMap<(TabHandle, RecoveryAction), RecoveryRecord>,
+    /// The records dropped because the tab itself was gone (closed in the browser, or gone with a dead browser), newest
+    /// last, at most [`GONE_MEMORY`]: a durable mirror resolves them `alreadyGone`, not confirmed.
+    gone: VecDeque<(TabHandle, RecoveryAction)>,
 }
 
 impl RecoveryLog {
@@ -129,10 +135,22 @@ impl RecoveryLog {
         self.records.remove(&(tab, action))
     }
 
-    /// The tab is gone: drop every record of it.
+    /// The tab is gone: drop every record of it (remembered as resolved because the tab was gone).
     pub fn resolve_tab(&mut self, tab: TabHandle) -> Vec<RecoveryRecord> {
         let keys: Vec<_> = self.records.keys().filter(|(t, _)| *t == tab).copied().collect();
+        for key in &keys {
+            if self.gone.len() == GONE_MEMORY {
+                self.gone.pop_front();
+            }
+            self.gone.push_back(*key);
+        }
         keys.into_iter().filter_map(|k| self.records.remove(&k)).collect()
+    }
+
+    /// The records (tab, action) dropped because the tab was gone, not because a retry was confirmed: the last
+    /// [`GONE_MEMORY`] of them, oldest first.
+    pub fn resolved_gone(&self) -> impl Iterator<Item = (TabHandle, RecoveryAction)> + '_ {
+        self.gone.iter().copied()
     }
 
     /// Hand a record to another session (the tab changed hands); its provider calls then carry

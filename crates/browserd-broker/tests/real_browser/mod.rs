@@ -31,6 +31,8 @@ pub struct Real {
     /// The broker's runtime directory (for more clients).
     pub runtime_dir: PathBuf,
     profile: PathBuf,
+    /// The journal file, when the broker opened one.
+    journal: Option<PathBuf>,
     task: JoinHandle<Result<browserd_broker::server::RunSummary, browserd_broker::server::BrokerError>>,
     /// A Chromium the test started itself, reached by the broker as a plain remote DevTools endpoint.
     remote: Option<ManagedBrowser>,
@@ -57,6 +59,12 @@ impl Real {
         Self::start_full(host_session, journal, BrokerConfig::default(), false).await
     }
 
+    /// [`Real::start_journaled`] with a configuration of the test's own, its idle exit kept, and the managed browser
+    /// launched through `executable` (a wrapper the test controls).
+    pub async fn start_drill(host_session: &str, config: BrokerConfig, executable: PathBuf) -> Real {
+        Self::start_opts(host_session, true, config, false, Some(executable)).await
+    }
+
     /// [`Real::start`] against a plain remote DevTools endpoint: a Chromium the test starts itself with
     /// `--remote-debugging-port`, which the broker reaches by its `http://127.0.0.1:PORT` URL (the remote/grid path).
     pub async fn start_remote(host_session: &str) -> Real {
@@ -64,6 +72,16 @@ impl Real {
     }
 
     async fn start_full(host_session: &str, journal: bool, config: BrokerConfig, remote: bool) -> Real {
+        Self::start_opts(host_session, journal, BrokerConfig { idle_exit_secs: 0, ..config }, remote, None).await
+    }
+
+    async fn start_opts(
+        host_session: &str,
+        journal: bool,
+        config: BrokerConfig,
+        remote: bool,
+        executable: Option<PathBuf>,
+    ) -> Real {
         let site = FixtureSite::start().await.unwrap();
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("rt");
@@ -74,6 +92,7 @@ impl Real {
             env: vec![("XDG_CONFIG_HOME".into(), tmp.path().join("xdg").display().to_string())],
             extra_args: vec!["--remote-debugging-port=0".into()],
             window_size: Some((1000, 800)),
+            executable,
             ..LaunchOptions::default()
         };
         let (target, remote) = if remote {
@@ -83,9 +102,10 @@ impl Real {
         } else {
             (BrowserTarget::Managed(Box::new(launch)), None)
         };
-        let broker = Broker::with_target(target, BrokerConfig { idle_exit_secs: 0, ..config });
-        if journal {
-            broker.set_journal_path(tmp.path().join(browserd_journal::FILE_NAME));
+        let broker = Broker::with_target(target, config);
+        let journal = journal.then(|| tmp.path().join(browserd_journal::FILE_NAME));
+        if let Some(path) = &journal {
+            broker.set_journal_path(path.clone());
         }
         let task = tokio::spawn({
             let broker = broker.clone();
@@ -119,7 +139,7 @@ impl Real {
             .unwrap();
         let s = opened.session;
         c.call(&ToolsActivateParams { session: s.clone(), advanced: false }).await.unwrap();
-        Real { site, c, s, runtime_dir: dir, profile, task, remote, _tmp: tmp }
+        Real { site, c, s, runtime_dir: dir, profile, journal, task, remote, _tmp: tmp }
     }
 
     /// A tool call that must succeed.
@@ -169,6 +189,24 @@ impl Real {
         let link = std::fs::read_link(self.profile.join("SingletonLock")).expect("the browser holds its profile lock");
         let text = link.to_string_lossy();
         text.rsplit('-').next().and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("no pid in {text}"))
+    }
+
+    /// The journal file (a broker started journaled).
+    pub fn journal_path(&self) -> PathBuf {
+        self.journal.clone().expect("the broker was started with a journal")
+    }
+
+    /// Disconnects the client and waits (up to `within`) for the broker to exit on its own (idle exit); returns what
+    /// its run reported, and the test's directory (the journal is in it) for the caller to keep while it reads.
+    pub async fn until_idle_exit(self, within: Duration) -> (browserd_broker::server::RunSummary, TempDir) {
+        drop(self.c);
+        let summary = tokio::time::timeout(within, self.task)
+            .await
+            .unwrap_or_else(|_| panic!("the broker did not idle-exit within {within:?}"))
+            .unwrap()
+            .unwrap();
+        self.site.shutdown().await;
+        (summary, self._tmp)
     }
 
     pub async fn finish(self) {
