@@ -160,8 +160,32 @@ async fn stop_holds_on_a_remote_endpoint_until_an_explicit_resume() {
     r.finish().await;
 }
 
+/// The call's own deadline (the broker's default) and the bound a screenshot of an error or blank page answers within:
+/// well inside the deadline, so an answer proves the call did not wait for it.
+const CALL_DEADLINE: Duration = Duration::from_secs(10);
+const FAST: Duration = Duration::from_secs(5);
+
+/// `browser_observe` with a screenshot of `tab`, three times: each answers in under [`FAST`] with the image, or with
+/// a typed error (never the deadline) whose message says `says` about what the tab shows.
+async fn screenshots_answer_fast(r: &Real, tab: &serde_json::Value, says: &str) {
+    for _ in 0..3 {
+        let t0 = Instant::now();
+        let answer = r.c.tool(&r.s, "browser_observe", json!({"tab": tab, "screenshot": true})).await;
+        let took = t0.elapsed();
+        match answer {
+            Ok(obs) => assert!(obs["screenshot"].is_object(), "the answer carries the image: {obs}"),
+            Err(e) => {
+                let e = e.into_error_data();
+                assert_ne!(e.code, ErrorCode::DeadlineExceeded, "answered inside the deadline: {e:?}");
+                assert!(e.message.contains(says), "the error says what the tab shows: {e:?}");
+            }
+        }
+        assert!(took < FAST, "answered in {took:?}, not near the {CALL_DEADLINE:?} deadline");
+    }
+}
+
 /// A screenshot of a `chrome-error://` page (a tab navigated to a port nothing listens on) answers with the image
-/// and the page's state instead of running into the call's deadline.
+/// and the page's state, or a typed error, well inside the call's deadline; so does one of `about:blank`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_screenshot_of_an_error_page_answers() {
     let r = Real::start("thread-error-page").await;
@@ -171,20 +195,15 @@ async fn a_screenshot_of_an_error_page_answers() {
     let tab = r.tool("browser_open", json!({"url": r.site.url("/index.html")})).await["tab"].clone();
     let url = format!("http://127.0.0.1:{port}/");
     let _ = r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "navigate", "value": url})).await;
-    for _ in 0..3 {
-        // Either the image, or a typed error saying what the tab shows, never the call's deadline.
-        match r.c.tool(&r.s, "browser_observe", json!({"tab": tab, "screenshot": true})).await {
-            Ok(obs) => assert!(obs["screenshot"].is_object(), "the answer carries the image: {obs}"),
-            Err(e) => {
-                let e = e.into_error_data();
-                assert_ne!(e.code, ErrorCode::DeadlineExceeded, "answered inside the deadline: {e:?}");
-                assert!(e.message.contains("error page"), "the error says what the tab shows: {e:?}");
-            }
-        }
-    }
+    screenshots_answer_fast(&r, &tab, "error page").await;
     // The page's state is still readable.
     let obs = r.tool("browser_observe", json!({"tab": tab})).await;
     assert!(obs["url"].as_str().is_some(), "{obs}");
+
+    let blank = r.tool("browser_open", json!({"url": "about:blank"})).await["tab"].clone();
+    screenshots_answer_fast(&r, &blank, "blank").await;
+    let obs = r.tool("browser_observe", json!({"tab": blank})).await;
+    assert_eq!(obs["url"], "about:blank", "{obs}");
     r.finish().await;
 }
 
