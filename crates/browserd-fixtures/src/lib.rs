@@ -3,6 +3,7 @@
 //! The pages are embedded in the binary; nothing is read from disk at run time.
 
 mod apps;
+mod cut;
 mod generated;
 mod operable;
 mod vision;
@@ -256,7 +257,8 @@ const PAGES: &[FixturePage] = &[
 /// button that records `account:delete`), `/twin-buttons.html` (two "Remove card" buttons nothing tells apart, which
 /// record `card:remove:first` and `card:remove:second`), `/transfer-form.html` (a form headed "Transfer money" whose
 /// submit button says only "Continue", recording `transfer:submit`, next to a search form recording `search:submit`),
-/// `/scheme-popup.html` (buttons whose popups go to `data:` and `chrome:`) and `/injection.html` (a title and text
+/// `/scheme-popup.html` (buttons whose popups go to `data:` and `chrome:`), `/broken-download.html` (a link to
+/// `/download/broken.csv`, whose connection the server cuts mid-file) and `/injection.html` (a title and text
 /// that try to pass for browserd's own lines), `/diagnose.html` (what a leaky log would pick up: it logs its URL, its
 /// text and what is typed to the console). A page names the other site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
@@ -293,6 +295,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/twin-buttons.html", include_str!("../fixtures/twin-buttons.html")),
     ("/transfer-form.html", include_str!("../fixtures/transfer-form.html")),
     ("/scheme-popup.html", include_str!("../fixtures/scheme-popup.html")),
+    ("/broken-download.html", include_str!("../fixtures/broken-download.html")),
     ("/diagnose.html", include_str!("../fixtures/diagnose.html")),
 ];
 
@@ -498,6 +501,7 @@ fn router(state: SiteState) -> Router {
         .route("/gen/manifest", get(gen_manifest))
         .route("/upload", post(upload).layer(DefaultBodyLimit::max(MAX_UPLOAD_BYTES)))
         .route("/download/report.csv", get(download))
+        .route("/download/broken.csv", get(cut::broken_download))
         .route("/scheme-redirect", get(scheme_redirect))
         .route("/api/poll", get(poll))
         .route("/api/record", post(record))

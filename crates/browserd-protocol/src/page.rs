@@ -715,8 +715,8 @@ fn tenth_ms<S: serde::Serializer>(ms: &f64, serializer: S) -> Result<S::Ok, S::E
 pub struct DownloadInfo {
     /// Suggested file name.
     pub file_name: String,
-    /// inProgress, completed, canceled, or failed (the browser said completed but browserd found no readable file
-    /// inside the download directory; `error` says why).
+    /// inProgress, completed, or failed (the browser stopped it before it completed — a broken connection, a server
+    /// error, a cancel — or browserd found no readable file of it inside the download directory; `error` says why).
     pub state: String,
     /// Why the download is `failed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

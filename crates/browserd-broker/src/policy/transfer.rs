@@ -79,7 +79,7 @@ pub(crate) fn before(config: &BrokerConfig, call: &ToolCall) -> Result<(), Error
 
 /// The check after a tool ran: every completed download in the answer (`effects.downloads`, at any depth) gets its
 /// receipt when its file is inside the download directory; one outside it is reported `failed` (`outside the
-/// download directory`), since browserd did not put it there.
+/// download directory`), since browserd did not put it there, and so is one the browser stopped (`canceled`).
 pub(crate) fn after(config: &BrokerConfig, result: &mut Result<Value, ErrorData>) {
     let Ok(value) = result else { return };
     let dir = config.files.download_dir.as_ref().and_then(|d| std::fs::canonicalize(d).ok());
@@ -101,8 +101,17 @@ fn visit_downloads(value: &mut Value, f: &mut dyn FnMut(&mut Value)) {
     }
 }
 
-/// Fills one download's receipt.
+/// Fills one download's receipt. The browser's `canceled` (it stopped the download: the connection broke, the server
+/// failed, or the download was cancelled) is a `failed` receipt saying so.
 fn receipt(download: &mut Value, dir: Option<&Path>) {
+    if download["state"] == "canceled" {
+        download["state"] = json!("failed");
+        download["error"] = json!(
+            "the browser stopped the download before it completed (the connection broke, the server failed, or it \
+             was cancelled); no complete file was saved"
+        );
+        return;
+    }
     if download["state"] != "completed" {
         return;
     }
@@ -214,6 +223,8 @@ mod tests {
         assert_eq!(d[0]["sha256"], "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
         assert_eq!(d[0]["mime"], "text/csv");
         assert_eq!(d[1]["state"], "failed", "{d}");
-        assert_eq!(d[2]["state"], "canceled");
+        assert_eq!(d[2]["state"], "failed", "a download the browser stopped is a failed receipt: {d}");
+        assert!(d[2]["error"].as_str().unwrap().contains("before it completed"), "{d}");
+        assert!(d[2].get("sha256").is_none(), "no receipt of bytes: {d}");
     }
 }
