@@ -9,7 +9,7 @@ mod real_browser;
 use std::time::{Duration, Instant};
 
 use browserd_protocol::ErrorCode;
-use browserd_protocol::lifecycle::StatusParams;
+use browserd_protocol::lifecycle::{DebuggerLeaseState, StatusParams};
 use real_browser::{Real, ref_of};
 use serde_json::json;
 
@@ -229,6 +229,80 @@ async fn oopif_refs_survive_the_idle_detach() {
     let obs = r.tool("browser_observe", json!({"tab": tab})).await;
     let content = obs["untrustedContent"].as_str().unwrap();
     assert_eq!(content.matches("Inner clicks: 1").count(), 2, "{content}");
+    r.finish().await;
+}
+
+/// The other side of the test above: while the tab is idle-detached the out-of-process frame navigates (the user's own
+/// DevTools connection moves it to another page of the same site), so a ref read in it before is void: the click
+/// answers `STALE_TARGET` / `documentChanged`, nothing reaches the new document, and the same-origin frame's ref,
+/// whose document did not change, still acts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oopif_that_navigated_during_the_idle_detach_voids_its_refs() {
+    let r = Real::start("thread-oopif-moved").await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let inner: Vec<String> = content
+        .lines()
+        .filter(|l| l.contains("button \"Inner button\""))
+        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+        .collect();
+    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    // In document order: the same-origin frame, then the cross-site one.
+    let (same, cross) = (&inner[0], &inner[1]);
+    // The idle detach: browserd lets go of the tab's debugger after the idle window.
+    let id = tab.as_u64().unwrap();
+    let mut detached = false;
+    for _ in 0..400 {
+        let st = r.c.call(&StatusParams::default()).await.unwrap();
+        if st.debugger_leases.iter().all(|l| l.tab.0 != id || l.state == DebuggerLeaseState::Detached) {
+            detached = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(detached, "browserd's debugger detached from the idle tab");
+    // Meanwhile the cross-site frame moves to another page of its site, and finishes loading it.
+    let user = r.user().await;
+    user.run_in(
+        "/iframes.html",
+        "window.__moved = false; const f = document.getElementById('cross'); f.onload = () => { window.__moved = true; }; \
+         f.src = f.src.replace('frame=cross-origin', 'frame=moved')",
+    )
+    .await;
+    let mut moved = false;
+    for _ in 0..400 {
+        if user.eval_in("/iframes.html", "window.__moved").await == json!(true) {
+            moved = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(moved, "the cross-site frame loaded its new page");
+    let st = r.c.call(&StatusParams::default()).await.unwrap();
+    assert!(
+        st.debugger_leases.iter().all(|l| l.tab.0 != id || l.state == DebuggerLeaseState::Detached),
+        "still detached when the frame navigated: {:?}",
+        st.debugger_leases
+    );
+
+    let (code, reason) =
+        match r.c.tool(&r.s, "browser_act", json!({"tab": tab, "action": "click", "target": cross})).await {
+            Ok(v) => (v["code"].clone(), v["staleReason"].clone()),
+            Err(e) => {
+                let e = e.into_error_data();
+                let d = e.details.as_deref().cloned().unwrap_or_default();
+                (json!(e.code.as_str()), d["staleReason"].clone())
+            }
+        };
+    assert_eq!((code, reason), (json!("STALE_TARGET"), json!("documentChanged")), "a ref of the old document is void");
+    let acted = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": same})).await;
+    assert_eq!(acted["outcome"], "succeeded", "{same}, whose document did not change: {acted}");
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap();
+    assert!(content.contains("moved"), "the cross-site frame shows its new page: {content}");
+    assert_eq!(content.matches("Inner clicks: 1").count(), 1, "only the same-origin frame counted a click: {content}");
+    assert_eq!(content.matches("Inner clicks: 0").count(), 1, "nothing reached the new document: {content}");
     r.finish().await;
 }
 
