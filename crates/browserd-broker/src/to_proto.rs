@@ -183,13 +183,15 @@ pub fn capabilities(matrix: &CapabilityMatrix) -> Vec<CapabilityStatus> {
         Capability::RawProtocol,
     ];
     ALL.iter()
-        .map(|cap| CapabilityStatus {
-            name: capability_name(*cap).to_owned(),
-            unsupported: match matrix.0.get(cap) {
-                Some(CapabilityState::Supported) => None,
-                Some(CapabilityState::Unsupported { reason, .. }) => Some(unsupported_reason(*reason)),
-                None => Some(UnsupportedReason::ByImplementation),
-            },
+        .map(|cap| {
+            let (unsupported, detail) = match matrix.0.get(cap) {
+                Some(CapabilityState::Supported) => (None, None),
+                Some(CapabilityState::Unsupported { reason, detail }) => {
+                    (Some(unsupported_reason(*reason)), Some(detail.clone()).filter(|d| !d.is_empty()))
+                }
+                None => (Some(UnsupportedReason::ByImplementation), None),
+            };
+            CapabilityStatus { name: capability_name(*cap).to_owned(), unsupported, detail }
         })
         .collect()
 }

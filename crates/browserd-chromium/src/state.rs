@@ -524,6 +524,8 @@ pub(crate) struct State {
     pub(crate) seq: u64,
     /// Download guid → tab.
     pub(crate) downloads: HashMap<String, (TabHandle, String)>,
+    /// Downloads are told by the tab's `Page.download*` events (the extension relay, which cannot confine them).
+    pub(crate) relay_downloads: bool,
     /// The observation revision counter every tab draws from (see [`cursor_string`]).
     pub(crate) revisions: Arc<AtomicU64>,
     /// Handles an earlier connection to the same browser gave its targets: a target seen again gets its old handle,

@@ -202,6 +202,9 @@ pub struct CapabilityStatus {
     /// Absent when supported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsupported: Option<UnsupportedReason>,
+    /// When unsupported: why, in words, and what applies instead (e.g. downloads over the extension relay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// Whether the broker runs cleanup automatically at turn end on a browser.
@@ -858,8 +861,12 @@ mod tests {
                 browser_start: BrowserStart::Started,
                 bridge: BridgeState::Reconnecting,
                 capabilities: vec![
-                    CapabilityStatus { name: capability::TURN_CLEANUP.into(), unsupported: None },
-                    CapabilityStatus { name: "screenshots".into(), unsupported: Some(UnsupportedReason::Offline) },
+                    CapabilityStatus { name: capability::TURN_CLEANUP.into(), unsupported: None, detail: None },
+                    CapabilityStatus {
+                        name: "screenshots".into(),
+                        unsupported: Some(UnsupportedReason::Offline),
+                        detail: None,
+                    },
                 ],
                 auto_turn_cleanup: AutoTurnCleanup::Refused,
                 missing_capabilities: missing_for_auto_turn_cleanup(&announced),

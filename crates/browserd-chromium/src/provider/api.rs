@@ -71,8 +71,9 @@ impl Provider for ChromiumProvider {
             if self.kind == ProviderKind::Extension {
                 CapabilityState::Unsupported {
                     reason: UnsupportedReason::ByImplementation,
-                    detail: "downloads are not confined or reported over the extension relay yet; the browser's own \
-                             download settings apply"
+                    detail: "downloads are not confined over the extension relay: the user's browser saves them \
+                             where its own settings say; an action that starts one reports it in `effects.downloads` \
+                             with no receipt"
                         .into(),
                 }
             } else if self.config.download_dir.is_some() {

@@ -396,6 +396,26 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 st.log(tab, LogEvent::Download { guid, info });
             }
         }
+        // Over the extension relay the tab's own session tells of its downloads (`Browser.*` is out of reach):
+        // reported in the action's effects, saying plainly that they are neither confined nor receipted.
+        "Page.downloadWillBegin" if st.relay_downloads => {
+            let tab = session_tab.or_else(|| st.tab_of_frame(p["frameId"].as_str().unwrap_or_default()));
+            if let Some(tab) = tab {
+                let guid = p["guid"].as_str().unwrap_or_default().to_owned();
+                let name = p["suggestedFilename"].as_str().unwrap_or_default().to_owned();
+                st.downloads.insert(guid.clone(), (tab, name.clone()));
+                st.log(tab, LogEvent::Download { guid, info: unconfined(name, "inProgress".into()) });
+            }
+        }
+        "Page.downloadProgress" if st.relay_downloads => {
+            let guid = p["guid"].as_str().unwrap_or_default().to_owned();
+            let state = p["state"].as_str().unwrap_or_default().to_owned();
+            if state != "inProgress"
+                && let Some((tab, name)) = st.downloads.get(&guid).cloned()
+            {
+                st.log(tab, LogEvent::Download { guid, info: unconfined(name, state) });
+            }
+        }
         "Browser.downloadProgress" => {
             let guid = p["guid"].as_str().unwrap_or_default().to_owned();
             let state = p["state"].as_str().unwrap_or_default().to_owned();
@@ -423,6 +443,23 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
         _ => {}
     }
     out
+}
+
+/// What the user's browser saves over the extension relay: no path, no receipt, and why.
+pub(crate) const UNCONFINED: &str = "not confined: over the extension relay the user's browser saves downloads where \
+     its own settings say (usually the Downloads folder), not in browserd's download directory, and browserd does not \
+     read the file, so there is no receipt (size, sha256); do not download it again, ask the user to check the file";
+
+fn unconfined(file_name: String, state: String) -> DownloadInfo {
+    DownloadInfo {
+        file_name,
+        state,
+        error: Some(UNCONFINED.to_owned()),
+        path: None,
+        size: None,
+        sha256: None,
+        mime: None,
+    }
 }
 
 #[cfg(test)]

@@ -128,7 +128,8 @@ pub(crate) fn remaining(deadline: Instant) -> Duration {
 impl ChromiumProvider {
     /// A provider over an existing connection. Call [`Provider::connect`] before use.
     pub fn new(cdp: Cdp, kind: ProviderKind, alloc: HandleAllocator, config: ChromiumConfig) -> Arc<Self> {
-        let state = Arc::new(Mutex::new(State::default()));
+        let relay_downloads = kind == ProviderKind::Extension;
+        let state = Arc::new(Mutex::new(State { relay_downloads, ..State::default() }));
         let (events_tx, _) = broadcast::channel(1024);
         let dialog_notify = Arc::new(Notify::new());
         let check = config.origin_check.clone().map(|c| (c, kind == ProviderKind::Extension));

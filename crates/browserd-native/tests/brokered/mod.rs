@@ -46,6 +46,11 @@ pub fn ref_of(content: &str, needle: &str) -> String {
 /// launches Chromium with the extension, connects a client and opens one session with its tools activated
 /// (`advanced` asks for the advanced tier too).
 pub async fn start(config: BrokerConfig, advanced: bool) -> Setup {
+    start_with_env(config, advanced, Vec::new()).await
+}
+
+/// [`start`] with more environment for the browser (e.g. `HOME`, so the user's own downloads land in a temp dir).
+pub async fn start_with_env(config: BrokerConfig, advanced: bool, more_env: Vec<(String, String)>) -> Setup {
     let root = tempfile::tempdir().unwrap();
     let run = root.path().join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -97,7 +102,10 @@ pub async fn start(config: BrokerConfig, advanced: bool) -> Setup {
             ("BROWSERD_EXTENSION_SOCKET".into(), socket.display().to_string()),
             ("XDG_RUNTIME_DIR".into(), run.display().to_string()),
             ("XDG_CONFIG_HOME".into(), root.path().join("xdg").display().to_string()),
-        ],
+        ]
+        .into_iter()
+        .chain(more_env)
+        .collect(),
         window_size: Some((1000, 800)),
         ..LaunchOptions::default()
     })
