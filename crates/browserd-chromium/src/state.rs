@@ -348,6 +348,12 @@ pub(crate) struct Tab {
     /// The node a screenshot point hit when its action was described for the broker's approval check
     /// (`act/describe.rs`): the action on that point must hit the same node.
     pub(crate) described: Option<crate::act::Described>,
+    /// Frames the page attached (`Page.frameAttached`) that have not committed a document yet: their first request is
+    /// judged by the site policy (`provider/intercept.rs`) before the frame is otherwise known.
+    pub(crate) attached_frames: std::collections::HashSet<String>,
+    /// Frames whose document request the site policy stopped (`provider/intercept.rs`), with the stopped URL, until
+    /// the frame commits another document: the browser's error page the frame then shows stands for that URL.
+    pub(crate) blocked_frames: HashMap<String, String>,
 }
 
 impl Tab {
@@ -397,6 +403,8 @@ impl Tab {
             crashed: false,
             blocked: None,
             described: None,
+            attached_frames: std::collections::HashSet::new(),
+            blocked_frames: HashMap::new(),
         }
     }
 
@@ -552,7 +560,10 @@ impl State {
         if let Some(t) = self.by_target.get(frame_id) {
             return Some(*t);
         }
-        self.tabs.values().find(|t| t.frames.contains_key(frame_id)).map(|t| t.handle)
+        self.tabs
+            .values()
+            .find(|t| t.frames.contains_key(frame_id) || t.attached_frames.contains(frame_id))
+            .map(|t| t.handle)
     }
 }
 

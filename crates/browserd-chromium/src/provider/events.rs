@@ -232,14 +232,33 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 t.detach_reason = p["reason"].as_str().map(str::to_owned);
             }
         }
+        "Page.frameAttached" => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && let Some(id) = p["frameId"].as_str()
+            {
+                if t.attached_frames.len() >= 1024 {
+                    t.attached_frames.clear();
+                }
+                t.attached_frames.insert(id.to_owned());
+            }
+        }
         "Page.frameNavigated" => {
             if let (Some(tab), Some(session)) = (session_tab, ev.session.as_ref()) {
                 let f = &p["frame"];
                 let id = f["id"].as_str().unwrap_or_default().to_owned();
-                let url =
+                let mut url =
                     format!("{}{}", f["url"].as_str().unwrap_or_default(), f["urlFragment"].as_str().unwrap_or(""));
                 let mut main = false;
                 if let Some(t) = st.tabs.get_mut(&tab) {
+                    t.attached_frames.remove(&id);
+                    // A frame whose request the site policy stopped shows the browser's error page: it stands for the
+                    // stopped URL (so the frame is one line of that origin, never read).
+                    match t.blocked_frames.get(&id) {
+                        Some(stopped) if url.starts_with("chrome-error:") => url.clone_from(stopped),
+                        Some(_) => drop(t.blocked_frames.remove(&id)),
+                        None => {}
+                    }
                     let oop = t.children.get(session) == Some(&id);
                     let hosted_elsewhere = t.frames.get(&id).is_some_and(|fr| fr.oop && fr.session != *session);
                     if !hosted_elsewhere {
@@ -293,6 +312,8 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 let id = p["frameId"].as_str().unwrap_or_default().to_owned();
                 if !t.frames.get(&id).is_some_and(|f| f.oop && Some(&f.session) != ev.session.as_ref()) {
                     t.remove_frame(&id);
+                    t.attached_frames.remove(&id);
+                    t.blocked_frames.remove(&id);
                 }
             }
         }

@@ -1,10 +1,14 @@
-//! Stops a top-level navigation to an origin the site policy refuses before its request is sent: the CDP `Fetch`
-//! domain pauses every document request at the request stage (`Fetch.enable` on the browser session of a managed or
-//! remote browser, so a popup's first navigation is caught too; on each page session over the extension relay, where
-//! the extension's gate checks the same request again), the broker's [`crate::OriginCheck`] judges the main frame's
-//! URL, and the request is failed (`BlockedByClient`) or continued. The stop is logged on the tab and on its opener
-//! (`effects.blocked`), so the action that led there is answered with `ORIGIN_NOT_AUTHORISED` by the broker.
-//! Frames' documents pass: a frame of a refused origin is shown as one line and never acted on (`origin.rs`).
+//! Stops a navigation to an origin the site policy refuses before its request is sent: the CDP `Fetch` domain pauses
+//! every document request at the request stage (`Fetch.enable` on the browser session of a managed or remote browser,
+//! so a popup's first navigation is caught too; on each page session over the extension relay, where the extension's
+//! gate checks the same request again), the broker's [`crate::OriginCheck`] judges its URL for the session using the
+//! tab, and the request is failed (`BlockedByClient`) or continued.
+//!
+//! A top-level stop is logged on the tab and on its opener (`effects.blocked`), so the action that led there is
+//! answered with `ORIGIN_NOT_AUTHORISED` by the broker. A frame's document of a refused origin is stopped the same
+//! way (the denied site never receives the request, nor the user's cookies for it) without failing the page around
+//! it: the frame's error page stands for the stopped URL, shown as one line and never acted on (`origin.rs`). A
+//! frame is known by its tab from `Page.frameAttached`; a frame of a tab browserd has no session on passes.
 
 use std::time::Duration;
 
@@ -51,7 +55,9 @@ pub(super) fn judge(
     paused: &Paused,
     updated: &mut Option<ProviderEvent>,
 ) -> Option<String> {
-    let tab = st.by_target.get(&paused.frame_id).copied()?;
+    let Some(tab) = st.by_target.get(&paused.frame_id).copied() else {
+        return judge_frame(st, check, real_profile, paused);
+    };
     let opener = st.tabs.get(&tab).and_then(|t| t.opener);
     // A popup obeys its opener's session too (it becomes that session's tab).
     let why = (check.0)(tab, &paused.url, real_profile)
@@ -70,6 +76,21 @@ pub(super) fn judge(
         }
     }
     tracing::info!(%origin, tab = tab.0, "stopped a navigation the site policy refuses before it was sent");
+    Some(why)
+}
+
+/// A frame's document request: refused when its origin is refused for the session using the frame's tab; the frame
+/// then shows the browser's error page, which stands for the stopped URL.
+fn judge_frame(st: &mut State, check: &OriginCheck, real_profile: bool, paused: &Paused) -> Option<String> {
+    let tab = st.tab_of_frame(&paused.frame_id)?;
+    let why = (check.0)(tab, &paused.url, real_profile)?;
+    let t = st.tabs.get_mut(&tab)?;
+    if t.blocked_frames.len() >= 1024 {
+        t.blocked_frames.clear();
+    }
+    t.blocked_frames.insert(paused.frame_id.clone(), paused.url.clone());
+    let origin = crate::origin::shown_origin(&paused.url);
+    tracing::info!(%origin, tab = tab.0, "stopped a frame's document the site policy refuses before it was sent");
     Some(why)
 }
 

@@ -1,0 +1,50 @@
+//! A frame of an origin the site policy refuses is never requested, on a real managed Chromium through the broker
+//! (issue 16 item 2): the browser pauses every document request before it is sent, and a frame's is failed there when
+//! its origin is refused for the session using the tab, so the denied site never receives the request (and with it
+//! none of the user's cookies for it). The page around it loads and works; the frame is one line with no content and
+//! no refs; a frame of an allowed origin still loads.
+
+mod real_browser;
+
+use std::time::Duration;
+
+use real_browser::{Real, deny_localhost, ref_of};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_frame_is_never_requested_and_shows_as_one_line() {
+    let r = Real::start_config("thread-frame-request", deny_localhost()).await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-frame.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let origin = r.site.cross_origin_url("");
+    let line = format!("frame {origin} (not authorised)");
+    assert!(content.lines().any(|l| l.trim() == line), "one line for the frame:\n{content}");
+    assert!(!content.contains("Partner secret") && !content.contains("Transfer everything"), "{content}");
+    let local = ref_of(&content, "button \"Local button\"");
+    let clicked = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": local})).await;
+    assert_eq!(clicked["outcome"], "succeeded", "the page around the frame works: {clicked}");
+    // Ground truth on the denied site's side: it never received the frame's request.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(r.site.requests().iter().any(|u| u.ends_with("/policy-frame.html")), "{:?}", r.site.requests());
+    assert_eq!(r.site.cross_origin_requests("/policy-inner.html"), Vec::<String>::new(), "{:?}", r.site.requests());
+    r.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_allowed_frame_next_to_a_denied_one_still_loads_and_is_read() {
+    let r = Real::start_config("thread-frame-allowed", deny_localhost()).await;
+    // A same-origin frame (allowed) and a frame of the denied site, on one page.
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
+    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
+    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    assert!(content.contains("Inner frame: same-origin"), "the allowed frame is read:\n{content}");
+    assert!(!content.contains("Inner frame: cross-origin"), "{content}");
+    let inner = ref_of(&content, "button \"Inner button\"");
+    let clicked = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": inner})).await;
+    assert_eq!(clicked["outcome"], "succeeded", "{clicked}");
+    assert!(r.site.requests().iter().any(|u| u.ends_with("/frame-inner.html?frame=same-origin")));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(r.site.cross_origin_requests("/frame-inner.html"), Vec::<String>::new(), "{:?}", r.site.requests());
+    r.finish().await;
+}
