@@ -1,14 +1,29 @@
 //! Context for operable lines that would read alike: a table row with one operable cell folded into that cell's
-//! line, and namesakes told apart by the rows, items, containers and headings around them.
+//! line, and namesakes told apart by the text of their own small container (a chip's label beside its "×"), or by
+//! the rows, items, containers and headings around them.
 
 use std::collections::HashMap;
 
 use super::line;
+use super::operable::INTERACTIVE;
 use super::renderer::Renderer;
+use super::snapshot::DomNode;
+use crate::ax::AxTree;
 use crate::state::Line;
 
+/// Where an operable node sits in its frame's tree: its frame, its own node, and the nodes around it below the
+/// nearest context (row, item, named container, heading), innermost first.
+pub(super) struct Scope<'a> {
+    pub(super) frame: &'a str,
+    pub(super) own: &'a str,
+    pub(super) around: Vec<&'a str>,
+}
+
+/// How many nodes up a namesake's own small container is looked for.
+const SCOPE_DEPTH: usize = 4;
+
 /// An interactive line, for disambiguation.
-pub(super) struct Operable {
+pub(super) struct Operable<'a> {
     /// Index in `Built::lines`.
     pub(super) line: usize,
     pub(super) role: String,
@@ -18,14 +33,125 @@ pub(super) struct Operable {
     /// Where the line's value (`: Draft`) starts in its text (its length when it has none): context is inserted
     /// there, so the value, which may hold any text, always ends the line.
     pub(super) tail: usize,
+    /// Where its node sits (`None`: unknown), for the text of its own small container.
+    pub(super) scope: Option<Scope<'a>>,
 }
 
-impl Operable {
+impl Operable<'_> {
     /// Adds `extra` (` (in …)`) to the line, before its value.
     pub(super) fn annotate(&mut self, lines: &mut [Line], extra: &str) {
         lines[self.line].text.insert_str(self.tail, extra);
         self.tail += extra.len();
     }
+}
+
+impl<'a> Renderer<'a> {
+    /// Where the node being walked sits (the last node of the walk's path): see [`Scope`].
+    pub(super) fn scope(&self, frame: &str) -> Option<Scope<'a>> {
+        let (frame, _) = self.axs.get_key_value(frame)?;
+        let &(own, _) = self.path.last()?;
+        let depth = self.context.len();
+        let around = self.path.iter().rev().skip(1).take_while(|(_, d)| *d >= depth).take(SCOPE_DEPTH);
+        Some(Scope { frame, own, around: around.map(|(id, _)| *id).collect() })
+    }
+
+    /// The text of a namesake's own small container: the nearest element around it, below its nearest context, that
+    /// holds text besides it and no other operable node (the chip `<span>design <i>×</i></span>` for its "×").
+    /// `None` once an element around it holds another operable node: that text would be a neighbour's, not its own.
+    /// Elements are the DOM's (the accessibility tree often has no node for an inline `<span>`); their text and
+    /// operable nodes are read from the tree below the nearest node around it that holds them.
+    fn local_context(&self, s: &Scope<'_>) -> Option<String> {
+        let ax = self.axs.get(s.frame)?;
+        let docs = self.docs.get(s.frame)?;
+        let own = ax.nodes.get(s.own)?;
+        // A text's own element is the element it is the text of (an inline clickable the tree leaves out).
+        let mut element = own.backend?;
+        if own.role == "StaticText" {
+            element = docs.get(&element)?.parent?;
+        }
+        let around: Vec<(&str, i64)> =
+            s.around.iter().filter_map(|id| Some((*id, ax.nodes.get(*id)?.backend?))).collect();
+        let limit = around.last()?.1;
+        let mut at = element;
+        for _ in 0..SCOPE_DEPTH * 2 {
+            if at == limit {
+                break;
+            }
+            at = docs.get(&at)?.parent?;
+            // The nearest node of the tree around it that holds `at`, and the text and operable nodes below it that
+            // `at` holds besides the namesake itself.
+            let (root, root_backend) = *around.iter().find(|(_, b)| dom_contains(docs, *b, at, None))?;
+            let scan = Scan { frame: s.frame, ax, docs, own: (s.own, element), container: at, root: root_backend };
+            let mut text = String::new();
+            if self.scan(&scan, root, &mut text, 0) {
+                return None;
+            }
+            if !line::fold(&text).is_empty() {
+                return Some(line::quote_cut(&text, 40));
+            }
+        }
+        None
+    }
+
+    /// Reads a subtree for [`Renderer::local_context`]: appends the first text that the container holds to `text`;
+    /// true when it holds an operable node besides the namesake.
+    fn scan(&self, s: &Scan<'_>, id: &str, text: &mut String, depth: u32) -> bool {
+        let Some(n) = s.ax.nodes.get(id) else { return false };
+        if id == s.own.0 || n.hidden || depth > 40 {
+            return false;
+        }
+        let inside = match n.backend {
+            Some(b) if dom_contains(s.docs, s.own.1, b, Some(s.root)) => return false,
+            Some(b) if dom_contains(s.docs, s.container, b, Some(s.root)) => true,
+            // Neither in the container nor around it: nothing below it is in it either.
+            Some(b) if !dom_contains(s.docs, b, s.container, Some(s.root)) => return false,
+            _ => false,
+        };
+        if inside {
+            let operable = if n.role == "StaticText" {
+                self.inline_clickable_element(s.frame, n).is_some_and(|e| e != s.own.1)
+            } else if n.ignored {
+                self.dom_operable(s.frame, n)
+            } else {
+                self.operable(s.frame, s.ax, id).is_some()
+            };
+            if operable {
+                return true;
+            }
+            if n.role == "StaticText" && text.trim().is_empty() {
+                text.push_str(n.name.trim());
+            }
+            if INTERACTIVE.contains(&n.role.as_str()) {
+                return false;
+            }
+        }
+        n.children.iter().any(|c| self.scan(s, c, text, depth + 1))
+    }
+}
+
+/// What [`Renderer::scan`] reads: the tree and DOM facts of a frame, the namesake (its tree node and element), the
+/// element whose text is looked for, and the element of the node scanned from (the search for ancestors stops there).
+struct Scan<'s> {
+    frame: &'s str,
+    ax: &'s AxTree,
+    docs: &'s HashMap<i64, DomNode>,
+    own: (&'s str, i64),
+    container: i64,
+    root: i64,
+}
+
+/// Whether element `a` is `b` or holds it (DOM parents followed from `b`, up to `stop`).
+fn dom_contains(docs: &HashMap<i64, DomNode>, a: i64, b: i64, stop: Option<i64>) -> bool {
+    let mut cur = Some(b);
+    for _ in 0..256 {
+        match cur {
+            Some(c) if c == a => return true,
+            Some(c) if Some(c) == stop => return false,
+            Some(c) => cur = docs.get(&c).and_then(|d| d.parent),
+            None => return false,
+        }
+    }
+    false
 }
 
 impl Renderer<'_> {
@@ -61,8 +187,9 @@ impl Renderer<'_> {
         entry.name = format!("{}\u{0}{context}", entry.name);
     }
 
-    /// Adds context to interactive lines of one frame that share a role and name: the nearest context (row, list
-    /// item, named container, heading) that no other line of the group shares, `(in "Team lunch")`; else the nearest
+    /// Adds context to interactive lines of one frame that share a role and name: the text of its own small container
+    /// that no other line of the group has (`(in "design")`, see `local_context`); else the nearest context (row,
+    /// list item, named container, heading) that no other line of the group shares, `(in "Team lunch")`; else the nearest
     /// with the nearest outer one that together no other line shares, `(in "Invoice 1042" in "Inbox")`; an ordinal
     /// only where no context is enough, `(in "Inbox"; 2 of 3)`. A context is the quoted name (or first text) of its
     /// row, item, container or heading, which the lines above show with their role; contexts are compared as shown,
@@ -78,10 +205,36 @@ impl Renderer<'_> {
         for idxs in groups.values().filter(|g| g.len() > 1) {
             let mut unresolved: HashMap<Option<String>, Vec<usize>> = HashMap::new();
             let mut extras = Vec::new();
-            for &i in idxs {
+            // The text of each line's own small container, kept where no other line has it (in its chain or as its
+            // own container's text).
+            let mut locals: Vec<Option<String>> =
+                idxs.iter().map(|&i| self.inter[i].scope.as_ref().and_then(|s| self.local_context(s))).collect();
+            let shared: Vec<bool> = (0..idxs.len())
+                .map(|k| {
+                    locals[k].as_ref().is_some_and(|own| {
+                        idxs.iter().enumerate().any(|(j, &i)| {
+                            j != k && (locals[j].as_ref() == Some(own) || self.inter[i].context.contains(own))
+                        })
+                    })
+                })
+                .collect();
+            for (l, shared) in locals.iter_mut().zip(shared) {
+                if shared {
+                    *l = None;
+                }
+            }
+            for (k, &i) in idxs.iter().enumerate() {
                 let chain = &self.inter[i].context;
                 let others = || idxs.iter().filter(|&&j| j != i).map(|&j| &self.inter[j].context);
-                let unique = chain.iter().rev().find(|c| others().all(|o| !o.contains(c)));
+                if let Some(own) = &locals[k] {
+                    extras.push((i, line::context_note(Some(own), None)));
+                    continue;
+                }
+                // A context no other line has, in its chain or as its own container's text.
+                let unique = chain
+                    .iter()
+                    .rev()
+                    .find(|c| others().all(|o| !o.contains(c)) && locals.iter().all(|l| l.as_ref() != Some(*c)));
                 // Else the nearest context with the nearest outer one that, together, no other line shares.
                 let pair = || {
                     let (near, outer) = chain.split_last()?;
@@ -123,7 +276,8 @@ mod tests {
         let text = "[e1] textbox \"Email\": a (in b) c";
         let mut lines = vec![line(Some("e1"), text)];
         let tail = text.find(": a").unwrap();
-        let mut o = Operable { line: 0, role: "textbox".into(), name: "Email".into(), context: Vec::new(), tail };
+        let mut o =
+            Operable { line: 0, role: "textbox".into(), name: "Email".into(), context: Vec::new(), tail, scope: None };
         o.annotate(&mut lines, " (row: x | y)");
         o.annotate(&mut lines, " (in \"Billing\")");
         assert_eq!(lines[0].text, "[e1] textbox \"Email\" (row: x | y) (in \"Billing\"): a (in b) c");

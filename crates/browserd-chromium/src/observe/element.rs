@@ -107,12 +107,14 @@ impl Renderer<'_> {
         let context = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
+            let scope = self.scope(frame);
             self.inter.push(Operable {
                 line: idx,
                 role: shown.to_owned(),
                 name: name.trim().to_owned(),
                 context,
                 tail,
+                scope,
             });
             self.refs.describe(&r, shown, name.trim(), &states);
             self.refs.observed(&r, facts);
@@ -166,7 +168,8 @@ impl Renderer<'_> {
         let context = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
-            self.inter.push(Operable { line: idx, role: role.into(), name: name.clone(), context, tail });
+            let scope = self.scope(frame);
+            self.inter.push(Operable { line: idx, role: role.into(), name: name.clone(), context, tail, scope });
             self.refs.describe(&r, role, &name, &states);
             self.refs.observed(&r, NodeFacts::new("generic", &name));
             self.out.nodes.push(NodeSummary { node_ref: r, role: role.into(), name, states });

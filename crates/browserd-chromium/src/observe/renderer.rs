@@ -54,7 +54,10 @@ pub(super) struct Renderer<'a> {
     /// it, outermost first.
     pub(super) context: Vec<String>,
     /// Interactive lines, in order.
-    pub(super) inter: Vec<Operable>,
+    pub(super) inter: Vec<Operable<'a>>,
+    /// The nodes being walked (their ids in their frame's tree), outermost first, each with the length of the
+    /// context chain when it was entered; cleared into a frame (see [`Renderer::scope`]).
+    pub(super) path: Vec<(&'a str, usize)>,
     /// Depth of table rows being rendered (their cells share one line, joined with ` | `).
     pub(super) row_depth: u32,
     /// Depth of operable ancestors (heuristic clickables inside them get no ref of their own).
@@ -172,6 +175,7 @@ impl<'a> Renderer<'a> {
             expand: Vec::new(),
             context: Vec::new(),
             inter: Vec::new(),
+            path: Vec::new(),
             in_operable: 0,
             list_depth: 0,
             in_popup: false,

@@ -39,12 +39,12 @@ pub(super) const STRUCTURAL: &[&str] = &[
 
 impl Renderer<'_> {
     /// Walks a node, leaving out the rows/items outside the window of a windowed read, and keeping track of the
-    /// tables and lists it is in (what a cut by the byte budget offers to expand).
+    /// tables and lists it is in (what a cut by the byte budget offers to expand) and of the path to it.
     pub(super) fn walk(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
-        let collection =
-            self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| {
-                (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten()
-            });
+        let axs = self.axs;
+        let Some((key, n)) = axs.get(frame).and_then(|ax| ax.nodes.get_key_value(id)) else { return };
+        self.path.push((key.as_str(), self.context.len()));
+        let collection = (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten();
         match collection {
             Some(b) => {
                 self.collections.push((frame.to_owned(), b));
@@ -53,6 +53,7 @@ impl Renderer<'_> {
             }
             None => self.walk_windowed(frame, id, indent, named),
         }
+        self.path.pop();
     }
 
     /// A node, unless it is a row/item outside the window of a windowed read.
@@ -189,9 +190,12 @@ impl Renderer<'_> {
                 let (key, url) = self.frames.get(&c).map_or((0, ""), |f| (f.key, f.url.as_str()));
                 self.push(indent, None, line::iframe(&n.name, key, url, &self.origin));
                 let root = self.axs[&c].root.clone();
+                // What is around a node is looked for in its own frame only.
+                let path = std::mem::take(&mut self.path);
                 if let Some(r) = root {
                     self.walk(&c, &r, indent + 1, false);
                 }
+                self.path = path;
                 self.flush_text();
             }
             None => {

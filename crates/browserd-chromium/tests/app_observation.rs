@@ -1,0 +1,62 @@
+//! What the admin (Vue) and shop (React) fixture apps showed of the observation, on real Chromium (issue 13 item 4):
+//! alike controls told apart by the text of their own small container, namesakes of any kind of line told apart.
+mod common;
+
+use std::time::Duration;
+
+use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
+use common::{Page, env};
+
+fn ref_in(line: &str) -> String {
+    let l = line.trim_start();
+    l[1..l.find(']').expect("a ref line")].to_owned()
+}
+
+/// The ref lines that end with `tail`.
+fn lines_ending<'a>(o: &'a Observation, tail: &str) -> Vec<&'a str> {
+    o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.ends_with(tail)).collect()
+}
+
+async fn recorded(event: &str) -> bool {
+    env().site.wait_for_record(event, Duration::from_secs(5)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_chips_remove_icon_is_told_apart_by_the_chips_own_label() {
+    // Each tag chip is `<span>design<i>×</i></span>`: the "×" of each reads the label of its own chip, not the
+    // section heading with an ordinal.
+    let tab = Page::open("/apps/admin.html").await;
+    let o = tab.observe().await;
+    for tag in ["design", "backend", "urgent"] {
+        let lines = lines_ending(&o, &format!("clickable \"×\" (in \"{tag}\")"));
+        assert_eq!(lines.len(), 1, "the \"×\" of {tag}:\n{}", o.untrusted_content);
+    }
+    assert!(!o.untrusted_content.contains(" of 3)"), "no ordinal is needed:\n{}", o.untrusted_content);
+    let backend = ref_in(lines_ending(&o, "(in \"backend\")")[0]);
+    let r = tab.act(ActParams::new(ActionKind::Click).target(&backend)).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(recorded("untag:backend").await, "{r:#?}");
+    let o = tab.observe().await;
+    assert!(lines_ending(&o, "(in \"backend\")").is_empty(), "{}", o.untrusted_content);
+    for tag in ["design", "urgent"] {
+        assert_eq!(lines_ending(&o, &format!("\"×\" (in \"{tag}\")")).len(), 1, "{}", o.untrusted_content);
+    }
+    tab.close().await;
+
+    // The same on a page of plain HTML; where the container holds other operable elements too, its text is a
+    // neighbour's, not theirs: those namesakes keep their section and an ordinal.
+    let page = "data:text/html,<title>t</title><h2>Filters</h2>\
+                <div><span>red <i style='cursor:pointer' onclick='document.title=1'>x</i></span> \
+                <span>blue <i style='cursor:pointer' onclick='document.title=2'>x</i></span></div>\
+                <h2>Notes</h2><p>Pick one <button>Edit</button> <button>Edit</button></p>";
+    let tab = Page::open(page).await;
+    let o = tab.observe().await;
+    for colour in ["red", "blue"] {
+        assert_eq!(lines_ending(&o, &format!("clickable \"x\" (in \"{colour}\")")).len(), 1, "{}", o.untrusted_content);
+    }
+    for nth in [1, 2] {
+        let tail = format!("button \"Edit\" (in \"Notes\"; {nth} of 2)");
+        assert_eq!(lines_ending(&o, &tail).len(), 1, "{tail}:\n{}", o.untrusted_content);
+    }
+    tab.close().await;
+}
