@@ -60,3 +60,38 @@ async fn each_chips_remove_icon_is_told_apart_by_the_chips_own_label() {
     }
     tab.close().await;
 }
+
+/// The ref lines showing `role "name"`, with what follows the name (the notes that tell them apart).
+fn namesakes<'a>(o: &'a Observation, role: &str, name: &str) -> Vec<&'a str> {
+    let shown = format!("] {role} \"{name}\"");
+    o.untrusted_content.lines().filter_map(|l| l.find(&shown).map(|at| &l[at + shown.len()..])).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clickable_card_and_a_suggestion_of_the_same_name_are_told_apart() {
+    // The shop's card of a product holds its own buttons (a container line with a ref); the combobox suggests the same
+    // product by the same name. Each line says which one it is.
+    let tab = Page::open("/apps/shop.html").await;
+    let o = tab.observe().await;
+    let search = o.untrusted_content.lines().find(|l| l.contains("combobox \"Search products\"")).expect("combobox");
+    let r = tab.act(ActParams::new(ActionKind::Type).target(ref_in(search)).value("grind")).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let o = tab.observe().await;
+    let name = "Burr coffee grinder with 40 grind settings";
+    let alike = namesakes(&o, "clickable", name);
+    assert_eq!(alike.len(), 2, "the card and the suggestion:\n{}", o.untrusted_content);
+    assert_ne!(alike[0], alike[1], "told apart:\n{}", o.untrusted_content);
+    assert!(alike.iter().all(|rest| rest.starts_with(" (")), "each says which one it is:\n{}", o.untrusted_content);
+    tab.close().await;
+
+    // Two cards of the same name, and a namesake with a context beside one without: never `1 of 1`.
+    let page = "data:text/html,<title>t</title>\
+                <div style='cursor:pointer' onclick='document.title=1'><div>Blue mug</div><button>Add</button></div>\
+                <div style='cursor:pointer' onclick='document.title=2'><div>Blue mug</div><button>Add</button></div>\
+                <button>Buy</button><section aria-label=Deals><button>Buy</button></section>";
+    let tab = Page::open(page).await;
+    let o = tab.observe().await;
+    assert_eq!(namesakes(&o, "clickable", "Blue mug"), [" (1 of 2):", " (2 of 2):"], "{}", o.untrusted_content);
+    assert_eq!(namesakes(&o, "button", "Buy"), [" (1 of 2)", " (in \"Deals\")"], "{}", o.untrusted_content);
+    tab.close().await;
+}

@@ -200,7 +200,7 @@ impl Renderer<'_> {
         let mut groups: HashMap<(u32, String, String), Vec<usize>> = HashMap::new();
         for (i, o) in self.inter.iter().enumerate() {
             let frame = self.out.lines[o.line].node_ref.as_deref().and_then(crate::state::parse_ref).map(|r| r.frame);
-            groups.entry((frame.unwrap_or(0), o.role.clone(), o.name.clone())).or_default().push(i);
+            groups.entry((frame.unwrap_or(0), o.role.clone(), line::fold(&o.name))).or_default().push(i);
         }
         for idxs in groups.values().filter(|g| g.len() > 1) {
             let mut unresolved: HashMap<Option<String>, Vec<usize>> = HashMap::new();
@@ -251,6 +251,11 @@ impl Renderer<'_> {
                 for (nth, &i) in members.iter().enumerate() {
                     let extra = match (ctx, total) {
                         (Some(c), 1) => line::context_note(Some(c), None),
+                        // The one line without context: its place among all its namesakes (never `1 of 1`).
+                        (None, 1) => {
+                            let nth = idxs.iter().position(|&j| j == i).unwrap_or(0);
+                            line::context_note(None, Some((nth + 1, idxs.len())))
+                        }
                         (c, _) => line::context_note(c.as_deref(), Some((nth + 1, total))),
                     };
                     extras.push((i, extra));

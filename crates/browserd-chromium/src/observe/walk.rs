@@ -281,7 +281,14 @@ impl Renderer<'_> {
         }
         let start = self.out.lines.len();
         let start_bytes = self.bytes;
+        let tail = label.len() - 1;
         let idx = self.push(indent, node_ref.map(str::to_owned), label);
+        if let (Some(line), Some(_)) = (idx, node_ref) {
+            // A container that keeps a ref (a clickable card) is told apart from its namesakes like any operable line.
+            let (role, name, context) = (shown_role.to_owned(), line::fold(&name), self.context.clone());
+            let scope = self.scope(frame);
+            self.inter.push(super::context::Operable { line, role, name, context, tail, scope });
+        }
         let ctx_len = self.context.len();
         if !name.is_empty() {
             self.context.push(quote_cut(&name, 40));
