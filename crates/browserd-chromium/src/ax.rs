@@ -96,7 +96,16 @@ pub(crate) fn parse_nodes(nodes: &[Value]) -> HashMap<String, AxNode> {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|p| (p["name"].as_str().unwrap_or_default().to_owned(), p["value"]["value"].clone()))
+            .map(|p| {
+                // A relation (`controls`, `owns`, `activedescendant`, ...) is kept as the backend ids it points at.
+                let value = match p["value"]["relatedNodes"].as_array() {
+                    Some(related) => {
+                        related.iter().filter_map(|r| r["backendDOMNodeId"].as_i64()).map(Value::from).collect()
+                    }
+                    None => p["value"]["value"].clone(),
+                };
+                (p["name"].as_str().unwrap_or_default().to_owned(), value)
+            })
             .collect();
         out.insert(
             id,

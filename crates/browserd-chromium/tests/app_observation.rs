@@ -95,3 +95,65 @@ async fn a_clickable_card_and_a_suggestion_of_the_same_name_are_told_apart() {
     assert_eq!(namesakes(&o, "button", "Buy"), [" (1 of 2)", " (in \"Deals\")"], "{}", o.untrusted_content);
     tab.close().await;
 }
+
+/// The lines indented under the first line that contains `head`.
+fn under<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(head))
+        .unwrap_or_else(|| panic!("no {head:?} in\n{}", o.untrusted_content));
+    lines[at + 1..].iter().take_while(|l| depth(l) > depth(lines[at])).copied().collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suggestions_rendered_in_a_portal_are_shown_under_the_combobox_that_points_at_them() {
+    // The shop's suggestions render in a portal at the end of <body>; the combobox points at them (aria-controls).
+    let tab = Page::open("/apps/shop.html").await;
+    let o = tab.observe().await;
+    let search = o.untrusted_content.lines().find(|l| l.contains("combobox \"Search products\"")).expect("combobox");
+    let r = tab.act(ActParams::new(ActionKind::Type).target(ref_in(search)).value("r")).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let o = tab.observe().await;
+    let suggestions = under(&o, "combobox \"Search products\" expanded");
+    for name in ["Trail runner waterproof", "Desk lamp with", "Burr coffee grinder"] {
+        assert_eq!(
+            suggestions.iter().filter(|l| l.contains(&format!("clickable \"{name}"))).count(),
+            1,
+            "{name} under the combobox:\n{}",
+            o.untrusted_content
+        );
+    }
+    assert_eq!(suggestions.len(), 3, "{}", o.untrusted_content);
+    // Shown once: not again after the page's footer, where the DOM has them.
+    let last = o.untrusted_content.lines().last().unwrap_or_default();
+    assert_eq!(last, " Free shipping over $50", "{}", o.untrusted_content);
+    let lamp = suggestions.iter().find(|l| l.contains("Desk lamp")).expect("the lamp's suggestion");
+    let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(lamp))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(recorded("search:p2").await, "{r:#?}");
+    tab.close().await;
+
+    // On a plain page: a menu button's menu (aria-controls) and a combobox's listbox (aria-activedescendant only), both
+    // at the end of <body>, are shown under them; a disclosure button's panel (no popup) stays where it is.
+    let page = "data:text/html,<title>t</title><main>\
+                <button aria-haspopup=menu aria-expanded=true aria-controls=m>Sort</button>\
+                <input role=combobox aria-label=City aria-expanded=true aria-activedescendant=c2>\
+                <button aria-expanded=true aria-controls=panel>Details</button><p>Between</p></main>\
+                <div id=panel>Panel text</div>\
+                <div role=menu id=m><div role=menuitem>Newest</div><div role=menuitem>Oldest</div></div>\
+                <ul role=listbox><li role=option id=c1>Paris</li><li role=option id=c2>Rome</li></ul>";
+    let tab = Page::open(page).await;
+    let o = tab.observe().await;
+    let menu = under(&o, "button \"Sort\"");
+    assert!(menu.iter().any(|l| l.contains("menuitem \"Oldest\"")), "{}", o.untrusted_content);
+    let cities = under(&o, "combobox \"City\"");
+    assert!(cities.iter().any(|l| l.contains("option \"Rome\"")), "{}", o.untrusted_content);
+    assert_eq!(o.untrusted_content.matches("\"Rome\"").count(), 1, "{}", o.untrusted_content);
+    assert!(under(&o, "button \"Details\"").is_empty(), "{}", o.untrusted_content);
+    let text: Vec<&str> = o.untrusted_content.lines().map(str::trim).collect();
+    let (between, panel) = (text.iter().position(|l| *l == "Between"), text.iter().position(|l| *l == "Panel text"));
+    assert!(between < panel, "{}", o.untrusted_content);
+    tab.close().await;
+}

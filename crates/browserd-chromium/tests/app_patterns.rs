@@ -122,9 +122,13 @@ async fn a_clickable_card_with_buttons_is_named_by_its_text_and_a_modal_leaves_n
     let r = tab.act(ActParams::new(ActionKind::Type).target(&search).value("grind")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = tab.observe().await;
-    // The suggestion is the last line (the card of the same product is named the same).
-    let suggestion = o.untrusted_content.lines().last().filter(|l| l.contains("clickable \"Burr coffee grinder"));
-    let suggestion = suggestion.unwrap_or_else(|| panic!("the suggestion ends the page:\n{}", o.untrusted_content));
+    // The suggestion is shown under the combobox that points at it (the card of the same product is named the same).
+    let suggestion =
+        inside(&o, o.untrusted_content.lines().find(|l| l.contains("combobox")).unwrap_or_default().trim())
+            .into_iter()
+            .find(|l| l.contains("clickable \"Burr coffee grinder"));
+    let suggestion =
+        suggestion.unwrap_or_else(|| panic!("the suggestion under the combobox:\n{}", o.untrusted_content));
     let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(suggestion))).await;
     assert!(recorded("search:p3").await, "{r:#?} {:?}", site.records());
 

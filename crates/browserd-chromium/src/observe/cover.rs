@@ -35,7 +35,7 @@ fn covers_of(docs: &HashMap<i64, DomNode>) -> Vec<Cover> {
 }
 
 /// Whether `a` is `b` or an ancestor of it.
-fn contains(docs: &HashMap<i64, DomNode>, a: i64, b: i64) -> bool {
+pub(super) fn contains(docs: &HashMap<i64, DomNode>, a: i64, b: i64) -> bool {
     let mut cur = Some(b);
     for _ in 0..4096 {
         match cur {

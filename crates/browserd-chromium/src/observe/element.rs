@@ -132,6 +132,8 @@ impl Renderer<'_> {
             self.in_operable += 1;
             self.walk_children(frame, &n.children, indent + 1);
             self.in_operable -= 1;
+            // What an expanded combobox or menu button points at (suggestions in a portal): under it.
+            self.walk_controlled(frame, id, &name, indent + 1);
         }
     }
 

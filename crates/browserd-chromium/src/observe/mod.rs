@@ -9,10 +9,11 @@
 //! ready (`ready`); cached accessibility trees are reused or brought up to date (`trees`); the snapshot's DOM facts
 //! are parsed (`snapshot`); the trees are walked into lines (`renderer` holds the state and budgets, `walk` the
 //! document order, `text` the text lines, `operable` which nodes get a ref, `element` an operable node's line,
-//! `window` the rows of a windowed read); alike lines get context (`context`); the result is rendered in the line
-//! format (`line`) as a full observation or a diff.
+//! `window` the rows of a windowed read, `controls` what an expanded popup control points at, under it); alike lines
+//! get context (`context`); the result is rendered in the line format (`line`) as a full observation or a diff.
 
 mod context;
+mod controls;
 mod cover;
 mod disclosure;
 mod element;

@@ -82,6 +82,8 @@ pub(super) struct Renderer<'a> {
     pub(super) ax_backends: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
     /// Elements outside the accessibility tree already given a line from their text (`inline_clickable`).
     pub(super) inline_done: std::collections::HashSet<(String, i64)>,
+    /// Elements already shown under the popup control that points at them (`controls`), skipped where they are.
+    pub(super) moved: std::collections::HashSet<(String, i64)>,
 }
 
 impl Renderer<'_> {
@@ -184,6 +186,7 @@ impl<'a> Renderer<'a> {
             covers: std::cell::RefCell::default(),
             ax_backends: std::cell::RefCell::default(),
             inline_done: std::collections::HashSet::new(),
+            moved: std::collections::HashSet::new(),
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),
             window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),

@@ -55,6 +55,8 @@ pub(crate) struct DomNode {
     pub(crate) toggle: Option<Toggle>,
     /// A checkbox or radio whose `<label>` carries its [`Toggle`] (the input itself has no box a click can reach).
     pub(crate) by_label: bool,
+    /// Its place in document order (tree order, parents first) within its frame's document.
+    pub(crate) order: usize,
 }
 
 /// The control a `<label>` toggles when that control is not rendered itself.
@@ -198,6 +200,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         }
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
+            node.order = i;
             node.pointer = pointer[i];
             node.fixed = fixed[i];
             node.block = block[i] && !node.tag.starts_with('#');

@@ -43,6 +43,9 @@ impl Renderer<'_> {
     pub(super) fn walk(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let axs = self.axs;
         let Some((key, n)) = axs.get(frame).and_then(|ax| ax.nodes.get_key_value(id)) else { return };
+        if self.moved_away(frame, n) {
+            return;
+        }
         self.path.push((key.as_str(), self.context.len()));
         let collection = (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten();
         match collection {
