@@ -1,5 +1,7 @@
 //! What the admin (Vue) and shop (React) fixture apps showed of the observation, on real Chromium (issue 13 item 4):
-//! alike controls told apart by the text of their own small container, namesakes of any kind of line told apart.
+//! alike controls told apart by the text of their own small container, namesakes of any kind of line told apart,
+//! suggestions a portal renders shown under the combobox that points at them, and the page an open modal makes inert
+//! said in one line.
 mod common;
 
 use std::time::Duration;
@@ -155,5 +157,56 @@ async fn suggestions_rendered_in_a_portal_are_shown_under_the_combobox_that_poin
     let text: Vec<&str> = o.untrusted_content.lines().map(str::trim).collect();
     let (between, panel) = (text.iter().position(|l| *l == "Between"), text.iter().position(|l| *l == "Panel text"));
     assert!(between < panel, "{}", o.untrusted_content);
+    tab.close().await;
+}
+
+/// The number of ref lines of an observation.
+fn refs(o: &Observation) -> usize {
+    o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[')).count()
+}
+
+/// The number the line standing for the page behind a modal dialog gives, if there is that line.
+fn behind(o: &Observation) -> Option<usize> {
+    let l = o.untrusted_content.lines().find(|l| l.starts_with("(page behind the dialog is inert: "))?;
+    assert!(l.ends_with("; close the dialog to reach them)"), "{l}");
+    l["(page behind the dialog is inert: ".len()..].split(' ').next()?.parse().ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modal_says_how_many_operable_elements_wait_inert_behind_it() {
+    // The shop's checkout modal sets `inert` on the app: the accessibility tree leaves the app out. The observation
+    // starts with one line that says so and how many operable elements wait there: the ones the page shows again once
+    // the dialog is closed.
+    let tab = Page::open("/apps/shop.html").await;
+    let o = tab.observe().await;
+    assert_eq!(behind(&o), None, "{}", o.untrusted_content);
+    let all = refs(&o);
+    let checkout = o.untrusted_content.lines().find(|l| l.contains("button \"Checkout\"")).expect("checkout");
+    tab.act(ActParams::new(ActionKind::Click).target(ref_in(checkout))).await;
+    assert!(recorded("checkout:open").await);
+    let o = tab.observe().await;
+    assert_eq!(behind(&o), Some(all), "{}", o.untrusted_content);
+    assert!(o.untrusted_content.starts_with("(page behind the dialog is inert"), "{}", o.untrusted_content);
+    assert_eq!(refs(&o), 2, "only the dialog's buttons:\n{}", o.untrusted_content);
+    let back = o.untrusted_content.lines().find(|l| l.contains("button \"Back to shop\"")).expect("back");
+    tab.act(ActParams::new(ActionKind::Click).target(ref_in(back))).await;
+    assert!(recorded("checkout:cancel").await);
+    let o = tab.observe().await;
+    assert_eq!((behind(&o), refs(&o)), (None, all), "{}", o.untrusted_content);
+    tab.close().await;
+
+    // A modal <dialog> (showModal) makes everything outside it inert: what waits is what its closing gives back, not
+    // what stays `inert` after it; `inert` without a modal dialog says nothing.
+    let page = "data:text/html,<title>t</title><main><p>Before</p><button>Outside</button><a href=x>Foot</a>\
+                <div inert><button>Later</button></div></main>\
+                <dialog id=d><button onclick=d.close()>Close</button></dialog><script>d.showModal()</script>";
+    let tab = Page::open(page).await;
+    let o = tab.observe().await;
+    assert_eq!(behind(&o), Some(2), "Outside and Foot (Later stays inert):\n{}", o.untrusted_content);
+    let close = o.untrusted_content.lines().find(|l| l.contains("button \"Close\"")).expect("close");
+    tab.act(ActParams::new(ActionKind::Click).target(ref_in(close))).await;
+    let o = tab.observe().await;
+    assert_eq!(behind(&o), None, "{}", o.untrusted_content);
+    assert_eq!(refs(&o), 2, "Outside and Foot; Later stays inert:\n{}", o.untrusted_content);
     tab.close().await;
 }

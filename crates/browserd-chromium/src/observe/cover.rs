@@ -2,7 +2,8 @@
 //! (a modal's backdrop, the popup itself, a bar that stays in view) is shown `covered` — a click there reaches the
 //! cover, not the element — read from the DOM snapshot's layout boxes and paint order, not guessed from roles. A
 //! cover as large as the viewport (a modal's backdrop) covers the whole document, scrolled or not: it moves with
-//! the viewport.
+//! the viewport. What an open modal dialog makes inert — the accessibility tree leaves it out — is one line that says
+//! how many operable elements wait behind the dialog.
 
 use std::collections::HashMap;
 
@@ -69,4 +70,86 @@ impl Renderer<'_> {
                 && !contains(docs, backend, c.backend)
         })
     }
+}
+
+impl Renderer<'_> {
+    /// With a modal dialog open, the page behind it that takes no input (the `[inert]` an app sets for its modal;
+    /// all outside a modal `<dialog>`) is gone from the accessibility tree: one line at the top says so, and how many
+    /// operable elements (by the DOM: controls, links, focusable, clickable or pointer elements with a box) wait
+    /// there until it closes. Nothing when none.
+    pub(super) fn note_inert_background(&mut self) {
+        let Some((frame, modal)) = self.modal_at.clone() else { return };
+        let Some(docs) = self.docs.get(&frame) else { return };
+        let dialog = docs.get(&modal).is_some_and(|d| d.tag == "dialog");
+        let mut memo: HashMap<i64, Place> = HashMap::new();
+        let count = docs
+            .iter()
+            .filter(|(_, d)| looks_operable(d) && d.rect.is_some_and(|r| r[2] > 0.0 && r[3] > 0.0))
+            .filter(|(b, _)| inert(docs, **b, modal, dialog, &mut memo))
+            .count();
+        if count == 0 {
+            return;
+        }
+        let text = super::line::inert_background(count);
+        self.bytes += text.len() + 1;
+        self.tokens += super::tokens::estimate(&text) + 1;
+        self.out.lines.insert(0, crate::state::Line { indent: 0, node_ref: None, text });
+        for o in &mut self.inter {
+            o.line += 1;
+        }
+    }
+}
+
+/// Whether an element looks operable by the DOM alone (its accessibility node may be gone).
+fn looks_operable(d: &DomNode) -> bool {
+    match d.tag.as_str() {
+        "button" | "select" | "textarea" | "summary" | "a" => true,
+        "input" => d.attr("type") != Some("hidden"),
+        "html" | "body" | "iframe" | "label" => d.toggle.is_some(),
+        t if !t.starts_with(|c: char| c.is_ascii_alphabetic()) => false,
+        _ => {
+            d.clickable
+                || (d.pointer && !d.parent_pointer)
+                || d.attr("contenteditable").is_some_and(|v| v != "false")
+                || d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
+        }
+    }
+}
+
+/// Whether an element waits behind the open modal until it closes: outside it, and inside `[inert]` when the modal is
+/// not a `<dialog>` (the app made the rest inert for it); outside a modal `<dialog>`, which makes all the rest inert,
+/// but not inside `[inert]` (that stays inert once the dialog is closed).
+fn inert(docs: &HashMap<i64, DomNode>, b: i64, modal: i64, dialog: bool, memo: &mut HashMap<i64, Place>) -> bool {
+    // Up to the first element whose place is known (the chain is then placed top down).
+    let mut chain = Vec::new();
+    let mut cur = Some(b);
+    let mut known = Place { outside: true, inert: false };
+    while let Some(c) = cur {
+        if let Some(p) = memo.get(&c) {
+            known = *p;
+            break;
+        }
+        if c == modal {
+            known = Place { outside: false, inert: docs.get(&c).is_some_and(|d| d.attr("inert").is_some()) };
+            memo.insert(c, known);
+            break;
+        }
+        chain.push(c);
+        cur = docs.get(&c).and_then(|d| d.parent);
+        if chain.len() > 4096 {
+            break;
+        }
+    }
+    for c in chain.into_iter().rev() {
+        known.inert |= docs.get(&c).is_some_and(|d| d.attr("inert").is_some());
+        memo.insert(c, known);
+    }
+    known.outside && known.inert != dialog
+}
+
+/// Where an element is: outside the open modal, inside `[inert]`.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    outside: bool,
+    inert: bool,
 }

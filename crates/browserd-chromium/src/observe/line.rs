@@ -238,6 +238,13 @@ pub(super) fn omitted(lines: u32, operable: u32, reason: &str, expand: &[NodeRef
     Line { indent: 0, node_ref: None, text: format!("… cut at {reason}: {what} not shown; {how}") }
 }
 
+/// What stands for the page an open modal dialog makes inert (it takes no input, and the accessibility tree leaves
+/// it out): `(page behind the dialog is inert: 12 operable elements; close the dialog to reach them)`.
+pub(super) fn inert_background(operable: usize) -> String {
+    let s = if operable == 1 { "" } else { "s" };
+    format!("(page behind the dialog is inert: {operable} operable element{s}; close the dialog to reach them)")
+}
+
 /// The one line of a page a dialog blocks: `confirm dialog "Leave?" blocks the page; use the dialog action`.
 pub(super) fn dialog(kind: &str, message: &str) -> Line {
     Line {
@@ -423,6 +430,15 @@ mod tests {
             "… cut at maxNodes: 40 more lines (12 operable) not shown; observe within=e3|f1e9 to read them (a long \
              list: with window)"
         );
+    }
+
+    #[test]
+    fn the_page_behind_a_modal_dialog_is_one_line_that_says_how_to_reach_it() {
+        assert_eq!(
+            inert_background(12),
+            "(page behind the dialog is inert: 12 operable elements; close the dialog to reach them)"
+        );
+        assert!(inert_background(1).contains(" 1 operable element;"));
     }
 
     #[test]

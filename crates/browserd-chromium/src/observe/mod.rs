@@ -279,6 +279,9 @@ async fn build_in(
     r.out.title = frames::title(&trees, &layout.main_frame);
     r.walk(&start_frame, &start_id, 0, false);
     r.flush_text();
+    if within.is_none() {
+        r.note_inert_background();
+    }
     r.drop_label_echoes();
     r.disambiguate();
     r.trim_to_budget();

@@ -84,6 +84,8 @@ pub(super) struct Renderer<'a> {
     pub(super) inline_done: std::collections::HashSet<(String, i64)>,
     /// Elements already shown under the popup control that points at them (`controls`), skipped where they are.
     pub(super) moved: std::collections::HashSet<(String, i64)>,
+    /// The open modal dialog (frame, element), once walked.
+    pub(super) modal_at: Option<(String, i64)>,
 }
 
 impl Renderer<'_> {
@@ -187,6 +189,7 @@ impl<'a> Renderer<'a> {
             ax_backends: std::cell::RefCell::default(),
             inline_done: std::collections::HashSet::new(),
             moved: std::collections::HashSet::new(),
+            modal_at: None,
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),
             window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),

@@ -18,6 +18,7 @@ const KEPT_ATTRS: &[&str] = &[
     "aria-setsize",
     "aria-rowindex",
     "aria-rowcount",
+    "inert",
 ];
 
 /// A DOM node's facts from the snapshot.

@@ -281,6 +281,7 @@ impl Renderer<'_> {
         let label = line::container(node_ref, shown_role, &name);
         if n.flag("modal") && self.out.modal.is_none() {
             self.out.modal = Some(format!("{role} {}", quote(&n.name)));
+            self.modal_at = n.backend.map(|b| (frame.to_owned(), b));
         }
         let start = self.out.lines.len();
         let start_bytes = self.bytes;
