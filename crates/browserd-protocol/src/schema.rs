@@ -123,12 +123,12 @@ fn compact(value: &mut Value) {
     }
 }
 
-/// Removes `format: int64/uint32/...` next to `type: integer`; `minimum` already says enough.
+/// Removes the storage formats schemars writes next to numbers (`format: int64/uint32/double/float`): `type` and
+/// `minimum` already say what a client may send, and every byte of the tool list is in every conversation.
 fn strip_integer_format(object: &mut Map<String, Value>) {
-    let is_integer_format = object
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|format| format.starts_with("int") || format.starts_with("uint"));
+    let is_integer_format = object.get("format").and_then(Value::as_str).is_some_and(|format| {
+        format.starts_with("int") || format.starts_with("uint") || format == "double" || format == "float"
+    });
     if is_integer_format {
         object.remove("format");
     }
@@ -220,6 +220,7 @@ mod tests {
     struct Sample {
         tab: TabId,
         count: u32,
+        x: f64,
     }
 
     #[test]
@@ -228,6 +229,7 @@ mod tests {
         assert!(schema.get("title").is_none() && schema.get("$schema").is_none());
         assert_eq!(schema["properties"]["tab"], json!({"type": "integer", "minimum": 0}));
         assert!(schema["properties"]["count"].get("format").is_none());
+        assert_eq!(schema["properties"]["x"], json!({"type": "number"}));
     }
 
     #[test]
