@@ -3,36 +3,17 @@
 //! with `browser_act` reaches the page's handler (the fixture site records it), and a click that changes nothing
 //! says `effects.none`.
 
-use std::path::Path;
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
-use browserd_broker::Broker;
-use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::BrokerConfig;
-use browserd_ipc::RuntimeDir;
-use browserd_mcp::{BrokerBackend, HostIdentity, ServerOptions};
-use browserd_protocol::hello::ComponentRole;
-use browserd_protocol::lifecycle::HostKind;
 use browserd_test_support::fixtures::{FixtureSite, app_truth};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
+use common::{TestBroker, text};
+use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-const CHROMIUM: &str = "/usr/lib/chromium/chromium";
-
 fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    let mut params = CallToolRequestParams::new(name.to_owned())
-        .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new));
-    let mut meta = RequestMetaObject::new();
-    meta.insert("x-codex-turn-metadata".into(), json!({"session_id": "codex-apps", "turn_id": "t1"}));
-    params.meta = Some(meta);
-    params
-}
-
-fn text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(false), "{result:?}");
-    result.content[0].as_text().expect("text first").text.clone()
+    common::codex_call(name, arguments, "codex-apps", "t1")
 }
 
 /// The ref of the last line (not in `taken`) showing an operable with `role` (any role for `generic`) named `name`
@@ -63,44 +44,9 @@ fn ref_for(page: &str, role: &str, name: &str, taken: &[String]) -> Option<Strin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
-    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
     let site = FixtureSite::start().await.unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
-    let config = BrokerConfig {
-        chromium_path: Some(CHROMIUM.into()),
-        profile_dir: Some(temp.path().join("profile")),
-        idle_exit_secs: 0,
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
-    let running = tokio::spawn({
-        let broker = broker.clone();
-        let dir = dir.clone();
-        async move { broker.run(&dir).await }
-    });
-    let connect = ConnectOptions {
-        role: ComponentRole::Mcp,
-        runtime_dir: Some(dir.path().to_path_buf()),
-        spawn: false,
-        timeout: Some(Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    let mut ready = false;
-    for _ in 0..500 {
-        if Client::connect(&connect).await.is_ok() {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(ready, "the broker started");
-    let options =
-        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "unused".into(), from_host: false });
-    let (server_io, client_io) = tokio::io::duplex(1 << 22);
-    let backend = Arc::new(BrokerBackend::new(connect, false));
-    let _server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
-    let client = ().serve(client_io).await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, _server) = broker.mcp(common::options("unused")).await;
 
     for page in FixtureSite::pages().iter().filter(|p| p.category == "app") {
         let truth = app_truth(page.path).expect("ground truth");
@@ -147,7 +93,7 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
     assert!(acted.contains("\"none\":true"), "the result says no effect: {acted}");
 
     client.cancel().await.unwrap();
-    broker.shutdown_token().cancel();
-    let _ = running.await;
+    broker.broker.shutdown_token().cancel();
+    let _ = broker.running.await;
     site.shutdown().await;
 }

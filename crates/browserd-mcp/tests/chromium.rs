@@ -5,31 +5,18 @@
 //! Codex turn closes the turn's scratch tab in the browser, stdin EOF closes the session, and a batch that stops at a
 //! failing step is an error result that still answers every step.
 
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use browserd_broker::Broker;
-use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::BrokerConfig;
-use browserd_ipc::RuntimeDir;
-use browserd_mcp::{BrokerBackend, HostIdentity, ServerOptions, ShutdownOutcome};
-use browserd_protocol::hello::ComponentRole;
-use browserd_protocol::lifecycle::HostKind;
+use std::path::Path;
+
+use browserd_mcp::ShutdownOutcome;
 use browserd_test_support::fixtures::FixtureSite;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject, RequestMetaObject};
+use common::TestBroker;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
 use serde_json::{Value, json};
 
-const CHROMIUM: &str = "/usr/lib/chromium/chromium";
-
 fn call(name: &str, arguments: Value, turn: &str) -> CallToolRequestParams {
-    let mut params = CallToolRequestParams::new(name.to_owned())
-        .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new));
-    let mut meta = RequestMetaObject::new();
-    meta.insert("x-codex-turn-metadata".into(), json!({"session_id": "codex-chromium", "turn_id": turn}));
-    params.meta = Some(meta);
-    params
+    common::codex_call(name, arguments, "codex-chromium", turn)
 }
 
 fn ok(result: &CallToolResult) -> Value {
@@ -50,48 +37,14 @@ fn own_tabs(list: &Value) -> Vec<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
-    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
     let site = FixtureSite::start().await.unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
-    let config = BrokerConfig {
-        chromium_path: Some(CHROMIUM.into()),
-        profile_dir: Some(temp.path().join("profile")),
-        idle_exit_secs: 0,
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
-    let running = tokio::spawn({
-        let broker = broker.clone();
-        let dir = dir.clone();
-        async move { broker.run(&dir).await }
-    });
-    let connect = ConnectOptions {
-        role: ComponentRole::Mcp,
-        runtime_dir: Some(dir.path().to_path_buf()),
-        spawn: false,
-        timeout: Some(Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    let mut ready = false;
-    for _ in 0..500 {
-        if Client::connect(&connect).await.is_ok() {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(ready, "the broker started");
+    let broker = TestBroker::chromium(|_| {}).await;
 
-    let shots = temp.path().join("shots");
-    let mut options =
-        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "unused".into(), from_host: false });
+    let shots = broker.temp.path().join("shots");
+    let mut options = common::options("unused");
     options.screenshot_dir = Some(shots.clone());
     options.output_schemas = true;
-    let (server_io, client_io) = tokio::io::duplex(1 << 22);
-    let backend = Arc::new(BrokerBackend::new(connect, false));
-    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
-    let client = ().serve(client_io).await.unwrap();
+    let (client, server) = broker.mcp(options).await;
 
     // Turn 1: open the fixture index and observe it with a screenshot.
     let opened =
@@ -121,8 +74,7 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
     let outcome = server.await.unwrap().unwrap();
     assert!(matches!(outcome, ShutdownOutcome::Closed(ref result) if result.ok), "{outcome:?}");
 
-    broker.shutdown_token().cancel();
-    running.await.unwrap().unwrap();
+    broker.stop().await;
     site.shutdown().await;
 }
 
@@ -131,42 +83,11 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
 /// fill that ran, the failing click with its code, the step not started.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
-    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
     let site = FixtureSite::start().await.unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
-    let config = BrokerConfig {
-        chromium_path: Some(CHROMIUM.into()),
-        profile_dir: Some(temp.path().join("profile")),
-        idle_exit_secs: 0,
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
-    let running = tokio::spawn({
-        let broker = broker.clone();
-        let dir = dir.clone();
-        async move { broker.run(&dir).await }
-    });
-    let connect = ConnectOptions {
-        role: ComponentRole::Mcp,
-        runtime_dir: Some(dir.path().to_path_buf()),
-        spawn: false,
-        timeout: Some(Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    for _ in 0..500 {
-        if Client::connect(&connect).await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut options =
-        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "unused".into(), from_host: false });
+    let broker = TestBroker::chromium(|_| {}).await;
+    let mut options = common::options("unused");
     options.output_schemas = true;
-    let (server_io, client_io) = tokio::io::duplex(1 << 22);
-    let backend = Arc::new(BrokerBackend::new(connect, false));
-    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
-    let client = ().serve(client_io).await.unwrap();
+    let (client, server) = broker.mcp(options).await;
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/form.html")}), "t1")).await.unwrap());
     let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
@@ -191,7 +112,6 @@ async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();
-    broker.shutdown_token().cancel();
-    running.await.unwrap().unwrap();
+    broker.stop().await;
     site.shutdown().await;
 }

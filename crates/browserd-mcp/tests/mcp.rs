@@ -1,6 +1,8 @@
 //! End-to-end tests of the MCP server over an in-memory pipe: rmcp's own client (or raw JSON-RPC
 //! lines) on one side, `browserd_mcp::serve` with an in-process fake backend on the other.
 
+mod common;
+
 use std::sync::{Arc, Mutex as StdMutex};
 
 use async_trait::async_trait;
@@ -215,18 +217,9 @@ fn options() -> ServerOptions {
     options
 }
 
-fn serve_pipe(
-    backend: Arc<Fake>,
-    options: ServerOptions,
-) -> (tokio::io::DuplexStream, JoinHandle<anyhow::Result<ShutdownOutcome>>) {
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
-    (client_io, server)
-}
-
 async fn start_with(options: ServerOptions, lifecycle: ClientLifecycleMode, version: ProtocolVersion) -> Harness {
     let backend = Arc::new(Fake::default());
-    let (client_io, server) = serve_pipe(backend.clone(), options);
+    let (client_io, server) = common::serve(backend.clone(), options);
     let (progress_tx, progress) = mpsc::unbounded_channel();
     let (changed_tx, tools_changed) = mpsc::unbounded_channel();
     let mut config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("test-client", "1.0"));
@@ -611,7 +604,7 @@ async fn protocol_2026_07_28_without_initialize() {
 async fn raw_wire_for_both_protocol_versions() {
     async fn exchange(lines: &[Value]) -> Vec<Value> {
         let backend = Arc::new(Fake::default());
-        let (io, server) = serve_pipe(backend, options());
+        let (io, server) = common::serve(backend, options());
         let (read, mut write) = tokio::io::split(io);
         let mut reader = BufReader::new(read).lines();
         let mut responses = Vec::new();
@@ -693,51 +686,18 @@ fn offered_tools_follow_the_catalog() {
 /// `browser_evaluate` runs in the page.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn advanced_mcp_server_evaluates_through_a_broker_that_enables_the_tier() {
-    use browserd_broker::Broker;
-    use browserd_broker::client::{Client, ConnectOptions};
-    use browserd_broker::config::{AdvancedConfig, BrokerConfig};
+    use browserd_broker::config::AdvancedConfig;
     use browserd_mcp::BrokerBackend;
-    use browserd_protocol::hello::ComponentRole;
 
-    const CHROMIUM: &str = "/usr/lib/chromium/chromium";
     let site = browserd_test_support::fixtures::FixtureSite::start().await.unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = browserd_ipc::RuntimeDir::ensure(temp.path().join("rt")).unwrap();
-    let config = BrokerConfig {
-        chromium_path: Some(CHROMIUM.into()),
-        profile_dir: Some(temp.path().join("profile")),
-        idle_exit_secs: 0,
-        advanced: AdvancedConfig { enabled: true, ..AdvancedConfig::default() },
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
-    let running = tokio::spawn({
-        let broker = broker.clone();
-        let dir = dir.clone();
-        async move { broker.run(&dir).await }
-    });
-    let connect = ConnectOptions {
-        role: ComponentRole::Mcp,
-        runtime_dir: Some(dir.path().to_path_buf()),
-        spawn: false,
-        timeout: Some(std::time::Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    let mut ready = false;
-    for _ in 0..500 {
-        if Client::connect(&connect).await.is_ok() {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert!(ready, "the broker started");
+    let broker = common::TestBroker::chromium(|config| {
+        config.advanced = AdvancedConfig { enabled: true, ..AdvancedConfig::default() };
+    })
+    .await;
 
     let mut advanced = options();
     advanced.advanced = true;
-    let (server_io, client_io) = tokio::io::duplex(1 << 22);
-    let backend = Arc::new(BrokerBackend::new(connect, true));
-    let server = tokio::spawn(browserd_mcp::serve(backend, advanced, server_io, std::future::pending::<()>()));
+    let (client_io, server) = common::serve(Arc::new(BrokerBackend::new(broker.connect.clone(), true)), advanced);
     let (progress, _progress_rx) = mpsc::unbounded_channel();
     let (changed, mut tools_changed) = mpsc::unbounded_channel();
     let config = ClientConfig::new(ClientCapabilities::default(), Implementation::new("test-client", "1.0"));
@@ -772,7 +732,6 @@ async fn advanced_mcp_server_evaluates_through_a_broker_that_enables_the_tier() 
     client.cancel().await.unwrap();
     let outcome = server.await.unwrap().unwrap();
     assert!(matches!(outcome, ShutdownOutcome::Closed(ref result) if result.ok), "{outcome:?}");
-    broker.shutdown_token().cancel();
-    running.await.unwrap().unwrap();
+    broker.stop().await;
     site.shutdown().await;
 }

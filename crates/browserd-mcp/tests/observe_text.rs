@@ -5,78 +5,24 @@
 //! title (issue 16 item 6: what the page chooses stays in the page's part; eight tokens of framing in all), and
 //! without an output schema there is no `structuredContent` copy for a host to show instead.
 
-use std::path::Path;
-use std::sync::Arc;
-use std::time::Duration;
+mod common;
 
-use browserd_broker::Broker;
-use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::BrokerConfig;
-use browserd_ipc::RuntimeDir;
-use browserd_mcp::{BrokerBackend, HostIdentity, ServerOptions};
-use browserd_protocol::hello::ComponentRole;
-use browserd_protocol::lifecycle::HostKind;
 use browserd_test_support::fixtures::FixtureSite;
 use browserd_test_support::text_pages::TEXT_PAGES;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use common::{TestBroker, call, text};
 use serde_json::{Value, json};
-
-const CHROMIUM: &str = "/usr/lib/chromium/chromium";
-
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(name.to_owned())
-        .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new))
-}
-
-fn text(result: &CallToolResult) -> String {
-    assert_eq!(result.is_error, Some(false), "{result:?}");
-    result.content[0].as_text().expect("text first").text.clone()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn observe_through_mcp_reads_the_page_text_exactly_whole_and_unescaped() {
-    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
     let site = FixtureSite::start().await.unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
-    let config = BrokerConfig {
-        chromium_path: Some(CHROMIUM.into()),
-        profile_dir: Some(temp.path().join("profile")),
-        idle_exit_secs: 0,
+    let broker = TestBroker::chromium(|config| {
         // The hostile-title page below is a `data:` URL.
-        schemes: browserd_broker::policy::schemes::SchemesConfig { allow: vec!["data".into()] },
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
-    let running = tokio::spawn({
-        let broker = broker.clone();
-        let dir = dir.clone();
-        async move { broker.run(&dir).await }
-    });
-    let connect = ConnectOptions {
-        role: ComponentRole::Mcp,
-        runtime_dir: Some(dir.path().to_path_buf()),
-        spawn: false,
-        timeout: Some(Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    let mut ready = false;
-    for _ in 0..500 {
-        if Client::connect(&connect).await.is_ok() {
-            ready = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(ready, "the broker started");
-    let mut options =
-        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "text".into(), from_host: false });
+        config.schemes = browserd_broker::policy::schemes::SchemesConfig { allow: vec!["data".into()] };
+    })
+    .await;
+    let mut options = common::options("text");
     options.output_schemas = false;
-    let (server_io, client_io) = tokio::io::duplex(1 << 22);
-    let backend = Arc::new(BrokerBackend::new(connect, false));
-    let server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
-    let client = ().serve(client_io).await.unwrap();
+    let (client, server) = broker.mcp(options).await;
     let o200k = tiktoken_rs::o200k_base().unwrap();
 
     // A fixture page: the envelope is one line of at most 15 tokens, and the page text follows it as it is.
@@ -131,7 +77,6 @@ async fn observe_through_mcp_reads_the_page_text_exactly_whole_and_unescaped() {
 
     drop(client);
     let _ = server.await;
-    broker.shutdown_token().cancel();
-    running.await.unwrap().unwrap();
+    broker.stop().await;
     site.shutdown().await;
 }

@@ -4,29 +4,18 @@
 //! `ORIGIN_NOT_AUTHORISED` and what to change; a "Delete account" click is an `APPROVAL_REQUIRED` error result naming
 //! what to confirm and the approval id, and runs once the user approves it (the fixture server records the click).
 
-use std::path::Path;
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use browserd_broker::Broker;
-use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::{BrokerConfig, PolicyConfig};
-use browserd_ipc::RuntimeDir;
-use browserd_mcp::{BrokerBackend, HostIdentity, ServerOptions};
-use browserd_protocol::hello::ComponentRole;
-use browserd_protocol::lifecycle::HostKind;
+use browserd_broker::config::PolicyConfig;
+use browserd_mcp::BrokerBackend;
 use browserd_protocol::policy::{ApprovalGrantParams, SessionPolicy};
 use browserd_test_support::fixtures::FixtureSite;
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
+use common::{TestBroker, call};
+use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
-
-const CHROMIUM: &str = "/usr/lib/chromium/chromium";
-
-fn call(name: &str, arguments: Value) -> CallToolRequestParams {
-    CallToolRequestParams::new(name.to_owned())
-        .with_arguments(arguments.as_object().cloned().unwrap_or_else(JsonObject::new))
-}
 
 fn text(result: &CallToolResult) -> String {
     result.content.iter().filter_map(|c| c.as_text().map(|t| t.text.clone())).collect::<Vec<_>>().join("\n")
@@ -39,48 +28,19 @@ fn ok(result: &CallToolResult) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_hosts_get_origin_refusals_and_approval_requests_that_say_what_to_do() {
-    assert!(Path::new(CHROMIUM).exists(), "this test needs Debian's chromium at {CHROMIUM}");
     let site = FixtureSite::start().await.unwrap();
-    let temp = tempfile::tempdir().unwrap();
-    let dir = RuntimeDir::ensure(temp.path().join("rt")).unwrap();
-    let config = BrokerConfig {
-        chromium_path: Some(CHROMIUM.into()),
-        profile_dir: Some(temp.path().join("profile")),
-        idle_exit_secs: 0,
-        policy: PolicyConfig { require_approval: vec!["highRisk".into()], ..PolicyConfig::default() },
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::from_config(config, Some(&temp.path().join("state")));
-    let running = tokio::spawn({
-        let broker = broker.clone();
-        let dir = dir.clone();
-        async move { broker.run(&dir).await }
-    });
-    let connect = ConnectOptions {
-        role: ComponentRole::Mcp,
-        runtime_dir: Some(dir.path().to_path_buf()),
-        spawn: false,
-        timeout: Some(Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    let mut user = None;
-    for _ in 0..500 {
-        if let Ok(c) = Client::connect(&connect).await {
-            user = Some(c);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let user = user.expect("the broker started");
+    let broker = TestBroker::chromium(|config| {
+        config.policy = PolicyConfig { require_approval: vec!["highRisk".into()], ..PolicyConfig::default() };
+    })
+    .await;
+    let user = broker.client().await;
 
-    let options =
-        ServerOptions::new(HostIdentity { host: HostKind::Mcp, host_session_id: "mcp-policy".into(), from_host: true });
-    let (server_io, client_io) = tokio::io::duplex(1 << 22);
+    let mut options = common::options("mcp-policy");
+    options.identity.from_host = true;
     // `browserd mcp --blocked-origins localhost`.
     let policy = SessionPolicy { allowed_origins: vec![], blocked_origins: vec!["localhost".into()] };
-    let backend = Arc::new(BrokerBackend::new(connect, false).with_policy(Some(policy)));
-    let _server = tokio::spawn(browserd_mcp::serve(backend, options, server_io, std::future::pending::<()>()));
-    let client = ().serve(client_io).await.unwrap();
+    let backend = Arc::new(BrokerBackend::new(broker.connect.clone(), false).with_policy(Some(policy)));
+    let (client, _server) = common::mcp(backend, options).await;
 
     // The blocked origin: an error result that names the code, the origin and the flag.
     let refused = client
@@ -118,7 +78,6 @@ async fn mcp_hosts_get_origin_refusals_and_approval_requests_that_say_what_to_do
     assert!(site.wait_for_record("account:delete", Duration::from_secs(5)).await, "{:?}", site.records());
 
     client.cancel().await.unwrap();
-    broker.shutdown_token().cancel();
-    running.await.unwrap().unwrap();
+    broker.stop().await;
     site.shutdown().await;
 }
