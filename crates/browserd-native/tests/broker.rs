@@ -4,53 +4,28 @@
 //! native host killed mid-action (re-pairing), the user closing a tab mid-action, Stop while a large screenshot is in
 //! flight.
 
+mod brokered;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use browserd_broker::client::{Client, ConnectOptions};
-use browserd_broker::config::{BrokerConfig, BrowserChoice, PolicyConfig};
+use brokered::{Setup, ref_of};
+use browserd_broker::client::Client;
+use browserd_broker::config::{BrokerConfig, PolicyConfig};
 use browserd_broker::policy::files::FilesConfig;
-use browserd_broker::server::Broker;
-use browserd_cdp::{LaunchOptions, ManagedBrowser};
-use browserd_ipc::RuntimeDir;
-use browserd_native::install::{Brand, InstallOptions, Locations, install};
+use browserd_protocol::ErrorCode;
 use browserd_protocol::TabId;
-use browserd_protocol::hello::ComponentRole;
 use browserd_protocol::lifecycle::{
     AutoTurnCleanup, BrowserKind, HostKind, SessionOpenParams, StatusParams, ToolsActivateParams, TurnEndParams,
     TurnEndReason,
 };
-use browserd_protocol::{ErrorCode, SessionId};
-use browserd_test_support::fixtures::FixtureSite;
 use serde_json::{Value, json};
-
-struct Setup {
-    browser: ManagedBrowser,
-    client: Client,
-    session: SessionId,
-    site: FixtureSite,
-    socket: PathBuf,
-    task: tokio::task::JoinHandle<Result<browserd_broker::server::RunSummary, browserd_broker::server::BrokerError>>,
-    _root: tempfile::TempDir,
-}
-
-const EXT_ID: &str = browserd_native::install::DEV_EXTENSION_ID;
-
-fn extension_dir() -> PathBuf {
-    std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../../extension")).unwrap()
-}
 
 /// A `fill` of `target` with `value` that checks the field holds it.
 fn fill_checked(target: &str, value: &str) -> Value {
     json!({"action": "fill", "target": target, "value": value,
            "expected": [{"kind": "value", "target": target, "equals": value}]})
-}
-
-fn ref_of(content: &str, needle: &str) -> String {
-    let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    let start = line.find('[').unwrap() + 1;
-    line[start..start + line[start..].find(']').unwrap()].to_owned()
 }
 
 /// Starts the broker (browser = extension), installs the host, launches Chromium with the extension, connects a client.
@@ -60,191 +35,25 @@ async fn start() -> Setup {
 
 /// [`start`] with more unpacked extensions loaded beside browserd's (a second debugger client for the drills).
 async fn start_with(more_extensions: Vec<PathBuf>) -> Setup {
-    start_full(more_extensions, PolicyConfig::default(), FilesConfig::default()).await
+    mounted(brokered::start_with_extensions(BrokerConfig::default(), more_extensions).await)
 }
 
 /// [`start`] with a `[policy]` section.
 async fn start_policy(policy: PolicyConfig) -> Setup {
-    start_full(Vec::new(), policy, FilesConfig::default()).await
+    mounted(brokered::start(BrokerConfig { policy, ..BrokerConfig::default() }, false).await)
 }
 
 /// [`start`] with a `[files]` section.
 async fn start_files(files: FilesConfig) -> Setup {
-    start_full(Vec::new(), PolicyConfig::default(), files).await
+    mounted(brokered::start(BrokerConfig { files, ..BrokerConfig::default() }, false).await)
 }
 
-async fn start_full(more_extensions: Vec<PathBuf>, policy: PolicyConfig, files: FilesConfig) -> Setup {
-    let root = tempfile::tempdir().unwrap();
-    let run = root.path().join("run");
-    std::fs::create_dir_all(&run).unwrap();
-    std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let rdir = RuntimeDir::ensure(&run).unwrap();
-    let config =
-        BrokerConfig { idle_exit_secs: 0, browser: BrowserChoice::Extension, policy, files, ..BrokerConfig::default() };
-    let broker = Broker::from_config(config, Some(&root.path().join("state")));
-    let task = tokio::spawn({
-        let broker = broker.clone();
-        async move { broker.run(&rdir).await }
-    });
-    let options = ConnectOptions {
-        role: ComponentRole::Cli,
-        runtime_dir: Some(run.clone()),
-        spawn: false,
-        timeout: Some(Duration::from_secs(60)),
-        broker_exe: None,
-    };
-    let mut client = None;
-    for _ in 0..500 {
-        if let Ok(c) = Client::connect(&options).await {
-            client = Some(c);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let client = client.expect("the broker listens");
-    let socket = run.join("extension.sock");
-    assert!(socket.exists(), "the broker mounts the extension endpoint");
-    let mode = std::fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+/// The broker mounted the extension endpoint, for its user alone.
+fn mounted(h: Setup) -> Setup {
+    assert!(h.socket.exists(), "the broker mounts the extension endpoint");
+    let mode = std::fs::metadata(&h.socket).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-
-    let profile = root.path().join("profile");
-    let loc = Locations {
-        home: root.path().join("home"),
-        config_home: root.path().join("config"),
-        data_dir: root.path().join("data/browserd"),
-    };
-    install(
-        &loc,
-        &InstallOptions {
-            brands: vec![Brand::Chromium],
-            user_data_dir: Some(profile.clone()),
-            extension_ids: vec![],
-            exe: PathBuf::from(env!("CARGO_BIN_EXE_browserd-native")),
-        },
-    )
-    .unwrap();
-    let browser = ManagedBrowser::launch(LaunchOptions {
-        user_data_dir: Some(profile),
-        extensions: std::iter::once(extension_dir()).chain(more_extensions).collect(),
-        env: vec![
-            ("BROWSERD_EXTENSION_SOCKET".into(), socket.display().to_string()),
-            ("XDG_RUNTIME_DIR".into(), run.display().to_string()),
-            ("XDG_CONFIG_HOME".into(), root.path().join("xdg").display().to_string()),
-        ],
-        window_size: Some((1000, 800)),
-        ..LaunchOptions::default()
-    })
-    .await
-    .expect("chromium launches");
-    let mut paired = None;
-    for _ in 0..300 {
-        if let Ok(Some(p)) = browserd_native::link::probe(&socket).await {
-            paired = Some(p);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    paired.expect("the extension pairs with the broker within 30 s");
-    let opened = client
-        .call(&SessionOpenParams {
-            host: HostKind::Codex,
-            host_session_id: "thread-ext".into(),
-            label: None,
-            policy: None,
-            browser: None,
-        })
-        .await
-        .unwrap();
-    let session = opened.session;
-    client.call(&ToolsActivateParams { session: session.clone(), advanced: false }).await.unwrap();
-    let site = FixtureSite::start().await.unwrap();
-    Setup { browser, client, session, site, socket, task, _root: root }
-}
-
-impl Setup {
-    /// Opens the form fixture in `session` and reads its "Full name" field: (page URL, tab id, the field's ref).
-    async fn open_form(&self, session: &SessionId) -> (String, u64, String) {
-        let form_url = self.site.url("/form.html");
-        let opened = self.client.tool(session, "browser_open", json!({"url": form_url})).await.unwrap();
-        let tab = opened["tab"].as_u64().unwrap();
-        let obs = self.client.tool(session, "browser_observe", json!({})).await.unwrap();
-        (form_url, tab, ref_of(obs["untrustedContent"].as_str().unwrap(), "textbox \"Full name\""))
-    }
-
-    async fn stop(self) {
-        self.client.shutdown_broker().await.unwrap();
-        drop(self.client);
-        let _ = tokio::time::timeout(Duration::from_secs(60), self.task).await;
-        let _ = self.browser.shutdown().await;
-        self.site.shutdown().await;
-    }
-
-    /// Evaluates `expr` in the page at `url` over the harness's own DevTools pipe (not through browserd).
-    async fn page_text(&self, url: &str, expr: &str) -> String {
-        let cdp = self.browser.cdp();
-        let t = Duration::from_secs(10);
-        let target = self.user_tabs().await.into_iter().find(|x| x["url"] == url).expect("the page is open");
-        let att = cdp
-            .call(None, "Target.attachToTarget", json!({"targetId": target["targetId"], "flatten": true}), t)
-            .await
-            .unwrap();
-        let session = browserd_cdp::SessionId(att["sessionId"].as_str().unwrap().to_owned());
-        let r = cdp
-            .call(Some(&session), "Runtime.evaluate", json!({"expression": expr, "returnByValue": true}), t)
-            .await
-            .unwrap();
-        let _ = cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.0}), t).await;
-        r["result"]["value"].as_str().unwrap_or_default().to_owned()
-    }
-
-    /// Like [`Setup::page_text`] for a numeric expression.
-    async fn page_text_number(&self, url: &str, expr: &str) -> u64 {
-        self.page_text(url, &format!("String({expr})")).await.parse().unwrap_or(0)
-    }
-
-    /// Runs `expr` (awaited) in the extension's service worker over the harness's own DevTools pipe and returns its
-    /// value. `globalThis.browserd` there exposes `status()` and the keyboard command's listener.
-    async fn sw_eval(&self, expr: &str) -> Value {
-        self.worker_eval(true, expr).await
-    }
-
-    /// Like [`Setup::sw_eval`] in browserd's service worker (`ours`) or in the other extension's.
-    async fn worker_eval(&self, ours: bool, expr: &str) -> Value {
-        let cdp = self.browser.cdp();
-        let t = Duration::from_secs(10);
-        let targets = cdp.call(None, "Target.getTargets", json!({}), t).await.unwrap();
-        let sw = targets["targetInfos"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| {
-                let url = x["url"].as_str().unwrap_or_default();
-                x["type"] == "service_worker" && url.starts_with("chrome-extension://") && url.contains(EXT_ID) == ours
-            })
-            .expect("the extension's service worker is running")["targetId"]
-            .clone();
-        let att = cdp.call(None, "Target.attachToTarget", json!({"targetId": sw, "flatten": true}), t).await.unwrap();
-        let session = browserd_cdp::SessionId(att["sessionId"].as_str().unwrap().to_owned());
-        let r = cdp
-            .call(
-                Some(&session),
-                "Runtime.evaluate",
-                json!({"expression": expr, "awaitPromise": true, "returnByValue": true}),
-                t,
-            )
-            .await
-            .unwrap();
-        let _ = cdp.call(None, "Target.detachFromTarget", json!({"sessionId": session.0}), t).await;
-        assert!(r.get("exceptionDetails").is_none(), "{expr} threw in the service worker: {r}");
-        r["result"]["value"].clone()
-    }
-
-    /// The extension's status (ownership records, gate) through a probe-free path: the harness's own DevTools pipe
-    /// cannot see `chrome.storage.session`, so ask the tabs the user sees instead.
-    async fn user_tabs(&self) -> Vec<Value> {
-        let r = self.browser.cdp().call(None, "Target.getTargets", json!({}), Duration::from_secs(10)).await.unwrap();
-        r["targetInfos"].as_array().unwrap().iter().filter(|t| t["type"] == "page").cloned().collect()
-    }
+    h
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -651,14 +460,7 @@ async fn service_worker_restart_leaves_no_valid_lease_through_the_broker() {
 
     let cdp = h.browser.cdp();
     let t = Duration::from_secs(10);
-    let targets = cdp.call(None, "Target.getTargets", json!({}), t).await.unwrap();
-    let sw = targets["targetInfos"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["type"] == "service_worker" && x["url"].as_str().unwrap_or_default().contains(EXT_ID))
-        .expect("the extension's service worker")["targetId"]
-        .clone();
+    let sw = h.worker_target(true).await;
     cdp.call(None, "Target.closeTarget", json!({"targetId": sw}), t).await.unwrap();
     let mut after = None;
     for i in 0..300 {
@@ -920,17 +722,6 @@ fn rogue_extension(dir: &std::path::Path) -> PathBuf {
     path
 }
 
-/// Waits until browserd's extension holds no debugger attachment (the idle detach after the last operation).
-async fn until_browserd_detached(h: &Setup) {
-    for _ in 0..300 {
-        if h.sw_eval("browserd.status().then(s => s.attached.length)").await == 0 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("browserd's debugger never detached from the idle tab");
-}
-
 /// `DEBUGGER_IN_USE` from a `browser_act` (an error, or a typed result that names it), with nothing dispatched.
 fn assert_debugger_in_use(acted: Result<Value, browserd_broker::client::ClientError>) {
     match acted {
@@ -957,7 +748,7 @@ async fn another_debugger_on_a_leased_tab_reads_debugger_in_use_sends_nothing_an
     let value = "document.getElementById('fullName').value";
 
     // 1. Another extension attaches chrome.debugger to the tab while browserd's attachment is idle-detached.
-    until_browserd_detached(&h).await;
+    h.until_browserd_detached().await;
     let dispatched = h.sw_eval("browserd.status().then(s => s.gate.dispatched)").await;
     let find = format!("chrome.tabs.query({{}}).then(ts => ts.find(t => t.url === {form_url:?}).id)");
     let other = h
@@ -974,7 +765,7 @@ async fn another_debugger_on_a_leased_tab_reads_debugger_in_use_sends_nothing_an
     assert_eq!(h.page_text(&form_url, value).await, "Ada");
 
     // 2. A raw CDP client (the harness's own DevTools pipe) holds a session on the tab.
-    until_browserd_detached(&h).await;
+    h.until_browserd_detached().await;
     let cdp = h.browser.cdp();
     let t = Duration::from_secs(10);
     let target = h.user_tabs().await.into_iter().find(|x| x["url"] == form_url.as_str()).unwrap();
@@ -1010,7 +801,7 @@ async fn an_action_after_the_idle_debugger_detach_keeps_its_lease() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
     let (form_url, _tab, name) = h.open_form(s).await;
-    until_browserd_detached(&h).await;
+    h.until_browserd_detached().await;
     let acted = c.tool(s, "browser_act", fill_checked(&name, "Ada")).await.unwrap();
     assert_eq!(acted["outcome"], "succeeded", "{acted}");
     assert_eq!(h.page_text(&form_url, "document.getElementById('fullName').value").await, "Ada");
@@ -1138,16 +929,8 @@ async fn the_debugger_does_not_attach_to_a_stopped_tab_until_the_resume() {
 async fn oopif_refs_survive_the_idle_detach_on_the_relay() {
     let h = start().await;
     let (c, s) = (&h.client, &h.session);
-    c.tool(s, "browser_open", json!({"url": h.site.url("/iframes.html")})).await.unwrap();
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
-    let inner: Vec<String> = content
-        .lines()
-        .filter(|l| l.contains("button \"Inner button\""))
-        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
-        .collect();
-    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
-    until_browserd_detached(&h).await;
+    let (_url, inner) = h.open_iframes().await;
+    h.until_browserd_detached().await;
     for target in &inner {
         let acted = c.tool(s, "browser_act", json!({"action": "click", "target": target})).await.unwrap();
         assert_eq!(acted["outcome"], "succeeded", "{target} after the idle detach: {acted}");

@@ -15,16 +15,7 @@ use serde_json::json;
 async fn an_oopif_that_navigated_during_the_idle_detach_voids_its_refs_on_the_relay() {
     let h = brokered::start(BrokerConfig::default(), false).await;
     let (c, s) = (&h.client, &h.session);
-    let url = h.site.url("/iframes.html");
-    c.tool(s, "browser_open", json!({"url": url})).await.unwrap();
-    let obs = c.tool(s, "browser_observe", json!({})).await.unwrap();
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
-    let inner: Vec<String> = content
-        .lines()
-        .filter(|l| l.contains("button \"Inner button\""))
-        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
-        .collect();
-    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    let (url, inner) = h.open_iframes().await;
     // In document order: the same-origin frame, then the cross-site one.
     let (same, cross) = (&inner[0], &inner[1]);
     h.until_browserd_detached().await;
