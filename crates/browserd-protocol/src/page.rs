@@ -822,7 +822,8 @@ pub struct ActionResult {
     /// What covers the target (`NOT_ACTIONABLE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covering: Option<CoveringElement>,
-    /// For `at`: the element at the point, which receives the input.
+    /// The element at the point, which receives the input: for `at`; for a ref, when the ref's centre lands on another
+    /// control inside it (a child link, a button in a clickable row, a field's label).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hit: Option<CoveringElement>,
     /// Candidates (`AMBIGUOUS_TARGET`).

@@ -30,6 +30,7 @@ const FRAME: Duration = Duration::from_millis(16);
 /// on the node as an object of browserd's isolated world, so the built-ins it calls (`getComputedStyle`,
 /// `elementFromPoint`, `getClientRects`, `closest`, `parentNode`, ...) are the browser's, whatever the page replaced.
 const CHECK: &str = r"function(pointNode, checkHit) {
+  const OTHER = 'a[href], button, input, select, textarea, summary, label, [role=link], [role=button], [role=checkbox], [role=radio], [role=switch], [role=tab], [role=menuitem], [role=option], [role=treeitem]';
   const e = this; const el = e.nodeType === 1 ? e : e.parentElement;
   const out = { connected: e.isConnected };
   if (!out.connected || !el) return out;
@@ -70,6 +71,13 @@ const CHECK: &str = r"function(pointNode, checkHit) {
     if (!inside && h) { const l = h.closest && h.closest('label'); if (l && l.control === e) inside = true; }
     if (inside && outer) inside = w.document.elementFromPoint(cx + ox, cy + oy) === outer;
     out.hitInside = inside;
+    // The point is the target's, but the element under it is another control (a child link, a button inside a
+    // clickable row, the label of a field): the input reaches that one first, and the result must say so.
+    if (inside && h !== e) {
+      for (let n = h; n && n !== e; n = n.parentNode || n.host) {
+        if (n.nodeType === 1 && n.matches(OTHER)) { out.hitOther = true; break; }
+      }
+    }
   }
   return out;
 }";
@@ -389,8 +397,25 @@ impl Run<'_> {
         if hit && last["hitInside"] != json!(true) {
             // Something else takes the point: describe it precisely through CDP (this also re-checks the hit).
             self.hit_test(res, &obj, x, y).await?;
+        } else if hit && last["hitOther"] == json!(true) {
+            self.note_hit_inside(res, x, y).await;
         }
         Ok((x, y))
+    }
+
+    /// The click point is inside the target but on another control within it (a child link, a button in a clickable
+    /// row, the field's label): that control gets the input first, so the result names it (`hit`). Best effort: the
+    /// action goes on whatever this finds.
+    async fn note_hit_inside(&mut self, res: &Resolved, x: f64, y: f64) {
+        let Ok((ox, oy)) = frame_offset(self.p, self.tab, &res.frame_id, self.deadline).await else { return };
+        let (sx, sy) = self.scroll_of(&res.session).await;
+        let at = json!({"x": (x - ox + sx).round() as i64, "y": (y - oy + sy).round() as i64,
+            "includeUserAgentShadowDOM": false, "ignorePointerEventsNone": true});
+        let Ok(h) = self.p.call(Some(&res.session), "DOM.getNodeForLocation", at, self.deadline).await else { return };
+        let Some(hb) = h["backendNodeId"].as_i64().filter(|hb| *hb != res.backend) else { return };
+        let frame = h["frameId"].as_str().unwrap_or(&res.frame_id).to_owned();
+        let el = self.describe_element(&res.session, &frame, hb).await;
+        self.res.hit = Some(el);
     }
 
     async fn hit_test(&mut self, res: &Resolved, obj: &str, x: f64, y: f64) -> Result<(), Fail> {
