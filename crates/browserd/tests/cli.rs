@@ -1,64 +1,16 @@
 //! CLI snapshot tests: the real `browserd` binary's help texts and a readable session (open, observe, act, mark,
 //! list, close) against the broker it starts on demand with a real managed Chromium, pinned with insta.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-/// A home for one test: the broker's socket, its config, journal and Chromium profile all live here.
-struct Home(tempfile::TempDir);
+use common::Home;
 
-impl Home {
-    fn new() -> Self {
-        let home = Self(tempfile::tempdir().unwrap());
-        // The transcripts open `data:` pages, which the scheme policy refuses unless the user allows them.
-        std::fs::create_dir_all(home.dir("config").join("browserd")).unwrap();
-        std::fs::write(home.dir("config").join("browserd/config.toml"), "[schemes]\nallow = [\"data\"]\n").unwrap();
-        home
-    }
-
-    fn dir(&self, name: &str) -> std::path::PathBuf {
-        let d = self.0.path().join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        }
-        d
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_browserd"))
-            .args(args)
-            .env("XDG_RUNTIME_DIR", self.dir("run"))
-            .env("XDG_CONFIG_HOME", self.dir("config"))
-            .env("XDG_STATE_HOME", self.dir("state"))
-            .env("HOME", self.0.path())
-            .env_remove("BROWSERD_ADVANCED")
-            .env_remove("BROWSERD_REMOTE_CDP")
-            .output()
-            .expect("runs browserd")
-    }
-
-    /// Runs a command that must succeed and returns its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "browserd {args:?} failed ({:?}): {stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        // Stop the broker this test started (and its Chromium); nothing is left running.
-        let _ = self.run(&["broker", "stop"]);
-    }
+/// A home for one test; the transcripts open `data:` pages, which the scheme policy refuses unless the user allows
+/// them.
+fn home() -> Home {
+    Home::with_config("[schemes]\nallow = [\"data\"]\n")
 }
 
 /// The first word of the line that starts with `prefix` (e.g. a tab id after "tab ").
@@ -71,7 +23,7 @@ fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 #[test]
 fn help_texts_are_pinned() {
-    let home = Home::new();
+    let home = home();
     let mut all = String::new();
     for args in [
         vec!["--help"],
@@ -89,7 +41,7 @@ fn help_texts_are_pinned() {
 
 #[test]
 fn a_readable_session_open_observe_act_mark_close() {
-    let home = Home::new();
+    let home = home();
     let page = "data:text/html,<title>Greeter</title><h1>Greeter</h1><label>Name <input id=n></label>\
                 <button onclick=\"o.textContent='Hello, '+n.value\">Greet</button><p id=o>Nobody greeted</p>";
     let s = ["--session", "cli-snapshot"];
@@ -122,25 +74,16 @@ fn a_readable_session_open_observe_act_mark_close() {
     let listed = run(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&listed).expect("--json prints JSON");
     assert!(v.get("tabs").is_some_and(serde_json::Value::is_array), "{v}");
-    assert!(Path::new(&home.0.path().join("run/browserd")).is_dir(), "the broker's socket directory is in the home");
+    assert!(Path::new(&home.path().join("run/browserd")).is_dir(), "the broker's socket directory is in the home");
 }
 
 #[test]
 fn a_closed_stdout_ends_a_command_quietly() {
-    let home = Home::new();
+    let home = home();
     for args in [&["status"][..], &["config"][..], &["broker", "status"][..]] {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader); // `browserd status | head -1` once head has exited
-        let out = Command::new(env!("CARGO_BIN_EXE_browserd"))
-            .args(args)
-            .env("XDG_RUNTIME_DIR", home.dir("run"))
-            .env("XDG_CONFIG_HOME", home.dir("config"))
-            .env("XDG_STATE_HOME", home.dir("state"))
-            .env("HOME", home.0.path())
-            .stdout(writer)
-            .stderr(std::process::Stdio::piped())
-            .output()
-            .unwrap();
+        let out = home.command(args).stdout(writer).stderr(std::process::Stdio::piped()).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "browserd {args:?}: {stderr}");
         assert!(out.status.success(), "browserd {args:?}: {:?} {stderr}", out.status);
@@ -149,7 +92,7 @@ fn a_closed_stdout_ends_a_command_quietly() {
 
 #[test]
 fn error_hints_name_cli_commands() {
-    let home = Home::new();
+    let home = home();
     let opened = home.ok(&["open", "data:text/html,<title>Mine</title>x", "--session", "owner", "--json"]);
     let tab = serde_json::from_str::<serde_json::Value>(&opened).unwrap()["tab"].as_u64().unwrap().to_string();
     home.ok(&["mark", &tab, "deliverable", "--session", "owner"]);

@@ -2,61 +2,13 @@
 //! Chromium and the loopback fixture site: `open` names the loaded page's title (not its URL while it loads), and a
 //! text-mode `observe --screenshot` writes the image to a private file whose path, format and pixel size it prints.
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 use browserd_fixtures::FixtureSite;
-
-/// A home for one test: the broker's socket, its config, journal, Chromium profile and cache all live here.
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Self(tempfile::tempdir().unwrap())
-    }
-
-    fn dir(&self, name: &str) -> PathBuf {
-        let d = self.0.path().join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        d
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_browserd"))
-            .args(args)
-            .env("XDG_RUNTIME_DIR", self.dir("run"))
-            .env("XDG_CONFIG_HOME", self.dir("config"))
-            .env("XDG_STATE_HOME", self.dir("state"))
-            .env("XDG_CACHE_HOME", self.dir("cache"))
-            .env("HOME", self.0.path())
-            .env_remove("BROWSERD_ADVANCED")
-            .env_remove("BROWSERD_REMOTE_CDP")
-            .output()
-            .expect("runs browserd")
-    }
-
-    /// Runs a command that must succeed and returns its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args);
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "browserd {args:?} failed ({:?}): {stdout}\n{}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        // Stop the broker this test started (and its Chromium); nothing is left running.
-        let _ = self.run(&["broker", "stop"]);
-    }
-}
+use common::Home;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn open_prints_the_loaded_page_s_title() {
@@ -87,7 +39,7 @@ async fn observe_screenshot_writes_a_private_image_and_prints_its_path_format_an
     let (width, height) = size.split_once('x').unwrap();
     let (width, height): (u32, u32) = (width.parse().unwrap(), height.parse().unwrap());
     let path = Path::new(path);
-    assert!(path.starts_with(home.0.path().join("cache/browserd/screenshots")), "{line}");
+    assert!(path.starts_with(home.path().join("cache/browserd/screenshots")), "{line}");
     let meta = std::fs::metadata(path).unwrap_or_else(|e| panic!("{line}: {e}"));
     assert_eq!(meta.permissions().mode() & 0o777, 0o600, "{line}");
     let bytes = std::fs::read(path).unwrap();

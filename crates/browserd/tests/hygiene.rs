@@ -3,55 +3,21 @@
 //! on a connection that stays usable; a CLI command against a broker that never answers ends with a typed error and
 //! a next step in CLI words instead of hanging.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::{DEADLINE_ENV, Home};
 use serde_json::{Value, json};
 
 const LIMIT: usize = 16 * 1024 * 1024;
 
-/// A home for one test: runtime, config, state and home directories of its own.
-struct Home(tempfile::TempDir);
-
-impl Home {
-    fn new() -> Self {
-        Self(tempfile::tempdir().unwrap())
-    }
-
-    fn dir(&self, name: &str) -> PathBuf {
-        let d = self.0.path().join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
-        d
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_browserd"));
-        command
-            .args(args)
-            .env("XDG_RUNTIME_DIR", self.dir("run"))
-            .env("XDG_CONFIG_HOME", self.dir("config"))
-            .env("XDG_STATE_HOME", self.dir("state"))
-            .env("HOME", self.0.path())
-            .env_remove("BROWSERD_REMOTE_CDP")
-            .env_remove(DEADLINE_ENV);
-        command
-    }
-
-    fn socket(&self) -> PathBuf {
-        self.dir("run").join("browserd").join("broker.sock")
-    }
-}
-
-const DEADLINE_ENV: &str = "BROWSERD_CLI_TIMEOUT_MS";
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = self.command(&["broker", "stop"]).env(DEADLINE_ENV, "5000").output();
-    }
+/// A home for one test; a broker that never answers does not hold up the `broker stop` at its end.
+fn home() -> Home {
+    Home::new().stop_within_ms(5000)
 }
 
 /// Reads lines until the one that answers `id`.
@@ -69,7 +35,7 @@ fn answer(stdout: &mut impl BufRead, id: &Value) -> Value {
 
 #[test]
 fn an_mcp_line_over_the_limit_is_answered_with_its_id_and_the_server_goes_on() {
-    let home = Home::new();
+    let home = home();
     let mut child = home
         .command(&["mcp"])
         .stdin(Stdio::piped())
@@ -119,7 +85,7 @@ fn an_mcp_line_over_the_limit_is_answered_with_its_id_and_the_server_goes_on() {
 
 #[test]
 fn a_broker_frame_over_the_limit_is_answered_and_the_connection_goes_on() {
-    let home = Home::new();
+    let home = home();
     // Any command starts the broker; `status` needs no browser.
     let out = home.command(&["status"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -149,7 +115,7 @@ fn a_broker_frame_over_the_limit_is_answered_and_the_connection_goes_on() {
 
 #[test]
 fn a_cli_call_to_a_broker_that_never_answers_ends_with_a_typed_error() {
-    let home = Home::new();
+    let home = home();
     let socket = home.socket();
     std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
     std::fs::set_permissions(socket.parent().unwrap(), std::fs::Permissions::from_mode(0o700)).unwrap();
