@@ -14,9 +14,7 @@ use serde_json::json;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_frame_is_never_requested_and_shows_as_one_line() {
     let r = Real::start_config("thread-frame-request", deny_localhost()).await;
-    let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-frame.html")})).await["tab"].clone();
-    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let (tab, content) = r.open_and_read("/policy-frame.html").await;
     let origin = r.site.cross_origin_url("");
     let line = format!("frame {origin} (not authorised)");
     assert!(content.lines().any(|l| l.trim() == line), "one line for the frame:\n{content}");
@@ -35,9 +33,7 @@ async fn a_denied_frame_is_never_requested_and_shows_as_one_line() {
 async fn an_allowed_frame_next_to_a_denied_one_still_loads_and_is_read() {
     let r = Real::start_config("thread-frame-allowed", deny_localhost()).await;
     // A same-origin frame (allowed) and a frame of the denied site, on one page.
-    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
-    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let (tab, content) = r.open_and_read("/iframes.html").await;
     assert!(content.contains("Inner frame: same-origin"), "the allowed frame is read:\n{content}");
     assert!(!content.contains("Inner frame: cross-origin"), "{content}");
     let inner = ref_of(&content, "button \"Inner button\"");

@@ -85,9 +85,7 @@ async fn a_denied_origin_is_never_opened_and_the_refusal_says_what_to_change() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_link_or_redirect_to_a_denied_origin_is_refused_and_the_page_is_never_read() {
     let r = Real::start_config("thread-policy-redirect", deny_localhost()).await;
-    let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-redirect.html")})).await["tab"].clone();
-    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let (tab, content) = r.open_and_read("/policy-redirect.html").await;
     let via = ref_of(&content, "Continue to the partner");
     let popup = ref_of(&content, "Open the partner in a new tab");
 
@@ -165,8 +163,7 @@ async fn a_denied_frame_is_one_line_with_no_refs_and_its_elements_are_refused() 
     let r = Real::start("thread-policy-frame").await;
     let tab = r.tool("browser_open", json!({"url": r.site.url("/policy-frame.html")})).await["tab"].clone();
     // Allowed (the default for a managed browser): the partner frame is read, its button has a ref.
-    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
+    let content = r.read(&tab).await;
     assert!(content.contains("Partner secret"), "{content}");
     let transfer = ref_of(&content, "button \"Transfer everything\"");
 

@@ -212,15 +212,7 @@ async fn a_screenshot_of_an_error_page_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn oopif_refs_survive_the_idle_detach() {
     let r = Real::start("thread-oopif-idle").await;
-    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
-    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
-    let inner: Vec<String> = content
-        .lines()
-        .filter(|l| l.contains("button \"Inner button\""))
-        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
-        .collect();
-    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    let (tab, inner) = r.open_iframes().await;
     tokio::time::sleep(Duration::from_millis(3000)).await;
     for target in &inner {
         let acted = r.tool("browser_act", json!({"tab": tab, "action": "click", "target": target})).await;
@@ -239,29 +231,12 @@ async fn oopif_refs_survive_the_idle_detach() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_oopif_that_navigated_during_the_idle_detach_voids_its_refs() {
     let r = Real::start("thread-oopif-moved").await;
-    let tab = r.tool("browser_open", json!({"url": r.site.url("/iframes.html")})).await["tab"].clone();
-    let obs = r.tool("browser_observe", json!({"tab": tab})).await;
-    let content = obs["untrustedContent"].as_str().unwrap().to_owned();
-    let inner: Vec<String> = content
-        .lines()
-        .filter(|l| l.contains("button \"Inner button\""))
-        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
-        .collect();
-    assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+    let (tab, inner) = r.open_iframes().await;
     // In document order: the same-origin frame, then the cross-site one.
     let (same, cross) = (&inner[0], &inner[1]);
     // The idle detach: browserd lets go of the tab's debugger after the idle window.
+    r.until_detached(&tab).await;
     let id = tab.as_u64().unwrap();
-    let mut detached = false;
-    for _ in 0..400 {
-        let st = r.c.call(&StatusParams::default()).await.unwrap();
-        if st.debugger_leases.iter().all(|l| l.tab.0 != id || l.state == DebuggerLeaseState::Detached) {
-            detached = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(detached, "browserd's debugger detached from the idle tab");
     // Meanwhile the cross-site frame moves to another page of its site, and finishes loading it.
     let user = r.user().await;
     user.run_in(

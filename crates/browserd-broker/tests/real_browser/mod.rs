@@ -15,7 +15,9 @@ use browserd_broker::server::Broker;
 use browserd_cdp::{Cdp, LaunchOptions, ManagedBrowser, SessionId as CdpSession, connect_ws};
 use browserd_ipc::RuntimeDir;
 use browserd_protocol::hello::ComponentRole;
-use browserd_protocol::lifecycle::{HostKind, SessionOpenParams, StatusParams, ToolsActivateParams};
+use browserd_protocol::lifecycle::{
+    DebuggerLeaseState, HostKind, SessionOpenParams, StatusParams, ToolsActivateParams,
+};
 use browserd_protocol::{ErrorData, SessionId};
 use browserd_test_support::fixtures::FixtureSite;
 use serde_json::{Value, json};
@@ -145,6 +147,47 @@ impl Real {
     /// A tool call that must succeed.
     pub async fn tool(&self, name: &str, args: Value) -> Value {
         self.c.tool(&self.s, name, args).await.unwrap_or_else(|e| panic!("{name} failed: {e}"))
+    }
+
+    /// The text of the page in `tab`, as `browser_observe` shows it.
+    pub async fn read(&self, tab: &Value) -> String {
+        let obs = self.tool("browser_observe", json!({"tab": tab})).await;
+        obs["untrustedContent"].as_str().unwrap().to_owned()
+    }
+
+    /// Opens `path` of the fixture site in a new tab and observes it: (the tab, its page's text).
+    pub async fn open_and_read(&self, path: &str) -> (Value, String) {
+        let tab = self.tool("browser_open", json!({"url": self.site.url(path)})).await["tab"].clone();
+        let content = self.read(&tab).await;
+        (tab, content)
+    }
+
+    /// Opens the iframes fixture and reads the refs of the "Inner button" in its two frames, in document order (the
+    /// same-origin frame's, then the out-of-process one's): (the tab, the refs).
+    pub async fn open_iframes(&self) -> (Value, Vec<String>) {
+        let (tab, content) = self.open_and_read("/iframes.html").await;
+        let inner: Vec<String> = content
+            .lines()
+            .filter(|l| l.contains("button \"Inner button\""))
+            .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+            .collect();
+        assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
+        (tab, inner)
+    }
+
+    /// Returns once browserd's debugger has let go of `tab` (the idle detach after the idle window).
+    pub async fn until_detached(&self, tab: &Value) {
+        let id = tab.as_u64().unwrap();
+        let mut detached = false;
+        for _ in 0..400 {
+            let st = self.c.call(&StatusParams::default()).await.unwrap();
+            if st.debugger_leases.iter().all(|l| l.tab.0 != id || l.state == DebuggerLeaseState::Detached) {
+                detached = true;
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(detached, "browserd's debugger detached from the idle tab");
     }
 
     /// Returns once the session no longer holds `tab`'s write lease: the handoff has let go of the tab and its wait
