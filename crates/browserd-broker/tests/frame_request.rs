@@ -44,3 +44,33 @@ async fn an_allowed_frame_next_to_a_denied_one_still_loads_and_is_read() {
     assert_eq!(r.site.cross_origin_requests("/frame-inner.html"), Vec::<String>::new(), "{:?}", r.site.requests());
     r.finish().await;
 }
+
+/// A frame the page adds after browserd's debugger let go of the idle tab (its `Page.frameAttached` is never seen, so
+/// browserd does not know the frame) is judged all the same: the request fails closed, and the denied site never
+/// receives it, while a frame of the allowed origin added the same way loads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_frame_added_after_the_idle_detach_is_never_requested() {
+    let r = Real::start_config("thread-frame-late", deny_localhost()).await;
+    let (tab, _) = r.open_and_read("/index.html").await;
+    r.until_detached(&tab).await;
+    let denied = r.site.cross_origin_url("/policy-inner.html?late=1");
+    let allowed = r.site.url("/frame-inner.html?frame=late-allowed");
+    // The page adds both frames on its own (a timer), after the detach: nothing of browserd is attached.
+    let script = format!(
+        "setTimeout(() => {{ for (const src of ['{denied}', '{allowed}']) {{ const f = document.createElement('iframe'); \
+         f.src = src; document.body.appendChild(f); }} }}, 50)"
+    );
+    r.user().await.run_in("/index.html", &script).await;
+    let mut loaded = false;
+    for _ in 0..400 {
+        if r.site.requests().iter().any(|u| u.ends_with("/frame-inner.html?frame=late-allowed")) {
+            loaded = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(loaded, "the allowed frame added later loads: {:?}", r.site.requests());
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(r.site.cross_origin_requests("/policy-inner.html"), Vec::<String>::new(), "{:?}", r.site.requests());
+    r.finish().await;
+}

@@ -8,8 +8,9 @@ use browserd_core::provider::{Provider, ProviderError, ProviderErrorKind, Provid
 
 use crate::provider::ChromiumProvider;
 
-/// The check: `(tab, url, real_profile)` → why the URL's origin is not authorised, or `None`.
-pub type OriginCheckFn = dyn Fn(TabHandle, &str, bool) -> Option<String> + Send + Sync;
+/// The check: `(tab, url, real_profile)` → why the URL's origin is not authorised, or `None`. Without a tab (a
+/// request browserd cannot place in one of its tabs), the policy that applies whatever the session judges it.
+pub type OriginCheckFn = dyn Fn(Option<TabHandle>, &str, bool) -> Option<String> + Send + Sync;
 
 /// The broker's origin check (`ChromiumConfig::origin_check`); without one every origin is allowed.
 #[derive(Clone)]
@@ -29,7 +30,7 @@ impl ChromiumProvider {
     /// ([`crate::state::Tab::policy_url`]): the browser's error page after a stopped navigation is that navigation's.
     pub(crate) fn origin_refusal(&self, tab: TabHandle, url: &str) -> Option<String> {
         let check = self.config.origin_check.as_ref()?;
-        (check.0)(tab, url, self.kind() == ProviderKind::Extension)
+        (check.0)(Some(tab), url, self.kind() == ProviderKind::Extension)
     }
 
     /// [`Self::origin_refusal`] as the provider error an observation answers with.

@@ -350,10 +350,69 @@ pub(crate) struct Tab {
     pub(crate) described: Option<crate::act::Described>,
     /// Frames the page attached (`Page.frameAttached`) that have not committed a document yet: their first request is
     /// judged by the site policy (`provider/intercept.rs`) before the frame is otherwise known.
-    pub(crate) attached_frames: std::collections::HashSet<String>,
+    pub(crate) attached_frames: RecentFrames<()>,
     /// Frames whose document request the site policy stopped (`provider/intercept.rs`), with the stopped URL, until
     /// the frame commits another document: the browser's error page the frame then shows stands for that URL.
-    pub(crate) blocked_frames: HashMap<String, String>,
+    pub(crate) blocked_frames: RecentFrames<String>,
+}
+
+/// Frame ids with a value each, at most [`RecentFrames::CAP`]: a new one past that evicts the oldest (a page that
+/// attaches frames without end must not make browserd forget the frame whose request is paused right now).
+#[derive(Debug, Clone)]
+pub(crate) struct RecentFrames<V> {
+    map: HashMap<String, V>,
+    order: VecDeque<String>,
+}
+
+impl<V> Default for RecentFrames<V> {
+    fn default() -> Self {
+        Self { map: HashMap::new(), order: VecDeque::new() }
+    }
+}
+
+impl<V> RecentFrames<V> {
+    pub(crate) const CAP: usize = 512;
+
+    /// Records `id` (its value replaced when known), evicting the oldest past [`Self::CAP`].
+    pub(crate) fn insert_value(&mut self, id: String, value: V) {
+        if self.map.insert(id.clone(), value).is_none() {
+            self.order.push_back(id);
+        }
+        while self.map.len() > Self::CAP {
+            let Some(old) = self.order.pop_front() else { break };
+            self.map.remove(&old);
+        }
+    }
+
+    pub(crate) fn get(&self, id: &str) -> Option<&V> {
+        self.map.get(id)
+    }
+
+    pub(crate) fn contains(&self, id: &str) -> bool {
+        self.map.contains_key(id)
+    }
+
+    pub(crate) fn remove(&mut self, id: &str) -> Option<V> {
+        let v = self.map.remove(id)?;
+        self.order.retain(|o| o != id);
+        Some(v)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.map.clear();
+        self.order.clear();
+    }
+}
+
+impl RecentFrames<()> {
+    /// Records `id`, evicting the oldest past [`Self::CAP`].
+    pub(crate) fn insert(&mut self, id: String) {
+        self.insert_value(id, ());
+    }
 }
 
 impl Tab {
@@ -403,8 +462,8 @@ impl Tab {
             crashed: false,
             blocked: None,
             described: None,
-            attached_frames: std::collections::HashSet::new(),
-            blocked_frames: HashMap::new(),
+            attached_frames: RecentFrames::default(),
+            blocked_frames: RecentFrames::default(),
         }
     }
 
@@ -570,6 +629,21 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recent_frames_evict_the_oldest_instead_of_forgetting_all() {
+        let mut f = RecentFrames::<()>::default();
+        for i in 0..RecentFrames::<()>::CAP + 10 {
+            f.insert(format!("frame{i}"));
+        }
+        assert_eq!(f.len(), RecentFrames::<()>::CAP);
+        assert!(!f.contains("frame9") && f.contains("frame10"), "the oldest are evicted");
+        assert!(f.contains(&format!("frame{}", RecentFrames::<()>::CAP + 9)), "the newest is kept");
+        f.remove("frame10");
+        f.insert("again".into());
+        assert_eq!(f.len(), RecentFrames::<()>::CAP);
+        assert!(f.contains("frame11"));
+    }
 
     #[test]
     fn refs_are_stable_per_document_and_frame_qualified() {

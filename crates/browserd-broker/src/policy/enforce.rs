@@ -142,13 +142,15 @@ impl Policy {
         self.sites.decide(url, own.as_deref(), real_profile)
     }
 
-    /// The check the provider asks for `tab`'s documents: the lists of the session using the tab.
+    /// The check the provider asks for `tab`'s documents: the lists of the session using the tab; for a request it
+    /// cannot place in a tab, the lists that apply whatever the session (`[policy]`, and the real-profile list on the
+    /// user's browser).
     #[must_use]
     pub fn origin_check(self: &Arc<Self>) -> browserd_chromium::OriginCheck {
         let policy = Arc::downgrade(self);
         browserd_chromium::OriginCheck(Arc::new(move |tab, url, real_profile| {
             let policy = policy.upgrade()?;
-            let session = policy.state().tabs.get(&tab).cloned();
+            let session = tab.and_then(|t| policy.state().tabs.get(&t).cloned());
             policy.decide(session.as_ref(), url, real_profile).err().map(|d| d.sentence())
         }))
     }

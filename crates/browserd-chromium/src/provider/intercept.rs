@@ -8,7 +8,8 @@
 //! answered with `ORIGIN_NOT_AUTHORISED` by the broker. A frame's document of a refused origin is stopped the same
 //! way (the denied site never receives the request, nor the user's cookies for it) without failing the page around
 //! it: the frame's error page stands for the stopped URL, shown as one line and never acted on (`origin.rs`). A
-//! frame is known by its tab from `Page.frameAttached`; a frame of a tab browserd has no session on passes.
+//! frame is known by its tab from `Page.frameAttached`; a frame browserd does not know is judged for the tab whose
+//! session paused it, else by the policy that applies whatever the session (it fails closed).
 
 use std::time::Duration;
 
@@ -60,8 +61,8 @@ pub(super) fn judge(
     };
     let opener = st.tabs.get(&tab).and_then(|t| t.opener);
     // A popup obeys its opener's session too (it becomes that session's tab).
-    let why = (check.0)(tab, &paused.url, real_profile)
-        .or_else(|| opener.and_then(|o| (check.0)(o, &paused.url, real_profile)))?;
+    let why = (check.0)(Some(tab), &paused.url, real_profile)
+        .or_else(|| opener.and_then(|o| (check.0)(Some(o), &paused.url, real_profile)))?;
     let origin = crate::origin::shown_origin(&paused.url);
     for t in std::iter::once(tab).chain(opener) {
         st.log(t, LogEvent::Blocked(origin.clone()));
@@ -80,17 +81,20 @@ pub(super) fn judge(
 }
 
 /// A frame's document request: refused when its origin is refused for the session using the frame's tab; the frame
-/// then shows the browser's error page, which stands for the stopped URL.
+/// then shows the browser's error page, which stands for the stopped URL. It fails closed: a frame browserd does not
+/// know (attached while the tab's page session was detached, an idle detach, so its `Page.frameAttached` was never
+/// seen) is judged for the tab whose session paused it, or, paused on the browser session, by the policy that applies
+/// whatever the session.
 fn judge_frame(st: &mut State, check: &OriginCheck, real_profile: bool, paused: &Paused) -> Option<String> {
-    let tab = st.tab_of_frame(&paused.frame_id)?;
+    let tab = st
+        .tab_of_frame(&paused.frame_id)
+        .or_else(|| paused.session.as_ref().and_then(|s| st.by_session.get(s).copied()));
     let why = (check.0)(tab, &paused.url, real_profile)?;
-    let t = st.tabs.get_mut(&tab)?;
-    if t.blocked_frames.len() >= 1024 {
-        t.blocked_frames.clear();
-    }
-    t.blocked_frames.insert(paused.frame_id.clone(), paused.url.clone());
     let origin = crate::origin::shown_origin(&paused.url);
-    tracing::info!(%origin, tab = tab.0, "stopped a frame's document the site policy refuses before it was sent");
+    if let Some(t) = tab.and_then(|tab| st.tabs.get_mut(&tab)) {
+        t.blocked_frames.insert_value(paused.frame_id.clone(), paused.url.clone());
+    }
+    tracing::info!(%origin, tab = tab.map(|t| t.0), "stopped a frame's document the site policy refuses before it was sent");
     Some(why)
 }
 
