@@ -39,9 +39,11 @@ const CHECK: &str = r"function(pointNode, checkHit) {
   const textual = (tag === 'INPUT' && !['checkbox','radio','button','submit','reset','file','image','range','color'].includes(el.type)) || tag === 'TEXTAREA';
   out.visible = cs.visibility !== 'hidden' && cs.display !== 'none';
   out.disabled = !!(el.disabled || (el.closest && el.closest('[aria-disabled=true],fieldset[disabled]')));
-  let modal = null; try { modal = el.ownerDocument.querySelector(':modal'); } catch (err) {}
-  let inModal = !modal;
-  for (let n = el; n && !inModal; n = n.parentNode || n.host) inModal = n === modal;
+  // Inside any modal element (stacked dialogs: the browser makes the lower one inert itself and the hit test sees it
+  // covered), or no modal at all: not kept from input by a modal.
+  let anyModal = false; try { anyModal = !!el.ownerDocument.querySelector(':modal'); } catch (err) {}
+  let inModal = !anyModal;
+  for (let n = el; n && !inModal; n = n.parentNode || n.host) { try { inModal = n.nodeType === 1 && n.matches(':modal'); } catch (err) { inModal = true; } }
   out.inert = !!((el.closest && el.closest('[inert]')) || !inModal);
   out.readonly = !!el.readOnly;
   out.editable = (textual && !el.readOnly && !el.disabled) || !!el.isContentEditable;
