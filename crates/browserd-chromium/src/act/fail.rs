@@ -57,19 +57,9 @@ impl Fail {
 }
 
 pub(super) fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
-    if let CdpError::Protocol { message, .. } = e
-        && let Some(code) = gate_refusal(message)
-    {
-        // The extension's last-hop gate refused the command: it never reached the page.
-        let next = if code == USER_STOPPED {
-            "the user's Stop holds until the agent resumes the tab (a new lease and a full observation)"
-        } else {
-            "the write lease on the tab moved on; observe the tab again, then act"
-        };
-        return Fail::new(
-            code,
-            format!("{what}: refused by the extension's gate ({message}); nothing of it reached the page — {next}"),
-        );
+    // A single command refused by the gate: nothing of the action reached the page (see [`input_fail`] for inputs).
+    if let Some(f) = gate_fail(e, what, false) {
+        return f;
     }
     let f = match e {
         CdpError::Timeout { .. } => Fail::new(codes::DEADLINE_EXCEEDED, format!("{what}: the deadline passed")),
@@ -89,6 +79,43 @@ pub(super) fn cdp_fail(e: &CdpError, what: &str, dispatched: bool) -> Fail {
     };
     let f = Fail { link: true, ..f };
     if dispatched { f.unknown() } else { f }
+}
+
+/// An input command handed to the browser failed; `earlier` says whether input of this action sent before it reached
+/// the page (a fill's earlier chunk, a click's `mousePressed`). A lost link makes the outcome unknown; so does the
+/// gate's refusal once earlier input got through, since the page then got the action incomplete.
+pub(super) fn input_fail(e: &CdpError, what: &str, earlier: bool) -> Fail {
+    gate_fail(e, what, earlier).unwrap_or_else(|| cdp_fail(e, what, true))
+}
+
+/// The extension's last-hop gate refused the command (it never reached the page); `earlier` says whether input of
+/// this action sent before it did.
+fn gate_fail(e: &CdpError, what: &str, earlier: bool) -> Option<Fail> {
+    let CdpError::Protocol { message, .. } = e else { return None };
+    let code = gate_refusal(message)?;
+    let why = if code == USER_STOPPED {
+        "the user's Stop holds until the agent resumes the tab (a new lease and a full observation)"
+    } else {
+        "the write lease on the tab moved on"
+    };
+    Some(if earlier {
+        Fail::new(
+            code,
+            format!(
+                "{what}: refused by the extension's gate ({message}), but earlier input of this action did reach the \
+                 page, so the page may have got the action incomplete and the outcome is unknown: it is not retried \
+                 automatically — {why}; observe the tab before deciding to act again"
+            ),
+        )
+        .unknown()
+    } else {
+        let next =
+            if code == USER_STOPPED { why.to_owned() } else { format!("{why}; observe the tab again, then act") };
+        Fail::new(
+            code,
+            format!("{what}: refused by the extension's gate ({message}); nothing of it reached the page — {next}"),
+        )
+    })
 }
 
 /// A failure to use browserd's isolated world while `what`: a link failure is one like any other call's; otherwise the
@@ -159,4 +186,43 @@ pub(super) fn blocked_by(d: &browserd_protocol::DialogInfo) -> Fail {
             truncate(&d.message, 80)
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(code: &str) -> CdpError {
+        CdpError::Protocol { code: -32000, message: format!("Input.dispatchMouseEvent: {code}: the gate said no") }
+    }
+
+    #[test]
+    fn a_gate_refusal_after_earlier_input_of_the_action_reached_the_page_is_unknown() {
+        for code in [LEASE_REVOKED, USER_STOPPED] {
+            let f = input_fail(&refused(code), "mouseReleased", true);
+            assert_eq!((f.outcome, f.code), (Outcome::Unknown, code), "{f:?}");
+            assert!(f.message.contains("earlier input of this action did reach the page"), "{}", f.message);
+            assert!(f.message.contains("observe the tab"), "{}", f.message);
+            assert!(!f.message.contains("nothing of it reached"), "{}", f.message);
+        }
+    }
+
+    #[test]
+    fn a_gate_refusal_of_the_first_input_says_nothing_reached_the_page() {
+        for code in [LEASE_REVOKED, USER_STOPPED] {
+            for f in [input_fail(&refused(code), "mousePressed", false), cdp_fail(&refused(code), "navigating", true)] {
+                assert_eq!((f.outcome, f.code), (Outcome::Failed, code), "{f:?}");
+                assert!(f.message.contains("nothing of it reached the page"), "{}", f.message);
+                assert!(!f.link, "a refusal is not a lost link: {f:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_lost_link_on_an_input_is_unknown_whatever_went_before() {
+        for earlier in [false, true] {
+            let f = input_fail(&CdpError::TargetClosed { reason: "gone".into() }, "mousePressed", earlier);
+            assert_eq!((f.outcome, f.link), (Outcome::Unknown, true), "{f:?}");
+        }
+    }
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use browserd_protocol::{Dispatch, Outcome};
 use serde_json::Value;
 
-use crate::act::fail::{Fail, OUTCOME_UNKNOWN, cdp_fail};
+use crate::act::fail::{Fail, OUTCOME_UNKNOWN, input_fail};
 use crate::act::run::Run;
 use crate::provider::remaining;
 
@@ -129,7 +129,9 @@ impl Run<'_> {
                 }
                 Err(e) => e,
             };
-            let mut f = cdp_fail(&e, method, true);
+            // Earlier input of this action (this call's or an earlier call's, such as a fill's previous chunk) reached
+            // the page when any was answered.
+            let mut f = input_fail(&e, method, self.res.dispatch != Dispatch::NotDispatched);
             if !f.link
                 && let Some(gone) = self.link_lost()
             {
