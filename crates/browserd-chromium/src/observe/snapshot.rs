@@ -281,6 +281,9 @@ fn label_toggles<'a>(
         .filter_map(|i| i.as_u64().and_then(|i| usize::try_from(i).ok()))
         .collect();
     let parent = |i: usize| parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok());
+    // The first `<label>` (tree order) naming each id in its `for`, built once for the document: a page of many hidden
+    // switches must not rescan every node for each of them.
+    let mut label_for: Option<HashMap<&str, usize>> = None;
     for (input, mut toggle) in toggles {
         toggle.checked = is_checked.contains(&input);
         // The nearest `<label>` around the input, else a label whose `for` names it.
@@ -296,9 +299,19 @@ fn label_toggles<'a>(
                 None => break,
             }
         }
-        if label.is_none() {
-            label = (0..nodes.len())
-                .find(|&l| nodes[l].tag == "label" && attr(l, "for").is_some_and(|f| by_id.get(f) == Some(&input)));
+        if label.is_none()
+            && let Some(id) = attr(input, "id").filter(|id| by_id.get(id) == Some(&input))
+        {
+            let label_for = label_for.get_or_insert_with(|| {
+                let mut m = HashMap::new();
+                for l in (0..nodes.len()).filter(|&l| nodes[l].tag == "label") {
+                    if let Some(f) = attr(l, "for") {
+                        m.entry(f).or_insert(l);
+                    }
+                }
+                m
+            });
+            label = label_for.get(id).copied();
         }
         if let Some(l) = label.filter(|&l| laid_out.get(l).copied().unwrap_or(false)) {
             nodes[l].toggle = Some(toggle);
@@ -395,5 +408,78 @@ mod tests {
         assert!(d[&104].by_label);
         assert_eq!(d[&105].toggle, None);
         assert!(!d[&106].by_label);
+    }
+
+    #[test]
+    fn many_hidden_checkboxes_each_give_their_state_to_the_first_label_that_names_them() {
+        // 0 document; then per k: a label for=c{k} (before its input when k is even, after it when odd) and the hidden
+        // checkbox c{k}, checked when k % 3 == 0; every fifth has a second label for it later, which is not used.
+        let n = 600usize;
+        let mut strings: Vec<String> =
+            ["", "#document", "LABEL", "INPUT", "type", "checkbox", "hidden", "for", "id"].map(str::to_owned).to_vec();
+        strings.extend(["frame1", "auto", "visible", "inline", "static"].map(str::to_owned));
+        let style = json!([10, 11, 12, 13, 10]);
+        let (mut backend, mut names, mut parents, mut attrs) = (vec![1000i64], vec![1], vec![-1i64], vec![json!([])]);
+        let (mut checked, mut laid, mut styles, mut bounds) = (vec![], vec![0usize], vec![style.clone()], vec![]);
+        bounds.push(json!([0, 0, 800, 600]));
+        let mut push = |name: usize, attr: Value, laid_out: bool, b: &mut Vec<i64>| {
+            let i = b.len();
+            b.push(1000 + i64::try_from(i).unwrap());
+            names.push(name);
+            parents.push(0);
+            attrs.push(attr);
+            if laid_out {
+                laid.push(i);
+                styles.push(style.clone());
+                bounds.push(json!([0, i, 90, 20]));
+            }
+            i
+        };
+        let mut expect = Vec::new();
+        let mut decoys = Vec::new();
+        for k in 0..n {
+            strings.push(format!("c{k}"));
+            let id = strings.len() - 1;
+            let input_attr = json!([4, 5, 6, 0, 8, id]);
+            let (label, input) = if k % 2 == 0 {
+                let l = push(2, json!([7, id]), true, &mut backend);
+                (l, push(3, input_attr, false, &mut backend))
+            } else {
+                let i = push(3, input_attr, false, &mut backend);
+                (push(2, json!([7, id]), true, &mut backend), i)
+            };
+            if k % 3 == 0 {
+                checked.push(input);
+            }
+            if k % 5 == 0 {
+                decoys.push(id);
+            }
+            expect.push((label, input, k % 3 == 0));
+        }
+        let decoy_nodes: Vec<usize> = decoys.iter().map(|&id| push(2, json!([7, id]), true, &mut backend)).collect();
+        let snapshot = json!({
+            "strings": strings,
+            "documents": [{
+                "frameId": 9,
+                "nodes": {
+                    "backendNodeId": backend,
+                    "nodeName": names,
+                    "parentIndex": parents,
+                    "attributes": attrs,
+                    "inputChecked": {"index": checked},
+                },
+                "layout": {"nodeIndex": laid, "styles": styles, "bounds": bounds},
+            }],
+        });
+        let docs = parse_all(&[snapshot]);
+        let d = &docs["frame1"];
+        let node = |i: usize| &d[&(1000 + i64::try_from(i).unwrap())];
+        for (label, input, on) in expect {
+            assert_eq!(node(label).toggle, Some(Toggle { role: "checkbox", checked: on }), "label {label}");
+            assert!(node(input).by_label, "input {input}");
+        }
+        for l in decoy_nodes {
+            assert_eq!(node(l).toggle, None, "a later label for the same id gets nothing: {l}");
+        }
     }
 }
