@@ -143,3 +143,45 @@ async fn submitting_a_form_that_reads_like_a_transfer_needs_an_approval_whatever
     assert!(!r.site.records().iter().any(|x| x == "transfer:submit"), "{:?}", r.site.records());
     r.finish().await;
 }
+
+/// An approval of a click at a point binds the button the point is on, not the text node inside it: the page
+/// re-rendering the button's label (a new `<span>` and text node) between the approval and the click leaves it the
+/// same target, so the approved click runs, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_point_click_runs_after_the_button_label_re_renders() {
+    let r = Real::start_config("thread-approval-rerender", high_risk_needs_approval()).await;
+    let tab = r.tool("browser_open", json!({"url": r.site.url("/delete-account.html")})).await["tab"].clone();
+    let user = r.user().await;
+    // The label is a <span> the page replaces whenever it re-renders (as a framework would).
+    let rerender = "(() => { const b = document.getElementById('delete'); const s = document.createElement('span'); \
+                    s.textContent = 'Delete account'; b.replaceChildren(s); })()";
+    user.run_in("/delete-account.html", rerender).await;
+    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
+    let shot = &obs["screenshot"];
+    let image = shot["imageId"].as_str().unwrap_or_else(|| panic!("a screenshot: {obs}")).to_owned();
+    let scale = shot["scale"].as_f64().unwrap();
+    let rect = user
+        .eval_in(
+            "/delete-account.html",
+            "(() => { const b = document.querySelector('#delete span').getBoundingClientRect();
+                      return {x: b.x + b.width / 2, y: b.y + b.height / 2}; })()",
+        )
+        .await;
+    let at =
+        json!({"imageId": image, "x": rect["x"].as_f64().unwrap() * scale, "y": rect["y"].as_f64().unwrap() * scale});
+    let click = json!({"tab": tab, "action": "click", "at": at});
+    let e = refused(&r, "browser_act", click.clone()).await;
+    assert_eq!(e.code, ErrorCode::ApprovalRequired, "{e:?}");
+    assert!(e.message.contains("button \"Delete account\""), "{e:?}");
+    let id = e.details.as_ref().unwrap()["approval"].as_str().unwrap().to_owned();
+    r.c.call(&ApprovalGrantParams { approval: id }).await.unwrap();
+    // The page re-renders the label; the button is the same node.
+    user.run_in("/delete-account.html", rerender).await;
+    let done = r.tool("browser_act", click.clone()).await;
+    assert_eq!(done["outcome"], "succeeded", "{done}");
+    assert!(r.site.wait_for_record("account:delete", Duration::from_secs(5)).await, "{:?}", r.site.records());
+    let again = refused(&r, "browser_act", click).await;
+    assert_eq!(again.code, ErrorCode::ApprovalRequired, "an approval is used once: {again:?}");
+    assert_eq!(r.site.records().iter().filter(|x| *x == "account:delete").count(), 1, "{:?}", r.site.records());
+    r.finish().await;
+}

@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use browserd_protocol::policy::ActionClass;
-use browserd_protocol::{ActParams, ErrorCode, ErrorData, SessionId};
+use browserd_protocol::{ActParams, ActionKind, ErrorCode, ErrorData, SessionId};
 use serde_json::json;
 
 /// How long an approval (asked or granted) stays valid.
@@ -208,6 +208,54 @@ pub fn approval_required(asked: &Asked<'_>) -> ErrorData {
     }))
 }
 
+/// The refusal of an action with a target (a screenshot point, a ref) that could not be described (`described`:
+/// the browser found it; `observed`: the latest observation has its line), while approvals are in force: its class
+/// is unknown, so it is refused with nothing sent, and the caller retries on a fresh screenshot or observation (the
+/// page was changing, e.g. navigating). `None`: the action may be classed.
+#[must_use]
+pub fn undescribed(step: &ActParams, described: bool, observed: bool) -> Option<ErrorData> {
+    let targetless = matches!(
+        step.action,
+        ActionKind::Navigate
+            | ActionKind::Back
+            | ActionKind::Forward
+            | ActionKind::Reload
+            | ActionKind::Wait
+            | ActionKind::Dialog
+    );
+    if described || targetless {
+        return None;
+    }
+    if let Some(pt) = &step.at {
+        return Some(
+            ErrorData::new(
+                ErrorCode::StaleTarget,
+                format!(
+                    "the point ({:.0}, {:.0}) of screenshot {} could not be checked against the page (it may be \
+                     changing), so the action's approval class is unknown; nothing was sent",
+                    pt.x, pt.y, pt.image_id
+                ),
+            )
+            .with_next_step(
+                "Take a new screenshot (browser_observe with screenshot) and act at the point on it; the user's \
+                 approval is asked when the action needs it.",
+            ),
+        );
+    }
+    let target = step.target.as_ref().filter(|_| !observed)?;
+    Some(
+        ErrorData::new(
+            ErrorCode::StaleTarget,
+            format!(
+                "the target {} could not be found on the page nor in the latest observation, so the action's \
+                 approval class is unknown; nothing was sent",
+                target.as_str()
+            ),
+        )
+        .with_next_step("Observe again (browser_observe) and use a ref from the new observation."),
+    )
+}
+
 impl crate::server::Broker {
     /// The action classes that need the user's approval: `[policy] require_approval`, else `highRisk` on the user's
     /// own browser and none on a managed one.
@@ -263,6 +311,11 @@ impl crate::tools::ToolCtx<'_> {
         let described =
             self.runtime().describe_target(self.key, tab, step).await.map_err(|e| crate::dispatch::err(&e))?;
         let observed = super::classes::target_line(step, content);
+        // Approvals are in force: an action on a target neither the browser nor the observation can name cannot be
+        // classed, so it does not run as if it were plain input.
+        if let Some(refusal) = undescribed(step, described.is_some(), observed.is_some()) {
+            return Err(refusal);
+        }
         let (target, line, identity) = match &described {
             Some(d) => {
                 let line = format!("{} \"{}\"", d.role, d.name);
@@ -315,6 +368,26 @@ mod tests {
 
     fn step(v: serde_json::Value) -> ActParams {
         serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_target_that_cannot_be_described_is_refused_not_classed_as_input() {
+        let at = step(json!({"action": "click", "at": {"imageId": "img3", "x": 10.0, "y": 20.0}}));
+        // The point's node could not be read (e.g. the page was navigating): no observation line names a point.
+        let e = undescribed(&at, false, false).expect("refused");
+        assert_eq!(e.code, ErrorCode::StaleTarget, "{e:?}");
+        assert!(e.message.contains("nothing was sent") && e.message.contains("img3"), "{e:?}");
+        assert!(e.next_step.contains("screenshot"), "{e:?}");
+        assert!(undescribed(&at, true, false).is_none(), "described: classed by what the browser found");
+        // A ref neither the browser nor the latest observation knows.
+        let stale = step(json!({"action": "click", "target": "e9"}));
+        let e = undescribed(&stale, false, false).expect("refused");
+        assert_eq!(e.code, ErrorCode::StaleTarget, "{e:?}");
+        assert!(e.next_step.contains("browser_observe"), "{e:?}");
+        assert!(undescribed(&stale, false, true).is_none(), "its observation line classes it");
+        // Actions without a target are classed by themselves.
+        assert!(undescribed(&step(json!({"action": "navigate", "value": "http://a.test"})), false, false).is_none());
+        assert!(undescribed(&step(json!({"action": "press", "value": "Enter"})), false, false).is_none());
     }
 
     #[test]

@@ -3,18 +3,20 @@
 //! `role "name"`) resolves as the action would resolve it, a screenshot point is hit-tested as the page is now, and
 //! the node's role, name and form are read by the browser (accessibility tree) and in browserd's isolated world.
 //!
-//! A point's hit is remembered for the tab ([`Described`]): when the action on the same point then hits another node
-//! (the page changed in between), it is refused with nothing sent, so an approval of one node never clicks another.
+//! A point's hit is remembered for the tab ([`Described`]), bound to the meaningful node it is part of (the button,
+//! not the text inside it): when the action on the same point then hits a node of another one (the page changed in
+//! between), it is refused with nothing sent, so an approval of one node never clicks another.
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle, TargetDescription};
-use browserd_protocol::{ActParams, ActionKind, ImagePoint};
+use browserd_protocol::{ActParams, ActionKind, ImagePoint, codes};
 use serde_json::json;
 
 use super::GROUP;
 use super::run::Run;
+use crate::origin::ORIGIN_NOT_AUTHORISED_PREFIX;
 use crate::provider::{ChromiumProvider, remaining};
 
 /// The node a screenshot point hit when the action was described, checked again when the action hits it.
@@ -24,7 +26,11 @@ pub(crate) struct Described {
     pub(crate) x: f64,
     pub(crate) y: f64,
     pub(crate) frame: String,
+    /// The node hit.
     pub(crate) backend: i64,
+    /// The meaningful node it is part of (`role_and_name`: the button around a text node), which the approval binds:
+    /// a hit on another node of the same one (the page re-rendered the text inside the button) is the same target.
+    pub(crate) chosen: i64,
 }
 
 impl Described {
@@ -91,32 +97,52 @@ pub(crate) async fn describe_target(
     for s in &run.sessions_used {
         let _ = p.call(Some(s), "Runtime.releaseObjectGroup", json!({"objectGroup": GROUP}), deadline).await;
     }
-    Ok(described)
+    described
 }
 
 impl Run<'_> {
-    /// The target of `params` as the action would find it now, or `None` when it does not resolve.
-    async fn describe(&mut self, params: &ActParams) -> Option<TargetDescription> {
-        let (session, frame, backend) = match (&params.at, &params.target) {
+    /// The target of `params` as the action would find it now, or `None` when it does not resolve (the broker then
+    /// refuses a point it cannot class while approvals are in force). A point lands in a frame the site policy
+    /// refuses: that refusal, as the action would answer it.
+    async fn describe(&mut self, params: &ActParams) -> Result<Option<TargetDescription>, ProviderError> {
+        let (session, frame, node, role, name) = match (&params.at, &params.target) {
             (Some(pt), _) => {
                 // A point described before is described anew (it is not this check's to compare).
                 if let Some(t) = self.p.st().tabs.get_mut(&self.tab) {
                     t.described = None;
                 }
-                self.at_point(pt, false).await.ok()?;
-                let (session, frame, backend) = self.hit_node.clone()?;
+                if let Err(f) = self.at_point(pt, false).await {
+                    if f.code == codes::ORIGIN_NOT_AUTHORISED {
+                        return Err(ProviderError::new(
+                            ProviderErrorKind::Refused,
+                            format!("{ORIGIN_NOT_AUTHORISED_PREFIX}{}", f.message),
+                        ));
+                    }
+                    return Ok(None);
+                }
+                let Some((session, frame, hit)) = self.hit_node.clone() else { return Ok(None) };
+                // Bound to the meaningful node the point is on (the button, not the text node inside it that the
+                // page may re-render): the same node the action compares when it hits the point again.
+                let (role, name, chosen) = self.role_and_name(&session, &frame, hit).await;
                 let mut st = self.p.st();
-                st.tabs.get_mut(&self.tab)?.described =
-                    Some(Described { image_id: pt.image_id.clone(), x: pt.x, y: pt.y, frame: frame.clone(), backend });
-                (session, frame, backend)
+                let Some(t) = st.tabs.get_mut(&self.tab) else { return Ok(None) };
+                t.described = Some(Described {
+                    image_id: pt.image_id.clone(),
+                    x: pt.x,
+                    y: pt.y,
+                    frame: frame.clone(),
+                    backend: hit,
+                    chosen,
+                });
+                (session, frame, chosen, role, name)
             }
             (None, target) => {
-                let res = self.resolve(target.as_ref()).ok()?;
-                (res.session, res.frame_id, res.backend)
+                let Ok(res) = self.resolve(target.as_ref()) else { return Ok(None) };
+                let (role, name, _) = self.role_and_name(&res.session, &res.frame_id, res.backend).await;
+                (res.session, res.frame_id, res.backend, role, name)
             }
         };
-        let (role, name, _) = self.role_and_name(&session, &frame, backend).await;
-        let (submits, form) = match self.node(&session, &frame, backend).await {
+        let (submits, form) = match self.node(&session, &frame, node).await {
             Ok(object) => match self.call_on(&session, &object, FORM, json!([])).await {
                 Ok(v) => (
                     v["submits"].as_bool().unwrap_or(false),
@@ -134,6 +160,6 @@ impl Run<'_> {
             let f = st.tabs.get(&self.tab).and_then(|t| t.frames.get(&frame));
             f.map(|f| format!("{}#{}", f.loader_id, f.doc_epoch)).unwrap_or_default()
         };
-        Some(TargetDescription { role, name, frame, document, node: backend.to_string(), submits, form })
+        Ok(Some(TargetDescription { role, name, frame, document, node: node.to_string(), submits, form }))
     }
 }

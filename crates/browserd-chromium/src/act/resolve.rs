@@ -240,9 +240,15 @@ impl Run<'_> {
             let mut st = self.p.st();
             st.tabs.get_mut(&self.tab).and_then(|t| t.described.take_if(|d| d.is_for(pt)))
         };
+        let mut moved = false;
         if let (Some(d), Some((hs, frame, backend))) = (&described, &hit)
             && (d.frame != *frame || d.backend != *backend)
         {
+            // Another node of the same meaningful one (the text inside the described button re-rendered) is the
+            // same target.
+            moved = d.frame != *frame || self.role_and_name(hs, frame, *backend).await.2 != d.chosen;
+        }
+        if moved && let Some((hs, frame, backend)) = &hit {
             let el = self.describe_element(hs, frame, *backend).await;
             return Err(Fail::new(
                 codes::STALE_TARGET,
