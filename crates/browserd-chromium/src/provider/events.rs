@@ -166,6 +166,8 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                         st.log(o, LogEvent::TabClosed(h));
                     }
                     st.log(h, LogEvent::TabClosed(h));
+                    // Nothing can act on the tab any more, so nothing reads what its downloads would still log.
+                    st.downloads.retain(|_, (t, _)| *t != h);
                     out.push(Pumped::Provider(ProviderEvent::TabClosed { tab: h, by_user: !t.closing }));
                 }
             }
@@ -431,8 +433,9 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
         "Page.downloadProgress" if st.relay_downloads => {
             let guid = p["guid"].as_str().unwrap_or_default().to_owned();
             let state = p["state"].as_str().unwrap_or_default().to_owned();
+            // The terminal state is the download's last news: its entry goes once that is logged for the receipt.
             if state != "inProgress"
-                && let Some((tab, name)) = st.downloads.get(&guid).cloned()
+                && let Some((tab, name)) = st.downloads.remove(&guid)
             {
                 st.log(tab, LogEvent::Download { guid, info: unconfined(name, state) });
             }
@@ -440,8 +443,9 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
         "Browser.downloadProgress" => {
             let guid = p["guid"].as_str().unwrap_or_default().to_owned();
             let state = p["state"].as_str().unwrap_or_default().to_owned();
+            // The terminal state is the download's last news: its entry goes once that is logged for the receipt.
             if state != "inProgress"
-                && let Some((tab, name)) = st.downloads.get(&guid).cloned()
+                && let Some((tab, name)) = st.downloads.remove(&guid)
             {
                 let path = p["filePath"].as_str().map(str::to_owned);
                 st.log(
@@ -529,5 +533,60 @@ mod tests {
         let t = &st.tabs[&h];
         assert_eq!(t.frames["oop"].doc_epoch, epoch, "the frame and its document are kept for the re-attach");
         assert!(t.children.is_empty(), "its session is gone");
+    }
+
+    fn event(method: &str, params: serde_json::Value) -> CdpEvent {
+        CdpEvent { session: Some(SessionId("page".into())), method: method.into(), params }
+    }
+
+    /// The terminal download news the tab's log holds, as (name, state).
+    fn finished(st: &State, h: TabHandle) -> Vec<(String, String)> {
+        st.log_since(h, 0)
+            .into_iter()
+            .filter_map(|e| match e {
+                LogEvent::Download { info, .. } if info.state != "inProgress" => Some((info.file_name, info.state)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_download_is_forgotten_once_its_terminal_state_is_logged() {
+        for relay in [false, true] {
+            let (mut st, h, _) = tab_with_oopif();
+            st.relay_downloads = relay;
+            let ns = if relay { "Page" } else { "Browser" };
+            let alloc = HandleAllocator::new();
+            for i in 0..500 {
+                let (guid, name) = (format!("g{i}"), format!("file{i}.csv"));
+                let begin = json!({"frameId": "main", "guid": guid, "suggestedFilename": name});
+                handle_event(&mut st, &event(&format!("{ns}.downloadWillBegin"), begin), &alloc);
+                assert_eq!(st.downloads.len(), 1, "the download is known while it runs");
+                let progress = json!({"guid": guid, "state": "inProgress"});
+                handle_event(&mut st, &event(&format!("{ns}.downloadProgress"), progress), &alloc);
+                let state = if i % 2 == 0 { "completed" } else { "canceled" };
+                let done = json!({"guid": guid, "state": state, "filePath": format!("/d/{name}")});
+                handle_event(&mut st, &event(&format!("{ns}.downloadProgress"), done), &alloc);
+                assert!(st.downloads.is_empty(), "a finished download is not kept ({ns}): {:?}", st.downloads);
+            }
+            let news = finished(&st, h);
+            assert_eq!(news.len(), 500, "every download's end reached the tab's log ({ns})");
+            assert_eq!(news[1], ("file1.csv".to_owned(), "canceled".to_owned()), "{ns}");
+        }
+    }
+
+    #[test]
+    fn the_downloads_of_a_closed_tab_are_forgotten() {
+        let (mut st, h, _) = tab_with_oopif();
+        st.by_target.insert("main".into(), h);
+        let alloc = HandleAllocator::new();
+        for i in 0..3 {
+            let begin = json!({"frameId": "main", "guid": format!("g{i}"), "suggestedFilename": "big.iso"});
+            handle_event(&mut st, &event("Browser.downloadWillBegin", begin), &alloc);
+        }
+        assert_eq!(st.downloads.len(), 3);
+        handle_event(&mut st, &event("Target.targetDestroyed", json!({"targetId": "main"})), &alloc);
+        assert!(!st.tabs.contains_key(&h), "the tab is gone");
+        assert!(st.downloads.is_empty(), "its unfinished downloads went with it: {:?}", st.downloads);
     }
 }
