@@ -8,7 +8,7 @@ mod real_browser;
 
 use std::time::Duration;
 
-use browserd_broker::config::BrokerConfig;
+use browserd_broker::config::{BrokerConfig, PolicyConfig};
 use browserd_protocol::ErrorCode;
 use real_browser::{Real, ref_of};
 use serde_json::{Value, json};
@@ -143,5 +143,60 @@ async fn a_stop_mid_batch_reports_the_step_in_flight_and_the_rest() {
             .expect_err("Stop holds after the batch")
             .into_error_data();
     assert_eq!(again.code, ErrorCode::UserStopped, "{again:?}");
+    r.finish().await;
+}
+
+fn approvals_with_deadline(batch_deadline_ms: u64) -> BrokerConfig {
+    BrokerConfig {
+        batch_deadline_ms,
+        policy: PolicyConfig { require_approval: vec!["highRisk".into()], ..PolicyConfig::default() },
+        ..BrokerConfig::default()
+    }
+}
+
+/// With approvals in force, a step whose approval check fails for another reason than the user's approval (here its
+/// screenshot point cannot be checked against the page) ends the batch as an error, not as a high-risk step.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_approval_check_ends_the_batch_as_an_error_not_high_risk() {
+    let r = Real::start_config("thread-batch-check-error", approvals_with_deadline(30_000)).await;
+    let (tab, name, _, code) = form(&r).await;
+    let batch = r
+        .tool(
+            "browser_batch",
+            json!({"tab": tab, "steps": [
+                {"action": "fill", "target": name, "value": "Ada"},
+                {"action": "click", "at": {"imageId": "no-such-image", "x": 5.0, "y": 5.0}},
+                {"action": "fill", "target": code, "value": "123"}]}),
+        )
+        .await;
+    assert_eq!(batch["ok"], false, "{batch}");
+    let results = &batch["results"];
+    assert_eq!(statuses(results), ["ran", "notStarted", "notStarted"], "{batch}");
+    assert_eq!(results[1]["code"], "STALE_TARGET", "{batch}");
+    assert_eq!(results[1]["dispatch"], "notDispatched", "{batch}");
+    assert_eq!(batch["stopped"], json!({"step": 1, "reason": "error"}), "{batch}");
+    let user = r.user().await;
+    assert_eq!(user.eval_in("/form.html", &value_of("code")).await, json!(""), "the step after it never ran");
+    r.finish().await;
+}
+
+/// The approval check reads the target in the page: a page too busy to answer holds it, and the batch deadline ends
+/// it there (the step not started, nothing sent), as it would end the step itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_batch_deadline_ends_a_step_whose_approval_check_hangs() {
+    let r = Real::start_config("thread-batch-check-deadline", approvals_with_deadline(2000)).await;
+    let (tab, name, _, _) = form(&r).await;
+    // The page's main thread is busy for 20 s from now: nothing browserd asks of it is answered meanwhile.
+    let user = r.user().await;
+    user.run_in("/form.html", "setTimeout(() => { const t = Date.now(); while (Date.now() - t < 20000) {} }, 0)").await;
+    let batch = r
+        .tool("browser_batch", json!({"tab": tab, "steps": [{"action": "fill", "target": name, "value": "Ada"}]}))
+        .await;
+    assert_eq!(batch["ok"], false, "{batch}");
+    let results = &batch["results"];
+    assert_eq!(statuses(results), ["notStarted"], "{batch}");
+    assert_eq!(results[0]["code"], "DEADLINE_EXCEEDED", "{batch}");
+    assert_eq!(results[0]["dispatch"], "notDispatched", "{batch}");
+    assert_eq!(batch["stopped"], json!({"step": 0, "reason": "deadline"}), "{batch}");
     r.finish().await;
 }

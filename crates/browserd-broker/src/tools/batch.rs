@@ -70,14 +70,32 @@ pub(crate) async fn call(ctx: &mut ToolCtx<'_>, params: BatchParams) -> Result<V
             );
             break;
         }
-        // A step that needs the user's approval: the batch stops before it (the answer names the approval).
+        // A step that needs the user's approval: the batch stops before it (the answer names the approval). The check
+        // reads the target in the browser, so it runs under the batch deadline and Stop like the step itself.
         let mut step = step.clone();
-        let checked = match ctx.check_approval(tab, &step).await {
-            Ok(()) => ctx.check_upload(tab, &mut step),
-            Err(e) => Err(e),
+        let checked = tokio::select! {
+            r = tokio::time::timeout_at(deadline, ctx.check_approval(tab, &step)) => match r {
+                Ok(Err(e)) if e.code == ErrorCode::UserStopped => Err(Cut::Stopped),
+                Ok(r) => Ok(r),
+                Err(_) => Err(Cut::Deadline),
+            },
+            () = admission.stop.cancelled() => Err(Cut::Stopped),
+        };
+        let checked = match checked {
+            Ok(r) => r.and_then(|()| ctx.check_upload(tab, &mut step)),
+            Err(cut) => {
+                let (reason, rep) = unchecked_report(index_of(index), &cut);
+                stopped = Some(stop_at(index, reason));
+                results.push(rep);
+                break;
+            }
         };
         if let Err(e) = checked {
-            stopped = Some(stop_at(index, BatchStopReason::HighRisk));
+            // Only a step that needs the user's approval stops the batch as high risk; a failed check (the tab gone, a
+            // timeout, a restarted browser, a target that could not be read) is an error.
+            let reason =
+                if e.code == ErrorCode::ApprovalRequired { BatchStopReason::HighRisk } else { BatchStopReason::Error };
+            stopped = Some(stop_at(index, reason));
             let mut rep = report(index_of(index), BatchStepStatus::NotStarted, Outcome::Cancelled)
                 .with_code(e.code.as_str(), format!("not started: {} {}", e.message, e.next_step));
             if e.code == ErrorCode::ApprovalRequired {
@@ -167,6 +185,17 @@ impl WithCode for BatchStepReport {
         self.message = Some(message);
         self
     }
+}
+
+/// The report of a step whose approval check Stop or the deadline cut short: nothing of it was sent.
+fn unchecked_report(step: u32, cut: &Cut) -> (BatchStopReason, BatchStepReport) {
+    let not_started = report(step, BatchStepStatus::NotStarted, Outcome::Cancelled);
+    let (reason, code, why) = match cut {
+        Cut::Stopped => (BatchStopReason::UserStopped, ErrorCode::UserStopped, "the user pressed Stop"),
+        _ => (BatchStopReason::Deadline, ErrorCode::DeadlineExceeded, "the batch deadline passed"),
+    };
+    let message = format!("not started: {why} while its target was checked for approval; nothing of it was sent");
+    (reason, not_started.with_code(code.as_str(), message))
 }
 
 /// The report of the step in flight when Stop, a typed error or the deadline cut it short.
