@@ -72,5 +72,10 @@ async fn a_denied_frame_added_after_the_idle_detach_is_never_requested() {
     assert!(loaded, "the allowed frame added later loads: {:?}", r.site.requests());
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(r.site.cross_origin_requests("/policy-inner.html"), Vec::<String>::new(), "{:?}", r.site.requests());
+    // Read again (browserd attaches anew): the stopped frame is one line of the denied origin, as any stopped frame.
+    let content = r.read(&tab).await;
+    let line = format!("frame {} (not authorised)", r.site.cross_origin_url(""));
+    assert!(content.lines().any(|l| l.trim() == line), "one line for the frame:\n{content}");
+    assert!(content.contains("Inner frame: late-allowed"), "the allowed frame is read:\n{content}");
     r.finish().await;
 }

@@ -598,6 +598,10 @@ pub(crate) struct State {
     /// Handles an earlier connection to the same browser gave its targets: a target seen again gets its old handle,
     /// so a reconnect keeps the tab's ownership (see `ChromiumProvider::adopt_handles`).
     pub(crate) preferred: HashMap<String, TabHandle>,
+    /// Frames whose document request the site policy stopped before browserd could place them in a tab (attached
+    /// while the tab was detached), with the stopped URL: when a tab's frame tree later shows one, its error page
+    /// stands for that URL (`provider/sessions.rs`).
+    pub(crate) unplaced_blocked: RecentFrames<String>,
 }
 
 impl State {

@@ -91,8 +91,9 @@ fn judge_frame(st: &mut State, check: &OriginCheck, real_profile: bool, paused: 
         .or_else(|| paused.session.as_ref().and_then(|s| st.by_session.get(s).copied()));
     let why = (check.0)(tab, &paused.url, real_profile)?;
     let origin = crate::origin::shown_origin(&paused.url);
-    if let Some(t) = tab.and_then(|tab| st.tabs.get_mut(&tab)) {
-        t.blocked_frames.insert_value(paused.frame_id.clone(), paused.url.clone());
+    match tab.and_then(|tab| st.tabs.get_mut(&tab)) {
+        Some(t) => t.blocked_frames.insert_value(paused.frame_id.clone(), paused.url.clone()),
+        None => st.unplaced_blocked.insert_value(paused.frame_id.clone(), paused.url.clone()),
     }
     tracing::info!(%origin, tab = tab.map(|t| t.0), "stopped a frame's document the site policy refuses before it was sent");
     Some(why)

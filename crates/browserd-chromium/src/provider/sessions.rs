@@ -102,6 +102,7 @@ impl ChromiumProvider {
             .await
             .map_err(|e| cdp_err(&e, "reading the frame tree"))?;
         let mut st = self.st();
+        let st = &mut *st;
         let Some(t) = st.tabs.get_mut(&tab) else { return Err(gone(tab)) };
         let oop_root = t.children.contains_key(session);
         let mut stack = vec![(&tree["frameTree"], true)];
@@ -112,15 +113,18 @@ impl ChromiumProvider {
             // A child session's tree starts at the OOPIF; a parent session lists OOPIFs it does not host too.
             let oop = oop_root && is_root;
             let hosted_elsewhere = t.frames.get(id).is_some_and(|fr| fr.oop && fr.session != *session);
+            let mut url =
+                format!("{}{}", f["url"].as_str().unwrap_or_default(), f["urlFragment"].as_str().unwrap_or(""));
+            // A frame the site policy stopped before browserd knew its tab: its error page stands for the stopped
+            // URL (one line of that origin, never read), as for a frame stopped in a known tab.
+            if let Some(stopped) = st.unplaced_blocked.remove(id)
+                && url.starts_with("chrome-error:")
+            {
+                url.clone_from(&stopped);
+                t.blocked_frames.insert_value(id.to_owned(), stopped);
+            }
             if !hosted_elsewhere {
-                t.upsert_frame(
-                    id,
-                    parent,
-                    f["loaderId"].as_str().unwrap_or_default(),
-                    &format!("{}{}", f["url"].as_str().unwrap_or_default(), f["urlFragment"].as_str().unwrap_or("")),
-                    session,
-                    oop,
-                );
+                t.upsert_frame(id, parent, f["loaderId"].as_str().unwrap_or_default(), &url, session, oop);
             }
             if let Some(kids) = node["childFrames"].as_array() {
                 stack.extend(kids.iter().map(|k| (k, false)));
