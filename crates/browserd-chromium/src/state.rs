@@ -398,13 +398,9 @@ impl<V> RecentFrames<V> {
         Some(v)
     }
 
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.map.len()
-    }
-
-    pub(crate) fn clear(&mut self) {
-        self.map.clear();
-        self.order.clear();
     }
 }
 

@@ -239,9 +239,7 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 && let Some(t) = st.tabs.get_mut(&tab)
                 && let Some(id) = p["frameId"].as_str()
             {
-                if t.attached_frames.len() >= 1024 {
-                    t.attached_frames.clear();
-                }
+                // Bounded by `RecentFrames` itself (the oldest entry goes first).
                 t.attached_frames.insert(id.to_owned());
             }
         }
