@@ -585,7 +585,7 @@ pub(crate) struct State {
     pub(crate) by_session: HashMap<SessionId, TabHandle>,
     pub(crate) log: VecDeque<(u64, TabHandle, LogEvent)>,
     pub(crate) seq: u64,
-    /// Download guid → tab.
+    /// Download guid → tab, while the download runs: removed once its terminal state is logged or its tab closes.
     pub(crate) downloads: HashMap<String, (TabHandle, String)>,
     /// Downloads are told by the tab's `Page.download*` events (the extension relay, which cannot confine them).
     pub(crate) relay_downloads: bool,

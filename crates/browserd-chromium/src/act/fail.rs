@@ -32,6 +32,11 @@ pub(super) struct Fail {
 }
 
 impl Fail {
+    /// The extension's last-hop gate refused the command and nothing of the action reached the page.
+    pub(super) fn gate_refused_whole(&self) -> bool {
+        matches!(self.code, USER_STOPPED | LEASE_REVOKED) && self.outcome != Outcome::Unknown
+    }
+
     pub(super) fn new(code: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -214,8 +219,12 @@ mod tests {
                 assert_eq!((f.outcome, f.code), (Outcome::Failed, code), "{f:?}");
                 assert!(f.message.contains("nothing of it reached the page"), "{}", f.message);
                 assert!(!f.link, "a refusal is not a lost link: {f:?}");
+                assert!(f.gate_refused_whole(), "nothing of the action was sent: {f:?}");
             }
+            assert!(!input_fail(&refused(code), "mouseReleased", true).gate_refused_whole());
         }
+        let lost = CdpError::ConnectionClosed { reason: "gone".into() };
+        assert!(!cdp_fail(&lost, "navigating", true).gate_refused_whole());
     }
 
     #[test]

@@ -10,6 +10,14 @@ use crate::act::run::{Run, ms};
 use crate::state::LogEvent;
 
 impl Run<'_> {
+    /// A navigation command the extension's gate refused never reached the page: the result says `notDispatched`.
+    fn not_sent_if_gated(&mut self, f: Fail) -> Fail {
+        if f.gate_refused_whole() {
+            self.res.dispatch = Dispatch::NotDispatched;
+        }
+        f
+    }
+
     pub(super) async fn navigate(&mut self, params: &ActParams) -> Result<(), Fail> {
         let d0 = Instant::now();
         let s = self.session.clone();
@@ -25,7 +33,8 @@ impl Run<'_> {
                     .p
                     .call(Some(&s), "Page.navigate", json!({"url": url}), self.deadline)
                     .await
-                    .map_err(|e| cdp_fail(&e, "navigating", true))?;
+                    .map_err(|e| cdp_fail(&e, "navigating", true))
+                    .map_err(|f| self.not_sent_if_gated(f))?;
                 if let Some(err) = r["errorText"].as_str().filter(|e| !e.is_empty()) {
                     if let Some(origin) = self.blocked_since_start() {
                         return Err(Fail::new(
@@ -46,7 +55,8 @@ impl Run<'_> {
                 self.p
                     .call(Some(&s), "Page.reload", json!({}), self.deadline)
                     .await
-                    .map_err(|e| cdp_fail(&e, "reloading", true))?
+                    .map_err(|e| cdp_fail(&e, "reloading", true))
+                    .map_err(|f| self.not_sent_if_gated(f))?
             }
             _ => {
                 let h = self
@@ -72,7 +82,8 @@ impl Run<'_> {
                 self.p
                     .call(Some(&s), "Page.navigateToHistoryEntry", json!({"entryId": entry["id"]}), self.deadline)
                     .await
-                    .map_err(|e| cdp_fail(&e, "navigating history", true))?
+                    .map_err(|e| cdp_fail(&e, "navigating history", true))
+                    .map_err(|f| self.not_sent_if_gated(f))?
             }
         };
         let same_doc = params.action == ActionKind::Navigate && r.get("loaderId").is_none();
