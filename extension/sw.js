@@ -2,7 +2,8 @@
 // one tab group per agent session, and enforces the last-hop gate (lease + fencing token + Stop) before any input,
 // the scheme gate (`lib/schemes.js`) before any command to a tab, the site and scheme policy on every tab it opens,
 // navigates or claims, on every top-level document request the Fetch domain pauses (failed before it is sent when
-// refused) and on every popup an agent's tab opens (closed at once when refused).
+// refused) and on every popup an agent's tab opens (closed at once when refused; after a server redirect, as the
+// refused document commits).
 
 import { Gate, GateError } from './lib/gate.js';
 import { SitePolicy } from './lib/sites.js';
@@ -245,19 +246,49 @@ async function fetchAnswer(target, a) {
 // ---- the last hop of the site policy for popups ---------------------------------------------------------------------
 
 /** Popups opened by a tab an agent session owns, and the tabs they open in turn: tabId -> that session. The Fetch
- *  domain does not reach a new window (browserd's debugger is on the opener), so a popup is judged by the URL the
- *  browser announces for it (`webNavigation`) and closed at once when the policy refuses it. */
+ *  domain does not reach a new window (browserd's debugger is on the opener), so a popup is judged by every URL the
+ *  browser announces for it (`webNavigation`: the first one, each new navigation, and the document that commits,
+ *  which is where a server redirect shows) and closed at once when the policy refuses one. Kept in
+ *  chrome.storage.session too (`popup:<tabId>`), so a restarted worker still judges the popups it knew. */
 const popups = new Map();
-/** Popups closed by the gate, newest last (at most 20): { tabId, openerTabId, url, why, at }. */
+/** Popups whose session is still being looked up (the opener's record is read from storage after a worker restart):
+ *  tabId -> a promise of that session. A navigation event that arrives meanwhile waits for it instead of passing. */
+const pendingPopups = new Map();
+/** The popups a previous worker instance recorded, loaded once at start; every popup event waits for it. */
+const popupsLoaded = chrome.storage.session.get(null).then((all) => {
+  for (const [k, session] of Object.entries(all)) {
+    const tabId = Number(k.slice('popup:'.length));
+    if (k.startsWith('popup:') && !popups.has(tabId)) popups.set(tabId, session);
+  }
+}, () => { /* storage unreadable: only popups opened from now on are known */ });
+/** Popups closed by the gate, newest last (at most 20): { tabId, openerTabId, url, why, at, via, committed, closed }. */
 const closedPopups = [];
 
-/** Closes popup `tabId` of agent `session` when its next document, `url`, is refused. */
-function gatePopup(tabId, openerTabId, url, session) {
+function rememberPopup(tabId, session) {
+  popups.set(tabId, session);
+  chrome.storage.session.set({ [`popup:${tabId}`]: session }).catch(() => {});
+}
+function forgetPopup(tabId) {
+  popups.delete(tabId);
+  chrome.storage.session.remove(`popup:${tabId}`).catch(() => {});
+}
+
+/** The agent session popup `tabId` answers to, or undefined (not a popup of an agent's tab). */
+async function popupOf(tabId) {
+  if (popups.has(tabId)) return popups.get(tabId);
+  if (pendingPopups.has(tabId)) return pendingPopups.get(tabId);
+  await popupsLoaded;
+  return popups.get(tabId) ?? pendingPopups.get(tabId);
+}
+
+/** Closes popup `tabId` of agent `session` when `url` (the document it is about to load, `via` the event that said
+ *  so, or the one that just `committed`) is refused. */
+function gatePopup(tabId, openerTabId, url, session, via, committed = false) {
   const why = navigationRefusal(url, session);
   if (!why) return;
   gate.refused++;
-  popups.delete(tabId);
-  const record = { tabId, openerTabId, url, why, at: Date.now(), committed: false, closed: false };
+  forgetPopup(tabId);
+  const record = { tabId, openerTabId, url, why, at: Date.now(), via, committed, closed: false };
   closedPopups.push(record);
   while (closedPopups.length > 20) closedPopups.shift();
   chrome.tabs.remove(tabId).then(() => { record.closed = true; }, () => { /* already gone */ });
@@ -267,24 +298,34 @@ function gatePopup(tabId, openerTabId, url, session) {
  *  user's). Known without waiting for storage when it can be: the popup's request is already on its way. */
 async function popupSession(openerTabId) {
   const known = popups.get(openerTabId) ?? owners.peek(openerTabId);
-  return known !== undefined ? known : (await owners.get(openerTabId))?.session;
+  if (known !== undefined) return known;
+  const popup = await popupOf(openerTabId);
+  return popup !== undefined ? popup : (await owners.get(openerTabId))?.session;
 }
 
 chrome.webNavigation.onCreatedNavigationTarget.addListener(async (d) => {
-  const session = await popupSession(d.sourceTabId);
+  // Registered before the first await, so the popup's next events wait for its session instead of passing unjudged.
+  const looking = popupSession(d.sourceTabId);
+  pendingPopups.set(d.tabId, looking);
+  let session;
+  try { session = await looking; } finally { pendingPopups.delete(d.tabId); }
   if (session === undefined) return;
-  popups.set(d.tabId, session);
-  gatePopup(d.tabId, d.sourceTabId, d.url, session);
+  rememberPopup(d.tabId, session);
+  gatePopup(d.tabId, d.sourceTabId, d.url, session, 'created');
 });
-// Whether a refused popup's document committed before the close took effect (said plainly in status).
-chrome.webNavigation.onCommitted.addListener((d) => {
+chrome.webNavigation.onBeforeNavigate.addListener(async (d) => {
+  if (d.frameId !== 0) return;
+  const session = await popupOf(d.tabId);
+  if (session !== undefined && popups.has(d.tabId)) gatePopup(d.tabId, null, d.url, session, 'navigation');
+});
+// A server redirect fires no new onBeforeNavigate: the committed document is judged too, and a refused one is closed
+// as it commits. Also says whether a popup refused earlier committed before the close took effect.
+chrome.webNavigation.onCommitted.addListener(async (d) => {
   if (d.frameId !== 0) return;
   const record = closedPopups.find((r) => r.tabId === d.tabId && !r.closed);
   if (record) record.committed = true;
-});
-chrome.webNavigation.onBeforeNavigate.addListener((d) => {
-  const session = d.frameId === 0 ? popups.get(d.tabId) : undefined;
-  if (session !== undefined) gatePopup(d.tabId, null, d.url, session);
+  const session = await popupOf(d.tabId);
+  if (session !== undefined && popups.has(d.tabId)) gatePopup(d.tabId, null, d.url, session, 'commit', true);
 });
 
 chrome.debugger.onEvent.addListener((source, method, params) => {
@@ -307,7 +348,7 @@ chrome.tabs.onUpdated.addListener(async (tabId, change, tab) => {
 });
 chrome.tabs.onRemoved.addListener(async (tabId) => {
   attached.delete(tabId);
-  popups.delete(tabId);
+  forgetPopup(tabId);
   forgetChildren(tabId);
   gate.forgetTab(tabId);
   unstop(tabId);
