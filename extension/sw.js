@@ -254,8 +254,12 @@ const popups = new Map();
 /** Popups whose session is still being looked up (the opener's record is read from storage after a worker restart):
  *  tabId -> a promise of that session. A navigation event that arrives meanwhile waits for it instead of passing. */
 const pendingPopups = new Map();
-/** The popups a previous worker instance recorded, loaded once at start; every popup event waits for it. */
+/** The popups a previous worker instance recorded, and the broker's last site policy (`sitePolicy`, so a restarted
+ *  worker judges popups by it until the broker hands it again), loaded once at start; every popup event waits for it. */
 const popupsLoaded = chrome.storage.session.get(null).then((all) => {
+  if (all.sitePolicy && !sites.fromBroker) {
+    try { sites.set(all.sitePolicy); sites.fromBroker = false; } catch (e) { /* keep the defaults */ }
+  }
   for (const [k, session] of Object.entries(all)) {
     const tabId = Number(k.slice('popup:'.length));
     if (k.startsWith('popup:') && !popups.has(tabId)) popups.set(tabId, session);
@@ -275,8 +279,6 @@ function forgetPopup(tabId) {
 
 /** The agent session popup `tabId` answers to, or undefined (not a popup of an agent's tab). */
 async function popupOf(tabId) {
-  if (popups.has(tabId)) return popups.get(tabId);
-  if (pendingPopups.has(tabId)) return pendingPopups.get(tabId);
   await popupsLoaded;
   return popups.get(tabId) ?? pendingPopups.get(tabId);
 }
@@ -305,7 +307,7 @@ async function popupSession(openerTabId) {
 
 chrome.webNavigation.onCreatedNavigationTarget.addListener(async (d) => {
   // Registered before the first await, so the popup's next events wait for its session instead of passing unjudged.
-  const looking = popupSession(d.sourceTabId);
+  const looking = popupsLoaded.then(() => popupSession(d.sourceTabId));
   pendingPopups.set(d.tabId, looking);
   let session;
   try { session = await looking; } finally { pendingPopups.delete(d.tabId); }
@@ -441,6 +443,7 @@ chrome.runtime.onMessage.addListener((msg, _sender, reply) => {
 });
 
 async function status() {
+  await popupsLoaded;
   return {
     instance: INSTANCE,
     version: VERSION,
@@ -590,7 +593,11 @@ async function handle(cmd, a) {
       return granted;
     }
     case 'lease.revoke': return gate.revoke(a.tabId);
-    case 'policy.set': return sites.set(a);
+    case 'policy.set': {
+      const counts = sites.set(a);
+      chrome.storage.session.set({ sitePolicy: a }).catch(() => {});
+      return counts;
+    }
     case 'stop': return stopNow('broker', a.reason);
     case 'cancel': return { droppedInputs: gate.cancel(a.tabId) };
     case 'schemes.set': return { ...schemes.set(a), uploadRoots: uploads.set(a.uploadRoots) };

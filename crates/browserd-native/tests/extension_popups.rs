@@ -179,8 +179,9 @@ async fn a_popup_redirected_to_a_denied_origin_is_closed_as_it_commits() {
 }
 
 /// A service-worker restart forgets nothing about popups: a popup of an agent's tab opened before the restart, which
-/// then goes (through the allowed site's redirect) to a denied origin, is closed by the new worker; and a popup the
-/// agent's tab opens after the restart (its owner not yet read back from storage) is judged too.
+/// then goes (through the allowed site's redirect) to a denied origin, is closed by the new worker, by the site policy
+/// the old worker kept (the broker has not sent it again); and a popup the agent's tab opens after the restart (its
+/// owner not yet read back from storage) is judged too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn popups_are_still_judged_after_a_service_worker_restart() {
     let mut h = common::start().await;
@@ -216,8 +217,10 @@ async fn popups_are_still_judged_after_a_service_worker_restart() {
     let link = tokio::time::timeout(Duration::from_secs(30), h.links.recv()).await.unwrap().unwrap();
     assert_ne!(link.info().instance, old, "a new service-worker instance");
     h.link = link;
-    // The site policy lives in the worker's memory only: the broker sends it again at every connection.
-    h.link.call("policy.set", json!({"allow": [], "deny": ["localhost"], "realProfileDeny": []})).await.unwrap();
+    // The broker hands its policy to a new worker only before its next page work: until then the new worker
+    // judges by the copy the old one kept.
+    let sites = h.link.status().await.unwrap()["sites"].clone();
+    assert_eq!(sites["deny"], json!(["localhost"]), "the kept policy: {sites}");
 
     // The popup from before the restart goes to the denied origin: closed by the new worker.
     let session = |target: Value| async move {
