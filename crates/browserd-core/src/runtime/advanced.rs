@@ -71,16 +71,11 @@ impl Runtime {
         self.with_debugger(session, tab, move |ctx| async move { provider.network(&ctx, tab, params).await }).await
     }
 
-    /// The prologue of an advanced read: the session's serial guard, activation, ownership (local refusals before
-    /// any browser round trip), recovery retries and the connection.
+    /// The prologue of a read of a tab (`observe`, `describe_target`, the advanced reads): the session's serial guard,
+    /// activation, ownership (local refusals before any browser round trip), recovery retries and the connection, then
+    /// ownership again.
     pub(super) async fn enter_read(&self, session: &SessionKey, tab: TabHandle) -> Result<SessionOp, CoreError> {
-        let op = self.serialized(session).await?;
-        self.engine().check_active(session)?;
-        self.drain_events(session).await;
-        self.tell_restart(session)?;
-        refuse_locally(self.engine().check_tab_access(session, tab))?;
-        self.prelude(session).await;
-        self.ensure_connected(session).await?;
+        let op = self.enter_tab(session, tab).await?;
         self.engine().check_tab_access(session, tab)?;
         Ok(op)
     }
@@ -91,6 +86,15 @@ impl Runtime {
         session: &SessionKey,
         tab: TabHandle,
     ) -> Result<(FencingToken, SessionOp), CoreError> {
+        let op = self.enter_tab(session, tab).await?;
+        let now = self.now();
+        let token = self.engine().check_write(session, tab, None, now)?;
+        Ok((token, op))
+    }
+
+    /// What every tab operation does first: the session's serial guard, activation, the tab's ownership checked
+    /// locally (before any browser round trip), pending events, recovery retries and the connection.
+    async fn enter_tab(&self, session: &SessionKey, tab: TabHandle) -> Result<SessionOp, CoreError> {
         let op = self.serialized(session).await?;
         self.engine().check_active(session)?;
         self.drain_events(session).await;
@@ -98,8 +102,6 @@ impl Runtime {
         refuse_locally(self.engine().check_tab_access(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
-        let now = self.now();
-        let token = self.engine().check_write(session, tab, None, now)?;
-        Ok((token, op))
+        Ok(op)
     }
 }

@@ -64,15 +64,8 @@ impl Runtime {
         tab: TabHandle,
         params: &ObserveParams,
     ) -> Result<Observation, CoreError> {
-        let _op = self.serialized(session).await?;
-        self.engine().check_active(session)?;
         // Local refusals (another session's tab, a user tab) come before any browser round trip.
-        self.drain_events(session).await;
-        self.tell_restart(session)?;
-        refuse_locally(self.engine().check_tab_access(session, tab))?;
-        self.prelude(session).await;
-        self.ensure_connected(session).await?;
-        self.engine().check_tab_access(session, tab)?;
+        let _op = self.enter_read(session, tab).await?;
         let provider = self.inner.provider.clone();
         self.with_debugger(session, tab, move |ctx| async move { provider.observe(&ctx, tab, params).await }).await
     }
@@ -85,14 +78,7 @@ impl Runtime {
         tab: TabHandle,
         params: &ActParams,
     ) -> Result<Option<TargetDescription>, CoreError> {
-        let _op = self.serialized(session).await?;
-        self.engine().check_active(session)?;
-        self.drain_events(session).await;
-        self.tell_restart(session)?;
-        refuse_locally(self.engine().check_tab_access(session, tab))?;
-        self.prelude(session).await;
-        self.ensure_connected(session).await?;
-        self.engine().check_tab_access(session, tab)?;
+        let _op = self.enter_read(session, tab).await?;
         let provider = self.inner.provider.clone();
         self.with_debugger(session, tab, move |ctx| async move { provider.describe_target(&ctx, tab, params).await })
             .await
