@@ -92,6 +92,22 @@ export async function fixtureServer() {
 }
 
 /**
+ * A loopback "Partner" page that answers on two origins (`127.0.0.1` and `localhost`, one port) and logs every
+ * request as `host/path` (`requests`: what reached the site), for the adapters' origin-list tests.
+ */
+export async function partnerSite() {
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    requests.push(`${req.headers.host}${req.url}`);
+    res.setHeader("content-type", "text/html; charset=utf-8");
+    res.end("<!doctype html><title>Partner</title><h1>Partner page</h1><button>Go</button>");
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = server.address().port;
+  return { port, requests, close: () => new Promise((r) => server.close(r)) };
+}
+
+/**
  * A loopback "Account settings" page for the approval tests: a "Delete account" button (high risk) and a "Save
  * profile" form (submit); each click is recorded by the server (`records()`: what reached the site).
  */

@@ -5,31 +5,25 @@
 //! (`127.0.0.1` and `localhost`) and logs every request with its Host, so what reached the site is checked there.
 
 import assert from "node:assert/strict";
-import http from "node:http";
 import { after, before, test } from "node:test";
 
-import { isolatedEnv, stopBroker } from "../../test-support/env.mjs";
+import { isolatedEnv, partnerSite, stopBroker } from "../../test-support/env.mjs";
 import { callTools, createPi, say } from "./harness.mjs";
 
 const env = isolatedEnv("pi-origins");
-/** Every request the site got, as `host/path`. */
-const requests = [];
-let server;
+/** The partner site (two origins, one port) and every request it got, as `host/path`. */
+let site;
 let port;
+let requests;
 
 before(async () => {
-  server = http.createServer((req, res) => {
-    requests.push(`${req.headers.host}${req.url}`);
-    res.setHeader("content-type", "text/html; charset=utf-8");
-    res.end("<!doctype html><title>Partner</title><h1>Partner page</h1><button>Go</button>");
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  port = server.address().port;
+  site = await partnerSite();
+  ({ port, requests } = site);
 });
 
 after(async () => {
   await stopBroker(env);
-  await new Promise((r) => server.close(r));
+  await site.close();
 });
 
 const text = (result) => result.content.find((c) => c.type === "text")?.text ?? "";
