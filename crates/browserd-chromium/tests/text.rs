@@ -14,19 +14,42 @@ use common::{Page, ctx, env};
 /// The rendered text of the page and of every same-origin frame inside it, as `innerText` gives it.
 const INNER_TEXT: &str = r"(() => {
   const out = [];
+  // innerText's line breaks over the flat tree: a block box is a line of its own, a table cell follows its previous
+  // cell after a tab, <br> breaks the line, `display: none` and invisible text are left out.
+  const flat = (root) => {
+    const parts = [];
+    const walk = (node) => {
+      if (node.nodeType === 3) {
+        const p = node.parentElement;
+        if (!p || getComputedStyle(p).visibility === 'visible') parts.push(node.data.replace(/\s+/g, ' '));
+        return;
+      }
+      if (node.nodeType !== 1 || ['script', 'style', 'template'].includes(node.localName)) return;
+      const cs = getComputedStyle(node);
+      if (cs.display === 'none') return;
+      if (node.localName === 'br') { parts.push('\n'); return; }
+      let kids = [...(node.shadowRoot || node).childNodes];
+      if (node.localName === 'slot') {
+        const assigned = node.assignedNodes({ flatten: true });
+        if (assigned.length) kids = assigned;
+      }
+      const cell = cs.display === 'table-cell';
+      const block = !cell && !cs.display.startsWith('inline') && cs.display !== 'contents';
+      if (cell && node.previousElementSibling) parts.push('\t');
+      if (block) parts.push('\n');
+      kids.forEach(walk);
+      if (block) parts.push('\n');
+    };
+    walk(root);
+    return parts.join('');
+  };
   const walk = (doc) => {
     if (!doc || !doc.body) return;
     out.push(doc.body.innerText);
     for (const f of doc.querySelectorAll('iframe')) { try { walk(f.contentDocument); } catch (e) {} }
-    const shadows = (root) => {
-      for (const el of root.querySelectorAll('*')) {
-        if (el.shadowRoot) {
-          for (const c of el.shadowRoot.children) if (c.innerText) out.push(c.innerText);
-          shadows(el.shadowRoot);
-        }
-      }
-    };
-    shadows(doc);
+    // A shadow host's rendered text, read along the flat tree (its shadow root, slots showing what is assigned to
+    // them): `innerText` reads one tree, so a sentence split by a <slot> comes out cut and slotted text out of place.
+    for (const el of doc.querySelectorAll('*')) if (el.shadowRoot) out.push(flat(el));
   };
   walk(document);
   return out.join('\n');

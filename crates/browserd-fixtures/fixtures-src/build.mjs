@@ -4,7 +4,7 @@
 import { build } from 'esbuild';
 import { statSync } from 'node:fs';
 
-const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js', 'admin.js', 'shop.jsx'];
+const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js', 'admin.js', 'shop.jsx', 'components.js'];
 for (const entry of apps) {
   const out = `../fixtures/apps/${entry.replace(/\.jsx?$/, '')}.js`;
   process.stdout.write(`building ${out} ... `);

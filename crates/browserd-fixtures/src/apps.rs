@@ -1,4 +1,4 @@
-//! The fixture apps: pages built the way real products are (React and Vue production builds, a jQuery-style
+//! The fixture apps: pages built the way real products are (React, Vue and Lit production builds, a jQuery-style
 //! delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
 //! The server puts the data into the page as JSON; what is operable and which texts must be read is known only here.
 //! A click that reaches a page's handler is POSTed to `/api/record` and kept in order ([`crate::FixtureSite::records`]).
@@ -38,6 +38,7 @@ const APPS: &[App] = &[
     App { path: "/apps/mail.html", script: "/apps/mail.js", title: "Mail" },
     App { path: "/apps/admin.html", script: "/apps/admin.js", title: "Workspace settings" },
     App { path: "/apps/shop.html", script: "/apps/shop.js", title: "Shop" },
+    App { path: "/apps/components.html", script: "/apps/components.js", title: "Settings console" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -47,6 +48,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/mail.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/mail.js")),
     ("/apps/admin.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/admin.js")),
     ("/apps/shop.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/shop.js")),
+    ("/apps/components.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/components.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -164,6 +166,14 @@ const PRODUCTS: &[(&str, &str, &str, u32)] = &[
 ];
 const SHIPPING: &str = "Free shipping over $50";
 
+/// The settings console (web components): its nav items, switches (id, label, on at load), the members table reuses
+/// the admin app's members, the card (title, the word to type, its button) and the icon button's label.
+const CONSOLE_NAV: &[&str] = &["Profile", "Security", "Team", "Billing"];
+const CONSOLE_TOGGLES: &[(&str, &str, bool)] =
+    &[("sso", "Single sign-on", true), ("audit", "Audit log", false), ("beta", "Beta features", false)];
+const DANGER: (&str, &str, &str) = ("Danger zone", "admin", "Reset workspace");
+const REFRESH: &str = "Refresh members";
+
 /// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
 fn money(cents: u32) -> String {
     let dollars = (cents / 100).to_string();
@@ -222,6 +232,16 @@ fn data(path: &str) -> Value {
                 .collect::<Vec<_>>(),
             "plan": PLAN,
             "removeIcon": REMOVE_ICON,
+        }),
+        "/apps/components.html" => json!({
+            "nav": CONSOLE_NAV,
+            "toggles": CONSOLE_TOGGLES.iter().map(|(id, label, on)| json!({"id": id, "label": label, "on": on}))
+                .collect::<Vec<_>>(),
+            "columns": ["Name", "Email", "Role"],
+            "members": MEMBERS.iter().map(|(name, email, role)| json!({"name": name, "email": email, "role": role}))
+                .collect::<Vec<_>>(),
+            "danger": {"title": DANGER.0, "word": DANGER.1, "button": DANGER.2},
+            "refreshLabel": REFRESH,
         }),
         "/apps/shop.html" => json!({
             "products": PRODUCTS.iter().map(|(id, short, name, cents)| json!({"id": id, "short": short, "name": name, "cents": cents}))
@@ -341,6 +361,18 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             let mut texts = vec!["Viewing: none".to_owned()];
             texts.extend(PRODUCTS.iter().flat_map(|(_, _, name, cents)| [(*name).to_owned(), money(*cents)]));
             texts.extend(["Your cart is empty".into(), "0 items".into(), "Total: $0.00".into(), SHIPPING.into()]);
+            AppTruth { operable, texts }
+        }
+        "/apps/components.html" => {
+            let mut operable = vec![op("button", REFRESH, "members:reload")];
+            operable.extend(CONSOLE_NAV.iter().map(|n| op("generic", *n, format!("nav:{n}"))));
+            // A switch is the custom element itself, named by its slotted label; clicking flips its state at load.
+            operable.extend(CONSOLE_TOGGLES.iter().map(|(id, label, on)| {
+                op("switch", *label, format!("toggle:{id}:{}", if *on { "off" } else { "on" }))
+            }));
+            operable.extend(MEMBERS.iter().map(|(name, email, _)| op("generic", *name, format!("member:{email}"))));
+            operable.push(op("button", DANGER.2, "danger:reset"));
+            let texts = vec!["Last action: none".into(), DANGER.0.into(), format!("Type \"{}\" to confirm", DANGER.1)];
             AppTruth { operable, texts }
         }
         "/apps/delegated.html" => {

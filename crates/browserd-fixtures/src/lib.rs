@@ -223,6 +223,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Viewing: none",
     },
     FixturePage {
+        path: "/apps/components.html",
+        category: "app",
+        description: "Settings console (Lit web components, open shadow roots): nav items handled on the host via composedPath, host-element switches, a shadow-DOM table two roots deep, slotted card content split across the boundary, an icon button named on its host",
+        marker: "Last action: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",

@@ -300,7 +300,14 @@ async fn app_pages_carry_their_data_and_bundle_but_not_their_ground_truth() {
             }
         }
     }
-    for bundle in ["/apps/tracker.js", "/apps/dashboard.js", "/apps/mail.js", "/apps/admin.js", "/apps/shop.js"] {
+    for bundle in [
+        "/apps/tracker.js",
+        "/apps/dashboard.js",
+        "/apps/mail.js",
+        "/apps/admin.js",
+        "/apps/shop.js",
+        "/apps/components.js",
+    ] {
         let reply = get(&site.url(bundle)).await;
         assert_eq!(reply.status, StatusCode::OK, "{bundle}");
         assert_eq!(reply.headers[hyper::header::CONTENT_TYPE], "text/javascript; charset=utf-8");

@@ -40,6 +40,12 @@ impl Renderer<'_> {
             let t = t.trim_end().to_owned();
             name = t;
         }
+        if name.trim().is_empty()
+            && matches!(shown, "clickable" | "button" | "link")
+            && let Some(label) = n.backend.and_then(|b| self.host_label(frame, b))
+        {
+            name = label;
+        }
         let mut states = self.states(n, shown, dom.as_ref());
         if let Some(t) = toggle {
             states.insert(0, t.state().to_owned());
@@ -198,6 +204,22 @@ impl Renderer<'_> {
                 }
             }
         }
+    }
+
+    /// The `aria-label` of the nearest custom element (a tag with a `-`) around `backend`: the name a web
+    /// component's author put on the host (`<icon-button aria-label="Refresh">`) for the unnamed control it renders in
+    /// its shadow root (the DOM snapshot has no node for the shadow root: the control's parent is the host).
+    fn host_label(&self, frame: &str, backend: i64) -> Option<String> {
+        let doc = self.docs.get(frame)?;
+        let mut node = doc.get(&backend)?;
+        for _ in 0..256 {
+            node = doc.get(&node.parent?)?;
+            if node.tag.contains('-') {
+                let label = node.attr("aria-label")?.split_whitespace().collect::<Vec<_>>().join(" ");
+                return Some(label).filter(|l| !l.is_empty());
+            }
+        }
+        None
     }
 
     pub(super) fn states(&self, n: &AxNode, role: &str, dom: Option<&DomNode>) -> Vec<String> {

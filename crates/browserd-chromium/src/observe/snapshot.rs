@@ -19,6 +19,7 @@ const KEPT_ATTRS: &[&str] = &[
     "aria-rowindex",
     "aria-rowcount",
     "inert",
+    "aria-label",
 ];
 
 /// A DOM node's facts from the snapshot.
