@@ -29,6 +29,8 @@
 //! - [`policy`]: the policy checks: URL schemes (`policy::schemes`), the `[files]` section (`policy::files`), the site
 //!   policy (origin patterns, `[policy]`, a session's lists) and where it is enforced, action classes and approvals.
 //! - [`retention`]: the screenshot and spill files' retention (15 min / 100 MB) and the broker's sweeper.
+//! - [`screenshot_files`]: which objects of a result are screenshots, and writing one to a private file (the MCP
+//!   server's and the CLI's).
 //! - [`redact`]: what `browserd diagnose` (`cli::diagnose`) takes out: URL queries, page titles, every log line but
 //!   the broker's own events.
 //! - [`request_ids`]: `browser_act`'s `requestId`, per host session, bounded (LRU + TTL).
@@ -55,6 +57,7 @@ mod reconcile;
 pub mod redact;
 pub mod request_ids;
 pub mod retention;
+pub mod screenshot_files;
 pub mod risk;
 pub mod server;
 mod sessions;

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
+use browserd_broker::screenshot_files;
 use browserd_protocol::{ErrorCode, ErrorData};
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value, json};
@@ -43,47 +43,10 @@ impl ScreenshotStore {
 
     fn save(&self, image_id: &str, format: &str, data: &str) -> Result<Option<PathBuf>, String> {
         let Some(dir) = &self.dir else { return Ok(None) };
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data.trim())
-            .map_err(|e| format!("screenshot data is not base64: {e}"))?;
-        create_private_dir(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        let stem: String =
-            image_id.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_')).take(64).collect();
+        let stem = screenshot_files::image_stem(image_id);
         let stem = if stem.is_empty() { crate::host::generated_session_id() } else { stem };
-        let ext = match format {
-            "png" => "png",
-            "webp" => "webp",
-            _ => "jpg",
-        };
-        let path = dir.join(format!("{stem}.{ext}"));
-        write_private_file(&path, &bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        let _ = browserd_broker::retention::sweep(dir, self.retention, std::time::SystemTime::now());
-        Ok(Some(path))
+        screenshot_files::save(dir, &stem, format, data, self.retention).map(Some)
     }
-}
-
-#[cfg(unix)]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
-}
-
-#[cfg(not(unix))]
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)
-}
-
-#[cfg(unix)]
-fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
-    file.write_all(bytes)
-}
-
-#[cfg(not(unix))]
-fn write_private_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::write(path, bytes)
 }
 
 fn mime_type(format: &str) -> &'static str {
@@ -219,29 +182,7 @@ pub fn internal(message: impl Into<String>) -> ErrorData {
 }
 
 fn extract_screenshots(value: &mut Value, store: &ScreenshotStore, images: &mut Vec<ContentBlock>) {
-    match value {
-        Value::Object(object) => {
-            if is_screenshot(object) {
-                take_screenshot(object, store, images);
-            } else {
-                for child in object.values_mut() {
-                    extract_screenshots(child, store, images);
-                }
-            }
-        }
-        Value::Array(items) => {
-            for item in items {
-                extract_screenshots(item, store, images);
-            }
-        }
-        _ => {}
-    }
-}
-
-fn is_screenshot(object: &Map<String, Value>) -> bool {
-    object.get("imageId").is_some_and(Value::is_string)
-        && object.get("format").is_some_and(Value::is_string)
-        && object.get("data").and_then(Value::as_str).is_some_and(|data| !data.is_empty())
+    screenshot_files::for_each_screenshot(value, &mut |object| take_screenshot(object, store, images));
 }
 
 fn take_screenshot(object: &mut Map<String, Value>, store: &ScreenshotStore, images: &mut Vec<ContentBlock>) {
@@ -266,6 +207,8 @@ fn take_screenshot(object: &mut Map<String, Value>, store: &ScreenshotStore, ima
 
 #[cfg(test)]
 mod tests {
+    use base64::Engine as _;
+
     use super::*;
 
     fn shot(data: &str) -> Value {
