@@ -17,7 +17,7 @@ use serde_json::json;
 use super::GROUP;
 use super::run::Run;
 use crate::origin::ORIGIN_NOT_AUTHORISED_PREFIX;
-use crate::provider::{ChromiumProvider, remaining};
+use crate::provider::ChromiumProvider;
 
 /// The node a screenshot point hit when the action was described, checked again when the action hits it.
 #[derive(Debug, Clone, PartialEq)]
@@ -84,13 +84,7 @@ pub(crate) async fn describe_target(
         return Ok(None);
     }
     let deadline = Instant::now() + ctx.timeout.min(Duration::from_secs(10));
-    let lock = p.tab_lock(tab);
-    let _guard = tokio::time::timeout(remaining(deadline), lock.lock()).await.map_err(|_| {
-        ProviderError::new(
-            ProviderErrorKind::Timeout,
-            format!("tab {tab} stayed busy with another operation until the deadline; retry later"),
-        )
-    })?;
+    let _guard = p.lock_tab_until(tab, deadline).await?;
     let sent = AtomicBool::new(false);
     let mut run = Run::start(p, ctx, tab, deadline, &sent).await?;
     let described = run.describe(params).await;

@@ -28,7 +28,7 @@ mod settle;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle};
+use browserd_core::provider::{OpContext, ProviderError, TabHandle};
 use browserd_protocol::{ActParams, ActionKind, ActionResult, Dispatch};
 
 pub(crate) use actionable::quad_center;
@@ -37,7 +37,7 @@ pub(crate) use fail::{gate_refusal, target_went_away};
 use run::{Run, ms};
 pub(crate) use settle::{TRACKER, install_tracker};
 
-use crate::provider::{ChromiumProvider, remaining};
+use crate::provider::ChromiumProvider;
 
 /// The object group of every node an action resolves (released when it ends).
 const GROUP: &str = "browserd-act";
@@ -81,13 +81,7 @@ async fn act_inner(
     };
     let budget = params.timeout_ms.map_or(default, Duration::from_millis).min(ctx.timeout);
     let deadline = t0 + budget;
-    let lock = p.tab_lock(tab);
-    let _guard = tokio::time::timeout(remaining(deadline), lock.lock()).await.map_err(|_| {
-        ProviderError::new(
-            ProviderErrorKind::Timeout,
-            format!("tab {tab} stayed busy with another operation until the deadline; retry later"),
-        )
-    })?;
+    let _guard = p.lock_tab_until(tab, deadline).await?;
     let queue = t0.elapsed();
     let mut run = Run::start(p, ctx, tab, deadline, sent).await?;
     run.res.timings.queue = ms(queue);

@@ -332,6 +332,21 @@ impl ChromiumProvider {
         locks.retain(|t, lock| *t == tab || open.contains(t) || Arc::strong_count(lock) > 1);
         locks.entry(tab).or_default().clone()
     }
+
+    /// Takes `tab`'s operation lock, waiting no later than `deadline` (an action and the description of its target
+    /// have the tab to themselves).
+    pub(crate) async fn lock_tab_until(
+        &self,
+        tab: TabHandle,
+        deadline: Instant,
+    ) -> Result<tokio::sync::OwnedMutexGuard<()>, ProviderError> {
+        tokio::time::timeout(remaining(deadline), self.tab_lock(tab).lock_owned()).await.map_err(|_| {
+            ProviderError::new(
+                ProviderErrorKind::Timeout,
+                format!("tab {tab} stayed busy with another operation until the deadline; retry later"),
+            )
+        })
+    }
 }
 
 /// Another debugging client holds `tab`; nothing was sent to it.
