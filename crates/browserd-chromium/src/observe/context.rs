@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::line;
 use super::operable::INTERACTIVE;
 use super::renderer::Renderer;
-use super::snapshot::DomNode;
+use super::snapshot::{DomNode, holds};
 use crate::ax::AxTree;
 use crate::state::Line;
 
@@ -80,7 +80,7 @@ impl<'a> Renderer<'a> {
             at = docs.get(&at)?.parent?;
             // The nearest node of the tree around it that holds `at`, and the text and operable nodes below it that
             // `at` holds besides the namesake itself.
-            let (root, root_backend) = *around.iter().find(|(_, b)| dom_contains(docs, *b, at, None))?;
+            let (root, root_backend) = *around.iter().find(|(_, b)| holds(docs, *b, at, None))?;
             let scan = Scan { frame: s.frame, ax, docs, own: (s.own, element), container: at, root: root_backend };
             let mut text = String::new();
             if self.scan(&scan, root, &mut text, 0) {
@@ -101,10 +101,10 @@ impl<'a> Renderer<'a> {
             return false;
         }
         let inside = match n.backend {
-            Some(b) if dom_contains(s.docs, s.own.1, b, Some(s.root)) => return false,
-            Some(b) if dom_contains(s.docs, s.container, b, Some(s.root)) => true,
+            Some(b) if holds(s.docs, s.own.1, b, Some(s.root)) => return false,
+            Some(b) if holds(s.docs, s.container, b, Some(s.root)) => true,
             // Neither in the container nor around it: nothing below it is in it either.
-            Some(b) if !dom_contains(s.docs, b, s.container, Some(s.root)) => return false,
+            Some(b) if !holds(s.docs, b, s.container, Some(s.root)) => return false,
             _ => false,
         };
         if inside {
@@ -138,20 +138,6 @@ struct Scan<'s> {
     own: (&'s str, i64),
     container: i64,
     root: i64,
-}
-
-/// Whether element `a` is `b` or holds it (DOM parents followed from `b`, up to `stop`).
-fn dom_contains(docs: &HashMap<i64, DomNode>, a: i64, b: i64, stop: Option<i64>) -> bool {
-    let mut cur = Some(b);
-    for _ in 0..256 {
-        match cur {
-            Some(c) if c == a => return true,
-            Some(c) if Some(c) == stop => return false,
-            Some(c) => cur = docs.get(&c).and_then(|d| d.parent),
-            None => return false,
-        }
-    }
-    false
 }
 
 impl Renderer<'_> {

@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
-use super::cover::contains;
 use super::line::quote_cut;
 use super::renderer::Renderer;
+use super::snapshot::holds;
 use crate::ax::{AxNode, AxTree};
 
 /// The roles of a popup that holds a control's active descendant.
@@ -44,7 +44,10 @@ impl Renderer<'_> {
         let mut out: Vec<(String, i64)> = Vec::new();
         for b in targets {
             let Some(d) = docs.get(&b) else { continue };
-            if d.order <= order || contains(docs, own, b) || contains(docs, b, own) || out.iter().any(|(_, x)| *x == b)
+            if d.order <= order
+                || holds(docs, own, b, None)
+                || holds(docs, b, own, None)
+                || out.iter().any(|(_, x)| *x == b)
             {
                 continue;
             }

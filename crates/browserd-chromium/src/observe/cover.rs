@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use super::renderer::Renderer;
-use super::snapshot::DomNode;
+use super::snapshot::{DomNode, holds};
 
 /// A fixed-position element of a frame that takes clicks (visible, `pointer-events` not `none`, with a box), and
 /// whether it fills the viewport.
@@ -35,19 +35,6 @@ fn covers_of(docs: &HashMap<i64, DomNode>) -> Vec<Cover> {
         .collect()
 }
 
-/// Whether `a` is `b` or an ancestor of it.
-pub(super) fn contains(docs: &HashMap<i64, DomNode>, a: i64, b: i64) -> bool {
-    let mut cur = Some(b);
-    for _ in 0..4096 {
-        match cur {
-            Some(c) if c == a => return true,
-            Some(c) => cur = docs.get(&c).and_then(|d| d.parent),
-            None => return false,
-        }
-    }
-    false
-}
-
 impl Renderer<'_> {
     /// Whether the element's centre is under a fixed-position element painted above it that is neither inside it
     /// nor around it.
@@ -66,8 +53,8 @@ impl Renderer<'_> {
             let (Some([x, y, w, h]), Some(p)) = (cover.rect, cover.paint) else { return false };
             p > paint
                 && (c.whole || (cx >= x && cx < x + w && cy >= y && cy < y + h))
-                && !contains(docs, c.backend, backend)
-                && !contains(docs, backend, c.backend)
+                && !holds(docs, c.backend, backend, None)
+                && !holds(docs, backend, c.backend, None)
         })
     }
 }
@@ -111,7 +98,7 @@ fn looks_operable(d: &DomNode) -> bool {
             d.clickable
                 || (d.pointer && !d.parent_pointer)
                 || d.attr("contenteditable").is_some_and(|v| v != "false")
-                || d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
+                || d.in_tab_order()
         }
     }
 }

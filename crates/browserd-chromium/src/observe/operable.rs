@@ -132,7 +132,7 @@ impl Renderer<'_> {
         if matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label") {
             return None;
         }
-        if d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0)) {
+        if d.in_tab_order() {
             return Some(("focusable".to_owned(), false));
         }
         if (d.pointer && !d.parent_pointer) || anchor_without_href(d) {
@@ -151,7 +151,7 @@ impl Renderer<'_> {
             && self.dom(frame, n).is_some_and(|d| {
                 d.toggle.is_some()
                     || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
-                        && (d.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
+                        && (d.in_tab_order()
                             || (d.clickable && !self.axs.get(frame).is_some_and(|ax| listener_over_nothing(ax, n)))
                             || (d.pointer && !d.parent_pointer)
                             || anchor_without_href(d))

@@ -73,6 +73,11 @@ impl DomNode {
     pub(super) fn attr(&self, name: &str) -> Option<&str> {
         self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
+
+    /// Its `tabindex` puts it in the tab order (0 or more): the page made it focusable, so a user can reach it.
+    pub(super) fn in_tab_order(&self) -> bool {
+        self.attr("tabindex").is_some_and(|t| t.trim().parse::<i32>().is_ok_and(|t| t >= 0))
+    }
 }
 
 /// The DOM facts of every frame in the sessions' snapshots.
@@ -226,6 +231,20 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         out.insert(frame_ids[di].clone(), map);
     }
     out
+}
+
+/// Whether element `a` is `b` or holds it: `b`'s DOM parents followed up, and not past `stop`.
+pub(super) fn holds(docs: &HashMap<i64, DomNode>, a: i64, b: i64, stop: Option<i64>) -> bool {
+    let mut cur = Some(b);
+    for _ in 0..4096 {
+        match cur {
+            Some(c) if c == a => return true,
+            Some(c) if Some(c) == stop => return false,
+            Some(c) => cur = docs.get(&c).and_then(|d| d.parent),
+            None => return false,
+        }
+    }
+    false
 }
 
 impl Toggle {
