@@ -227,11 +227,7 @@ async fn eval_marked(
     for fresh in [false, true] {
         let id = context(p, tab, session, &frame, fresh, deadline).await?;
         let args = json!({"expression": expression, "contextId": id, "returnByValue": true, "awaitPromise": true});
-        let r = if for_action {
-            p.cdp.call_for_action(Some(session), "Runtime.evaluate", args, cap(deadline), None).await
-        } else {
-            p.cdp.call(Some(session), "Runtime.evaluate", args, cap(deadline)).await
-        };
+        let r = p.call_marked(Some(session), "Runtime.evaluate", args, cap(deadline), for_action).await;
         match r {
             Ok(v) => match v.get("exceptionDetails") {
                 None => return Ok(v["result"]["value"].clone()),

@@ -147,14 +147,10 @@ impl Run<'_> {
         for_action: bool,
     ) -> Result<Value, Fail> {
         let params = json!({"objectId": object, "functionDeclaration": f, "arguments": args, "returnByValue": true, "awaitPromise": true});
-        let r = if for_action {
-            self.p
-                .cdp
-                .call_for_action(Some(session), "Runtime.callFunctionOn", params, remaining(self.deadline), None)
-                .await
-        } else {
-            self.p.call(Some(session), "Runtime.callFunctionOn", params, self.deadline).await
-        };
+        let r = self
+            .p
+            .call_marked(Some(session), "Runtime.callFunctionOn", params, remaining(self.deadline), for_action)
+            .await;
         let v = r.map_err(|e| {
             cdp_fail(&e, if for_action { "running the action's script" } else { "reading the node" }, false)
         })?;

@@ -270,6 +270,23 @@ impl ChromiumProvider {
         self.cdp.call(session, method, params, remaining(deadline)).await
     }
 
+    /// A call within `timeout`; with `for_action`, one the extension relay's last-hop gate checks as a write (see
+    /// [`Cdp::call_for_action`]), else an ordinary one.
+    pub(crate) async fn call_marked(
+        &self,
+        session: Option<&SessionId>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        for_action: bool,
+    ) -> Result<Value, CdpError> {
+        if for_action {
+            self.cdp.call_for_action(session, method, params, timeout, None).await
+        } else {
+            self.cdp.call(session, method, params, timeout).await
+        }
+    }
+
     fn tab_info(t: &Tab, active: bool) -> TabInfo {
         TabInfo { tab: t.handle, url: t.url.clone(), title: t.title.clone(), group: None, opener: t.opener, active }
     }
