@@ -447,6 +447,23 @@ pub enum ActionKind {
     Dialog,
 }
 
+impl ActionKind {
+    /// Whether the action works on a node of the page (a ref or a screenshot point), not on the page's load or
+    /// history, a wait or a dialog.
+    #[must_use]
+    pub fn acts_on_a_node(self) -> bool {
+        !matches!(
+            self,
+            ActionKind::Navigate
+                | ActionKind::Back
+                | ActionKind::Forward
+                | ActionKind::Reload
+                | ActionKind::Wait
+                | ActionKind::Dialog
+        )
+    }
+}
+
 /// Scroll direction.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use browserd_protocol::policy::ActionClass;
-use browserd_protocol::{ActParams, ActionKind, ErrorCode, ErrorData, SessionId};
+use browserd_protocol::{ActParams, ErrorCode, ErrorData, SessionId};
 use serde_json::json;
 
 /// How long an approval (asked or granted) stays valid.
@@ -214,16 +214,7 @@ pub fn approval_required(asked: &Asked<'_>) -> ErrorData {
 /// page was changing, e.g. navigating). `None`: the action may be classed.
 #[must_use]
 pub fn undescribed(step: &ActParams, described: bool, observed: bool) -> Option<ErrorData> {
-    let targetless = matches!(
-        step.action,
-        ActionKind::Navigate
-            | ActionKind::Back
-            | ActionKind::Forward
-            | ActionKind::Reload
-            | ActionKind::Wait
-            | ActionKind::Dialog
-    );
-    if described || targetless {
+    if described || !step.action.acts_on_a_node() {
         return None;
     }
     if let Some(pt) = &step.at {

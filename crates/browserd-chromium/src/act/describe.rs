@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use browserd_core::provider::{OpContext, ProviderError, ProviderErrorKind, TabHandle, TargetDescription};
-use browserd_protocol::{ActParams, ActionKind, ImagePoint, codes};
+use browserd_protocol::{ActParams, ImagePoint, codes};
 use serde_json::json;
 
 use super::GROUP;
@@ -70,17 +70,7 @@ pub(crate) async fn describe_target(
     tab: TabHandle,
     params: &ActParams,
 ) -> Result<Option<TargetDescription>, ProviderError> {
-    if (params.target.is_none() && params.at.is_none())
-        || matches!(
-            params.action,
-            ActionKind::Navigate
-                | ActionKind::Back
-                | ActionKind::Forward
-                | ActionKind::Reload
-                | ActionKind::Wait
-                | ActionKind::Dialog
-        )
-    {
+    if (params.target.is_none() && params.at.is_none()) || !params.action.acts_on_a_node() {
         return Ok(None);
     }
     let deadline = Instant::now() + ctx.timeout.min(Duration::from_secs(10));

@@ -16,15 +16,7 @@ impl Run<'_> {
     /// counts as resolving the target.
     pub(super) async fn prepare(&mut self, params: &ActParams) -> Result<(), Fail> {
         let (p, tab, deadline) = (self.p, self.tab, self.deadline);
-        let foreground = !matches!(
-            params.action,
-            ActionKind::Wait
-                | ActionKind::Dialog
-                | ActionKind::Navigate
-                | ActionKind::Back
-                | ActionKind::Forward
-                | ActionKind::Reload
-        );
+        let foreground = params.action.acts_on_a_node();
         let targets = [params.target.as_ref(), params.to.as_ref()];
         // A ref into an out-of-process frame whose session is being attached again is judged once it is back.
         crate::observe::await_reattached_frames(p, tab, &targets, deadline).await;
