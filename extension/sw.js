@@ -50,19 +50,16 @@ function refuseSite(url, session, what) {
   throw new GateError('ORIGIN_NOT_AUTHORISED', `${what} refused by the extension's site gate: ${why}; nothing was sent`);
 }
 
-/** Throws ORIGIN_NOT_AUTHORISED when the tab shows (or is about to show) an origin `session` may not have. */
-async function refuseTabSite(tabId, session, what) {
-  const tab = await chrome.tabs.get(tabId);
-  for (const url of [tab.url, tab.pendingUrl]) if (url) refuseSite(url, session, `${what} tab ${tabId}`);
-}
-
-/** Throws POLICY_DENIED when the tab shows (or is about to show) a URL the policy refuses. */
-async function refuseTab(tabId, what) {
+/** Throws POLICY_DENIED when the tab shows (or is about to show) a URL the scheme policy refuses; with `session`
+ *  (an agent taking the tab), ORIGIN_NOT_AUTHORISED when it shows an origin that session may not have. */
+async function refuseTab(tabId, what, session) {
   const tab = await chrome.tabs.get(tabId);
   for (const url of [tab.url, tab.pendingUrl]) {
     const why = url ? schemes.shownRefusal(url) : null;
     if (why) throw new GateError('POLICY_DENIED', `${what} tab ${tabId} (it shows a ${String(url).split(':')[0]}: page) refused by the extension's scheme gate: ${why}; nothing was sent`);
   }
+  if (session === undefined) return;
+  for (const url of [tab.url, tab.pendingUrl]) if (url) refuseSite(url, session, `${what} tab ${tabId}`);
 }
 /** The site policy the gate checks every command's tab against (the broker's copy once it sent one). */
 const sites = new SitePolicy();
@@ -570,8 +567,7 @@ async function handle(cmd, a) {
     case 'own.claim': {
       const rec = await owners.get(a.tabId);
       if (rec && rec.session !== a.session) throw new GateError('NOT_OWNER', `tab ${a.tabId} is owned by another agent session`);
-      await refuseTab(a.tabId, 'claiming');
-      await refuseTabSite(a.tabId, a.session, 'claiming');
+      await refuseTab(a.tabId, 'claiming', a.session);
       if (!rec) await owners.set(a.tabId, { session: a.session, kind: 'claimed' });
       return owners.get(a.tabId);
     }
