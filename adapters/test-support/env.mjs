@@ -7,6 +7,7 @@ import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
+import { after, before } from "node:test";
 
 import { BrokerClient, socketPath } from "../common/broker-client.mjs";
 
@@ -93,18 +94,26 @@ export async function fixtureServer() {
 
 /**
  * A loopback "Partner" page that answers on two origins (`127.0.0.1` and `localhost`, one port) and logs every
- * request as `host/path` (`requests`: what reached the site), for the adapters' origin-list tests.
+ * request as `host/path` (`requests`: what reached the site), for the adapters' origin-list tests: started before the
+ * test file's tests, closed after them with the broker of `env`. Its `port` and `requests` are filled in by then.
  */
-export async function partnerSite() {
-  const requests = [];
-  const server = http.createServer((req, res) => {
-    requests.push(`${req.headers.host}${req.url}`);
-    res.setHeader("content-type", "text/html; charset=utf-8");
-    res.end("<!doctype html><title>Partner</title><h1>Partner page</h1><button>Go</button>");
+export function partnerSite(env) {
+  const site = { port: 0, requests: [], close: async () => {} };
+  before(async () => {
+    const server = http.createServer((req, res) => {
+      site.requests.push(`${req.headers.host}${req.url}`);
+      res.setHeader("content-type", "text/html; charset=utf-8");
+      res.end("<!doctype html><title>Partner</title><h1>Partner page</h1><button>Go</button>");
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    site.port = server.address().port;
+    site.close = () => new Promise((r) => server.close(r));
   });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = server.address().port;
-  return { port, requests, close: () => new Promise((r) => server.close(r)) };
+  after(async () => {
+    await stopBroker(env);
+    await site.close();
+  });
+  return site;
 }
 
 /**

@@ -5,27 +5,15 @@
 //! (`127.0.0.1` and `localhost`) and logs every request with its Host, so what reached the site is checked there.
 
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { isolatedEnv, partnerSite, stopBroker } from "../../test-support/env.mjs";
+import { isolatedEnv, partnerSite } from "../../test-support/env.mjs";
 import * as plugin from "../index.mjs";
 import { createHost } from "./fake-host.mjs";
 
 const env = isolatedEnv("dsh-origins");
 /** The partner site (two origins, one port) and every request it got, as `host/path`. */
-let site;
-let port;
-let requests;
-
-before(async () => {
-  site = await partnerSite();
-  ({ port, requests } = site);
-});
-
-after(async () => {
-  await stopBroker(env);
-  await site.close();
-});
+const site = partnerSite(env);
 
 /** Opens `urls` in turn in a fresh DSH agent of a plugin configured with `config`; the `browser_open` results. */
 async function openAll(config, id, urls) {
@@ -46,23 +34,23 @@ async function openAll(config, id, urls) {
 }
 
 test("contract: blockedOrigins refuses the blocked origin before it is requested; another opens", async () => {
-  const blocked = `http://localhost:${port}/blocked`;
-  const fine = `http://127.0.0.1:${port}/fine`;
+  const blocked = `http://localhost:${site.port}/blocked`;
+  const fine = `http://127.0.0.1:${site.port}/fine`;
   const [refused, opened] = await openAll({ blockedOrigins: ["localhost"] }, "dsh-origins-blocked", [blocked, fine]);
   assert.equal(refused.isError, true, JSON.stringify(refused));
   assert.match(String(refused.error), /ORIGIN_NOT_AUTHORISED/);
   assert.equal(opened.isError, false, String(opened.error));
-  assert.ok(requests.includes(`127.0.0.1:${port}/fine`), JSON.stringify(requests));
-  assert.ok(!requests.some((r) => r.endsWith("/blocked")), `never requested: ${JSON.stringify(requests)}`);
+  assert.ok(site.requests.includes(`127.0.0.1:${site.port}/fine`), JSON.stringify(site.requests));
+  assert.ok(!site.requests.some((r) => r.endsWith("/blocked")), `never requested: ${JSON.stringify(site.requests)}`);
 });
 
 test("contract: allowedOrigins refuses an origin outside the list before it is requested", async () => {
-  const outside = `http://localhost:${port}/outside`;
-  const inside = `http://127.0.0.1:${port}/inside`;
+  const outside = `http://localhost:${site.port}/outside`;
+  const inside = `http://127.0.0.1:${site.port}/inside`;
   const [refused, opened] = await openAll({ allowedOrigins: "127.0.0.1:*" }, "dsh-origins-allowed", [outside, inside]);
   assert.equal(refused.isError, true, JSON.stringify(refused));
   assert.match(String(refused.error), /ORIGIN_NOT_AUTHORISED/);
   assert.equal(opened.isError, false, String(opened.error));
-  assert.ok(requests.includes(`127.0.0.1:${port}/inside`), JSON.stringify(requests));
-  assert.ok(!requests.some((r) => r.endsWith("/outside")), `never requested: ${JSON.stringify(requests)}`);
+  assert.ok(site.requests.includes(`127.0.0.1:${site.port}/inside`), JSON.stringify(site.requests));
+  assert.ok(!site.requests.some((r) => r.endsWith("/outside")), `never requested: ${JSON.stringify(site.requests)}`);
 });

@@ -5,26 +5,14 @@
 //! (`127.0.0.1` and `localhost`) and logs every request with its Host, so what reached the site is checked there.
 
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 
-import { isolatedEnv, partnerSite, stopBroker } from "../../test-support/env.mjs";
+import { isolatedEnv, partnerSite } from "../../test-support/env.mjs";
 import { callTools, createPi, say } from "./harness.mjs";
 
 const env = isolatedEnv("pi-origins");
 /** The partner site (two origins, one port) and every request it got, as `host/path`. */
-let site;
-let port;
-let requests;
-
-before(async () => {
-  site = await partnerSite();
-  ({ port, requests } = site);
-});
-
-after(async () => {
-  await stopBroker(env);
-  await site.close();
-});
+const site = partnerSite(env);
 
 const text = (result) => result.content.find((c) => c.type === "text")?.text ?? "";
 
@@ -44,24 +32,24 @@ async function openAll(options, urls) {
 }
 
 test("blockedOrigins: the blocked origin is ORIGIN_NOT_AUTHORISED and never requested, another opens", async () => {
-  const blocked = `http://localhost:${port}/blocked`;
-  const fine = `http://127.0.0.1:${port}/fine`;
+  const blocked = `http://localhost:${site.port}/blocked`;
+  const fine = `http://127.0.0.1:${site.port}/fine`;
   const [refused, opened] = await openAll({ blockedOrigins: "localhost;ads.example.com" }, [blocked, fine]);
   assert.equal(refused.isError, true, text(refused));
   assert.match(text(refused), /ORIGIN_NOT_AUTHORISED/);
-  assert.ok(text(refused).includes(`http://localhost:${port}`), text(refused));
+  assert.ok(text(refused).includes(`http://localhost:${site.port}`), text(refused));
   assert.equal(opened.isError, false, text(opened));
-  assert.ok(requests.includes(`127.0.0.1:${port}/fine`), JSON.stringify(requests));
-  assert.ok(!requests.some((r) => r.endsWith("/blocked")), `never requested: ${JSON.stringify(requests)}`);
+  assert.ok(site.requests.includes(`127.0.0.1:${site.port}/fine`), JSON.stringify(site.requests));
+  assert.ok(!site.requests.some((r) => r.endsWith("/blocked")), `never requested: ${JSON.stringify(site.requests)}`);
 });
 
 test("allowedOrigins: an origin outside the list is ORIGIN_NOT_AUTHORISED and never requested", async () => {
-  const outside = `http://localhost:${port}/outside`;
-  const inside = `http://127.0.0.1:${port}/inside`;
+  const outside = `http://localhost:${site.port}/outside`;
+  const inside = `http://127.0.0.1:${site.port}/inside`;
   const [refused, opened] = await openAll({ allowedOrigins: ["127.0.0.1:*"] }, [outside, inside]);
   assert.equal(refused.isError, true, text(refused));
   assert.match(text(refused), /ORIGIN_NOT_AUTHORISED/);
   assert.equal(opened.isError, false, text(opened));
-  assert.ok(requests.includes(`127.0.0.1:${port}/inside`), JSON.stringify(requests));
-  assert.ok(!requests.some((r) => r.endsWith("/outside")), `never requested: ${JSON.stringify(requests)}`);
+  assert.ok(site.requests.includes(`127.0.0.1:${site.port}/inside`), JSON.stringify(site.requests));
+  assert.ok(!site.requests.some((r) => r.endsWith("/outside")), `never requested: ${JSON.stringify(site.requests)}`);
 });
