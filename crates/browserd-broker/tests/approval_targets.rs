@@ -12,8 +12,23 @@ use std::time::Duration;
 use browserd_broker::config::{BrokerConfig, PolicyConfig};
 use browserd_protocol::ErrorCode;
 use browserd_protocol::policy::ApprovalGrantParams;
-use real_browser::{Real, ref_of, refused};
-use serde_json::json;
+use real_browser::{Real, User, ref_of, refused};
+use serde_json::{Value, json};
+
+/// A fresh screenshot of `tab` (the delete-account fixture) and the point of it at the centre of the element
+/// `selector` selects, where the page lays it out (read by the person at the browser): an `at` for `browser_act`.
+async fn point_on(r: &Real, user: &User, tab: &Value, selector: &str) -> Value {
+    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
+    let shot = &obs["screenshot"];
+    let image = shot["imageId"].as_str().unwrap_or_else(|| panic!("a screenshot: {obs}")).to_owned();
+    let scale = shot["scale"].as_f64().unwrap();
+    let script = format!(
+        "(() => {{ const b = document.querySelector({selector:?}).getBoundingClientRect();
+                  return {{x: b.x + b.width / 2, y: b.y + b.height / 2}}; }})()"
+    );
+    let rect = user.eval_in("/delete-account.html", &script).await;
+    json!({"imageId": image, "x": rect["x"].as_f64().unwrap() * scale, "y": rect["y"].as_f64().unwrap() * scale})
+}
 
 fn high_risk_needs_approval() -> BrokerConfig {
     BrokerConfig {
@@ -26,21 +41,8 @@ fn high_risk_needs_approval() -> BrokerConfig {
 async fn a_click_at_a_screenshot_point_on_delete_account_needs_the_users_approval() {
     let r = Real::start_config("thread-approval-point", high_risk_needs_approval()).await;
     let tab = r.tool("browser_open", json!({"url": r.site.url("/delete-account.html")})).await["tab"].clone();
-    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
-    let shot = &obs["screenshot"];
-    let image = shot["imageId"].as_str().unwrap_or_else(|| panic!("a screenshot: {obs}")).to_owned();
-    let scale = shot["scale"].as_f64().unwrap();
-    // Where the page lays out the button (the person at the browser reads it).
     let user = r.user().await;
-    let rect = user
-        .eval_in(
-            "/delete-account.html",
-            "(() => { const b = document.getElementById('delete').getBoundingClientRect();
-                      return {x: b.x + b.width / 2, y: b.y + b.height / 2}; })()",
-        )
-        .await;
-    let at =
-        json!({"imageId": image, "x": rect["x"].as_f64().unwrap() * scale, "y": rect["y"].as_f64().unwrap() * scale});
+    let at = point_on(&r, &user, &tab, "#delete").await;
     let click = json!({"tab": tab, "action": "click", "at": at});
 
     let e = refused(&r, "browser_act", click.clone()).await;
@@ -156,19 +158,7 @@ async fn an_approved_point_click_runs_after_the_button_label_re_renders() {
     let rerender = "(() => { const b = document.getElementById('delete'); const s = document.createElement('span'); \
                     s.textContent = 'Delete account'; b.replaceChildren(s); })()";
     user.run_in("/delete-account.html", rerender).await;
-    let obs = r.tool("browser_observe", json!({"tab": tab, "screenshot": true})).await;
-    let shot = &obs["screenshot"];
-    let image = shot["imageId"].as_str().unwrap_or_else(|| panic!("a screenshot: {obs}")).to_owned();
-    let scale = shot["scale"].as_f64().unwrap();
-    let rect = user
-        .eval_in(
-            "/delete-account.html",
-            "(() => { const b = document.querySelector('#delete span').getBoundingClientRect();
-                      return {x: b.x + b.width / 2, y: b.y + b.height / 2}; })()",
-        )
-        .await;
-    let at =
-        json!({"imageId": image, "x": rect["x"].as_f64().unwrap() * scale, "y": rect["y"].as_f64().unwrap() * scale});
+    let at = point_on(&r, &user, &tab, "#delete span").await;
     let click = json!({"tab": tab, "action": "click", "at": at});
     let e = refused(&r, "browser_act", click.clone()).await;
     assert_eq!(e.code, ErrorCode::ApprovalRequired, "{e:?}");
