@@ -98,6 +98,21 @@ async fn a_clickable_card_and_a_suggestion_of_the_same_name_are_told_apart() {
     tab.close().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_button_under_its_cards_line_is_not_annotated_with_the_cards_name_again() {
+    // The shop's three cards each hold an "Add to cart": each button sits indented under its card's line, which names
+    // the card, so a note `(in "Trail runner waterproof hiking shoes wit…")` would only repeat the line above it.
+    let tab = Page::open("/apps/shop.html").await;
+    let o = tab.observe().await;
+    for card in ["Trail runner waterproof", "Desk lamp with", "Burr coffee grinder"] {
+        let inside = under(&o, &format!("clickable \"{card}"));
+        let adds: Vec<&&str> = inside.iter().filter(|l| l.contains("button \"Add to cart\"")).collect();
+        assert_eq!(adds.len(), 1, "{card}:\n{}", o.untrusted_content);
+        assert!(adds[0].ends_with("button \"Add to cart\""), "no note repeats the card line:\n{}", o.untrusted_content);
+    }
+    tab.close().await;
+}
+
 /// The lines indented under the first line that contains `head`.
 fn under<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
     let lines: Vec<&str> = o.untrusted_content.lines().collect();

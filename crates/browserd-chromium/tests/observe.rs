@@ -197,13 +197,19 @@ async fn duplicates_get_the_least_context_that_tells_them_apart() {
             "button \"Delete\" (in \"Invoice\" in \"Archive\")",
             "button \"Delete\" (in \"Memo\")",
             // A region and a list item with the same name: contexts are compared as shown, so the list item's
-            // line takes its region instead.
-            "button \"Open\" (in \"Tools\")",
-            "button \"Open\" (in \"Other\")",
+            // line takes its region instead; and each line sits right under the line of the region that names it
+            // (`region "Tools":`, `region "Other":`), so neither repeats it in a note.
+            "button \"Open\"",
+            "button \"Open\"",
         ],
         "{}",
         o.untrusted_content
     );
+    for region in ["Tools", "Other"] {
+        let at = o.untrusted_content.find(&format!("region \"{region}\":")).expect("the region's line");
+        let inside = o.untrusted_content[at..].lines().skip(1).take_while(|l| l.starts_with(' ')).collect::<Vec<_>>();
+        assert!(inside.iter().any(|l| l.ends_with("button \"Open\"")), "{region}:\n{}", o.untrusted_content);
+    }
     page.close().await;
 }
 

@@ -129,6 +129,17 @@ impl<'a> Renderer<'a> {
     }
 }
 
+impl Renderer<'_> {
+    /// Whether line `at` is indented right under a container line whose name is `context` (`[e3] clickable "Desk
+    /// lamp":` for `"Desk lamp"`): its context is on the line above it, so a note repeating it would add nothing.
+    fn parent_shows(&self, at: usize, context: &str) -> bool {
+        let lines = &self.out.lines;
+        let Some(indent) = lines.get(at).map(|l| l.indent).filter(|i| *i > 0) else { return false };
+        let parent = lines[..at].iter().rev().find(|l| l.indent < indent);
+        parent.is_some_and(|p| p.indent + 1 == indent && line::container_context(&p.text).as_deref() == Some(context))
+    }
+}
+
 /// What [`Renderer::scan`] reads: the tree and DOM facts of a frame, the namesake (its tree node and element), the
 /// element whose text is looked for, and the element of the node scanned from (the search for ancestors stops there).
 struct Scan<'s> {
@@ -213,7 +224,7 @@ impl Renderer<'_> {
                 let chain = &self.inter[i].context;
                 let others = || idxs.iter().filter(|&&j| j != i).map(|&j| &self.inter[j].context);
                 if let Some(own) = &locals[k] {
-                    extras.push((i, line::context_note(Some(own), None)));
+                    extras.push((i, line::context_note(Some(own), None), Some(own.clone())));
                     continue;
                 }
                 // A context no other line has, in its chain or as its own container's text.
@@ -227,27 +238,36 @@ impl Renderer<'_> {
                     let far = outer.iter().rev().find(|c| others().all(|o| !(o.contains(near) && o.contains(c))))?;
                     Some(line::nested(near, far))
                 };
-                match unique.cloned().or_else(pair) {
-                    Some(c) => extras.push((i, line::context_note(Some(&c), None))),
-                    None => unresolved.entry(chain.last().cloned()).or_default().push(i),
+                if let Some(c) = unique {
+                    extras.push((i, line::context_note(Some(c), None), Some(c.clone())));
+                } else if let Some(c) = pair() {
+                    extras.push((i, line::context_note(Some(&c), None), None));
+                } else {
+                    unresolved.entry(chain.last().cloned()).or_default().push(i);
                 }
             }
             for (ctx, members) in &unresolved {
                 let total = members.len();
                 for (nth, &i) in members.iter().enumerate() {
-                    let extra = match (ctx, total) {
-                        (Some(c), 1) => line::context_note(Some(c), None),
+                    let (extra, single) = match (ctx, total) {
+                        (Some(c), 1) => (line::context_note(Some(c), None), Some(c.clone())),
                         // The one line without context: its place among all its namesakes (never `1 of 1`).
                         (None, 1) => {
                             let nth = idxs.iter().position(|&j| j == i).unwrap_or(0);
-                            line::context_note(None, Some((nth + 1, idxs.len())))
+                            (line::context_note(None, Some((nth + 1, idxs.len()))), None)
                         }
-                        (c, _) => line::context_note(c.as_deref(), Some((nth + 1, total))),
+                        (c, _) => (line::context_note(c.as_deref(), Some((nth + 1, total))), None),
                     };
-                    extras.push((i, extra));
+                    extras.push((i, extra, single));
                 }
             }
-            for (i, extra) in extras {
+            // A line indented under the container that names it shows its context already; the note is left out when
+            // every line of the group is told apart by one context alone (no ordinals, which count all of them).
+            let plain = extras.iter().all(|(_, _, single)| single.is_some());
+            for (i, extra, single) in extras {
+                if plain && single.is_some_and(|c| self.parent_shows(self.inter[i].line, &c)) {
+                    continue;
+                }
                 self.inter[i].annotate(&mut self.out.lines, &extra);
             }
         }

@@ -109,6 +109,31 @@ pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str) -> Strin
     }
 }
 
+/// The context a container line (`[e3] clickable "Desk lamp":`, `region "Inbox" (in "Mail"):`) gives the lines
+/// indented under it, as [`quote_cut`] writes it: `None` for any other line, or a container without a name.
+pub(super) fn container_context(text: &str) -> Option<String> {
+    let rest = match text.strip_prefix('[') {
+        Some(r) => r.split_once("] ")?.1,
+        None => text,
+    };
+    let rest = rest.strip_suffix(':')?;
+    let (_role, quoted) = rest.split_once(' ')?;
+    let mut chars = quoted.strip_prefix('"')?.chars();
+    let mut name = String::new();
+    loop {
+        match chars.next()? {
+            '\\' if chars.clone().next() == Some('"') => {
+                chars.next();
+                name.push('"');
+            }
+            '"' => break,
+            c => name.push(c),
+        }
+    }
+    let after = chars.as_str();
+    (after.is_empty() || after.starts_with(" (")).then(|| quote_cut(&name, 40))
+}
+
 /// A loaded frame, which opens its document's lines: `iframe "Pay" [f1] -> /pay:` (its URL relative to the page's
 /// origin when it shares it).
 pub(super) fn iframe(name: &str, key: u32, url: &str, origin: &str) -> String {
@@ -260,6 +285,16 @@ mod tests {
 
     fn line(r: Option<&str>, t: &str) -> Line {
         Line { indent: 0, node_ref: r.map(str::to_owned), text: t.to_owned() }
+    }
+
+    #[test]
+    fn a_container_line_gives_the_context_its_children_would_repeat() {
+        let long = "Trail runner waterproof hiking shoes with a mesh upper";
+        assert_eq!(container_context(&container(Some("e3"), "clickable", long)), Some(quote_cut(long, 40)));
+        assert_eq!(container_context("region \"Say \\\"hi\\\"\" (in \"Mail\"):"), Some(quote_cut("Say \"hi\"", 40)));
+        assert_eq!(container_context(&container(None, "form", "")), None);
+        assert_eq!(container_context("[e4] button \"Add to cart\""), None);
+        assert_eq!(container_context("group \"Plan\" x:"), None);
     }
 
     #[test]
