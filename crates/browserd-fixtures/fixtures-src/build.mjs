@@ -1,10 +1,22 @@
-// Builds the fixture apps with esbuild into ../fixtures/apps/ (production React and Vue, minified), printing each
-// bundle as it is written. The bundles are checked in, so tests need no build step; run `npm ci && npm run build`
+// Builds the fixture apps with esbuild into ../fixtures/apps/ (production React, Vue, Lit and Svelte, minified),
+// printing each bundle as it is written; `.svelte` files go through Svelte's own compiler (client output) first. The bundles are checked in, so tests need no build step; run `npm ci && npm run build`
 // here after changing a source.
 import { build } from 'esbuild';
-import { statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { compile } from 'svelte/compiler';
 
-const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js', 'admin.js', 'shop.jsx', 'components.js'];
+// Compiles `.svelte` components for the browser (production: no dev checks), as a bundler plugin would.
+const svelte = {
+  name: 'svelte',
+  setup(b) {
+    b.onLoad({ filter: /\.svelte$/ }, ({ path }) => {
+      const { js } = compile(readFileSync(path, 'utf8'), { filename: path, generate: 'client', dev: false });
+      return { contents: js.code, loader: 'js', resolveDir: 'src' };
+    });
+  },
+};
+
+const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js', 'admin.js', 'shop.jsx', 'components.js', 'board.js'];
 for (const entry of apps) {
   const out = `../fixtures/apps/${entry.replace(/\.jsx?$/, '')}.js`;
   process.stdout.write(`building ${out} ... `);
@@ -24,6 +36,8 @@ for (const entry of apps) {
       __VUE_PROD_DEVTOOLS__: 'false',
       __VUE_PROD_HYDRATION_MISMATCH_DETAILS__: 'false',
     },
+    conditions: ['svelte', 'browser', 'production'],
+    plugins: [svelte],
     logLevel: 'warning',
   });
   console.log(`${statSync(out).size} bytes`);

@@ -1,5 +1,5 @@
-//! The fixture apps: pages built the way real products are (React, Vue and Lit production builds, a jQuery-style
-//! delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
+//! The fixture apps: pages built the way real products are (React, Vue, Lit and Svelte production builds, a
+//! jQuery-style delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
 //! The server puts the data into the page as JSON; what is operable and which texts must be read is known only here.
 //! A click that reaches a page's handler is POSTed to `/api/record` and kept in order ([`crate::FixtureSite::records`]).
 
@@ -39,6 +39,7 @@ const APPS: &[App] = &[
     App { path: "/apps/admin.html", script: "/apps/admin.js", title: "Workspace settings" },
     App { path: "/apps/shop.html", script: "/apps/shop.js", title: "Shop" },
     App { path: "/apps/components.html", script: "/apps/components.js", title: "Settings console" },
+    App { path: "/apps/board.html", script: "/apps/board.js", title: "Sprint board" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -49,6 +50,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/admin.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/admin.js")),
     ("/apps/shop.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/shop.js")),
     ("/apps/components.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/components.js")),
+    ("/apps/board.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/board.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -174,6 +176,43 @@ const CONSOLE_TOGGLES: &[(&str, &str, bool)] =
 const DANGER: (&str, &str, &str) = ("Danger zone", "admin", "Reset workspace");
 const REFRESH: &str = "Refresh members";
 
+/// The sprint board (Svelte): its filters, columns (name, tasks: id, title, assignee, initials, tag, points; the last
+/// column is the done one) and the task an instruction asks to add.
+const BOARD_FILTERS: &[&str] = &["All", "Mine", "Blocked"];
+type Task = (&'static str, &'static str, &'static str, &'static str, &'static str, u32);
+const BOARD: &[(&str, &[Task])] = &[
+    (
+        "To do",
+        &[
+            ("SB-1", "Set up the staging database", "Ada Lovelace", "AL", "backend", 3),
+            (
+                "SB-2",
+                "Write the onboarding email for trial users who have not logged in since the first week of their trial",
+                "Grace Hopper",
+                "GH",
+                "content",
+                2,
+            ),
+            ("SB-3", "Fix the flaky login test", "Alan Turing", "AT", "qa", 1),
+        ],
+    ),
+    (
+        "Doing",
+        &[
+            ("SB-4", "Move billing to the new invoicing API", "Katherine Johnson", "KJ", "backend", 5),
+            ("SB-5", "Design the empty states", "Barbara Liskov", "BL", "design", 2),
+        ],
+    ),
+    (
+        "Done",
+        &[
+            ("SB-6", "Upgrade Node to 20", "Dennis Ritchie", "DR", "infra", 3),
+            ("SB-7", "Export the audit log as CSV", "Ada Lovelace", "AL", "backend", 5),
+        ],
+    ),
+];
+const BOARD_TASK: &str = "Write release notes";
+
 /// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
 fn money(cents: u32) -> String {
     let dollars = (cents / 100).to_string();
@@ -242,6 +281,17 @@ fn data(path: &str) -> Value {
                 .collect::<Vec<_>>(),
             "danger": {"title": DANGER.0, "word": DANGER.1, "button": DANGER.2},
             "refreshLabel": REFRESH,
+        }),
+        "/apps/board.html" => json!({
+            "title": "Sprint board",
+            "filters": BOARD_FILTERS,
+            "columns": BOARD.iter().map(|(name, tasks)| json!({
+                "name": name,
+                "tasks": tasks.iter().map(|(id, title, assignee, initials, tag, points)| json!({
+                    "id": id, "title": title, "assignee": assignee, "initials": initials, "tag": tag, "points": points,
+                })).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "expectedTask": BOARD_TASK,
         }),
         "/apps/shop.html" => json!({
             "products": PRODUCTS.iter().map(|(id, short, name, cents)| json!({"id": id, "short": short, "name": name, "cents": cents}))
@@ -373,6 +423,33 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             operable.extend(MEMBERS.iter().map(|(name, email, _)| op("generic", *name, format!("member:{email}"))));
             operable.push(op("button", DANGER.2, "danger:reset"));
             let texts = vec!["Last action: none".into(), DANGER.0.into(), format!("Type \"{}\" to confirm", DANGER.1)];
+            AppTruth { operable, texts }
+        }
+        "/apps/board.html" => {
+            // Svelte delegates every onclick to the app's root: no card, pill, heading or menu entry has a listener.
+            let mut operable: Vec<AppOperable> =
+                BOARD_FILTERS.iter().map(|f| op("generic", *f, format!("filter:{f}"))).collect();
+            for (column, tasks) in BOARD {
+                // The heading is shown as CSS renders it: uppercase.
+                operable.push(op("generic", column.to_uppercase(), format!("column:{column}")));
+                for (id, title, ..) in *tasks {
+                    operable.push(op("generic", *title, format!("open:{id}")));
+                    operable.push(op("button", format!("More actions for {id}"), format!("menu:{id}")));
+                }
+            }
+            operable.push(AppOperable { role: "textbox", name: "Task name".into(), records: None });
+            operable.push(op("button", "Add task", "add:"));
+            operable.push(AppOperable { role: "generic", name: "Board settings".into(), records: None });
+            let points = |tasks: &[Task]| tasks.iter().map(|t| t.5).sum::<u32>();
+            let done = BOARD.last().map_or(0, |(_, tasks)| points(tasks));
+            let total: u32 = BOARD.iter().map(|(_, tasks)| points(tasks)).sum();
+            let mut texts = vec![
+                format!("Story points: {done} of {total} done"),
+                "Opened: none".into(),
+                format!("Add a task named {BOARD_TASK} to {}", BOARD[0].0),
+            ];
+            texts.extend(BOARD.iter().map(|(name, tasks)| format!("{} ({})", name.to_uppercase(), tasks.len())));
+            texts.extend(BOARD.iter().flat_map(|(_, tasks)| tasks.iter().map(|t| t.1.to_owned())));
             AppTruth { operable, texts }
         }
         "/apps/delegated.html" => {

@@ -229,6 +229,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Last action: none",
     },
     FixturePage {
+        path: "/apps/board.html",
+        category: "app",
+        description: "Sprint board (Svelte 5): every click delegated to the root, task cards holding a menu button, uppercase column headings with an inline count, a menu with a transition closed by a window listener, a toast",
+        marker: "Opened: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",

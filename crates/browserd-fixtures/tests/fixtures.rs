@@ -276,7 +276,10 @@ async fn operable_ground_truth_names_elements_that_exist() {
         for element in expected {
             // A row named by the text of its cells reads them joined by a space (a block box begins), as innerText
             // does; the page holds each cell's text apart.
-            let held = body.contains(&element.name) || element.name.split_whitespace().all(|w| body.contains(w));
+            // A name CSS shows uppercase (`text-transform`) is held in any case.
+            let lower = body.to_lowercase();
+            let held = body.contains(&element.name)
+                || element.name.split_whitespace().all(|w| body.contains(w) || lower.contains(&w.to_lowercase()));
             assert!(held, "{} has no {} {:?}", page.path, element.role, element.name);
         }
     }
