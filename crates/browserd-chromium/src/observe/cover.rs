@@ -96,7 +96,7 @@ fn looks_operable(d: &DomNode) -> bool {
         t if !t.starts_with(|c: char| c.is_ascii_alphabetic()) => false,
         _ => {
             d.clickable
-                || (d.pointer && !d.parent_pointer)
+                || d.own_pointer()
                 || d.attr("contenteditable").is_some_and(|v| v != "false")
                 || d.in_tab_order()
         }

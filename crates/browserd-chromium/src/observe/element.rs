@@ -237,6 +237,11 @@ impl Renderer<'_> {
         {
             s.push("pressed".into());
         }
+        if role == "heading"
+            && let Some(level) = n.prop("level").and_then(Value::as_u64)
+        {
+            s.push(format!("level={level}"));
+        }
         if role == "treeitem" {
             s.push(if n.prop("expanded").is_some() { "branch" } else { "leaf" }.into());
         }

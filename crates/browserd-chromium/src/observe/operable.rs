@@ -52,7 +52,7 @@ impl Renderer<'_> {
         match self.operable(frame, ax, id) {
             Some((shown, false)) if self.in_operable == 0 && self.has_operable_descendant(frame, ax, id, 0) => {
                 let d = self.dom(frame, n);
-                let keep = d.is_some_and(|d| d.attr("tabindex").is_some() || (d.pointer && !d.parent_pointer));
+                let keep = d.is_some_and(|d| d.attr("tabindex").is_some() || d.own_pointer());
                 match n.backend {
                     Some(b) if keep => Operability::Container(self.assign_ref(frame, b), shown),
                     _ => Operability::Plain,
@@ -132,14 +132,16 @@ impl Renderer<'_> {
         if matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label") {
             return None;
         }
+        // A heading the page handles clicks on (a column's title that folds it) still reads as a heading.
+        let shown = |kind: &str| Some((if role == "heading" { "heading" } else { kind }.to_owned(), false));
         if d.in_tab_order() {
-            return Some(("focusable".to_owned(), false));
+            return shown("focusable");
         }
-        if (d.pointer && !d.parent_pointer) || anchor_without_href(d) {
-            return Some(("clickable".to_owned(), false));
+        if d.own_pointer() || anchor_without_href(d) {
+            return shown("clickable");
         }
         if d.clickable && !listener_over_nothing(ax, n) {
-            return Some(("clickable".to_owned(), false));
+            return shown("clickable");
         }
         None
     }
@@ -153,7 +155,7 @@ impl Renderer<'_> {
                     || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
                         && (d.in_tab_order()
                             || (d.clickable && !self.axs.get(frame).is_some_and(|ax| listener_over_nothing(ax, n)))
-                            || (d.pointer && !d.parent_pointer)
+                            || d.own_pointer()
                             || anchor_without_href(d))
             })
     }
@@ -166,7 +168,7 @@ impl Renderer<'_> {
         let d = docs.get(&element)?;
         let operable = d.toggle.is_some()
             || (!matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-                && (d.clickable || (d.pointer && !d.parent_pointer) || anchor_without_href(d)));
+                && (d.clickable || d.own_pointer() || anchor_without_href(d)));
         if !operable {
             return None;
         }
@@ -185,7 +187,7 @@ impl Renderer<'_> {
                 return None;
             }
             if let Some(d) = self.dom(frame, n)
-                && (d.clickable || (d.pointer && !d.parent_pointer))
+                && (d.clickable || d.own_pointer())
             {
                 return n.backend;
             }

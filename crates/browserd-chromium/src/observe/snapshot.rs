@@ -30,6 +30,9 @@ pub(crate) struct DomNode {
     pub(crate) clickable: bool,
     pub(crate) pointer: bool,
     pub(crate) parent_pointer: bool,
+    /// Its parent is a list that floats over the page (`position: absolute` or `fixed`): a dropdown menu, whose
+    /// items are targets of their own even where the pointer cursor looks inherited (a menu inside a clickable card).
+    pub(crate) in_floating_list: bool,
     /// `position: fixed` (a popup, a toast, a bar that stays in view).
     pub(crate) fixed: bool,
     /// The parent node's backend id.
@@ -72,6 +75,12 @@ pub(crate) struct Toggle {
 impl DomNode {
     pub(super) fn attr(&self, name: &str) -> Option<&str> {
         self.attrs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// It shows a pointer cursor of its own: its parent shows none, or it is an item of a floating list (a menu that
+    /// opened inside a clickable card inherits the card's pointer, yet each entry is what a user clicks).
+    pub(super) fn own_pointer(&self) -> bool {
+        self.pointer && (!self.parent_pointer || self.in_floating_list)
     }
 
     /// Its `tabindex` puts it in the tab order (0 or more): the page made it focusable, so a user can reach it.
@@ -142,6 +151,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         let layout = &d["layout"];
         let mut pointer = vec![false; count];
         let mut fixed = vec![false; count];
+        let mut floating = vec![false; count];
         let mut block = vec![false; count];
         let mut cell = vec![false; count];
         let bounds = layout["bounds"].as_array().cloned().unwrap_or_default();
@@ -165,6 +175,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 block[ni] = st.get(2).map(&s).is_some_and(is_block);
                 cell[ni] = st.get(2).map(&s).is_some_and(|d| d.split_whitespace().next() == Some("table-cell"));
                 fixed[ni] = st.get(3).map(&s) == Some("fixed");
+                floating[ni] = matches!(st.get(3).map(&s), Some("fixed" | "absolute"));
                 if nodes[ni].rect.is_none()
                     && let Some(b) = bounds.get(li).and_then(Value::as_array)
                     && let [Some(x), Some(y), Some(w), Some(h)] = [0, 1, 2, 3].map(|k| b.get(k).and_then(Value::as_f64))
@@ -205,6 +216,17 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             inherited[i] = *space;
             last_child.insert(p, i);
         }
+        // Lists: `ul`, `ol`, `menu`, or an element with a list-like role.
+        let list_names: Vec<bool> = (0..count)
+            .map(|i| {
+                matches!(names.get(i).map(&s).map(str::to_ascii_lowercase).as_deref(), Some("ul" | "ol" | "menu"))
+                    || attrs.get(i).and_then(Value::as_array).is_some_and(|a| {
+                        a.chunks(2).any(|c| {
+                            c.len() == 2 && s(&c[0]) == "role" && matches!(s(&c[1]), "list" | "menu" | "listbox")
+                        })
+                    })
+            })
+            .collect();
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
             node.order = i;
@@ -218,6 +240,10 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 .and_then(Value::as_i64)
                 .and_then(|p| usize::try_from(p).ok())
                 .is_some_and(|p| pointer.get(p).copied().unwrap_or(false));
+            node.in_floating_list =
+                parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok()).is_some_and(|p| {
+                    floating.get(p).copied().unwrap_or(false) && list_names.get(p).copied().unwrap_or(false)
+                });
             node.parent = parents
                 .get(i)
                 .and_then(Value::as_i64)

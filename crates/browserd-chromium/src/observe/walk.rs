@@ -141,6 +141,15 @@ impl Renderer<'_> {
             return;
         }
         let container_ref = match self.operability(frame, ax, id) {
+            Operability::Line(shown) if shown == "heading" => {
+                // An operable heading is still the context of what follows it, as any heading.
+                let q = quote_cut(&n.name, 40);
+                self.interactive(frame, id, indent, &shown);
+                if self.context.last() != Some(&q) {
+                    self.context.push(q);
+                }
+                return;
+            }
             Operability::Line(shown) => return self.interactive(frame, id, indent, &shown),
             Operability::Container(node_ref, shown) => Some((node_ref, shown)),
             Operability::Plain => None,
