@@ -430,8 +430,9 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             let mut operable: Vec<AppOperable> =
                 BOARD_FILTERS.iter().map(|f| op("generic", *f, format!("filter:{f}"))).collect();
             for (column, tasks) in BOARD {
-                // The heading is shown as CSS renders it: uppercase.
-                operable.push(op("generic", column.to_uppercase(), format!("column:{column}")));
+                // The heading is shown as CSS renders it, uppercase, with the count the app puts after the name.
+                let heading = format!("{} ({})", column.to_uppercase(), tasks.len());
+                operable.push(op("generic", heading, format!("column:{column}")));
                 for (id, title, ..) in *tasks {
                     operable.push(op("generic", *title, format!("open:{id}")));
                     operable.push(op("button", format!("More actions for {id}"), format!("menu:{id}")));
