@@ -1,4 +1,4 @@
-//! Real-Chromium tests on the fixture apps (React, Vue and jQuery-style pages): every operable element of their
+//! Real-Chromium tests on the fixture apps (React, Vue, Lit, Svelte, jQuery and jQuery-style pages): every operable element of their
 //! server-side ground truth has a ref, and clicking that ref reaches the page's handler (the site records it).
 mod common;
 
@@ -9,8 +9,8 @@ use browserd_test_support::fixtures::{FixtureSite, app_truth};
 use common::{Page, env};
 
 /// The ref of the first line showing an operable with `role` (any role for `generic`) whose name is `name` or
-/// holds it, skipping the refs in `taken` (duplicate names take one ref each); from the last line up when
-/// `from_end`.
+/// holds it (an empty name: a line of that role without one), skipping the refs in `taken` (duplicate names take one
+/// ref each); from the last line up when `from_end`.
 fn ref_for(o: &Observation, role: &str, name: &str, taken: &[String], from_end: bool) -> Option<String> {
     let mut lines: Vec<&str> = o.untrusted_content.lines().collect();
     if from_end {
@@ -29,7 +29,13 @@ fn ref_for(o: &Observation, role: &str, name: &str, taken: &[String], from_end: 
         if role != "generic" && shown_role != role {
             continue;
         }
-        let Some(quoted) = tail.strip_prefix('"') else { continue };
+        let Some(quoted) = tail.strip_prefix('"') else {
+            // A control without a name (a row's checkbox): any line of its role whose name is not quoted.
+            if name.is_empty() && role != "generic" {
+                return Some(r.to_owned());
+            }
+            continue;
+        };
         let shown = quoted.find('"').map_or(quoted, |end| &quoted[..end]);
         // A generic element's text may carry more than its name (a caret drawn by CSS, a row's other cells).
         let matches = if role == "generic" { shown.contains(name) } else { shown == name };
@@ -72,6 +78,7 @@ async fn clicking_each_operable_of_the_apps_reaches_its_handler() {
         ops.sort_by_key(|op| match op.records.as_deref() {
             Some(r) if r.starts_with("archive:") => 2, // the modal covers the whole page: last of all
             Some(r) if r.starts_with("delete:") => 1,
+            Some("cookie:accept") => 1, // accepting removes the cookie banner, its link with it
             _ => 0,
         });
         let mut taken = Vec::new();

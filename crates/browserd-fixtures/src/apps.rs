@@ -1,5 +1,5 @@
-//! The fixture apps: pages built the way real products are (React, Vue, Lit and Svelte production builds, a
-//! jQuery-style delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
+//! The fixture apps: pages built the way real products are (React, Vue, Lit and Svelte production builds, a jQuery
+//! 3.7.1 page, a jQuery-style delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
 //! The server puts the data into the page as JSON; what is operable and which texts must be read is known only here.
 //! A click that reaches a page's handler is POSTed to `/api/record` and kept in order ([`crate::FixtureSite::records`]).
 
@@ -40,6 +40,7 @@ const APPS: &[App] = &[
     App { path: "/apps/shop.html", script: "/apps/shop.js", title: "Shop" },
     App { path: "/apps/components.html", script: "/apps/components.js", title: "Settings console" },
     App { path: "/apps/board.html", script: "/apps/board.js", title: "Sprint board" },
+    App { path: "/apps/crm.html", script: "/apps/crm.js", title: "Customers — Acme CRM" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -51,6 +52,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/shop.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/shop.js")),
     ("/apps/components.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/components.js")),
     ("/apps/board.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/board.js")),
+    ("/apps/crm.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/crm.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -213,6 +215,26 @@ const BOARD: &[(&str, &[Task])] = &[
 ];
 const BOARD_TASK: &str = "Write release notes";
 
+/// The CRM (jQuery): its brand and nav, the sortable columns (key, label) and the customers (id, name, email,
+/// company, status), five to a page.
+const CRM_NAV: &[&str] = &["Customers", "Deals", "Reports"];
+const CRM_COLUMNS: &[(&str, &str)] = &[("name", "Name"), ("email", "Email"), ("company", "Company")];
+const CUSTOMERS: &[(&str, &str, &str, &str, &str)] = &[
+    ("cust-1", "Ada Lovelace", "ada@analytical.test", "Analytical Engines", "Active"),
+    ("cust-2", "Grace Hopper", "grace@cobol.test", "Compilers Inc", "Active"),
+    ("cust-3", "Alan Turing", "alan@bletchley.test", "Bletchley Systems", "Churned"),
+    ("cust-4", "Katherine Johnson", "katherine@orbit.test", "Orbit Dynamics", "Active"),
+    ("cust-5", "Edsger Dijkstra", "edsger@paths.test", "Shortest Paths BV", "Trial"),
+    ("cust-6", "Barbara Liskov", "barbara@subtype.test", "Subtype Labs", "Active"),
+    ("cust-7", "Dennis Ritchie", "dennis@unix.test", "Bell Works", "Churned"),
+    ("cust-8", "Margaret Hamilton", "margaret@apollo.test", "Apollo Guidance", "Active"),
+    ("cust-9", "Donald Knuth", "don@tex.test", "Typeset Co", "Trial"),
+    ("cust-10", "Frances Allen", "fran@optimize.test", "Optimizing Compilers", "Active"),
+    ("cust-11", "John Backus", "john@fortran.test", "Formula Translation", "Active"),
+    ("cust-12", "Radia Perlman", "radia@spanning.test", "Spanning Trees", "Trial"),
+];
+const CRM_PER_PAGE: usize = 5;
+
 /// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
 fn money(cents: u32) -> String {
     let dollars = (cents / 100).to_string();
@@ -292,6 +314,14 @@ fn data(path: &str) -> Value {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "expectedTask": BOARD_TASK,
+        }),
+        "/apps/crm.html" => json!({
+            "brand": "Acme CRM",
+            "nav": CRM_NAV,
+            "columns": CRM_COLUMNS.iter().map(|(key, label)| json!({"key": key, "label": label})).collect::<Vec<_>>(),
+            "customers": CUSTOMERS.iter().map(|(id, name, email, company, status)| json!({
+                "id": id, "name": name, "email": email, "company": company, "status": status,
+            })).collect::<Vec<_>>(),
         }),
         "/apps/shop.html" => json!({
             "products": PRODUCTS.iter().map(|(id, short, name, cents)| json!({"id": id, "short": short, "name": name, "cents": cents}))
@@ -451,6 +481,34 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             ];
             texts.extend(BOARD.iter().map(|(name, tasks)| format!("{} ({})", name.to_uppercase(), tasks.len())));
             texts.extend(BOARD.iter().flat_map(|(_, tasks)| tasks.iter().map(|t| t.1.to_owned())));
+            AppTruth { operable, texts }
+        }
+        "/apps/crm.html" => {
+            // Every click is handled by a jQuery listener on the document. The banner is first in the page.
+            let mut operable = vec![op("link", "Learn more", "cookie:more"), op("button", "Accept", "cookie:accept")];
+            operable.push(op("link", "Acme CRM", "nav:home"));
+            operable.extend(CRM_NAV.iter().map(|n| op("link", *n, format!("nav:{n}"))));
+            operable.push(AppOperable { role: "searchbox", name: "Search customers".into(), records: None });
+            operable.push(op("button", "Export CSV", "export"));
+            operable.push(op("checkbox", "Select all", "check:all:true"));
+            // A sortable header shows its label and a caret glyph.
+            operable.extend(CRM_COLUMNS.iter().map(|(key, label)| op("generic", *label, format!("sort:{key}"))));
+            for (id, name, ..) in &CUSTOMERS[..CRM_PER_PAGE] {
+                // The row's checkbox has no label, and the menu button is named by its glyph (`title` is only its
+                // description): only their rows tell them apart.
+                operable.push(op("checkbox", "", format!("check:{id}")));
+                operable.push(op("link", *name, format!("open:{id}")));
+                operable.push(op("button", "⋮", format!("menu:{id}")));
+            }
+            // "Previous" is disabled on the first page (no pointer events); the page numbers and "Next" are links.
+            let pages = CUSTOMERS.len().div_ceil(CRM_PER_PAGE);
+            operable.extend((1..=pages).map(|p| op("link", p.to_string(), format!("page:{p}"))));
+            operable.push(op("link", "Next", "page:next"));
+            let texts = vec![
+                "We use cookies to improve your experience.".into(),
+                "Selected: none".into(),
+                format!("Showing 1 to {CRM_PER_PAGE} of {} entries", CUSTOMERS.len()),
+            ];
             AppTruth { operable, texts }
         }
         "/apps/delegated.html" => {

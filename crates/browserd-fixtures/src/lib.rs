@@ -235,6 +235,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Opened: none",
     },
     FixturePage {
+        path: "/apps/crm.html",
+        category: "app",
+        description: "Customers of a CRM (jQuery 3.7.1, every click on a document listener): href=\"#\" links, sortable headers with caret glyphs, nameless row checkboxes, title-only icon buttons, a row menu appended to <body>, pagination with a disabled Previous, a fixed cookie banner",
+        marker: "Selected: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",

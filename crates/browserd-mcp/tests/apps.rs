@@ -17,7 +17,8 @@ fn call(name: &str, arguments: Value) -> CallToolRequestParams {
 }
 
 /// The ref of the last line (not in `taken`) showing an operable with `role` (any role for `generic`) named `name`
-/// (for `generic`: whose name holds it; a name cut with `…` by its start).
+/// (for `generic`: whose name holds it; a name cut with `…` by its start; an empty name: a line of that role without
+/// one).
 fn ref_for(page: &str, role: &str, name: &str, taken: &[String]) -> Option<String> {
     for line in page.lines().rev() {
         let l = line.trim_start();
@@ -32,7 +33,13 @@ fn ref_for(page: &str, role: &str, name: &str, taken: &[String]) -> Option<Strin
         if role != "generic" && shown_role != role {
             continue;
         }
-        let Some(quoted) = tail.strip_prefix('"') else { continue };
+        let Some(quoted) = tail.strip_prefix('"') else {
+            // A control without a name (a row's checkbox): any line of its role whose name is not quoted.
+            if name.is_empty() && role != "generic" && shown_role == role {
+                return Some(r.to_owned());
+            }
+            continue;
+        };
         let shown = quoted.find('"').map_or(quoted, |end| &quoted[..end]);
         let matches = if role == "generic" { shown.contains(name) } else { shown == name };
         if matches || shown.strip_suffix('…').is_some_and(|cut| name.starts_with(cut)) {
@@ -56,6 +63,7 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
         ops.sort_by_key(|op| match op.records.as_deref() {
             Some(r) if r.starts_with("archive:") => 2, // the modal covers the whole page: last of all
             Some(r) if r.starts_with("delete:") => 1,
+            Some("cookie:accept") => 1, // accepting removes the cookie banner, its link with it
             _ => 0,
         });
         let mut taken = Vec::new();
