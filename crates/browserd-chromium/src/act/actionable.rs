@@ -38,6 +38,8 @@ const CHECK: &str = r"function(pointNode, checkHit) {
   const tag = el.tagName;
   const textual = (tag === 'INPUT' && !['checkbox','radio','button','submit','reset','file','image','range','color'].includes(el.type)) || tag === 'TEXTAREA';
   out.visible = cs.visibility !== 'hidden' && cs.display !== 'none';
+  // `pointer-events: none` (inherited, so set here or on an ancestor): clicks go through it to what is under it.
+  out.noPointer = cs.pointerEvents === 'none';
   out.disabled = !!(el.disabled || (el.closest && el.closest('[aria-disabled=true],fieldset[disabled]')));
   // Inside any modal element (stacked dialogs: the browser makes the lower one inert itself and the hit test sees it
   // covered), or no modal at all: not kept from input by a modal.
@@ -396,6 +398,15 @@ impl Run<'_> {
             }
         }
         let (x, y) = boxed(&last).unwrap_or(a).center();
+        if hit && last["hitInside"] != json!(true) && last["noPointer"] == json!(true) {
+            // The browser's hit test (which the check below asks to see through `pointer-events: none`) would find
+            // the target itself, yet a real click goes through it.
+            return Err(Fail::new(
+                codes::NOT_ACTIONABLE,
+                "the target takes no pointer events (CSS `pointer-events: none`, the way pages often disable a \
+                 control): a click would reach what is under it, not the target; nothing was sent",
+            ));
+        }
         if hit && last["hitInside"] != json!(true) {
             // Something else takes the point: describe it precisely through CDP (this also re-checks the hit).
             self.hit_test(res, &obj, x, y).await?;

@@ -59,6 +59,14 @@ impl Renderer<'_> {
         {
             states.push("covered".into());
         }
+        // A tooltip says what a control does where its name does not (an icon button named by its glyph):
+        // `[e16] button "⋮" title="Actions"`.
+        if let Some(tip) = dom.as_ref().and_then(|d| d.attr("title")).map(line::fold)
+            && !tip.is_empty()
+            && !line::fold(&name).contains(tip.as_str())
+        {
+            states.push(format!("title={}", line::quote(&tip)));
+        }
         let is_select = dom.as_ref().is_some_and(|d| d.tag == "select");
         if is_select {
             // A closed native select says nothing by being collapsed; it is operated with the `select` action.

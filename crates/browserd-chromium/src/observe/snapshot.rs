@@ -20,6 +20,7 @@ const KEPT_ATTRS: &[&str] = &[
     "aria-rowcount",
     "inert",
     "aria-label",
+    "title",
 ];
 
 /// A DOM node's facts from the snapshot.

@@ -1,0 +1,65 @@
+//! The CRM fixture app (jQuery 3.7.1, every click on a document listener), on real Chromium (issue 13 items 3, 4 and
+//! 5): an icon button named by its glyph shows its tooltip, a row menu appended to `<body>` is operable entry by
+//! entry and its confirmation modal is what the next observation shows, and a pagination link CSS disables
+//! (`pointer-events: none`) is not reported as clicked.
+mod common;
+
+use std::time::Duration;
+
+use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
+use common::{Page, env};
+
+/// The ref lines that contain `part`.
+fn lines_with<'a>(o: &'a Observation, part: &str) -> Vec<&'a str> {
+    o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.contains(part)).collect()
+}
+
+fn ref_in(line: &str) -> String {
+    let l = line.trim_start();
+    l[1..l.find(']').expect("a ref line")].to_owned()
+}
+
+async fn recorded(event: &str) -> bool {
+    env().site.wait_for_record(event, Duration::from_secs(5)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_icon_buttons_tooltip_is_shown_and_its_row_menu_leads_to_the_confirmation() {
+    let tab = Page::open("/apps/crm.html").await;
+    let o = tab.observe().await;
+    // Five "⋮" buttons whose only words are their `title`: each line says it, and which row it is in.
+    let menus = lines_with(&o, "button \"⋮\" title=\"Actions\"");
+    assert_eq!(menus.len(), 5, "{}", o.untrusted_content);
+    let grace = menus.iter().find(|l| l.contains("grace@cobol.test")).expect("Grace Hopper's row");
+    let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(grace))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(recorded("menu:cust-2").await);
+    // The menu is appended to <body> and placed by script; its entries are `href="#"` links.
+    let o = tab.observe().await;
+    let delete = lines_with(&o, "link \"Delete\"");
+    assert_eq!(delete.len(), 1, "{}", o.untrusted_content);
+    let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(delete[0]))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(recorded("delete:cust-2").await);
+    let o = tab.observe().await;
+    assert!(o.untrusted_content.contains("Delete Grace Hopper? This cannot be undone."), "{}", o.untrusted_content);
+    let confirm = lines_with(&o, "button \"Delete\"");
+    assert_eq!(confirm.len(), 1, "{}", o.untrusted_content);
+    let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(confirm[0]))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(recorded("delete:confirm").await);
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pagination_link_css_disables_is_not_reported_as_clicked() {
+    let tab = Page::open("/apps/crm.html").await;
+    let o = tab.observe().await;
+    let previous = lines_with(&o, "link \"Previous\"");
+    assert_eq!(previous.len(), 1, "{}", o.untrusted_content);
+    let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(previous[0]))).await;
+    println!("{r:#?}");
+    assert_ne!(r.outcome, Outcome::Succeeded, "a link no pointer reaches is not clicked: {r:#?}");
+    assert!(!env().site.records().iter().any(|e| e == "page:prev"), "nothing reached the page");
+    tab.close().await;
+}
