@@ -1,5 +1,5 @@
-//! The fixture apps: pages built the way real products are (React, Vue, Lit and Svelte production builds, a jQuery
-//! 3.7.1 page, a jQuery-style delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
+//! The fixture apps: pages built the way real products are (React, Vue, Lit and Svelte production builds, Radix UI
+//! primitives, a jQuery 3.7.1 page, a jQuery-style delegated page), each with its data and its ground truth declared here, on the server side, never in the page.
 //! The server puts the data into the page as JSON; what is operable and which texts must be read is known only here.
 //! A click that reaches a page's handler is POSTed to `/api/record` and kept in order ([`crate::FixtureSite::records`]).
 
@@ -41,6 +41,7 @@ const APPS: &[App] = &[
     App { path: "/apps/components.html", script: "/apps/components.js", title: "Settings console" },
     App { path: "/apps/board.html", script: "/apps/board.js", title: "Sprint board" },
     App { path: "/apps/crm.html", script: "/apps/crm.js", title: "Customers — Acme CRM" },
+    App { path: "/apps/account.html", script: "/apps/account.js", title: "Account settings" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -53,6 +54,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/components.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/components.js")),
     ("/apps/board.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/board.js")),
     ("/apps/crm.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/crm.js")),
+    ("/apps/account.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/account.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -235,6 +237,17 @@ const CUSTOMERS: &[(&str, &str, &str, &str, &str)] = &[
 ];
 const CRM_PER_PAGE: usize = 5;
 
+/// Account settings (Radix UI): the user and their menu, the tabs, the languages (value, label), the FAQ (id,
+/// question, answer) and how many projects the delete dialog names.
+const ACCOUNT_USER: &str = "Ada Lovelace";
+const ACCOUNT_MENU: &[&str] = &["Profile", "Billing", "Sign out"];
+const ACCOUNT_TABS: &[&str] = &["Profile", "Notifications", "Danger zone"];
+const LANGUAGES: &[(&str, &str)] = &[("en", "English"), ("de", "Deutsch"), ("fr", "Français"), ("ja", "日本語")];
+const FAQ: &[(&str, &str, &str)] = &[
+    ("export", "How do I export my data?", "Open Settings, then Export, and pick a format."),
+    ("email", "Can I change my email address?", "Yes: support changes it after a check of your identity."),
+];
+
 /// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
 fn money(cents: u32) -> String {
     let dollars = (cents / 100).to_string();
@@ -314,6 +327,15 @@ fn data(path: &str) -> Value {
                 })).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "expectedTask": BOARD_TASK,
+        }),
+        "/apps/account.html" => json!({
+            "product": "Acme Cloud",
+            "user": ACCOUNT_USER,
+            "menu": ACCOUNT_MENU,
+            "tabs": ACCOUNT_TABS,
+            "languages": LANGUAGES.iter().map(|(value, label)| json!({"value": value, "label": label})).collect::<Vec<_>>(),
+            "faq": FAQ.iter().map(|(id, q, a)| json!({"id": id, "q": q, "a": a})).collect::<Vec<_>>(),
+            "projects": 7,
         }),
         "/apps/crm.html" => json!({
             "brand": "Acme CRM",
@@ -481,6 +503,19 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             ];
             texts.extend(BOARD.iter().map(|(name, tasks)| format!("{} ({})", name.to_uppercase(), tasks.len())));
             texts.extend(BOARD.iter().flat_map(|(_, tasks)| tasks.iter().map(|t| t.1.to_owned())));
+            AppTruth { operable, texts }
+        }
+        "/apps/account.html" => {
+            // The user menu opens on pointerdown; the tabs activate on mousedown; the select is only opened here
+            // (while it is open the page takes no pointer events, so it is not clicked among the others).
+            let mut operable = vec![op("button", format!("{ACCOUNT_USER} ▾"), "menu:open")];
+            operable.extend(ACCOUNT_TABS.iter().map(|t| op("tab", *t, format!("tab:{t}"))));
+            operable.push(AppOperable { role: "textbox", name: "Display name".into(), records: None });
+            operable.push(AppOperable { role: "combobox", name: "Language".into(), records: None });
+            operable.push(op("switch", "Public profile", "public:on"));
+            operable.push(op("button", "Save changes", "save"));
+            operable.extend(FAQ.iter().map(|(id, q, _)| op("button", *q, format!("faq:{id}"))));
+            let texts = vec!["Nothing saved yet".into(), "Account settings".into()];
             AppTruth { operable, texts }
         }
         "/apps/crm.html" => {

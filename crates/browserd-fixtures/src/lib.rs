@@ -241,6 +241,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Selected: none",
     },
     FixturePage {
+        path: "/apps/account.html",
+        category: "app",
+        description: "Account settings (React 19 + Radix UI primitives): a user menu that opens on pointerdown and takes pointer events from the page, tabs that activate on mousedown, a Select in a portal, a Switch, an Accordion, a Dialog that hides the rest",
+        marker: "Nothing saved yet",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",
