@@ -29,6 +29,7 @@ pub(super) const STRUCTURAL: &[&str] = &[
     "menu",
     "menubar",
     "tablist",
+    "tabpanel",
     "tree",
     "toolbar",
     "radiogroup",
