@@ -1,5 +1,6 @@
 //! The CRM fixture app (jQuery 3.7.1, every click on a document listener), on real Chromium (issue 13 items 3, 4 and
-//! 5): an icon button named by its glyph shows its tooltip, a row menu appended to `<body>` is operable entry by
+//! 5): a table row with several controls is one line of its cells with its controls under it, an icon button named
+//! by its glyph shows its tooltip, a row menu appended to `<body>` is operable entry by
 //! entry and its confirmation modal is what the next observation shows, and a pagination link CSS disables
 //! (`pointer-events: none`) is not reported as clicked.
 mod common;
@@ -12,6 +13,17 @@ use common::{Page, env};
 /// The ref lines that contain `part`.
 fn lines_with<'a>(o: &'a Observation, part: &str) -> Vec<&'a str> {
     o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.contains(part)).collect()
+}
+
+/// The lines indented under the first line that contains `head`.
+fn under<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(head))
+        .unwrap_or_else(|| panic!("no {head:?} in\n{}", o.untrusted_content));
+    lines[at + 1..].iter().take_while(|l| depth(l) > depth(lines[at])).copied().collect()
 }
 
 fn ref_in(line: &str) -> String {
@@ -27,10 +39,20 @@ async fn recorded(event: &str) -> bool {
 async fn an_icon_buttons_tooltip_is_shown_and_its_row_menu_leads_to_the_confirmation() {
     let tab = Page::open("/apps/crm.html").await;
     let o = tab.observe().await;
-    // Five "⋮" buttons whose only words are their `title`: each line says it, and which row it is in.
+    // Five "⋮" buttons whose only words are their `title`: each line says it, under the line of its row (all of the
+    // row's cells), with the row's checkbox and name link.
     let menus = lines_with(&o, "button \"⋮\" title=\"Actions\"");
     assert_eq!(menus.len(), 5, "{}", o.untrusted_content);
-    let grace = menus.iter().find(|l| l.contains("grace@cobol.test")).expect("Grace Hopper's row");
+    let row = under(&o, "row \"Grace Hopper | grace@cobol.test | Compilers Inc | Active");
+    assert_eq!(row.len(), 3, "checkbox, link and menu button:\n{}", o.untrusted_content);
+    assert!(
+        row[0].trim_start().starts_with('[') && row[0].ends_with("] checkbox unchecked"),
+        "{}",
+        o.untrusted_content
+    );
+    assert!(row[1].ends_with("link \"Grace Hopper\" -> #"), "{}", o.untrusted_content);
+    let grace = row[2];
+    assert!(grace.ends_with("button \"⋮\" title=\"Actions\""), "the row line says which row:\n{}", o.untrusted_content);
     let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(grace))).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("menu:cust-2").await);

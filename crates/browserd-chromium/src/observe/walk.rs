@@ -248,6 +248,9 @@ impl Renderer<'_> {
     fn row(&mut self, frame: &str, ax: &AxTree, id: &str, indent: u16) {
         let n = &ax.nodes[id];
         self.flush_text();
+        if self.row_depth == 0 && self.operables_below(frame, ax, id, 0) >= 2 {
+            return self.row_of_controls(frame, ax, id, indent);
+        }
         let ctx_len = self.context.len();
         let mut t = String::new();
         self.first_text(ax, id, &mut t);
@@ -267,6 +270,50 @@ impl Renderer<'_> {
         self.flush_text();
         self.context.truncate(ctx_len);
         self.merge_row(start, inter_start);
+    }
+
+    /// A table row with two or more operable cells (a checkbox, a name link and a menu button): one line of all its
+    /// cells, `row "Ada Lovelace | ada@acme.test | Active":`, with its operable nodes under it, so each control is
+    /// seen in its row and its cells' text is not split around them.
+    fn row_of_controls(&mut self, frame: &str, ax: &AxTree, id: &str, indent: u16) {
+        let mut t = String::new();
+        self.subtree_text(frame, ax, id, &mut t);
+        let name = line::fold(&t).trim_matches(|c: char| c == ' ' || c == '|').to_owned();
+        self.push(indent, None, line::container(None, "row", &name));
+        let ctx_len = self.context.len();
+        if !name.is_empty() {
+            self.context.push(quote_cut(&name, 40));
+        }
+        self.row_depth += 1;
+        for c in &ax.nodes[id].children {
+            // Its text is the row line's: only its operable nodes (and their own lines) follow.
+            self.walk(frame, c, indent + 1, true);
+        }
+        self.row_depth -= 1;
+        self.flush_text();
+        self.context.truncate(ctx_len);
+    }
+
+    /// How many operable nodes are below `id` (counting stops at 2).
+    fn operables_below(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> usize {
+        let Some(n) = ax.nodes.get(id) else { return 0 };
+        if depth > 0
+            && !n.hidden
+            && (self.dom_operable(frame, n) || (!n.ignored && self.operable(frame, ax, id).is_some()))
+        {
+            return 1;
+        }
+        if depth >= 40 {
+            return 0;
+        }
+        let mut count = 0;
+        for c in &n.children {
+            count += self.operables_below(frame, ax, c, depth + 1);
+            if count >= 2 {
+                break;
+            }
+        }
+        count
     }
 
     /// A landmark, named region or group, table, list, dialog, ... (or a heuristic operable that keeps a ref and has
