@@ -4,27 +4,8 @@
 //! input, and its items are clicked; a Dialog in a portal leaves only itself to act on.
 mod common;
 
-use std::time::Duration;
-
-use browserd_protocol::{ActParams, ActionKind, Observation, Outcome, codes};
-use common::{Page, env};
-
-/// The ref line whose text holds `part` (panics with the observation when none).
-fn line_of<'a>(o: &'a Observation, part: &str) -> &'a str {
-    o.untrusted_content
-        .lines()
-        .find(|l| l.trim_start().starts_with('[') && l.contains(part))
-        .unwrap_or_else(|| panic!("no line with {part:?} in\n{}", o.untrusted_content))
-}
-
-fn ref_in(line: &str) -> String {
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
-}
-
-async fn recorded(event: &str) -> bool {
-    env().site.wait_for_record(event, Duration::from_secs(5)).await
-}
+use browserd_protocol::{ActParams, ActionKind, Outcome, codes};
+use common::{Page, env, recorded, ref_in, ref_line};
 
 async fn click(tab: &Page, line: &str) -> browserd_protocol::ActionResult {
     tab.act(ActParams::new(ActionKind::Click).target(ref_in(line))).await
@@ -51,15 +32,15 @@ async fn the_active_tabs_panel_holds_its_controls() {
 async fn a_select_in_a_portal_opens_under_its_combobox_and_picks_with_a_click() {
     let tab = Page::open("/apps/account.html").await;
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "combobox \"Language\"")).await;
+    let r = click(&tab, ref_line(&o, "combobox \"Language\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = tab.observe().await;
-    let deutsch = line_of(&o, "option \"Deutsch\"");
+    let deutsch = ref_line(&o, "option \"Deutsch\"");
     let r = click(&tab, deutsch).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("lang:de").await, "the pick reached the page");
     let o = tab.observe().await;
-    assert!(line_of(&o, "combobox \"Language\"").contains("Deutsch"), "{}", o.untrusted_content);
+    assert!(ref_line(&o, "combobox \"Language\"").contains("Deutsch"), "{}", o.untrusted_content);
     tab.close().await;
 }
 
@@ -67,8 +48,8 @@ async fn a_select_in_a_portal_opens_under_its_combobox_and_picks_with_a_click() 
 async fn an_open_menu_takes_pointer_events_from_the_page_and_its_items_are_clicked() {
     let tab = Page::open("/apps/account.html").await;
     let o = tab.observe().await;
-    let save = ref_in(line_of(&o, "button \"Save changes\""));
-    let r = click(&tab, line_of(&o, "button \"Ada Lovelace ▾\"")).await;
+    let save = ref_in(ref_line(&o, "button \"Save changes\""));
+    let r = click(&tab, ref_line(&o, "button \"Ada Lovelace ▾\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("menu:open").await);
     // While the menu is open, the page under it takes no pointer events: a click there would only close the menu.
@@ -76,12 +57,12 @@ async fn an_open_menu_takes_pointer_events_from_the_page_and_its_items_are_click
     assert_eq!(r.code.as_deref(), Some(codes::NOT_ACTIONABLE), "{r:#?}");
     assert!(!env().site.records().iter().any(|e| e == "save"), "nothing reached Save");
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "menuitem \"Sign out\"")).await;
+    let r = click(&tab, ref_line(&o, "menuitem \"Sign out\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("menu:Sign out").await, "the item's onSelect ran");
     // The menu closed: Save takes the click now.
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "button \"Save changes\"")).await;
+    let r = click(&tab, ref_line(&o, "button \"Save changes\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("save").await);
     tab.close().await;
@@ -91,16 +72,16 @@ async fn an_open_menu_takes_pointer_events_from_the_page_and_its_items_are_click
 async fn a_dialog_in_a_portal_leaves_only_itself_to_act_on() {
     let tab = Page::open("/apps/account.html").await;
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "tab \"Danger zone\"")).await;
+    let r = click(&tab, ref_line(&o, "tab \"Danger zone\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "button \"Delete account\"")).await;
+    let r = click(&tab, ref_line(&o, "button \"Delete account\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("delete:ask").await);
     let o = tab.observe().await;
     assert!(o.untrusted_content.contains("This removes 7 projects and cannot be undone."), "{}", o.untrusted_content);
     assert!(!o.untrusted_content.contains("Save changes"), "the page behind is hidden:\n{}", o.untrusted_content);
-    let r = click(&tab, line_of(&o, "button \"Cancel\"")).await;
+    let r = click(&tab, ref_line(&o, "button \"Cancel\"")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("delete:close").await);
     tab.close().await;

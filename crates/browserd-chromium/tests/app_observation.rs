@@ -4,23 +4,12 @@
 //! said in one line.
 mod common;
 
-use std::time::Duration;
-
 use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
-use common::{Page, env};
-
-fn ref_in(line: &str) -> String {
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
-}
+use common::{Page, recorded, ref_in, under};
 
 /// The ref lines that end with `tail`.
 fn lines_ending<'a>(o: &'a Observation, tail: &str) -> Vec<&'a str> {
     o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.ends_with(tail)).collect()
-}
-
-async fn recorded(event: &str) -> bool {
-    env().site.wait_for_record(event, Duration::from_secs(5)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,17 +100,6 @@ async fn a_button_under_its_cards_line_is_not_annotated_with_the_cards_name_agai
         assert!(adds[0].ends_with("button \"Add to cart\""), "no note repeats the card line:\n{}", o.untrusted_content);
     }
     tab.close().await;
-}
-
-/// The lines indented under the first line that contains `head`.
-fn under<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
-    let lines: Vec<&str> = o.untrusted_content.lines().collect();
-    let depth = |l: &str| l.len() - l.trim_start().len();
-    let at = lines
-        .iter()
-        .position(|l| l.contains(head))
-        .unwrap_or_else(|| panic!("no {head:?} in\n{}", o.untrusted_content));
-    lines[at + 1..].iter().take_while(|l| depth(l) > depth(lines[at])).copied().collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

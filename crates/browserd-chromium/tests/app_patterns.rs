@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use browserd_protocol::{ActParams, ActionKind, Dispatch, Observation, Outcome};
 use browserd_test_support::fixtures::app_truth;
-use common::{Page, env};
+use common::{Page, env, recorded, ref_in};
 
 /// The line of the operable whose quoted name holds `name` (panics with the observation when none).
 fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
@@ -16,11 +16,6 @@ fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
         .lines()
         .find(|l| l.trim_start().starts_with('[') && l.split_once('"').is_some_and(|(_, q)| q.contains(name)))
         .unwrap_or_else(|| panic!("no line for {name:?} in\n{}", o.untrusted_content))
-}
-
-fn ref_in(line: &str) -> String {
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
 }
 
 /// The lines indented under the first line that is exactly `head` (trimmed).
@@ -32,10 +27,6 @@ fn inside<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
         .position(|l| l.trim() == head)
         .unwrap_or_else(|| panic!("no {head:?} in\n{}", o.untrusted_content));
     lines[at + 1..].iter().take_while(|l| depth(l) > depth(lines[at])).copied().collect()
-}
-
-async fn recorded(event: &str) -> bool {
-    env().site.wait_for_record(event, Duration::from_secs(5)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,27 +4,8 @@
 //! the handler with the toast it raises in the action's effects.
 mod common;
 
-use std::time::Duration;
-
-use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
-use common::{Page, env};
-
-/// The ref line whose quoted name holds `name` (panics with the observation when none).
-fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
-    o.untrusted_content
-        .lines()
-        .find(|l| l.trim_start().starts_with('[') && l.split_once('"').is_some_and(|(_, q)| q.contains(name)))
-        .unwrap_or_else(|| panic!("no line for {name:?} in\n{}", o.untrusted_content))
-}
-
-fn ref_in(line: &str) -> String {
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
-}
-
-async fn recorded(event: &str) -> bool {
-    env().site.wait_for_record(event, Duration::from_secs(5)).await
-}
+use browserd_protocol::{ActParams, ActionKind, Outcome};
+use common::{Page, recorded, ref_in, ref_line};
 
 async fn click(tab: &Page, line: &str) -> browserd_protocol::ActionResult {
     tab.act(ActParams::new(ActionKind::Click).target(ref_in(line))).await
@@ -35,7 +16,7 @@ async fn a_column_heading_the_page_folds_on_click_reads_as_a_heading_with_its_le
     let tab = Page::open("/apps/board.html").await;
     let o = tab.observe().await;
     // CSS shows the heading uppercase; the page folds the column when it is clicked (no listener of its own).
-    let heading = line_of(&o, "DOING (2)");
+    let heading = ref_line(&o, "DOING (2)");
     assert!(heading.ends_with("] heading \"DOING (2)\" level=2"), "{heading}\n{}", o.untrusted_content);
     let r = click(&tab, heading).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
@@ -51,7 +32,11 @@ async fn a_column_heading_the_page_folds_on_click_reads_as_a_heading_with_its_le
     let tab = Page::open(page).await;
     let o = tab.observe().await;
     for (heading, context) in [("Drafts", "(in \"Drafts\")"), ("Sent", "(in \"Sent\")")] {
-        assert!(line_of(&o, heading).ends_with(&format!("] heading \"{heading}\" level=2")), "{}", o.untrusted_content);
+        assert!(
+            ref_line(&o, heading).ends_with(&format!("] heading \"{heading}\" level=2")),
+            "{}",
+            o.untrusted_content
+        );
         let delete = format!("button \"Delete\" {context}");
         assert!(o.untrusted_content.lines().any(|l| l.ends_with(&delete)), "{delete}:\n{}", o.untrusted_content);
     }
@@ -62,13 +47,13 @@ async fn a_column_heading_the_page_folds_on_click_reads_as_a_heading_with_its_le
 async fn a_menu_that_flies_in_is_addressable_and_its_delete_reaches_the_handler_with_the_toast_in_the_effects() {
     let tab = Page::open("/apps/board.html").await;
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "More actions for SB-3")).await;
+    let r = click(&tab, ref_line(&o, "More actions for SB-3")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("menu:SB-3").await);
     // The menu's entries are <li>s with a pointer cursor whose clicks Svelte handles at the root.
     assert!(r.effects.appeared.iter().any(|l| l.contains("\"Delete\"")), "the menu appeared: {r:#?}");
     let o = tab.observe().await;
-    let r = click(&tab, line_of(&o, "Delete")).await;
+    let r = click(&tab, ref_line(&o, "Delete")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("delete:SB-3").await, "the click reached the entry's handler");
     assert!(r.effects.announced.iter().any(|a| a == "Deleted SB-3"), "the toast is in the effects: {r:#?}");

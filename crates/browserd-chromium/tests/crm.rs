@@ -5,34 +5,12 @@
 //! (`pointer-events: none`) is not reported as clicked.
 mod common;
 
-use std::time::Duration;
-
 use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
-use common::{Page, env};
+use common::{Page, env, recorded, ref_in, under};
 
 /// The ref lines that contain `part`.
 fn lines_with<'a>(o: &'a Observation, part: &str) -> Vec<&'a str> {
     o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.contains(part)).collect()
-}
-
-/// The lines indented under the first line that contains `head`.
-fn under<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
-    let lines: Vec<&str> = o.untrusted_content.lines().collect();
-    let depth = |l: &str| l.len() - l.trim_start().len();
-    let at = lines
-        .iter()
-        .position(|l| l.contains(head))
-        .unwrap_or_else(|| panic!("no {head:?} in\n{}", o.untrusted_content));
-    lines[at + 1..].iter().take_while(|l| depth(l) > depth(lines[at])).copied().collect()
-}
-
-fn ref_in(line: &str) -> String {
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
-}
-
-async fn recorded(event: &str) -> bool {
-    env().site.wait_for_record(event, Duration::from_secs(5)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

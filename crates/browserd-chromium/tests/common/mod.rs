@@ -110,6 +110,36 @@ pub fn ref_of(o: &Observation, needle: &str) -> String {
     line[start..end].to_owned()
 }
 
+/// The ref of a ref line (`  [e4] button "Save"` → `e4`).
+pub fn ref_in(line: &str) -> String {
+    let l = line.trim_start();
+    l[1..l.find(']').expect("a ref line")].to_owned()
+}
+
+/// The first ref line that contains `part` (panics with the observation when none).
+pub fn ref_line<'a>(o: &'a Observation, part: &str) -> &'a str {
+    o.untrusted_content
+        .lines()
+        .find(|l| l.trim_start().starts_with('[') && l.contains(part))
+        .unwrap_or_else(|| panic!("no ref line with {part:?} in\n{}", o.untrusted_content))
+}
+
+/// The lines indented under the first line that contains `head` (panics with the observation when none).
+pub fn under<'a>(o: &'a Observation, head: &str) -> Vec<&'a str> {
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(head))
+        .unwrap_or_else(|| panic!("no {head:?} in\n{}", o.untrusted_content));
+    lines[at + 1..].iter().take_while(|l| depth(l) > depth(lines[at])).copied().collect()
+}
+
+/// Whether the fixture site records `event` (a click that reached an app's handler) within 5 s.
+pub async fn recorded(event: &str) -> bool {
+    env().site.wait_for_record(event, Duration::from_secs(5)).await
+}
+
 /// Observation content with refs replaced by stable placeholders for snapshots.
 pub fn redact(o: &Observation) -> String {
     let mut out = String::new();
