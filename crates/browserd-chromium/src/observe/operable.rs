@@ -64,19 +64,19 @@ impl Renderer<'_> {
         }
     }
 
+    /// Whether a node counts as an operable node inside another one: a semantic operable; one the DOM makes operable
+    /// (a list whose click listener serves the title links and chips of its rows, as React's `onClick` on the list
+    /// does, lists them rather than swallowing them into one line); or the text of a clickable the accessibility tree
+    /// leaves out (a breadcrumb of pointer `<span>`s whose clicks the bar's listener handles).
+    fn operable_inside(&self, frame: &str, ax: &AxTree, id: &str, n: &crate::ax::AxNode) -> bool {
+        (!n.ignored && self.operable(frame, ax, id).is_some_and(|(_, semantic)| semantic))
+            || self.dom_operable(frame, n)
+            || (n.role == "StaticText" && self.inline_clickable_element(frame, n).is_some())
+    }
+
     pub(super) fn has_operable_descendant(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> bool {
         let Some(n) = ax.nodes.get(id) else { return false };
-        if depth > 0 && !n.ignored && self.operable(frame, ax, id).is_some_and(|(_, semantic)| semantic) {
-            return true;
-        }
-        // A clickable that holds other clickables (a list whose click listener serves the title links and chips of
-        // its rows, as React's `onClick` on the list does) lists them rather than swallowing them into one line.
-        if depth > 0 && self.dom_operable(frame, n) {
-            return true;
-        }
-        // So does one whose clickables the accessibility tree leaves out, only their text in it (a breadcrumb of
-        // pointer `<span>`s whose clicks the bar's listener handles).
-        if depth > 0 && n.role == "StaticText" && self.inline_clickable_element(frame, n).is_some() {
+        if depth > 0 && self.operable_inside(frame, ax, id, n) {
             return true;
         }
         if depth >= 40 {
@@ -90,6 +90,25 @@ impl Renderer<'_> {
         let v = n.children.iter().any(|c| self.has_operable_descendant(frame, ax, c, depth + 1));
         self.below.borrow_mut().insert(key, v);
         v
+    }
+
+    /// How many operable nodes (as [`Renderer::has_operable_descendant`] counts them) are below `id`, counting to 2.
+    pub(super) fn operables_below(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> usize {
+        let Some(n) = ax.nodes.get(id) else { return 0 };
+        if depth > 0 && self.operable_inside(frame, ax, id, n) {
+            return 1;
+        }
+        if depth >= 40 {
+            return 0;
+        }
+        let mut count = 0;
+        for c in &n.children {
+            count += self.operables_below(frame, ax, c, depth + 1);
+            if count >= 2 {
+                break;
+            }
+        }
+        count
     }
 
     /// Whether a node gets a ref, with the role to show and whether that role is semantic (not a heuristic).

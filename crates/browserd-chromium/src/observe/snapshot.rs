@@ -217,15 +217,17 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             inherited[i] = *space;
             last_child.insert(p, i);
         }
-        // Lists: `ul`, `ol`, `menu`, or an element with a list-like role.
-        let list_names: Vec<bool> = (0..count)
+        // A list (`ul`, `ol`, `menu`, or a list-like role) that floats over the page: a dropdown menu. The role is read
+        // only for the few floating elements.
+        let floating_list: Vec<bool> = (0..count)
             .map(|i| {
-                matches!(names.get(i).map(&s).map(str::to_ascii_lowercase).as_deref(), Some("ul" | "ol" | "menu"))
-                    || attrs.get(i).and_then(Value::as_array).is_some_and(|a| {
-                        a.chunks(2).any(|c| {
-                            c.len() == 2 && s(&c[0]) == "role" && matches!(s(&c[1]), "list" | "menu" | "listbox")
-                        })
-                    })
+                floating[i]
+                    && (matches!(nodes[i].tag.as_str(), "ul" | "ol" | "menu")
+                        || attrs.get(i).and_then(Value::as_array).is_some_and(|a| {
+                            a.chunks(2).any(|c| {
+                                c.len() == 2 && s(&c[0]) == "role" && matches!(s(&c[1]), "list" | "menu" | "listbox")
+                            })
+                        }))
             })
             .collect();
         let mut map = HashMap::with_capacity(count);
@@ -236,21 +238,10 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             node.block = block[i] && !node.tag.starts_with('#');
             node.cell = cell[i] && !node.tag.starts_with('#');
             node.space_before = space_before[i];
-            node.parent_pointer = parents
-                .get(i)
-                .and_then(Value::as_i64)
-                .and_then(|p| usize::try_from(p).ok())
-                .is_some_and(|p| pointer.get(p).copied().unwrap_or(false));
-            node.in_floating_list =
-                parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok()).is_some_and(|p| {
-                    floating.get(p).copied().unwrap_or(false) && list_names.get(p).copied().unwrap_or(false)
-                });
-            node.parent = parents
-                .get(i)
-                .and_then(Value::as_i64)
-                .and_then(|p| usize::try_from(p).ok())
-                .and_then(|p| backend.get(p))
-                .and_then(Value::as_i64);
+            let parent = parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok());
+            node.parent_pointer = parent.is_some_and(|p| pointer.get(p).copied().unwrap_or(false));
+            node.in_floating_list = parent.is_some_and(|p| floating_list.get(p).copied().unwrap_or(false));
+            node.parent = parent.and_then(|p| backend.get(p)).and_then(Value::as_i64);
             if let Some(b) = backend.get(i).and_then(Value::as_i64) {
                 map.insert(b, node);
             }

@@ -144,12 +144,8 @@ impl Renderer<'_> {
         let container_ref = match self.operability(frame, ax, id) {
             Operability::Line(shown) if shown == "heading" => {
                 // An operable heading is still the context of what follows it, as any heading.
-                let q = quote_cut(&n.name, 40);
                 self.interactive(frame, id, indent, &shown);
-                if self.context.last() != Some(&q) {
-                    self.context.push(q);
-                }
-                return;
+                return self.heading_context(&n.name);
             }
             Operability::Line(shown) => return self.interactive(frame, id, indent, &shown),
             Operability::Container(node_ref, shown) => Some((node_ref, shown)),
@@ -233,14 +229,20 @@ impl Renderer<'_> {
         if !repeats {
             self.push(indent, None, line::heading(level, &n.name));
         }
-        let q = quote_cut(&n.name, 40);
-        if self.context.last() != Some(&q) {
-            self.context.push(q);
-        }
+        self.heading_context(&n.name);
         for c in &n.children {
             self.walk(frame, c, indent + 1, true);
         }
         self.flush_text();
+    }
+
+    /// A heading is the context of what follows it until the next structural change (the enclosing walk truncates
+    /// the context when it leaves).
+    fn heading_context(&mut self, name: &str) {
+        let q = quote_cut(name, 40);
+        if self.context.last() != Some(&q) {
+            self.context.push(q);
+        }
     }
 
     /// A table row: one line, its cells joined with ` | `; operable cells get their own lines right after it (and
@@ -292,28 +294,6 @@ impl Renderer<'_> {
         self.row_depth -= 1;
         self.flush_text();
         self.context.truncate(ctx_len);
-    }
-
-    /// How many operable nodes are below `id` (counting stops at 2).
-    fn operables_below(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> usize {
-        let Some(n) = ax.nodes.get(id) else { return 0 };
-        if depth > 0
-            && !n.hidden
-            && (self.dom_operable(frame, n) || (!n.ignored && self.operable(frame, ax, id).is_some()))
-        {
-            return 1;
-        }
-        if depth >= 40 {
-            return 0;
-        }
-        let mut count = 0;
-        for c in &n.children {
-            count += self.operables_below(frame, ax, c, depth + 1);
-            if count >= 2 {
-                break;
-            }
-        }
-        count
     }
 
     /// A landmark, named region or group, table, list, dialog, ... (or a heuristic operable that keeps a ref and has
