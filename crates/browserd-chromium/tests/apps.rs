@@ -5,45 +5,13 @@ mod common;
 use std::time::Duration;
 
 use browserd_protocol::{ActParams, ActionKind, Observation};
+use browserd_test_support::app_refs::app_ref;
 use browserd_test_support::fixtures::{FixtureSite, app_truth};
 use common::{Page, env};
 
-/// The ref of the first line showing an operable with `role` (any role for `generic`) whose name is `name` or
-/// holds it (an empty name: a line of that role without one), skipping the refs in `taken` (duplicate names take one
-/// ref each); from the last line up when `from_end`.
+/// The ref of the line showing a ground-truth operable (see [`app_ref`]); from the last line up when `from_end`.
 fn ref_for(o: &Observation, role: &str, name: &str, taken: &[String], from_end: bool) -> Option<String> {
-    let mut lines: Vec<&str> = o.untrusted_content.lines().collect();
-    if from_end {
-        lines.reverse();
-    }
-    for line in lines {
-        let l = line.trim_start();
-        let Some(rest) = l.strip_prefix('[') else { continue };
-        let Some(end) = rest.find(']') else { continue };
-        let r = &rest[..end];
-        if taken.iter().any(|t| t == r) {
-            continue;
-        }
-        let after = rest[end + 1..].trim_start();
-        let (shown_role, tail) = after.split_once(' ').unwrap_or((after, ""));
-        if role != "generic" && shown_role != role {
-            continue;
-        }
-        let Some(quoted) = tail.strip_prefix('"') else {
-            // A control without a name (a row's checkbox): any line of its role whose name is not quoted.
-            if name.is_empty() && role != "generic" {
-                return Some(r.to_owned());
-            }
-            continue;
-        };
-        let shown = quoted.find('"').map_or(quoted, |end| &quoted[..end]);
-        // A generic element's text may carry more than its name (a caret drawn by CSS, a row's other cells).
-        let matches = if role == "generic" { shown.contains(name) } else { shown == name };
-        if matches || shown.strip_suffix('…').is_some_and(|cut| name.starts_with(cut)) {
-            return Some(r.to_owned());
-        }
-    }
-    None
+    app_ref(&o.untrusted_content, role, name, taken, from_end)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

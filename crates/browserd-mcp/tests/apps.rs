@@ -7,6 +7,7 @@ mod common;
 
 use std::time::Duration;
 
+use browserd_test_support::app_refs::app_ref;
 use browserd_test_support::fixtures::{FixtureSite, app_truth};
 use common::{TestBroker, text};
 use rmcp::model::CallToolRequestParams;
@@ -16,37 +17,9 @@ fn call(name: &str, arguments: Value) -> CallToolRequestParams {
     common::codex_call(name, arguments, "codex-apps", "t1")
 }
 
-/// The ref of the last line (not in `taken`) showing an operable with `role` (any role for `generic`) named `name`
-/// (for `generic`: whose name holds it; a name cut with `…` by its start; an empty name: a line of that role without
-/// one).
+/// The ref of the last line showing a ground-truth operable (see [`app_ref`]).
 fn ref_for(page: &str, role: &str, name: &str, taken: &[String]) -> Option<String> {
-    for line in page.lines().rev() {
-        let l = line.trim_start();
-        let Some(rest) = l.strip_prefix('[') else { continue };
-        let Some(end) = rest.find(']') else { continue };
-        let r = &rest[..end];
-        if taken.iter().any(|t| t == r) {
-            continue;
-        }
-        let after = rest[end + 1..].trim_start();
-        let (shown_role, tail) = after.split_once(' ').unwrap_or((after, ""));
-        if role != "generic" && shown_role != role {
-            continue;
-        }
-        let Some(quoted) = tail.strip_prefix('"') else {
-            // A control without a name (a row's checkbox): any line of its role whose name is not quoted.
-            if name.is_empty() && role != "generic" && shown_role == role {
-                return Some(r.to_owned());
-            }
-            continue;
-        };
-        let shown = quoted.find('"').map_or(quoted, |end| &quoted[..end]);
-        let matches = if role == "generic" { shown.contains(name) } else { shown == name };
-        if matches || shown.strip_suffix('…').is_some_and(|cut| name.starts_with(cut)) {
-            return Some(r.to_owned());
-        }
-    }
-    None
+    app_ref(page, role, name, taken, true)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,7 @@
 //! loopback fixture site lives in its own crate (`browserd-fixtures`, which the product binary's demo uses too) and is
 //! re-exported here as [`fixtures`].
 
+pub mod app_refs;
 pub mod browserless;
 pub mod fake_clock;
 pub mod fake_provider;
