@@ -37,6 +37,17 @@ fn high_risk_needs_approval() -> BrokerConfig {
     }
 }
 
+/// The approved click runs (the page records the deletion), and the same call again needs a new approval: an
+/// approval is used once.
+async fn runs_once_then_needs_approval_again(r: &Real, click: Value) {
+    let done = r.tool("browser_act", click.clone()).await;
+    assert_eq!(done["outcome"], "succeeded", "{done}");
+    assert!(r.site.wait_for_record("account:delete", Duration::from_secs(5)).await, "{:?}", r.site.records());
+    let again = refused(r, "browser_act", click).await;
+    assert_eq!(again.code, ErrorCode::ApprovalRequired, "an approval is used once: {again:?}");
+    assert_eq!(r.site.records().iter().filter(|x| *x == "account:delete").count(), 1, "{:?}", r.site.records());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_click_at_a_screenshot_point_on_delete_account_needs_the_users_approval() {
     let r = Real::start_config("thread-approval-point", high_risk_needs_approval()).await;
@@ -59,12 +70,7 @@ async fn a_click_at_a_screenshot_point_on_delete_account_needs_the_users_approva
     // Approved: the same call runs, once.
     let granted = r.c.call(&ApprovalGrantParams { approval: id }).await.unwrap();
     assert!(granted.approved.contains("Delete account"), "{granted:?}");
-    let done = r.tool("browser_act", click.clone()).await;
-    assert_eq!(done["outcome"], "succeeded", "{done}");
-    assert!(r.site.wait_for_record("account:delete", Duration::from_secs(5)).await, "{:?}", r.site.records());
-    let again = refused(&r, "browser_act", click).await;
-    assert_eq!(again.code, ErrorCode::ApprovalRequired, "an approval is used once: {again:?}");
-    assert_eq!(r.site.records().iter().filter(|x| *x == "account:delete").count(), 1, "{:?}", r.site.records());
+    runs_once_then_needs_approval_again(&r, click).await;
     r.finish().await;
 }
 
@@ -167,11 +173,6 @@ async fn an_approved_point_click_runs_after_the_button_label_re_renders() {
     r.c.call(&ApprovalGrantParams { approval: id }).await.unwrap();
     // The page re-renders the label; the button is the same node.
     user.run_in("/delete-account.html", rerender).await;
-    let done = r.tool("browser_act", click.clone()).await;
-    assert_eq!(done["outcome"], "succeeded", "{done}");
-    assert!(r.site.wait_for_record("account:delete", Duration::from_secs(5)).await, "{:?}", r.site.records());
-    let again = refused(&r, "browser_act", click).await;
-    assert_eq!(again.code, ErrorCode::ApprovalRequired, "an approval is used once: {again:?}");
-    assert_eq!(r.site.records().iter().filter(|x| *x == "account:delete").count(), 1, "{:?}", r.site.records());
+    runs_once_then_needs_approval_again(&r, click).await;
     r.finish().await;
 }
