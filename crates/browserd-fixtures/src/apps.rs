@@ -42,6 +42,7 @@ const APPS: &[App] = &[
     App { path: "/apps/board.html", script: "/apps/board.js", title: "Sprint board" },
     App { path: "/apps/crm.html", script: "/apps/crm.js", title: "Customers — Acme CRM" },
     App { path: "/apps/account.html", script: "/apps/account.js", title: "Account settings" },
+    App { path: "/apps/chat.html", script: "/apps/chat.js", title: "general — Acme chat" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -55,6 +56,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/board.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/board.js")),
     ("/apps/crm.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/crm.js")),
     ("/apps/account.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/account.js")),
+    ("/apps/chat.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/chat.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -248,6 +250,57 @@ const FAQ: &[(&str, &str, &str)] = &[
     ("email", "Can I change my email address?", "Yes: support changes it after a check of your identity."),
 ];
 
+/// The chat (React + a virtualised list): its members (id, name), channels (name, unread count), and the last messages
+/// of #general (id, author, time, HTML, reactions (emoji, count, mine), replies); [`chat_messages`] puts
+/// `CHAT_FILLER` older ones before them, the first of all being [`CHAT_FIRST`]. At load the list shows the newest
+/// rows only: the first message exists in the DOM only once the list is scrolled up to it.
+const CHAT_MEMBERS: &[(&str, &str)] = &[
+    ("ada", "Ada Lovelace"),
+    ("alan", "Alan Turing"),
+    ("barbara", "Barbara Liskov"),
+    ("grace", "Grace Hopper"),
+    ("gregor", "Gregor Mendel"),
+    ("katherine", "Katherine Johnson"),
+    ("linus", "Linus Torvalds"),
+];
+const CHAT_CHANNELS: &[(&str, u32)] = &[("general", 0), ("design", 3), ("random", 12), ("releases", 0)];
+type ChatMessage = (&'static str, &'static str, &'static str, &'static str, &'static [(&'static str, u32, bool)], u32);
+const CHAT_LAST: &[ChatMessage] = &[
+    ("m115", "linus", "10:02", "Morning! Coffee is on the <b>third</b> floor today.", &[("☕", 2, false)], 0),
+    ("m116", "grace", "10:05", "Deploy is <b>blocked</b> on <code>api-7</code> until the migration lands.", &[], 2),
+    ("m117", "katherine", "10:11", "Numbers for the Q3 review are in the shared sheet.", &[], 0),
+    ("m118", "alan", "10:20", "Can someone review PR #482 before lunch?", &[("👀", 1, true)], 0),
+    ("m119", "barbara", "10:31", "The staging certificate expires on 12 December.", &[], 0),
+    ("m120", "linus", "10:40", "Lunch at 12:30 — the usual place?", &[("👍", 3, false), ("🍕", 1, false)], 1),
+];
+const CHAT_FILLER: usize = 114;
+const CHAT_FIRST: &str = "Welcome to #general — say hi to the team!";
+
+/// Every message of #general, oldest first, as the page gets them.
+fn chat_messages() -> Vec<Value> {
+    let authors = ["grace", "alan", "barbara", "katherine", "gregor"];
+    let filler = (1..=CHAT_FILLER).map(|i| {
+        let text = if i == 1 { CHAT_FIRST.to_owned() } else { format!("Standup note {i}: nothing blocking on my side.") };
+        json!({
+            "id": format!("m{i}"), "author": authors[i % authors.len()], "time": format!("{:02}:{:02}", 8 + i / 60, i % 60),
+            "html": text, "reactions": [], "replies": 0,
+        })
+    });
+    let last = CHAT_LAST.iter().map(|(id, author, time, html, reactions, replies)| {
+        json!({
+            "id": id, "author": author, "time": time, "html": html, "replies": replies,
+            "reactions": reactions.iter().map(|(emoji, count, mine)| json!({"emoji": emoji, "count": count, "mine": mine}))
+                .collect::<Vec<_>>(),
+        })
+    });
+    filler.chain(last).collect()
+}
+
+/// A chat member's name by id.
+fn member(id: &str) -> &'static str {
+    CHAT_MEMBERS.iter().find(|(m, _)| *m == id).map_or("", |(_, name)| name)
+}
+
 /// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
 fn money(cents: u32) -> String {
     let dollars = (cents / 100).to_string();
@@ -336,6 +389,13 @@ fn data(path: &str) -> Value {
             "languages": LANGUAGES.iter().map(|(value, label)| json!({"value": value, "label": label})).collect::<Vec<_>>(),
             "faq": FAQ.iter().map(|(id, q, a)| json!({"id": id, "q": q, "a": a})).collect::<Vec<_>>(),
             "projects": 7,
+        }),
+        "/apps/chat.html" => json!({
+            "workspace": "Acme",
+            "me": "ada",
+            "members": CHAT_MEMBERS.iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
+            "channels": CHAT_CHANNELS.iter().map(|(name, unread)| json!({"name": name, "unread": unread})).collect::<Vec<_>>(),
+            "messages": chat_messages(),
         }),
         "/apps/crm.html" => json!({
             "brand": "Acme CRM",
@@ -543,6 +603,33 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                 "We use cookies to improve your experience.".into(),
                 "Selected: none".into(),
                 format!("Showing 1 to {CRM_PER_PAGE} of {} entries", CUSTOMERS.len()),
+            ];
+            AppTruth { operable, texts }
+        }
+        "/apps/chat.html" => {
+            // Channel rows and author names are spans and divs handled by React's root listener; the list is
+            // virtualised, so only the operables of the newest messages are declared (the rows above them depend on
+            // how far the list renders ahead). Each message's reply button is transparent until its row is hovered.
+            let mut operable: Vec<AppOperable> =
+                CHAT_CHANNELS.iter().map(|(c, _)| op("generic", format!("# {c}"), format!("channel:{c}"))).collect();
+            operable.push(op("link", "release notes", "topic"));
+            for (id, author, time, _, reactions, replies) in &CHAT_LAST[1..] {
+                operable.push(op("generic", member(author), format!("profile:{author}")));
+                operable.push(op("button", format!("Reply to {} at {time}", member(author)), format!("reply:{id}")));
+                for (emoji, count, _) in *reactions {
+                    operable.push(op("button", format!("{emoji} {count}"), format!("react:{id}:{emoji}")));
+                }
+                if *replies > 0 {
+                    let label = if *replies == 1 { "reply" } else { "replies" };
+                    operable.push(op("generic", format!("{replies} {label}"), format!("thread:{id}")));
+                }
+            }
+            operable.push(AppOperable { role: "textbox", name: "Message #general".into(), records: None });
+            let texts = vec![
+                "Topic: ship the release notes by Friday".into(),
+                "Last action: none".into(),
+                "Deploy is blocked on api-7 until the migration lands.".into(),
+                "Lunch at 12:30 — the usual place?".into(),
             ];
             AppTruth { operable, texts }
         }

@@ -247,6 +247,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Nothing saved yet",
     },
     FixturePage {
+        path: "/apps/chat.html",
+        category: "app",
+        description: "Team chat (React 19 + @tanstack/react-virtual): a virtualised message list that opens at its newest rows, channel rows with unread badges, author names and reply counts as pointer spans, reaction chips, reply buttons transparent until hovered, a contenteditable composer with a CSS ::before placeholder, a mention picker",
+        marker: "Last action: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",
