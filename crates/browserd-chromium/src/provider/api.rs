@@ -163,9 +163,12 @@ impl Provider for ChromiumProvider {
     async fn create_tab(&self, ctx: &OpContext, req: CreateTab) -> Result<TabInfo, ProviderError> {
         let deadline = Instant::now() + ctx.timeout;
         let url = if req.url.is_empty() { "about:blank".to_owned() } else { req.url.clone() };
-        // On a managed browser each tab gets its own window, so every tab stays visible: a hidden tab gets no
-        // frames and the browser holds input to it for seconds. A remote (user's) browser keeps its tab strip.
-        let new_window = self.kind == ProviderKind::Managed && !req.background;
+        // On a managed browser each tab gets its own window, so every tab stays visible, `background` or not (it
+        // only keeps focus where it was): a hidden tab gets no frames, so its page never runs the rendering steps
+        // (no `requestAnimationFrame`, no scroll or IntersectionObserver callbacks: a virtualised list stays at its
+        // first rows, lazy content never loads) and the browser holds input to it for seconds. A remote (user's)
+        // browser keeps its tab strip.
+        let new_window = self.kind == ProviderKind::Managed;
         let mut create = json!({"url": url, "background": req.background, "newWindow": new_window});
         // An isolated session's tabs open in its own browser context; a session's viewport is held by its tabs.
         if let Some(context) = self.context_for(&ctx.session, deadline).await? {

@@ -1,4 +1,5 @@
-//! Scrolling: the page or a scroll container, by a screen in a direction or until a text is on screen.
+//! Scrolling: the page or a scroll container (the target's, or the one under the wheel), by a screen in a direction
+//! or until a text is on screen.
 
 use std::time::{Duration, Instant};
 
@@ -19,10 +20,14 @@ impl Run<'_> {
         };
         self.res.timings.resolve = ms(r0.elapsed());
         let a0 = Instant::now();
+        let vertical = matches!(dir, ScrollDirection::Up | ScrollDirection::Down);
         let (x, y, obj, session) = match &target {
             Some(res) => {
                 let (x, y) = self.actionable(res, false, false, false).await?;
-                (x, y, Some(self.object(res).await?), res.session.clone())
+                // The container is held from here on: the target itself may leave the document as the container
+                // scrolls (a virtualised list unmounts the rows it scrolls away from).
+                let obj = self.scroller_of(&res.session, &self.object(res).await?, vertical).await?;
+                (x, y, obj, res.session.clone())
             }
             None => {
                 let v = self.eval("[innerWidth / 2, innerHeight / 2]", "reading the viewport").await?;
@@ -31,22 +36,14 @@ impl Run<'_> {
         };
         self.res.timings.actionability = ms(a0.elapsed());
         let d0 = Instant::now();
-        const POS: &str = "function(){ const e = this && this.nodeType === 1 ? this : document.scrollingElement; return [e.scrollLeft, e.scrollTop, e.clientWidth, e.clientHeight, e.scrollWidth, e.scrollHeight]; }";
-        const FIND: &str = r"function(t) {
-          const root = this && this.nodeType === 1 ? this : document.body;
-          const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-          for (let n = w.nextNode(); n; n = w.nextNode()) {
-            if (n.data.includes(t) && n.parentElement && n.parentElement.getClientRects().length) {
-              n.parentElement.scrollIntoView({ block: 'center', inline: 'nearest' });
-              return true;
-            }
-          }
-          return false;
-        }";
+        // What the wheel scrolls, measured and searched: the target when it scrolls, else its nearest ancestor that
+        // scrolls along the axis (a row inside a chat's message list scrolls the list), else the page; without a
+        // target, the same from the element under the wheel's point.
+        let args = json!([{"value": x}, {"value": y}, {"value": vertical}]);
         let mut rounds = 0;
         loop {
             if let Some(t) = &params.until_text
-                && self.scroll_find(&session, obj.as_deref(), FIND, t).await? == json!(true)
+                && self.scroll_find(&session, obj.as_deref(), &args, t).await? == json!(true)
             {
                 self.res.dispatch = Dispatch::Observed;
                 self.res.message = Some(format!("{t:?} is on screen"));
@@ -55,7 +52,7 @@ impl Run<'_> {
             if params.until_text.is_some() && rounds > 0 && Instant::now() >= self.deadline {
                 return Err(Fail::new(codes::DEADLINE_EXCEEDED, "the text did not appear before the deadline"));
             }
-            let before = self.scroll_pos(&session, obj.as_deref(), POS).await?;
+            let before = self.scroll_pos(&session, obj.as_deref(), &args).await?;
             let h = before[3].as_f64().unwrap_or(600.0) * 0.8;
             let w = before[2].as_f64().unwrap_or(800.0) * 0.8;
             let (dx, dy) = match dir {
@@ -73,7 +70,7 @@ impl Run<'_> {
             let mut moved = false;
             for _ in 0..20 {
                 tokio::time::sleep(Duration::from_millis(15)).await;
-                let after = self.scroll_pos(&session, obj.as_deref(), POS).await?;
+                let after = self.scroll_pos(&session, obj.as_deref(), &args).await?;
                 if after[0] != before[0] || after[1] != before[1] {
                     moved = true;
                     break;
@@ -88,7 +85,7 @@ impl Run<'_> {
             }
             if !moved {
                 if let Some(t) = &params.until_text
-                    && self.scroll_find(&session, obj.as_deref(), FIND, t).await? == json!(true)
+                    && self.scroll_find(&session, obj.as_deref(), &args, t).await? == json!(true)
                 {
                     self.res.dispatch = Dispatch::Observed;
                     break;
@@ -114,27 +111,78 @@ impl Run<'_> {
         Ok(())
     }
 
-    async fn scroll_pos(&self, session: &SessionId, obj: Option<&str>, f: &str) -> Result<Value, Fail> {
+    /// What a wheel at `target` scrolls: its scroll container (an object of browserd's world, in the target's
+    /// object group), or `None` for the page.
+    async fn scroller_of(&self, session: &SessionId, target: &str, vertical: bool) -> Result<Option<String>, Fail> {
+        let f = format!("function(vertical) {{ {SCROLLER} return scroller(this, 0, 0, vertical); }}");
+        let params = json!({"objectId": target, "functionDeclaration": f, "arguments": [{"value": vertical}]});
+        let v = self
+            .p
+            .call(Some(session), "Runtime.callFunctionOn", params, self.deadline)
+            .await
+            .map_err(|e| crate::act::fail::cdp_fail(&e, "finding what the target scrolls", false))?;
+        Ok(v["result"]["objectId"].as_str().map(str::to_owned))
+    }
+
+    async fn scroll_pos(&self, session: &SessionId, obj: Option<&str>, args: &Value) -> Result<Value, Fail> {
+        let f = format!("function(x, y, vertical) {{ {SCROLLER} return pos(scroller(this, x, y, vertical)); }}");
         match obj {
-            Some(o) => self.call_on(session, o, f, json!([])).await,
-            None => {
-                self.eval(
-                    "(() => { const e = document.scrollingElement; return [scrollX, scrollY, innerWidth, innerHeight, e.scrollWidth, e.scrollHeight]; })()",
-                    "reading the scroll position",
-                )
-                .await
-            }
+            Some(o) => self.call_on(session, o, &f, args.clone()).await,
+            // No target: the page, or the container under the wheel's point.
+            None => self.eval(&call_expr(&f, args), "reading the scroll position").await,
         }
     }
 
-    async fn scroll_find(&self, session: &SessionId, obj: Option<&str>, f: &str, t: &str) -> Result<Value, Fail> {
+    async fn scroll_find(&self, session: &SessionId, obj: Option<&str>, args: &Value, t: &str) -> Result<Value, Fail> {
+        let f = format!("function(x, y, vertical, t) {{ {SCROLLER} return find(scroller(this, x, y, vertical), t); }}");
+        let mut args = args.clone();
+        if let Some(a) = args.as_array_mut() {
+            a.push(json!({"value": t}));
+        }
         match obj {
             // It scrolls the text into view: the action's input, a write to the extension relay's gate.
-            Some(o) => self.act_on(session, o, f, json!([{"value": t}])).await,
-            None => {
-                let expr = format!("({f}).call(null, {})", serde_json::to_string(t).unwrap_or_default());
-                self.eval_for_action(&expr, "searching the text").await
-            }
+            Some(o) => self.act_on(session, o, &f, args).await,
+            None => self.eval_for_action(&call_expr(&f, &args), "searching the text").await,
         }
     }
 }
+
+/// `f` called without a `this` (no target) on the values of `args` (`[{"value": v}, …]`).
+fn call_expr(f: &str, args: &Value) -> String {
+    let values: Vec<String> = args
+        .as_array()
+        .map(|a| a.iter().map(|v| serde_json::to_string(&v["value"]).unwrap_or_else(|_| "null".into())).collect())
+        .unwrap_or_default();
+    format!("({f}).call(null, {})", values.join(", "))
+}
+
+/// The page-side helpers of a scroll: `scroller` (the element a wheel at the target, or at `x, y` without one,
+/// scrolls: the nearest element from there up that scrolls along the axis, else the page), `pos` (its scroll
+/// position and sizes) and `find` (a text inside it, scrolled into view).
+const SCROLLER: &str = r"
+  const scrolls = (e, vertical) => {
+    const cs = getComputedStyle(e);
+    const overflow = vertical ? cs.overflowY : cs.overflowX;
+    const room = vertical ? e.scrollHeight > e.clientHeight + 1 : e.scrollWidth > e.clientWidth + 1;
+    return room && ['auto', 'scroll', 'overlay'].includes(overflow);
+  };
+  const scroller = (target, x, y, vertical) => {
+    let e = target && target.nodeType === 1 ? target : document.elementFromPoint(x, y);
+    for (; e && e !== document.body && e !== document.documentElement; e = e.parentElement || e.getRootNode().host) {
+      if (scrolls(e, vertical)) return e;
+    }
+    return null;
+  };
+  const pos = (e) => e
+    ? [e.scrollLeft, e.scrollTop, e.clientWidth, e.clientHeight, e.scrollWidth, e.scrollHeight]
+    : [scrollX, scrollY, innerWidth, innerHeight, document.scrollingElement.scrollWidth, document.scrollingElement.scrollHeight];
+  const find = (e, t) => {
+    const w = document.createTreeWalker(e || document.body, NodeFilter.SHOW_TEXT);
+    for (let n = w.nextNode(); n; n = w.nextNode()) {
+      if (n.data.includes(t) && n.parentElement && n.parentElement.getClientRects().length) {
+        n.parentElement.scrollIntoView({ block: 'center', inline: 'nearest' });
+        return true;
+      }
+    }
+    return false;
+  };";
