@@ -1,7 +1,7 @@
-//! The fixture apps (React, Vue, jQuery-style) through the MCP server on real Chromium (issue 13 items 3 and 5):
-//! every operable element of their server-side ground truth has a ref in what `browser_observe` shows, clicking it
-//! with `browser_act` reaches the page's handler (the fixture site records it), and a click that changes nothing
-//! says `effects.none`.
+//! The fixture apps (React, Vue, Svelte, jQuery, Radix) through the MCP server on real Chromium (issue 13 items 1, 3
+//! and 5): every text of their server-side ground truth is read whole on one line, every operable element has a ref
+//! in what `browser_observe` shows, clicking it with `browser_act` reaches the page's handler (the fixture site
+//! records it), and a click that changes nothing says `effects.none`.
 
 mod common;
 
@@ -39,6 +39,15 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
             Some("cookie:accept") => 1, // accepting removes the cookie banner, its link with it
             _ => 0,
         });
+        // Every text the page must show is read whole on one line of its own (a sentence with a link in it too).
+        let first = text(&client.call_tool(call("browser_observe", json!({}))).await.unwrap());
+        for want in &truth.texts {
+            assert!(
+                first.lines().any(|l| l.contains(want.as_str()) || l.replace("\\\"", "\"").contains(want.as_str())),
+                "{}: {want:?} is not whole on one line of\n{first}",
+                page.path
+            );
+        }
         let mut taken = Vec::new();
         if page.path == "/apps/mail.html" {
             // The folder tree (nested lists, no ARIA) says which rows are open, closed or leaves.

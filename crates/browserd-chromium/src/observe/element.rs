@@ -121,6 +121,12 @@ impl Renderer<'_> {
         let context = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
+            // A link inline in a sentence: the sentence may be shown whole, with the link under it.
+            if matches!(shown, "link" | "clickable") && dom.as_ref().is_some_and(|d| !d.block) {
+                let mut t = String::new();
+                self.subtree_text(frame, ax, id, &mut t);
+                self.inline_operable(idx, t);
+            }
             let scope = self.scope(frame);
             self.inter.push(Operable {
                 line: idx,
@@ -184,6 +190,7 @@ impl Renderer<'_> {
         let context = self.context.clone();
         if let Some(idx) = self.push(indent, Some(r.clone()), line) {
             self.out.node_count += 1;
+            self.inline_operable(idx, n.name.clone());
             let scope = self.scope(frame);
             self.inter.push(Operable { line: idx, role: role.into(), name: name.clone(), context, tail, scope });
             self.refs.describe(&r, role, &name, &states);

@@ -279,6 +279,7 @@ async fn build_in(
     r.out.title = frames::title(&trees, &layout.main_frame);
     r.walk(&start_frame, &start_id, 0, false);
     r.flush_text();
+    r.join_sentence();
     if within.is_none() {
         r.note_inert_background();
     }

@@ -86,6 +86,8 @@ pub(super) struct Renderer<'a> {
     pub(super) moved: std::collections::HashSet<(String, i64)>,
     /// The open modal dialog (frame, element), once walked.
     pub(super) modal_at: Option<(String, i64)>,
+    /// The lines of the rendered line being walked (since the last line break), for [`Renderer::join_sentence`].
+    pub(super) run: Vec<super::text::Piece>,
 }
 
 impl Renderer<'_> {
@@ -130,7 +132,9 @@ impl Renderer<'_> {
         self.bytes += size;
         self.tokens += tokens;
         self.out.lines.push(Line { indent, node_ref, text });
-        Some(self.out.lines.len() - 1)
+        let line = self.out.lines.len() - 1;
+        self.run.push(super::text::Piece { line, kind: super::text::PieceKind::Other });
+        Some(line)
     }
 }
 
@@ -190,6 +194,7 @@ impl<'a> Renderer<'a> {
             inline_done: std::collections::HashSet::new(),
             moved: std::collections::HashSet::new(),
             modal_at: None,
+            run: Vec::new(),
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),
             window: window.map(|(offset, limit)| WindowState { offset, limit: limit.max(1), ..Default::default() }),

@@ -8,6 +8,22 @@ use super::operable::INTERACTIVE;
 use super::renderer::Renderer;
 use crate::ax::AxTree;
 
+/// One line of the rendered line being walked: its index and what it is.
+pub(super) struct Piece {
+    pub(super) line: usize,
+    pub(super) kind: PieceKind,
+}
+
+/// What a line of the rendered line being walked is.
+pub(super) enum PieceKind {
+    /// Text, as gathered (its own spaces at the edges).
+    Text(String),
+    /// A link or clickable text inline in the line, and the text it shows.
+    Inline(String),
+    /// Anything else (a heading, a container, a field): the line is not a sentence.
+    Other,
+}
+
 /// Roles whose name is built from their content, so their text is not repeated.
 pub(super) const NAME_FROM_CONTENT: &[&str] =
     &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
@@ -41,6 +57,7 @@ impl Renderer<'_> {
             }
         } else {
             self.flush_text();
+            self.join_sentence();
         }
     }
 
@@ -50,8 +67,68 @@ impl Renderer<'_> {
         }
         let pending = std::mem::take(&mut self.pending);
         let t = line::text(&pending);
-        if !t.is_empty() {
-            self.push_raw(self.pending_indent, None, t);
+        if !t.is_empty()
+            && self.push_raw(self.pending_indent, None, t).is_some()
+            && self.row_depth == 0
+            && let Some(piece) = self.run.last_mut()
+        {
+            piece.kind = PieceKind::Text(pending);
+        }
+    }
+
+    /// Marks the line just written as a link (or clickable text) inline in the rendered line, showing `shown`.
+    pub(super) fn inline_operable(&mut self, line: usize, shown: String) {
+        if self.row_depth == 0
+            && let Some(piece) = self.run.last_mut()
+            && piece.line == line
+        {
+            piece.kind = PieceKind::Inline(shown);
+        }
+    }
+
+    /// The rendered line just ended: when it is a sentence with links in it (`Topic: ship the <a>release notes</a>
+    /// by Friday`), written so far as its text before the link, the link, and its text after, it becomes the whole
+    /// sentence on one line with the links under it:
+    /// `Topic: ship the release notes by Friday` / ` [e5] link "release notes"`.
+    pub(super) fn join_sentence(&mut self) {
+        let run = std::mem::take(&mut self.run);
+        let Some(start) = run.first().map(|p| p.line) else { return };
+        let lines = &self.out.lines;
+        let whole = start + run.len() == lines.len()
+            && run.iter().enumerate().all(|(i, p)| p.line == start + i && lines[p.line].indent == lines[start].indent);
+        let texts =
+            run.iter().filter(|p| matches!(&p.kind, PieceKind::Text(t) if t.chars().any(char::is_alphanumeric)));
+        let links = run.iter().filter(|p| matches!(p.kind, PieceKind::Inline(_))).count();
+        if !whole || links == 0 || texts.count() == 0 || run.iter().any(|p| matches!(p.kind, PieceKind::Other)) {
+            return;
+        }
+        let mut sentence = String::new();
+        for p in &run {
+            if let PieceKind::Text(t) | PieceKind::Inline(t) = &p.kind {
+                sentence.push_str(t);
+            }
+        }
+        let indent = self.out.lines[start].indent;
+        let old = self.out.lines.split_off(start);
+        for l in &old {
+            self.bytes = self.bytes.saturating_sub(super::renderer::line_size(l));
+            self.tokens = self.tokens.saturating_sub(super::renderer::line_tokens(l));
+        }
+        let mut moved = vec![0; old.len()];
+        let mut new = vec![crate::state::Line { indent, node_ref: None, text: line::text(&sentence) }];
+        for (i, l) in old.into_iter().enumerate() {
+            if l.node_ref.is_some() {
+                moved[i] = start + new.len();
+                new.push(crate::state::Line { indent: indent + 1, ..l });
+            }
+        }
+        for l in &new {
+            self.bytes += super::renderer::line_size(l);
+            self.tokens += super::renderer::line_tokens(l);
+        }
+        self.out.lines.extend(new);
+        for entry in self.inter.iter_mut().filter(|o| o.line >= start) {
+            entry.line = moved[entry.line - start];
         }
     }
 
