@@ -43,6 +43,7 @@ const APPS: &[App] = &[
     App { path: "/apps/crm.html", script: "/apps/crm.js", title: "Customers — Acme CRM" },
     App { path: "/apps/account.html", script: "/apps/account.js", title: "Account settings" },
     App { path: "/apps/chat.html", script: "/apps/chat.js", title: "general — Acme chat" },
+    App { path: "/apps/checkout.html", script: "/apps/checkout.js", title: "Checkout" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -57,6 +58,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/crm.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/crm.js")),
     ("/apps/account.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/account.js")),
     ("/apps/chat.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/chat.js")),
+    ("/apps/checkout.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/checkout.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -301,6 +303,11 @@ fn member(id: &str) -> &'static str {
     CHAT_MEMBERS.iter().find(|(m, _)| *m == id).map_or("", |(_, name)| name)
 }
 
+/// The checkout (React): the item (name, cents) and the shipping options (id, name, cents).
+const CHECKOUT_ITEM: (&str, u32) = ("Mechanical keyboard", 8900);
+const CHECKOUT_SHIPPING: &[(&str, &str, u32)] =
+    &[("standard", "Standard (5–7 days)", 0), ("express", "Express (1–2 days)", 1500)];
+
 /// A price in cents as the shop shows it (`$129.00`, `$1,299.00`).
 fn money(cents: u32) -> String {
     let dollars = (cents / 100).to_string();
@@ -396,6 +403,11 @@ fn data(path: &str) -> Value {
             "members": CHAT_MEMBERS.iter().map(|(id, name)| json!({"id": id, "name": name})).collect::<Vec<_>>(),
             "channels": CHAT_CHANNELS.iter().map(|(name, unread)| json!({"name": name, "unread": unread})).collect::<Vec<_>>(),
             "messages": chat_messages(),
+        }),
+        "/apps/checkout.html" => json!({
+            "item": {"name": CHECKOUT_ITEM.0, "cents": CHECKOUT_ITEM.1},
+            "shipping": CHECKOUT_SHIPPING.iter().map(|(id, name, cents)| json!({"id": id, "name": name, "cents": cents}))
+                .collect::<Vec<_>>(),
         }),
         "/apps/crm.html" => json!({
             "brand": "Acme CRM",
@@ -631,6 +643,25 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                 "Deploy is blocked on api-7 until the migration lands.".into(),
                 "Lunch at 12:30 — the usual place?".into(),
             ];
+            AppTruth { operable, texts }
+        }
+        "/apps/checkout.html" => {
+            // The fields format what is typed; the radios are hidden inside their label cards (the card takes the
+            // click). The first option is chosen at load, so only the other one records a change.
+            let field = |name: &str| AppOperable { role: "textbox", name: name.into(), records: None };
+            let mut operable = vec![field("Email"), field("Phone (optional)")];
+            operable.extend(
+                CHECKOUT_SHIPPING
+                    .iter()
+                    .skip(1)
+                    .map(|(id, name, cents)| op("radio", format!("{name} {}", money(*cents)), format!("ship:{id}"))),
+            );
+            operable.extend([field("Name on card"), field("Card number"), field("Expiry"), field("Security code")]);
+            let total = money(CHECKOUT_ITEM.1 + CHECKOUT_SHIPPING[0].2);
+            operable.push(op("button", format!("Pay {total}"), "invalid:email,card,expiry,cvc"));
+            operable.push(op("button", "Fewer", "qty:-"));
+            operable.push(op("button", "More", "qty:+"));
+            let texts = vec!["Not paid yet".into(), format!("Total: {total}"), CHECKOUT_ITEM.0.into()];
             AppTruth { operable, texts }
         }
         "/apps/delegated.html" => {

@@ -253,6 +253,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Last action: none",
     },
     FixturePage {
+        path: "/apps/checkout.html",
+        category: "app",
+        description: "Checkout (React 19): controlled fields that format what is typed (card number in groups of four, expiry as MM / YY, phone as (555) 123-4567), a digits-only security code, radio cards whose radio is hidden, inline validation errors, a quantity stepper, a pay button naming the total",
+        marker: "Not paid yet",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",
