@@ -2,8 +2,8 @@
 //! an in-process broker on its Unix socket → Debian's Chromium, on the loopback fixture site.
 //!
 //! Covers what only a real browser shows: a screenshot comes back as image content and as a file on disk, a new
-//! Codex turn closes the turn's scratch tab in the browser, stdin EOF closes the session, and a batch that stops at a
-//! failing step is an error result that still answers every step.
+//! Codex turn closes the turn's scratch tab in the browser, stdin EOF closes the session, a batch that stops at a
+//! failing step is an error result that still answers every step, and a fill the page formats is a success.
 
 mod common;
 
@@ -109,6 +109,48 @@ async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
     assert_eq!(result["results"][1]["code"], "TARGET_NOT_FOUND", "{result}");
     assert_eq!(result["results"][2]["dispatch"], "notDispatched", "{result}");
     assert_eq!(result["stopped"], json!({"step": 1, "reason": "failed"}), "{result}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+/// `browser_act fill` into a field that formats what is typed (the checkout's card number), through the MCP server:
+/// the result is a success naming the value as the page formatted it, not an error saying the input was not
+/// applied; a field that drops a typed character (the digits-only security code) is still an error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fill_the_page_formats_is_a_success_through_mcp() {
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let mut options = common::options("unused");
+    options.output_schemas = true;
+    let (client, server) = broker.mcp(options).await;
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/checkout.html")}), "t1")).await.unwrap());
+    let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
+    let text = &observed.content[0].as_text().expect("text first").text;
+    let field = |name: &str| {
+        let line =
+            text.lines().find(|l| l.contains(&format!("textbox \"{name}\""))).unwrap_or_else(|| panic!("{text}"));
+        line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+    };
+    let card = field("Card number");
+    let code = field("Security code");
+    let fill = |target: String, value: &str| {
+        call("browser_act", json!({"action": "fill", "target": target, "value": value}), "t1")
+    };
+    let filled = client.call_tool(fill(card, "4242424242424242")).await.unwrap();
+    assert_eq!(filled.is_error, Some(false), "the card number was taken, then formatted: {filled:?}");
+    let result = filled.structured_content.clone().expect("structured result");
+    assert_eq!(result["outcome"], "succeeded", "{result}");
+    assert_eq!(result["effects"]["value"], "4242 4242 4242 4242", "{result}");
+    let said = &filled.content[0].as_text().expect("text first").text;
+    assert!(said.contains("formatted the value as"), "the answer says how the page formatted it: {said}");
+    let filtered = client.call_tool(fill(code, "12a3")).await.unwrap();
+    assert_eq!(filtered.is_error, Some(true), "a letter the field dropped is not applied: {filtered:?}");
+    let result = filtered.structured_content.clone().expect("structured result");
+    assert_eq!(result["code"], "INPUT_NOT_APPLIED", "{result}");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

@@ -52,10 +52,13 @@ impl Run<'_> {
         let after = self.read_value(&res).await?;
         let norm = |s: &str| s.replace("\r\n", "\n").trim_end_matches('\n').to_owned();
         let ok = if params.action == ActionKind::Fill {
-            norm(&after) == norm(&text)
+            norm(&after) == norm(&text) || formatted(&after, &text)
         } else {
             norm(&after).ends_with(&norm(&text)) || after.len() > before.len()
         };
+        if params.action == ActionKind::Fill && ok && norm(&after) != norm(&text) {
+            self.res.message = Some(format!("the page formatted the value as {:?}", truncate(&after, 80)));
+        }
         self.res.effects.value = Some(truncate(&after, 200));
         if !ok {
             self.res.dispatch = Dispatch::Observed;
@@ -116,5 +119,32 @@ impl Run<'_> {
             )
             .await?;
         Ok(v.as_str().unwrap_or_default().to_owned())
+    }
+}
+
+/// Whether a field holds `typed` as the page formats it: the same characters in the same order once the separators
+/// a formatting field adds or drops are set aside (a card number in groups of four, an expiry as `MM / YY`, a phone
+/// number as `(555) 123-4567`). A character that is gone or changed (a filtered letter, a cut at `maxlength`) is not
+/// formatting.
+fn formatted(held: &str, typed: &str) -> bool {
+    let kept = |s: &str| s.chars().filter(|c| !c.is_whitespace() && !"()-/.,".contains(*c)).collect::<String>();
+    let held = kept(held);
+    !held.is_empty() && held == kept(typed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::formatted;
+
+    #[test]
+    fn separators_a_field_adds_are_formatting_and_lost_characters_are_not() {
+        assert!(formatted("4242 4242 4242 4242", "4242424242424242"));
+        assert!(formatted("(555) 123-4567", "5551234567"));
+        assert!(formatted("12 / 29", "1229"));
+        assert!(formatted("555-123-4567", "(555) 123-4567"));
+        assert!(!formatted("123", "12a3"), "a letter the field filtered out");
+        assert!(!formatted("4242 4242 4242 4242", "42424242424242429"), "a digit cut at the field's length");
+        assert!(!formatted("", "--"));
+        assert!(!formatted("ab.com", "a@b.com"));
     }
 }
