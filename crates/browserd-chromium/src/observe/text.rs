@@ -76,9 +76,11 @@ impl Renderer<'_> {
         }
     }
 
-    /// Marks the line just written as a link (or clickable text) inline in the rendered line, showing `shown`.
+    /// Marks the line just written as a link (or clickable text) inline in the rendered line, showing `shown` (one
+    /// that shows no text, a canvas or an icon, is not part of a sentence).
     pub(super) fn inline_operable(&mut self, line: usize, shown: String) {
         if self.row_depth == 0
+            && shown.chars().any(char::is_alphanumeric)
             && let Some(piece) = self.run.last_mut()
             && piece.line == line
         {
@@ -86,9 +88,9 @@ impl Renderer<'_> {
         }
     }
 
-    /// The rendered line just ended: when it is a sentence with links in it (`Topic: ship the <a>release notes</a>
-    /// by Friday`), written so far as its text before the link, the link, and its text after, it becomes the whole
-    /// sentence on one line with the links under it:
+    /// The rendered line just ended: when it is a sentence with links inside it (`Topic: ship the <a>release
+    /// notes</a> by Friday`), written so far as its text before the link, the link, and its text after, it becomes
+    /// the whole sentence on one line with the links under it (links that only end a line leave it as it is):
     /// `Topic: ship the release notes by Friday` / ` [e5] link "release notes"`.
     pub(super) fn join_sentence(&mut self) {
         let run = std::mem::take(&mut self.run);
@@ -96,10 +98,12 @@ impl Renderer<'_> {
         let lines = &self.out.lines;
         let whole = start + run.len() == lines.len()
             && run.iter().enumerate().all(|(i, p)| p.line == start + i && lines[p.line].indent == lines[start].indent);
-        let texts =
-            run.iter().filter(|p| matches!(&p.kind, PieceKind::Text(t) if t.chars().any(char::is_alphanumeric)));
-        let links = run.iter().filter(|p| matches!(p.kind, PieceKind::Inline(_))).count();
-        if !whole || links == 0 || texts.count() == 0 || run.iter().any(|p| matches!(p.kind, PieceKind::Other)) {
+        // Words after a link: the link is inside the sentence (or starts it). Links that only end a line of text
+        // ("… yield. Read more") leave that text whole as it is, and are not repeated in it.
+        let words = |p: &Piece| matches!(&p.kind, PieceKind::Text(t) if t.chars().any(char::is_alphanumeric));
+        let first_link = run.iter().position(|p| matches!(p.kind, PieceKind::Inline(_)));
+        let inside = first_link.is_some_and(|i| run[i..].iter().any(words));
+        if !whole || !inside || run.iter().any(|p| matches!(p.kind, PieceKind::Other)) {
             return;
         }
         let mut sentence = String::new();
