@@ -1,4 +1,5 @@
-//! The checkout fixture app (React 19), on real Chromium: a fill into a field that formats what is typed (a card
+//! The checkout fixture app (React 19), on real Chromium: an empty field shows the format its placeholder asks for
+//! (`MM / YY`); a fill into a field that formats what is typed (a card
 //! number in groups of four, an expiry as `MM / YY`, a phone number) succeeds and says how the page formatted it,
 //! where it used to fail with `INPUT_NOT_APPLIED` though every character was taken; a field that drops a character
 //! still fails; the order goes through with the formatted values, and a radio hidden inside its label card is chosen
@@ -17,6 +18,10 @@ async fn fill(tab: &Page, field: &str, value: &str) -> browserd_protocol::Action
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fill_the_page_formats_succeeds_and_says_how_it_was_formatted() {
     let tab = Page::open("/apps/checkout.html").await;
+    // An empty field shows the format its placeholder asks for, where its name does not say it.
+    let o = tab.observe().await;
+    assert!(ref_line(&o, "textbox \"Expiry\"").contains("placeholder=\"MM / YY\""), "{}", o.untrusted_content);
+    assert!(!ref_line(&o, "textbox \"Email\"").contains("placeholder"), "{}", o.untrusted_content);
     for (field, typed, shown) in [
         ("Card number", "4242424242424242", "4242 4242 4242 4242"),
         ("Expiry", "1229", "12 / 29"),
@@ -27,11 +32,8 @@ async fn a_fill_the_page_formats_succeeds_and_says_how_it_was_formatted() {
         assert_eq!(r.effects.value.as_deref(), Some(shown), "{field}: {r:#?}");
         assert!(r.message.as_deref().is_some_and(|m| m.contains(shown)), "{field}: {r:#?}");
         let o = tab.observe().await;
-        assert!(
-            ref_line(&o, &format!("textbox \"{field}\"")).ends_with(&format!(": {shown}")),
-            "{}",
-            o.untrusted_content
-        );
+        let line = ref_line(&o, &format!("textbox \"{field}\""));
+        assert!(line.ends_with(&format!(": {shown}")) && !line.contains("placeholder="), "{}", o.untrusted_content);
     }
     // The security code keeps digits only: a letter typed into it is lost, and that is a failure.
     let r = fill(&tab, "Security code", "12a3").await;

@@ -86,10 +86,15 @@ impl Renderer<'_> {
                 let masked = states.iter().any(|s| s == "type=password");
                 if masked { "•••".to_owned() } else { clean_value.clone() }
             });
-        let placeholder = dom
-            .as_ref()
-            .and_then(|d| d.attr("placeholder"))
-            .filter(|_| shown_value.is_none() && shown == "textbox" && value.is_empty() && name.trim().is_empty());
+        // What an empty field shows in it: its format or an example (`MM / YY`, `you@example.com`), unless the name
+        // says it already.
+        let placeholder = dom.as_ref().and_then(|d| d.attr("placeholder")).filter(|p| {
+            shown_value.is_none()
+                && matches!(shown, "textbox" | "searchbox" | "combobox")
+                && value.is_empty()
+                && !line::fold(p).is_empty()
+                && !line::fold(&name).contains(line::fold(p).as_str())
+        });
         let href = dom.as_ref().and_then(|d| d.attr("href")).filter(|_| shown == "link");
         let mut options = Vec::new();
         if is_select {

@@ -165,7 +165,7 @@ pub(super) struct RefLine<'a> {
     pub(super) role: &'a str,
     pub(super) name: &'a str,
     pub(super) states: &'a [String],
-    /// The placeholder of an empty, unnamed textbox.
+    /// The placeholder of an empty field, where its name does not hold it.
     pub(super) placeholder: Option<&'a str>,
     /// A link's target, as the page gives it.
     pub(super) href: Option<&'a str>,
