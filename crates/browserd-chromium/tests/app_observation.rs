@@ -1,7 +1,7 @@
 //! What the admin (Vue) and shop (React) fixture apps showed of the observation, on real Chromium (issue 13 item 4):
 //! alike controls told apart by the text of their own small container, namesakes of any kind of line told apart,
-//! suggestions a portal renders shown under the combobox that points at them, and the page an open modal makes inert
-//! said in one line.
+//! suggestions a portal renders shown under the combobox that points at them, the page an open modal makes inert
+//! said in one line, and a sentence with a link inside it read whole (issue 13 item 1).
 mod common;
 
 use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
@@ -201,5 +201,26 @@ async fn a_modal_says_how_many_operable_elements_wait_inert_behind_it() {
     let o = tab.observe().await;
     assert_eq!(behind(&o), None, "{}", o.untrusted_content);
     assert_eq!(refs(&o), 2, "Outside and Foot; Later stays inert:\n{}", o.untrusted_content);
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentence_reads_whole_with_its_link_under_it_but_words_a_margin_keeps_apart_are_not_glued() {
+    // The chat's topic has a link inside it: one line, the link under it.
+    let tab = Page::open("/apps/chat.html").await;
+    let o = tab.observe().await;
+    let held = under(&o, "Topic: ship the release notes by Friday");
+    assert!(held.first().is_some_and(|l| l.contains("link \"release notes\"")), "{}", o.untrusted_content);
+    tab.close().await;
+    // A result link followed by its metadata in a span kept apart only by a margin (no space between them in the
+    // text): joining them would read "Quarterly report 2026PDF"; the link keeps its own line.
+    let tab = Page::open("/apps/delegated.html").await;
+    let o = tab.observe().await;
+    assert!(!o.untrusted_content.contains("2026PDF"), "{}", o.untrusted_content);
+    assert!(
+        o.untrusted_content
+            .lines()
+            .any(|l| l.trim_start().starts_with('[') && l.ends_with("\"Quarterly report 2026\""))
+    );
     tab.close().await;
 }

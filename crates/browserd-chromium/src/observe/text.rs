@@ -106,6 +106,23 @@ impl Renderer<'_> {
         if !whole || !inside || run.iter().any(|p| matches!(p.kind, PieceKind::Other)) {
             return;
         }
+        // A link whose text touches a word of the text beside it with no space between (`<a>Quarterly report
+        // 2026</a><span>PDF, 2 MB</span>`, kept apart on screen by a margin) is not read into one word
+        // (`2026PDF`): such a line stays as it was.
+        let shown = |p: &Piece| match &p.kind {
+            PieceKind::Text(t) | PieceKind::Inline(t) => t.clone(),
+            PieceKind::Other => String::new(),
+        };
+        let glued = run.windows(2).any(|w| {
+            let inline = matches!(w[0].kind, PieceKind::Inline(_)) || matches!(w[1].kind, PieceKind::Inline(_));
+            let (a, b) = (shown(&w[0]), shown(&w[1]));
+            inline
+                && a.chars().next_back().is_some_and(char::is_alphanumeric)
+                && b.chars().next().is_some_and(char::is_alphanumeric)
+        });
+        if glued {
+            return;
+        }
         let mut sentence = String::new();
         for p in &run {
             if let PieceKind::Text(t) | PieceKind::Inline(t) = &p.kind {
