@@ -1,6 +1,7 @@
 //! The team chat fixture app (React 19 + @tanstack/react-virtual), on real Chromium: a tab opened the way agents open
 //! them (in the background) still runs the page's rendering steps, so the virtualised message list shows its newest
-//! rows at the first look; a scroll inside the list reaches messages that exist only once scrolled to (with a row as
+//! rows at the first look, and says that more is above them, not rendered; a scroll inside the list reaches messages
+//! that exist only once scrolled to (with a row as
 //! the target, which the list unmounts as it scrolls, and without a target, the wheel landing on the list of a page
 //! that does not scroll itself); the contenteditable composer takes a mention picked from its floating listbox and
 //! sends with Enter.
@@ -44,6 +45,9 @@ async fn a_tab_opened_in_the_background_renders_the_newest_messages_at_the_first
     }
     assert!(o.untrusted_content.contains(NEWEST), "the newest message is shown:\n{}", o.untrusted_content);
     assert!(!o.untrusted_content.contains(FIRST), "the oldest one is not rendered yet:\n{}", o.untrusted_content);
+    // What is not rendered is said: the list has more above its first row, nothing below its last.
+    assert!(o.untrusted_content.contains("… more above, not rendered"), "{}", o.untrusted_content);
+    assert!(!o.untrusted_content.contains("… more below"), "{}", o.untrusted_content);
     tab.close().await;
 }
 
@@ -58,6 +62,9 @@ async fn a_scroll_from_a_row_of_the_list_reaches_the_first_message_though_the_ro
     let o = tab.observe().await;
     assert!(o.untrusted_content.contains(FIRST), "{}", o.untrusted_content);
     assert!(!o.untrusted_content.contains(NEWEST), "the list scrolled, not the page:\n{}", o.untrusted_content);
+    // At the top of the list: the rows below are the ones not rendered now.
+    assert!(o.untrusted_content.contains("… more below, not rendered"), "{}", o.untrusted_content);
+    assert!(!o.untrusted_content.contains("… more above"), "{}", o.untrusted_content);
     // And back down with no target: the page does not scroll, the wheel lands on the list.
     scroll_until(&tab, None, ScrollDirection::Down, NEWEST).await;
     let o = tab.observe().await;

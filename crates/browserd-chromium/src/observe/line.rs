@@ -93,6 +93,11 @@ pub(super) fn text(gathered: &str) -> String {
     fold(gathered).trim_end_matches(" |").to_owned()
 }
 
+/// The note where a scroll container (a virtualised list) has rows not rendered until scrolled to.
+pub(super) fn unrendered(side: &str, direction: &str) -> String {
+    format!("… more {side}, not rendered until scrolled to: scroll {direction} with one of these rows as target")
+}
+
 /// A heading: `## Billing` (level 1-6, the whole name on one line).
 pub(super) fn heading(level: u64, name: &str) -> String {
     let level = level.clamp(1, 6);

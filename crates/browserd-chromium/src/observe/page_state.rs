@@ -118,7 +118,7 @@ impl StateReader {
             session,
             "DOMSnapshot.captureSnapshot",
             json!({
-                "computedStyles": ["cursor", "visibility", "display", "position", "pointer-events"],
+                "computedStyles": ["cursor", "visibility", "display", "position", "pointer-events", "overflow-y"],
                 "includeDOMRects": false,
                 "includePaintOrder": true,
             }),

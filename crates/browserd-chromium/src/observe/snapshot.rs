@@ -63,6 +63,16 @@ pub(crate) struct DomNode {
     pub(crate) by_label: bool,
     /// Its place in document order (tree order, parents first) within its frame's document.
     pub(crate) order: usize,
+    /// A scroll container whose scrolled content has, above or below what it shows, more than a screen of it with
+    /// nothing rendered in it (a virtualised list: the rows there exist only once scrolled to).
+    pub(crate) unrendered: Unrendered,
+}
+
+/// Where a scroll container has content that is not rendered until scrolled to.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Unrendered {
+    pub(crate) above: bool,
+    pub(crate) below: bool,
 }
 
 /// The control a `<label>` toggles when that control is not rendered itself.
@@ -155,6 +165,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         let mut floating = vec![false; count];
         let mut block = vec![false; count];
         let mut cell = vec![false; count];
+        let mut scroller = vec![false; count];
         let bounds = layout["bounds"].as_array().cloned().unwrap_or_default();
         let paints = layout["paintOrders"].as_array().cloned().unwrap_or_default();
         for (li, (ni, st)) in layout["nodeIndex"]
@@ -177,6 +188,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 cell[ni] = st.get(2).map(&s).is_some_and(|d| d.split_whitespace().next() == Some("table-cell"));
                 fixed[ni] = st.get(3).map(&s) == Some("fixed");
                 floating[ni] = matches!(st.get(3).map(&s), Some("fixed" | "absolute"));
+                scroller[ni] = matches!(st.get(5).map(&s), Some("auto" | "scroll" | "overlay"));
                 if nodes[ni].rect.is_none()
                     && let Some(b) = bounds.get(li).and_then(Value::as_array)
                     && let [Some(x), Some(y), Some(w), Some(h)] = [0, 1, 2, 3].map(|k| b.get(k).and_then(Value::as_f64))
@@ -230,6 +242,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                         }))
             })
             .collect();
+        unrendered_regions(&mut nodes, &scroller, &parents);
         let mut map = HashMap::with_capacity(count);
         for (i, mut node) in nodes.into_iter().enumerate() {
             node.order = i;
@@ -249,6 +262,49 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         out.insert(frame_ids[di].clone(), map);
     }
     out
+}
+
+/// Marks the scroll containers whose scrolled content ([`DomNode::unrendered`]) runs more than their own height
+/// past the first or last text rendered in them: a virtualised list's spacer, rows in the DOM only near the scroll
+/// position. The content's extent is that of the container's children (their boxes move as it scrolls); only
+/// containers whose content overflows them are looked into.
+fn unrendered_regions(nodes: &mut [DomNode], scroller: &[bool], parents: &[Value]) {
+    let parent = |i: usize| parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok());
+    // The vertical extent of each scroll container's children.
+    let mut extent: HashMap<usize, (f64, f64)> = HashMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        if let (Some(p), Some([_, y, _, h])) = (parent(i), node.rect)
+            && scroller.get(p).copied().unwrap_or(false)
+        {
+            let e = extent.entry(p).or_insert((y, y + h));
+            *e = (e.0.min(y), e.1.max(y + h));
+        }
+    }
+    extent.retain(|&c, &mut (top, bottom)| {
+        nodes[c].rect.is_some_and(|[_, y, _, h]| h > 0.0 && (top < y - 1.0 || bottom > y + h + 1.0))
+    });
+    if extent.is_empty() {
+        return;
+    }
+    // The text rendered inside each of them.
+    let mut text: HashMap<usize, (f64, f64)> = HashMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let Some([_, y, _, h]) = node.rect.filter(|_| node.tag == "#text") else { continue };
+        let mut cur = parent(i);
+        for _ in 0..256 {
+            let Some(c) = cur else { break };
+            if extent.contains_key(&c) {
+                let e = text.entry(c).or_insert((y, y + h));
+                *e = (e.0.min(y), e.1.max(y + h));
+                break;
+            }
+            cur = parent(c);
+        }
+    }
+    for (c, (top, bottom)) in extent {
+        let (Some([_, _, _, h]), Some(&(first, last))) = (nodes[c].rect, text.get(&c)) else { continue };
+        nodes[c].unrendered = Unrendered { above: first - top > h, below: bottom - last > h };
+    }
 }
 
 /// Whether element `a` is `b` or holds it: `b`'s DOM parents followed up, and not past `stop`.

@@ -86,12 +86,19 @@ impl Renderer<'_> {
         let dom = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| self.dom(frame, n));
         let block = dom.is_some_and(|d| d.block);
         let space = dom.is_some_and(|d| d.space_before);
+        let unrendered = dom.map(|d| d.unrendered).unwrap_or_default();
         if block {
             self.text_break();
         } else if space && !self.pending.is_empty() && !self.pending.ends_with(' ') {
             self.pending.push(' ');
         }
+        if unrendered.above {
+            self.push(indent, None, line::unrendered("above", "up"));
+        }
         self.walk_inner(frame, id, indent, named);
+        if unrendered.below {
+            self.push(indent, None, line::unrendered("below", "down"));
+        }
         if block {
             self.text_break();
         }
