@@ -50,7 +50,7 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
         }
         if page.path == "/apps/chat.html" {
             // The virtualised message list opens at its newest rows and says the older ones are not rendered.
-            assert!(first.contains("… more above, not rendered until scrolled to"), "{first}");
+            assert!(first.contains("… more above, not rendered: scroll up"), "{first}");
         }
         let mut taken = Vec::new();
         if page.path == "/apps/mail.html" {

@@ -95,7 +95,7 @@ pub(super) fn text(gathered: &str) -> String {
 
 /// The note where a scroll container (a virtualised list) has rows not rendered until scrolled to.
 pub(super) fn unrendered(side: &str, direction: &str) -> String {
-    format!("… more {side}, not rendered until scrolled to: scroll {direction} with one of these rows as target")
+    format!("… more {side}, not rendered: scroll {direction} with a row as target")
 }
 
 /// A heading: `## Billing` (level 1-6, the whole name on one line).
