@@ -22,6 +22,7 @@ mod origin;
 mod point;
 mod provider;
 mod screenshot;
+mod scroller;
 mod state;
 mod world;
 

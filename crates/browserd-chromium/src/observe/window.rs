@@ -110,23 +110,16 @@ pub(super) async fn scroll_window_into_view(
     offset: u32,
     deadline: Instant,
 ) -> Result<(), ProviderError> {
-    const BRING: &str = r"async function(offset) {
+    const BRING: &str = r"
   const sel = '[role=row],[role=listitem],[role=option],[role=treeitem],tr,li';
   const given = (el) => el.getAttribute('aria-posinset') || el.getAttribute('aria-rowindex');
   const items = () => [...this.querySelectorAll(sel)].map((el, i) => [given(el) ? parseInt(given(el), 10) - 1 : i, el]);
   const settle = () => new Promise((r) => { requestAnimationFrame(() => requestAnimationFrame(r)); setTimeout(r, 150); });
-  const scroller = (el) => {
-    for (let e = el.parentElement; e; e = e.parentElement) {
-      const oy = getComputedStyle(e).overflowY;
-      if ((oy === 'auto' || oy === 'scroll') && e.scrollHeight > e.clientHeight) return e;
-    }
-    return document.scrollingElement;
-  };
   for (let round = 0; round < 8; round++) {
     const list = items();
     if (!list.length || !list.some(([, el]) => given(el))) return 'static';
     const hit = list.find(([i]) => i === offset);
-    const sc = scroller(list[0][1]);
+    const sc = scroller(list[0][1].parentElement, 0, 0, true) || document.scrollingElement;
     if (hit) {
       const delta = hit[1].getBoundingClientRect().top - (sc === document.scrollingElement ? 0 : sc.getBoundingClientRect().top);
       if (Math.abs(delta) < 2) return 'shown';
@@ -143,8 +136,8 @@ pub(super) async fn scroll_window_into_view(
     if (sc.scrollTop === before) return 'end';
     await settle();
   }
-  return 'unknown';
-}";
+  return 'unknown';";
+    let bring = format!("async function(offset) {{ {} {BRING} }}", crate::scroller::SCROLLER);
     let obj = p
         .call(
             Some(session),
@@ -164,7 +157,7 @@ pub(super) async fn scroll_window_into_view(
         .call(
             Some(session),
             "Runtime.callFunctionOn",
-            json!({"objectId": object, "functionDeclaration": BRING, "arguments": [{"value": offset}],
+            json!({"objectId": object, "functionDeclaration": bring, "arguments": [{"value": offset}],
                    "returnByValue": true, "awaitPromise": true}),
             deadline,
         )

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use crate::act::fail::Fail;
 use crate::act::run::{Run, ms};
+use crate::scroller::SCROLLER;
 
 impl Run<'_> {
     pub(super) async fn scroll(&mut self, params: &ActParams) -> Result<(), Fail> {
@@ -125,7 +126,9 @@ impl Run<'_> {
     }
 
     async fn scroll_pos(&self, session: &SessionId, obj: Option<&str>, args: &Value) -> Result<Value, Fail> {
-        let f = format!("function(x, y, vertical) {{ {SCROLLER} return pos(scroller(this, x, y, vertical)); }}");
+        let f = format!(
+            "function(x, y, vertical) {{ {SCROLLER} {SCROLL_HELPERS} return pos(scroller(this, x, y, vertical)); }}"
+        );
         match obj {
             Some(o) => self.call_on(session, o, &f, args.clone()).await,
             // No target: the page, or the container under the wheel's point.
@@ -134,7 +137,9 @@ impl Run<'_> {
     }
 
     async fn scroll_find(&self, session: &SessionId, obj: Option<&str>, args: &Value, t: &str) -> Result<Value, Fail> {
-        let f = format!("function(x, y, vertical, t) {{ {SCROLLER} return find(scroller(this, x, y, vertical), t); }}");
+        let f = format!(
+            "function(x, y, vertical, t) {{ {SCROLLER} {SCROLL_HELPERS} return find(scroller(this, x, y, vertical), t); }}"
+        );
         let mut args = args.clone();
         if let Some(a) = args.as_array_mut() {
             a.push(json!({"value": t}));
@@ -156,23 +161,9 @@ fn call_expr(f: &str, args: &Value) -> String {
     format!("({f}).call(null, {})", values.join(", "))
 }
 
-/// The page-side helpers of a scroll: `scroller` (the element a wheel at the target, or at `x, y` without one,
-/// scrolls: the nearest element from there up that scrolls along the axis, else the page), `pos` (its scroll
-/// position and sizes) and `find` (a text inside it, scrolled into view).
-const SCROLLER: &str = r"
-  const scrolls = (e, vertical) => {
-    const cs = getComputedStyle(e);
-    const overflow = vertical ? cs.overflowY : cs.overflowX;
-    const room = vertical ? e.scrollHeight > e.clientHeight + 1 : e.scrollWidth > e.clientWidth + 1;
-    return room && ['auto', 'scroll', 'overlay'].includes(overflow);
-  };
-  const scroller = (target, x, y, vertical) => {
-    let e = target && target.nodeType === 1 ? target : document.elementFromPoint(x, y);
-    for (; e && e !== document.body && e !== document.documentElement; e = e.parentElement || e.getRootNode().host) {
-      if (scrolls(e, vertical)) return e;
-    }
-    return null;
-  };
+/// The page-side helpers of a scroll, after [`SCROLLER`]: `pos` (the scroll position and sizes of what `scroller`
+/// found, or of the page) and `find` (a text inside it, scrolled into view).
+const SCROLL_HELPERS: &str = r"
   const pos = (e) => e
     ? [e.scrollLeft, e.scrollTop, e.clientWidth, e.clientHeight, e.scrollWidth, e.scrollHeight]
     : [scrollX, scrollY, innerWidth, innerHeight, document.scrollingElement.scrollWidth, document.scrollingElement.scrollHeight];
