@@ -89,11 +89,12 @@ impl Renderer<'_> {
         // What an empty field shows in it: its format or an example (`MM / YY`, `you@example.com`), unless the name
         // says it already.
         let placeholder = dom.as_ref().and_then(|d| d.attr("placeholder")).filter(|p| {
+            let p = line::fold(p);
             shown_value.is_none()
                 && matches!(shown, "textbox" | "searchbox" | "combobox")
                 && value.is_empty()
-                && !line::fold(p).is_empty()
-                && !line::fold(&name).contains(line::fold(p).as_str())
+                && !p.is_empty()
+                && !line::fold(&name).contains(p.as_str())
         });
         let href = dom.as_ref().and_then(|d| d.attr("href")).filter(|_| shown == "link");
         let mut options = Vec::new();

@@ -269,6 +269,9 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
 /// position. The content's extent is that of the container's children (their boxes move as it scrolls); only
 /// containers whose content overflows them are looked into.
 fn unrendered_regions(nodes: &mut [DomNode], scroller: &[bool], parents: &[Value]) {
+    if !scroller.contains(&true) {
+        return;
+    }
     let parent = |i: usize| parents.get(i).and_then(Value::as_i64).and_then(|p| usize::try_from(p).ok());
     // The vertical extent of each scroll container's children.
     let mut extent: HashMap<usize, (f64, f64)> = HashMap::new();

@@ -14,6 +14,16 @@ pub(super) struct Piece {
     pub(super) kind: PieceKind,
 }
 
+impl Piece {
+    /// The text it shows in the rendered line (none for a line that is not text or a link).
+    fn shown(&self) -> &str {
+        match &self.kind {
+            PieceKind::Text(t) | PieceKind::Inline(t) => t,
+            PieceKind::Other => "",
+        }
+    }
+}
+
 /// What a line of the rendered line being walked is.
 pub(super) enum PieceKind {
     /// Text, as gathered (its own spaces at the edges).
@@ -109,13 +119,9 @@ impl Renderer<'_> {
         // A link whose text touches a word of the text beside it with no space between (`<a>Quarterly report
         // 2026</a><span>PDF, 2 MB</span>`, kept apart on screen by a margin) is not read into one word
         // (`2026PDF`): such a line stays as it was.
-        let shown = |p: &Piece| match &p.kind {
-            PieceKind::Text(t) | PieceKind::Inline(t) => t.clone(),
-            PieceKind::Other => String::new(),
-        };
         let glued = run.windows(2).any(|w| {
             let inline = matches!(w[0].kind, PieceKind::Inline(_)) || matches!(w[1].kind, PieceKind::Inline(_));
-            let (a, b) = (shown(&w[0]), shown(&w[1]));
+            let (a, b) = (w[0].shown(), w[1].shown());
             inline
                 && a.chars().next_back().is_some_and(char::is_alphanumeric)
                 && b.chars().next().is_some_and(char::is_alphanumeric)
@@ -123,12 +129,7 @@ impl Renderer<'_> {
         if glued {
             return;
         }
-        let mut sentence = String::new();
-        for p in &run {
-            if let PieceKind::Text(t) | PieceKind::Inline(t) = &p.kind {
-                sentence.push_str(t);
-            }
-        }
+        let sentence: String = run.iter().map(Piece::shown).collect();
         let indent = self.out.lines[start].indent;
         let old = self.out.lines.split_off(start);
         for l in &old {

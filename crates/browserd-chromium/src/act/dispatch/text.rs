@@ -51,12 +51,13 @@ impl Run<'_> {
         self.res.timings.dispatch = ms(d0.elapsed());
         let after = self.read_value(&res).await?;
         let norm = |s: &str| s.replace("\r\n", "\n").trim_end_matches('\n').to_owned();
+        let exact = norm(&after) == norm(&text);
         let ok = if params.action == ActionKind::Fill {
-            norm(&after) == norm(&text) || formatted(&after, &text)
+            exact || formatted(&after, &text)
         } else {
             norm(&after).ends_with(&norm(&text)) || after.len() > before.len()
         };
-        if params.action == ActionKind::Fill && ok && norm(&after) != norm(&text) {
+        if params.action == ActionKind::Fill && ok && !exact {
             self.res.message = Some(format!("the page formatted the value as {:?}", truncate(&after, 80)));
         }
         self.res.effects.value = Some(truncate(&after, 200));
