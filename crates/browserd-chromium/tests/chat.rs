@@ -10,20 +10,21 @@ mod common;
 use std::time::Duration;
 
 use browserd_core::provider::{CreateTab, Provider};
-use browserd_protocol::{ActParams, ActionKind, ObserveParams, Outcome, ScrollDirection};
+use browserd_protocol::{ActParams, ActionKind, ActionResult, Outcome, ScrollDirection};
 use common::{Page, ctx, env, recorded, ref_in, ref_line};
 
 const NEWEST: &str = "Lunch at 12:30 — the usual place?";
 const FIRST: &str = "Welcome to #general — say hi to the team!";
 
-async fn scroll_until(tab: &Page, target: Option<String>, direction: ScrollDirection, text: &str) -> Outcome {
+/// A scroll that must succeed: from `target` (else the page), by a screen or until `text` is on screen.
+async fn scroll(tab: &Page, target: Option<String>, direction: ScrollDirection, text: Option<&str>) -> ActionResult {
     let mut p = ActParams::new(ActionKind::Scroll);
     p.target = target.map(browserd_protocol::NodeRef);
     p.direction = Some(direction);
-    p.until_text = Some(text.into());
+    p.until_text = text.map(str::to_owned);
     let r = tab.act(p).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "scroll until {text:?}: {r:#?}");
-    r.outcome
+    r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -58,7 +59,7 @@ async fn a_scroll_from_a_row_of_the_list_reaches_the_first_message_though_the_ro
     assert!(!o.untrusted_content.contains(FIRST), "{}", o.untrusted_content);
     // The row's author name: the list unmounts it after a few screens.
     let row = ref_in(ref_line(&o, "\"Grace Hopper\""));
-    scroll_until(&tab, Some(row), ScrollDirection::Up, FIRST).await;
+    scroll(&tab, Some(row), ScrollDirection::Up, Some(FIRST)).await;
     let o = tab.observe().await;
     assert!(o.untrusted_content.contains(FIRST), "{}", o.untrusted_content);
     assert!(!o.untrusted_content.contains(NEWEST), "the list scrolled, not the page:\n{}", o.untrusted_content);
@@ -66,7 +67,7 @@ async fn a_scroll_from_a_row_of_the_list_reaches_the_first_message_though_the_ro
     assert!(o.untrusted_content.contains("… more below, not rendered"), "{}", o.untrusted_content);
     assert!(!o.untrusted_content.contains("… more above"), "{}", o.untrusted_content);
     // And back down with no target: the page does not scroll, the wheel lands on the list.
-    scroll_until(&tab, None, ScrollDirection::Down, NEWEST).await;
+    scroll(&tab, None, ScrollDirection::Down, Some(NEWEST)).await;
     let o = tab.observe().await;
     assert!(o.untrusted_content.contains(NEWEST), "{}", o.untrusted_content);
     tab.close().await;
@@ -78,10 +79,7 @@ async fn a_scroll_by_a_screen_inside_the_list_says_it_moved() {
     let tab = Page::open("/apps/chat.html").await;
     let o = tab.observe().await;
     let row = ref_in(ref_line(&o, "\"Barbara Liskov\""));
-    let mut p = ActParams::new(ActionKind::Scroll).target(&row);
-    p.direction = Some(ScrollDirection::Up);
-    let r = tab.act(p).await;
-    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let r = scroll(&tab, Some(row), ScrollDirection::Up, None).await;
     assert!(r.message.as_deref().is_none_or(|m| !m.contains("nothing moved")), "{r:#?}");
     let o = tab.observe().await;
     assert!(!o.untrusted_content.contains(NEWEST), "the newest row scrolled away:\n{}", o.untrusted_content);
@@ -105,7 +103,7 @@ async fn the_composer_takes_a_mention_from_its_picker_and_sends_with_enter() {
     let r = tab.act(ActParams::new(ActionKind::Press).target(&composer).value("Enter")).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("send:Hi @Grace Hopper please check").await, "{:?}", env().site.records());
-    let o = tab.observe_with(ObserveParams::default()).await;
+    let o = tab.observe().await;
     assert!(o.untrusted_content.contains("Hi @Grace Hopper please check"), "{}", o.untrusted_content);
     tab.close().await;
 }

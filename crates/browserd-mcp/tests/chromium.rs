@@ -25,6 +25,19 @@ fn ok(result: &CallToolResult) -> Value {
     value
 }
 
+/// The server's options with output schemas on, so results carry `structuredContent`.
+fn with_schemas() -> browserd_mcp::ServerOptions {
+    let mut options = common::options("unused");
+    options.output_schemas = true;
+    options
+}
+
+/// The ref of the first line of an observation's text that contains `part`.
+fn ref_on(text: &str, part: &str) -> String {
+    let line = text.lines().find(|l| l.contains(part)).unwrap_or_else(|| panic!("no {part:?} in {text}"));
+    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+}
+
 fn own_tabs(list: &Value) -> Vec<u64> {
     list["tabs"]
         .as_array()
@@ -85,15 +98,12 @@ async fn open_observe_with_screenshot_turn_end_and_eof_on_real_chromium() {
 async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
-    let mut options = common::options("unused");
-    options.output_schemas = true;
-    let (client, server) = broker.mcp(options).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/form.html")}), "t1")).await.unwrap());
     let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
     let text = &observed.content[0].as_text().expect("text first").text;
-    let line = text.lines().find(|l| l.contains("textbox \"Full name\"")).unwrap_or_else(|| panic!("{text}"));
-    let name = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let name = ref_on(text, "textbox \"Full name\"");
     let steps = json!([
         {"action": "fill", "target": name, "value": "Ada"},
         {"action": "click", "target": "e99999"},
@@ -123,20 +133,13 @@ async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
 async fn a_fill_the_page_formats_is_a_success_through_mcp() {
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
-    let mut options = common::options("unused");
-    options.output_schemas = true;
-    let (client, server) = broker.mcp(options).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/checkout.html")}), "t1")).await.unwrap());
     let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
     let text = &observed.content[0].as_text().expect("text first").text;
-    let field = |name: &str| {
-        let line =
-            text.lines().find(|l| l.contains(&format!("textbox \"{name}\""))).unwrap_or_else(|| panic!("{text}"));
-        line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
-    };
-    let card = field("Card number");
-    let code = field("Security code");
+    let card = ref_on(text, "textbox \"Card number\"");
+    let code = ref_on(text, "textbox \"Security code\"");
     let fill = |target: String, value: &str| {
         call("browser_act", json!({"action": "fill", "target": target, "value": value}), "t1")
     };
