@@ -37,7 +37,7 @@ const call = async (name, args) => {
 const refOf = (content, needle) => {
   const line = content.split("\n").find((l) => l.includes(needle));
   if (!line) throw new Error(`no ${needle} in\n${content}`);
-  return line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+  return line.trim().split(" ")[0];
 };
 
 const opened = await call("browser_open", { url });

@@ -28,7 +28,7 @@ after(async () => {
 const refOf = (content, needle) => {
   const line = content.split("\n").find((l) => l.includes(needle));
   assert.ok(line, `no ${needle} in\n${content}`);
-  return line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+  return line.trim().split(" ")[0];
 };
 
 /** Opens the page in a fresh agent and returns what the actions need. */

@@ -44,7 +44,7 @@ const refOf = (context, needle) => {
   const content = lastResult(context, "browser_observe").untrustedContent;
   const line = content.split("\n").find((l) => l.includes(needle));
   assert.ok(line, `no ${needle} in\n${content}`);
-  return line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+  return line.trim().split(" ")[0];
 };
 const tab = (context) => lastResult(context, "browser_open").tab;
 

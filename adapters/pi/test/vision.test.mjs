@@ -40,9 +40,9 @@ function lastToolMessage(context, name) {
 
 /** The ref of the line `role "name"` in an observation's lines. */
 function refOf(observation, role, name) {
-  const line = observation.untrustedContent.split("\n").find((l) => l.includes(`] ${role} "${name}"`));
+  const line = observation.untrustedContent.split("\n").find((l) => l.trim().split(" ").slice(1).join(" ").startsWith(`${role} "${name}"`));
   assert.ok(line, `no ${role} ${name} in:\n${observation.untrustedContent}`);
-  return line.slice(line.indexOf("[") + 1, line.indexOf("]"));
+  return line.trim().split(" ")[0];
 }
 
 async function verdictOf(id) {

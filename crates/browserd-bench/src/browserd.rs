@@ -474,16 +474,11 @@ pub fn observation_content(text: &str) -> String {
     }
 }
 
-/// One operable line of the line format: `[e12] button "Delete" (in …)`, `[f2e5] textbox "Inner input"`,
-/// `[e3] region "Inbox":` (a container with a ref). Returns the ref, the role and the name.
+/// One operable line of the line format: `e12 button "Delete" (in …)`, `f2e5 textbox "Inner input"`,
+/// `e3 region "Inbox":` (a container with a ref). Returns the ref, the role and the name.
 pub fn parse_line(line: &str) -> Option<(String, String, String)> {
-    let rest = line.trim_start().strip_prefix('[')?;
-    let close = rest.find(']')?;
-    let node_ref = &rest[..close];
-    if !is_ref(node_ref) {
-        return None;
-    }
-    let rest = rest[close + 1..].strip_prefix(' ')?;
+    let node_ref = browserd_protocol::line_ref(line)?;
+    let rest = &line.trim_start()[node_ref.len() + 1..];
     let role_len = rest.find([' ', ':']).unwrap_or(rest.len());
     let role = &rest[..role_len];
     if role.is_empty() {
@@ -522,22 +517,6 @@ pub fn find_ref(content: &str, role: &str, name: &str) -> Option<String> {
     Some(first.0)
 }
 
-/// `e12`, `f2e5`, `e12b`: an optional frame prefix `f<digits>`, then `e<digits>`, then the browser connection's tag
-/// (lowercase letters; none on a process's first connection).
-fn is_ref(s: &str) -> bool {
-    let digits = |t: &str| !t.is_empty() && t.chars().all(|c| c.is_ascii_digit());
-    let element = match s.strip_prefix('f') {
-        Some(framed) => match framed.find('e') {
-            Some(i) if digits(&framed[..i]) => &framed[i..],
-            _ => return false,
-        },
-        None => s,
-    };
-    let Some(number) = element.strip_prefix('e') else { return false };
-    let tag = number.find(|c: char| !c.is_ascii_digit()).unwrap_or(number.len());
-    digits(&number[..tag]) && number[tag..].len() <= 8 && number[tag..].chars().all(|c| c.is_ascii_lowercase())
-}
-
 /// The name in a quoted string whose opening quote was consumed: `\"` stands for `"`, the first bare `"` ends it.
 fn quoted_prefix(s: &str) -> Option<String> {
     let mut out = String::new();
@@ -565,13 +544,13 @@ mod tests {
 
     #[test]
     fn parses_refs_roles_names_and_states() {
-        let content = "# Clickables\n[e1] clickable \"Open the billing card\"\n\
-                       Terms:\n[e2] focusable \"Focusable panel\"\ntree \"Files\":\n [e4] treeitem \"Documents\" branch \
-                       collapsed\n [e12] button \"Delete\" (in \"Invoice 1042\" in \"Inbox\")\n\
-                       iframe \"Same-origin frame\" [f2]:\n [f2e5] textbox \"Inner input\"\n\
-                       [e6] link \"Settings\" -> #settings-panel\n[e7] button \"Say \\\"hi\\\"\"\n\
-                       [e8] region \"Inbox\":\n[e9] textbox type=email\n[x1] button \"Not a ref\"\n\
-                       [e10]button \"no space\"";
+        let content = "# Clickables\ne1 clickable \"Open the billing card\"\n\
+                       Terms:\ne2 focusable \"Focusable panel\"\ntree \"Files\":\n e4 treeitem \"Documents\" branch \
+                       collapsed\n e12 button \"Delete\" (in \"Invoice 1042\" in \"Inbox\")\n\
+                       iframe \"Same-origin frame\" [f2]:\n f2e5 textbox \"Inner input\"\n\
+                       e6 link \"Settings\" -> #settings-panel\ne7 button \"Say \\\"hi\\\"\"\n\
+                       e8 region \"Inbox\":\ne9 textbox type=email\nx1 button \"Not a ref\"\n\
+                       e10\ntext: e11 button \"Page text\"\n[e12] button \"Old format\"";
         assert_eq!(
             parse_refs(content),
             vec![
@@ -586,22 +565,12 @@ mod tests {
                 a("textbox", ""),
             ]
         );
-        assert_eq!(parse_line(" [f2e5] textbox \"Inner input\"").unwrap().0, "f2e5");
-    }
-
-    #[test]
-    fn refs_are_frame_qualified_element_numbers() {
-        for good in ["e1", "e120", "f2e5", "f10e3", "e1b", "f2e5ab"] {
-            assert!(is_ref(good), "{good}");
-        }
-        for bad in ["", "e", "f2", "fe1", "f2e", "x1", "eb", "e1B", "e1b2", "f#e1", "E1"] {
-            assert!(!is_ref(bad), "{bad}");
-        }
+        assert_eq!(parse_line(" f2e5 textbox \"Inner input\"").unwrap().0, "f2e5");
     }
 
     #[test]
     fn find_ref_needs_exactly_one_match() {
-        let content = "[e1] button \"Save\"\n[e2] button \"Delete\" (in \"A\")\n[e3] button \"Delete\"";
+        let content = "e1 button \"Save\"\ne2 button \"Delete\" (in \"A\")\ne3 button \"Delete\"";
         assert_eq!(find_ref(content, "button", "Save").as_deref(), Some("e1"));
         assert_eq!(find_ref(content, "button", "Delete"), None);
         assert_eq!(find_ref(content, "link", "Save"), None);
@@ -611,12 +580,12 @@ mod tests {
     fn content_is_read_from_the_serialised_observation() {
         let observation = browserd_protocol::Observation {
             url: "http://127.0.0.1/".into(),
-            untrusted_content: "[e1] button \"Go\"".into(),
+            untrusted_content: "e1 button \"Go\"".into(),
             ..Default::default()
         };
         let text = serde_json::to_string(&observation).unwrap();
         assert_eq!(parse_refs(&observation_content(&text)), vec![a("button", "Go")]);
         // Plain line rendering is taken as it is.
-        assert_eq!(observation_content("[e2] link \"Home\""), "[e2] link \"Home\"");
+        assert_eq!(observation_content("e2 link \"Home\""), "e2 link \"Home\"");
     }
 }

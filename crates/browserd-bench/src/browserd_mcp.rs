@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn a_click_holds_only_when_it_succeeded_was_observed_and_its_expectation_passed() {
         // A real `browser_act` result of the bench's click on `/toast.html`.
-        let held = r#"{"dispatch":"observed","effects":{"announced":["Saved successfully"],"changed":["Saves: 3"],"focused":"[e2] button \"Save\" focused"},"expectations":[{"detail":"states: focused","index":0,"passed":true}],"outcome":"succeeded","postcondition":"passed","timings":{"actionability":1.2,"dispatch":3.5,"observe":4.7,"queue":0.0,"resolve":1.4,"serialize":0.1,"wait":18.0},"traceId":"s1-22"}"#;
+        let held = r#"{"dispatch":"observed","effects":{"announced":["Saved successfully"],"changed":["Saves: 3"],"focused":"e2 button \"Save\" focused"},"expectations":[{"detail":"states: focused","index":0,"passed":true}],"outcome":"succeeded","postcondition":"passed","timings":{"actionability":1.2,"dispatch":3.5,"observe":4.7,"queue":0.0,"resolve":1.4,"serialize":0.1,"wait":18.0},"traceId":"s1-22"}"#;
         assert!(click_held(held));
         assert!(!click_held(&held.replace("\"postcondition\":\"passed\"", "\"postcondition\":\"failed\"")));
         assert!(!click_held(&held.replace("\"dispatch\":\"observed\"", "\"dispatch\":\"dispatched\"")));

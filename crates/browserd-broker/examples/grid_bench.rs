@@ -46,8 +46,8 @@ async fn round_trips(p: &dyn Provider, site: &FixtureSite, rounds: usize) -> (Ve
         let target = o
             .untrusted_content
             .lines()
-            .find(|l| l.contains('[') && (l.contains("link") || l.contains("button")))
-            .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+            .find(|l| browserd_protocol::line_ref(l).is_some() && (l.contains("link") || l.contains("button")))
+            .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
             .expect("a link or button on the index");
         let t = Instant::now();
         let _ = p.act(&ctx(), tab.tab, &ActParams::new(ActionKind::Hover).target(&target)).await;

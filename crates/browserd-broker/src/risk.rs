@@ -28,7 +28,7 @@ const RISKY_WORDS: &[&str] = &[
 ];
 
 /// Why `step` is high risk, or `None`. `content` is the tab's latest observation (`untrustedContent`), whose lines
-/// name each ref's role and name (`button "Submit" [e7]`); a ref not in it is not classified.
+/// name each ref's role and name (`e7 button "Submit"`); a ref not in it is not classified.
 #[must_use]
 pub fn high_risk(step: &ActParams, content: Option<&str>) -> Option<String> {
     if !matches!(step.action, ActionKind::Click | ActionKind::Dblclick | ActionKind::Press) {
@@ -61,7 +61,7 @@ mod tests {
 
     #[test]
     fn names_like_submit_or_pay_are_high_risk_other_clicks_are_not() {
-        let content = "form\n  textbox \"Full name\" [e3]\n  button \"Submit\" [e9]\n  button \"Show more\" [e10]\n";
+        let content = "form\n  e3 textbox \"Full name\"\n  e9 button \"Submit\"\n  e10 button \"Show more\"\n";
         let click = |t: &str| step(json!({"action": "click", "target": t}));
         assert!(high_risk(&click("e9"), Some(content)).is_some());
         assert!(high_risk(&click("e10"), Some(content)).is_none());

@@ -21,9 +21,7 @@ use serde_json::json;
 
 fn ref_of(content: &str, needle: &str) -> String {
     let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    let start = line.find('[').unwrap() + 1;
-    let end = line.find(']').unwrap();
-    line[start..end].to_owned()
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -32,8 +32,11 @@ async fn error(real: &Real, s: &SessionId, name: &str, args: Value) -> browserd_
 
 fn first_ref(observed: &Value) -> String {
     let content = observed["untrustedContent"].as_str().unwrap();
-    let line = content.lines().find(|l| l.contains('[') && l.contains("button")).unwrap_or_else(|| panic!("{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+    let line = content
+        .lines()
+        .find(|l| browserd_protocol::line_ref(l).is_some() && l.contains("button"))
+        .unwrap_or_else(|| panic!("{content}"));
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 async fn drill(death: Death) {

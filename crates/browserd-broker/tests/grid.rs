@@ -170,7 +170,7 @@ fn refs_of(content: &str, needle: &str) -> Vec<String> {
     content
         .lines()
         .filter(|l| l.contains(needle))
-        .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+        .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
         .collect()
 }
 

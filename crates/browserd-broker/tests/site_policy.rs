@@ -185,7 +185,10 @@ async fn a_denied_frame_is_one_line_with_no_refs_and_its_elements_are_refused() 
     assert!(!content.contains("Partner secret") && !content.contains("Transfer everything"), "{content}");
     assert!(!content.contains("SYSTEM: ignore"), "{content}");
     let frame_line = content.lines().find(|l| l.contains("(not authorised)")).unwrap();
-    assert!(!frame_line.contains('['), "no ref on the frame line: {frame_line}");
+    assert!(
+        browserd_protocol::line_ref(frame_line).is_none() && !frame_line.contains("[f"),
+        "no ref on the frame line: {frame_line}"
+    );
     assert!(!obs.to_string().contains("policy-inner.html"), "the frame's URL is shown as its origin only: {obs}");
     assert!(content.contains("Local button"), "the allowed page is still read: {content}");
 

@@ -65,7 +65,7 @@ async fn main() -> anyhow::Result<()> {
     p.act(&ctx, tab, &ActParams::new(ActionKind::Navigate).value(site.url("/duplicates.html"))).await?;
     let o = p.observe(&ctx, tab, &ObserveParams::default()).await?;
     let line = o.untrusted_content.lines().find(|l| l.contains("button \"Settings\"")).expect("the Settings button");
-    let r = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let r = browserd_protocol::line_ref(line).expect("a ref line");
     let mut clicks = Vec::new();
     let mut failures = 0;
     let mut last = None;

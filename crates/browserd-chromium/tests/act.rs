@@ -214,10 +214,7 @@ async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
         .untrusted_content
         .lines()
         .filter(|l| l.contains("button \"Inner button\""))
-        .map(|l| {
-            let s = l.find('[').unwrap() + 1;
-            l[s..l.find(']').unwrap()].to_owned()
-        })
+        .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
         .collect();
     for r in &inner {
         let res = page.act(ActParams::new(ActionKind::Click).target(r)).await;
@@ -227,10 +224,7 @@ async fn iframe_and_oopif_clicks_land_in_the_right_frame() {
         .untrusted_content
         .lines()
         .filter(|l| l.contains("textbox \"Inner input\""))
-        .map(|l| {
-            let s = l.find('[').unwrap() + 1;
-            l[s..l.find(']').unwrap()].to_owned()
-        })
+        .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
         .collect();
     for r in &input {
         let res = page.act(ActParams::new(ActionKind::Fill).target(r).value("inside")).await;

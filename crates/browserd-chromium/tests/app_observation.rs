@@ -9,7 +9,7 @@ use common::{Page, recorded, ref_in, under};
 
 /// The ref lines that end with `tail`.
 fn lines_ending<'a>(o: &'a Observation, tail: &str) -> Vec<&'a str> {
-    o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.ends_with(tail)).collect()
+    o.untrusted_content.lines().filter(|l| browserd_protocol::line_ref(l).is_some() && l.ends_with(tail)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -54,8 +54,14 @@ async fn each_chips_remove_icon_is_told_apart_by_the_chips_own_label() {
 
 /// The ref lines showing `role "name"`, with what follows the name (the notes that tell them apart).
 fn namesakes<'a>(o: &'a Observation, role: &str, name: &str) -> Vec<&'a str> {
-    let shown = format!("] {role} \"{name}\"");
-    o.untrusted_content.lines().filter_map(|l| l.find(&shown).map(|at| &l[at + shown.len()..])).collect()
+    let shown = format!(" {role} \"{name}\"");
+    o.untrusted_content
+        .lines()
+        .filter_map(|l| {
+            let r = browserd_protocol::line_ref(l)?;
+            l.trim_start()[r.len()..].strip_prefix(shown.as_str())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,7 +161,7 @@ async fn suggestions_rendered_in_a_portal_are_shown_under_the_combobox_that_poin
 
 /// The number of ref lines of an observation.
 fn refs(o: &Observation) -> usize {
-    o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[')).count()
+    o.untrusted_content.lines().filter(|l| browserd_protocol::line_ref(l).is_some()).count()
 }
 
 /// The number the line standing for the page behind a modal dialog gives, if there is that line.
@@ -220,7 +226,7 @@ async fn a_sentence_reads_whole_with_its_link_under_it_but_words_a_margin_keeps_
     assert!(
         o.untrusted_content
             .lines()
-            .any(|l| l.trim_start().starts_with('[') && l.ends_with("\"Quarterly report 2026\""))
+            .any(|l| browserd_protocol::line_ref(l).is_some() && l.ends_with("\"Quarterly report 2026\""))
     );
     tab.close().await;
 }

@@ -14,7 +14,7 @@ use common::{Page, env, recorded, ref_in};
 fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
     o.untrusted_content
         .lines()
-        .find(|l| l.trim_start().starts_with('[') && l.split_once('"').is_some_and(|(_, q)| q.contains(name)))
+        .find(|l| browserd_protocol::line_ref(l).is_some() && l.split_once('"').is_some_and(|(_, q)| q.contains(name)))
         .unwrap_or_else(|| panic!("no line for {name:?} in\n{}", o.untrusted_content))
 }
 
@@ -130,7 +130,7 @@ async fn a_clickable_card_with_buttons_is_named_by_its_text_and_a_modal_leaves_n
     let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(line_of(&o, "Checkout")))).await;
     assert!(recorded("checkout:open").await, "{r:#?}");
     let o = tab.observe().await;
-    let refs: Vec<&str> = o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[')).collect();
+    let refs: Vec<&str> = o.untrusted_content.lines().filter(|l| browserd_protocol::line_ref(l).is_some()).collect();
     assert!(
         refs.len() == 2 && refs.iter().all(|l| l.contains("Back to shop") || l.contains("Pay now")),
         "only the dialog's buttons:\n{}",

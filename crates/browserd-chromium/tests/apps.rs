@@ -130,7 +130,7 @@ fn line_of<'a>(o: &'a Observation, name: &str) -> &'a str {
     let needle = format!("\"{name}\"");
     o.untrusted_content
         .lines()
-        .find(|l| l.trim_start().starts_with('[') && l.contains(&needle))
+        .find(|l| browserd_protocol::line_ref(l).is_some() && l.contains(&needle))
         .unwrap_or_else(|| panic!("no line for {name:?} in\n{}", o.untrusted_content))
 }
 
@@ -171,7 +171,7 @@ async fn a_modal_marks_what_it_covers_and_a_covered_ref_is_not_clicked() {
     // Every operable behind the backdrop is covered; the dialog's own buttons are not.
     let behind: Vec<&str> = text
         .lines()
-        .filter(|l| l.trim_start().starts_with('['))
+        .filter(|l| browserd_protocol::line_ref(l).is_some())
         .filter(|l| !l.contains("\"Keep them\"") && !l.contains("\"Archive\""))
         .collect();
     assert!(behind.len() > 20, "{text}");

@@ -10,7 +10,7 @@ use common::{Page, env, recorded, ref_in, under};
 
 /// The ref lines that contain `part`.
 fn lines_with<'a>(o: &'a Observation, part: &str) -> Vec<&'a str> {
-    o.untrusted_content.lines().filter(|l| l.trim_start().starts_with('[') && l.contains(part)).collect()
+    o.untrusted_content.lines().filter(|l| browserd_protocol::line_ref(l).is_some() && l.contains(part)).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,7 +24,7 @@ async fn an_icon_buttons_tooltip_is_shown_and_its_row_menu_leads_to_the_confirma
     let row = under(&o, "row \"Grace Hopper | grace@cobol.test | Compilers Inc | Active");
     assert_eq!(row.len(), 3, "checkbox, link and menu button:\n{}", o.untrusted_content);
     assert!(
-        row[0].trim_start().starts_with('[') && row[0].ends_with("] checkbox unchecked"),
+        browserd_protocol::line_ref(row[0]).is_some() && row[0].ends_with(" checkbox unchecked"),
         "{}",
         o.untrusted_content
     );

@@ -89,7 +89,7 @@ async fn headed_chromium_under_xvfb_observes_and_clicks() {
         .lines()
         .find(|l| l.contains("button \"Press me\""))
         .unwrap_or_else(|| panic!("{}", o.untrusted_content));
-    let button = line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned();
+    let button = browserd_protocol::line_ref(line).expect("a ref line").to_owned();
     let r = p
         .act(
             &ctx(),

@@ -9,8 +9,7 @@ use common::Page;
 /// The ref of the first line of `content` that contains `needle`.
 fn ref_of(content: &str, needle: &str) -> String {
     let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

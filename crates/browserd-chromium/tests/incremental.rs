@@ -293,7 +293,7 @@ async fn states_the_snapshot_cannot_see_are_read_every_time() {
             .lines()
             .find(|l| l.contains(&format!("button \"{name}\"")))
             .expect("the button is shown");
-        o.focused.as_ref().is_some_and(|f| line.contains(&format!("[{}]", f.as_str())))
+        o.focused.as_ref().is_some_and(|f| browserd_protocol::line_ref(line) == Some(f.as_str()))
     };
     assert!(focused(&o, "First"), "{o:#?}");
     let o = check(&page, "focus moved inside the closed shadow root", "focusIn('b')", Expect::Subtrees).await;

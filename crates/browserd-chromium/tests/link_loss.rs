@@ -196,7 +196,7 @@ async fn tab_closed_by_another_client_during_the_wait_is_unknown_not_failed() {
     let tab = p.create_tab(&ctx(), CreateTab { url: url.into(), ..Default::default() }).await.unwrap().tab;
     let o = p.observe(&ctx(), tab, &ObserveParams::default()).await.unwrap();
     let line = o.untrusted_content.lines().find(|l| l.contains("button \"Go\"")).expect("the button is listed");
-    let go = line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned();
+    let go = browserd_protocol::line_ref(line).expect("a ref line").to_owned();
     let mut click = ActParams::new(ActionKind::Click)
         .target(&go)
         .expect(Expectation::TextPresent { text: "this never appears".into() })

@@ -340,10 +340,7 @@ fn refs_of(o: &browserd_protocol::Observation, needle: &str) -> Vec<String> {
     o.untrusted_content
         .lines()
         .filter(|l| l.contains(needle))
-        .map(|l| {
-            let s = l.find('[').unwrap() + 1;
-            l[s..s + l[s..].find(']').unwrap()].to_owned()
-        })
+        .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
         .collect()
 }
 

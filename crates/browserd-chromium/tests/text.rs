@@ -85,8 +85,7 @@ fn said(line: &str) -> Said {
     if let Some(h) = l.strip_prefix('#') {
         return Said::Text(h.trim_start_matches('#').trim().to_owned());
     }
-    let is_ref =
-        l.starts_with('[') && l[1..].split_once(']').is_some_and(|(r, _)| r.chars().all(|c| c.is_ascii_alphanumeric()));
+    let is_ref = browserd_protocol::line_ref(l).is_some();
     let container = {
         let head = l.split([' ', ':']).next().unwrap_or("");
         l.ends_with(':')

@@ -253,7 +253,7 @@ async fn points_inside_frames_report_the_frame_qualified_receiver() {
             .lines()
             .skip_while(|l| !l.contains(&format!("Inner frame: {frame}")))
             .find(|l| l.contains("button \"Inner button\""))
-            .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+            .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
             .unwrap_or_else(|| panic!("no inner button for {frame} in\n{}", o.untrusted_content));
         assert!(button.starts_with('f'), "frame-qualified: {button}");
         let s = shot(&page, ScreenshotOptions { target: Some(button.as_str().into()), ..Default::default() }).await;

@@ -73,7 +73,7 @@ fn check_one(exp: &Expectation, seen: Seen<'_>) -> (bool, String) {
             None => no_page(),
             Some(content) => {
                 if let Some(t) = target
-                    && content.contains(&format!("[{}]", t.as_str()))
+                    && browserd_protocol::ref_line(content, t.as_str()).is_some()
                 {
                     return (false, format!("{} is still shown", t.as_str()));
                 }
@@ -101,14 +101,12 @@ fn text_in(content: &str, text: &str) -> bool {
     !needle.is_empty() && content.lines().any(|l| l.split_whitespace().collect::<Vec<_>>().join(" ").contains(&needle))
 }
 
-/// Whether an observation line (` [e3] button "Save"`, `# Heading`) shows a node with this role and name
+/// Whether an observation line (` e3 button "Save"`, `# Heading`) shows a node with this role and name
 /// substring (case-insensitive).
 fn node_matches(line: &str, role: Option<&str>, name: Option<&str>) -> bool {
     let mut rest = line.trim_start();
-    if rest.starts_with('[')
-        && let Some(end) = rest.find("] ")
-    {
-        rest = &rest[end + 2..];
+    if let Some(r) = browserd_protocol::line_ref(rest) {
+        rest = &rest[r.len() + 1..];
     }
     let (line_role, line_name) = if let Some(h) = rest.strip_prefix('#') {
         ("heading", h.trim_start_matches('#').trim())
@@ -136,7 +134,7 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    const PAGE: &str = "# Signed in\n[e1] button \"Log out\"\nWelcome back, Ada";
+    const PAGE: &str = "# Signed in\ne1 button \"Log out\"\nWelcome back, Ada";
 
     #[test]
     fn url_and_navigation_need_no_page() {

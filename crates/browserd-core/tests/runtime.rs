@@ -345,7 +345,7 @@ mod handoff_wait {
     #[tokio::test]
     async fn page_criteria_are_read_by_observing_without_input() {
         let h = handed_off().await;
-        h.page.set_content(h.tab, "[e1] textbox \"Password\"");
+        h.page.set_content(h.tab, "e1 textbox \"Password\"");
         h.page.fake.clear_calls();
         let until = serde_json::json!([
             {"kind": "textPresent", "text": "Welcome back"},
@@ -354,7 +354,7 @@ mod handoff_wait {
         ]);
         let mut w = start(&h, until, None);
         w.looked(2).await;
-        h.page.set_content(h.tab, "# Account\n[e4] button \"Log out\"\nWelcome back, Ada");
+        h.page.set_content(h.tab, "# Account\ne4 button \"Log out\"\nWelcome back, Ada");
         let end = w.task.await.unwrap().unwrap();
         let HandoffEnd::Completed { evidence, .. } = end else { panic!("not completed: {end:?}") };
         assert!(evidence.iter().all(|r| r.passed), "{evidence:?}");

@@ -35,7 +35,7 @@ fn with_schemas() -> browserd_mcp::ServerOptions {
 /// The ref of the first line of an observation's text that contains `part`.
 fn ref_on(text: &str, part: &str) -> String {
     let line = text.lines().find(|l| l.contains(part)).unwrap_or_else(|| panic!("no {part:?} in {text}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 fn own_tabs(list: &Value) -> Vec<u64> {

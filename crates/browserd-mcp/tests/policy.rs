@@ -62,7 +62,7 @@ async fn mcp_hosts_get_origin_refusals_and_approval_requests_that_say_what_to_do
     let observed = client.call_tool(call("browser_observe", json!({}))).await.unwrap();
     let page = text(&observed);
     let line = page.lines().find(|l| l.contains("button \"Delete account\"")).unwrap_or_else(|| panic!("{page}"));
-    let target = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let target = browserd_protocol::line_ref(line).expect("a ref line");
     let asked = client.call_tool(call("browser_act", json!({"action": "click", "target": target}))).await.unwrap();
     assert_eq!(asked.is_error, Some(true), "{}", text(&asked));
     let said = text(&asked);

@@ -288,8 +288,7 @@ async fn first_action(host_bin: &Path, site: &FixtureSite, launches: usize) -> a
             .lines()
             .find(|l| l.contains("button \"Delete\" (in \"Team lunch\""))
             .context("the button is observed")?;
-        let start = line.find('[').context("ref")? + 1;
-        let r#ref = &line[start..start + line[start..].find(']').context("ref")?];
+        let r#ref = browserd_protocol::line_ref(line).context("ref")?;
         let click = ActParams::new(ActionKind::Click)
             .target(r#ref)
             .expect(Expectation::TextPresent { text: "Deleted: Inbox / Team lunch".into() });

@@ -131,8 +131,7 @@ async fn provider_observes_and_clicks_through_the_relay() {
         .lines()
         .find(|l| l.contains("button \"Delete\" (in \"Team lunch\""))
         .expect(&o.untrusted_content);
-    let start = line.find('[').unwrap() + 1;
-    let r#ref = &line[start..start + line[start..].find(']').unwrap()];
+    let r#ref = browserd_protocol::line_ref(line).expect("a ref line");
     let click = ActParams::new(ActionKind::Click)
         .target(r#ref)
         .expect(Expectation::TextPresent { text: "Deleted: Inbox / Team lunch".into() });
@@ -545,8 +544,7 @@ async fn oopif_content_and_clicks_go_through_flat_child_sessions() {
     );
     let cross = o.untrusted_content.split("Inner frame: cross-origin").nth(1).unwrap();
     let line = cross.lines().find(|l| l.contains("button \"Inner button\"")).expect(&o.untrusted_content);
-    let start = line.find('[').unwrap() + 1;
-    let r#ref = &line[start..start + line[start..].find(']').unwrap()];
+    let r#ref = browserd_protocol::line_ref(line).expect("a ref line");
     let r = p.act(&ctx(), tab.tab, &ActParams::new(ActionKind::Click).target(r#ref)).await.unwrap();
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     let o = p.observe(&ctx(), tab.tab, &ObserveParams::default()).await.unwrap();

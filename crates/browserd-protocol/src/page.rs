@@ -38,6 +38,37 @@ impl From<&str> for NodeRef {
     }
 }
 
+impl NodeRef {
+    /// Whether a word has a ref's shape: `e12`, `f2e7`, `e12b` (an optional `f` and frame number, `e` and digits,
+    /// then at most 8 lowercase letters: the tag of a later browser connection).
+    #[must_use]
+    pub fn is_ref_shaped(word: &str) -> bool {
+        let digits = |t: &str| t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let rest = match word.strip_prefix('f') {
+            Some(r) if digits(r) > 0 => &r[digits(r)..],
+            Some(_) => return false,
+            None => word,
+        };
+        let Some(rest) = rest.strip_prefix('e') else { return false };
+        let end = digits(rest);
+        end > 0 && rest.len() - end <= 8 && rest[end..].chars().all(|c| c.is_ascii_lowercase())
+    }
+}
+
+/// The ref an observation line starts with, after its indentation: `e12` of ` e12 button "Save"`. A ref line is the
+/// ref, one space, then the role; page text that would read like one is shown behind `text: `, so it never does.
+#[must_use]
+pub fn line_ref(line: &str) -> Option<&str> {
+    let (word, rest) = line.trim_start().split_once(' ')?;
+    (NodeRef::is_ref_shaped(word) && !rest.is_empty()).then_some(word)
+}
+
+/// The line of an observation that starts with the ref `r` (`e7 button "Delete account"` for `e7`).
+#[must_use]
+pub fn ref_line<'a>(content: &'a str, r: &str) -> Option<&'a str> {
+    content.lines().find(|l| line_ref(l) == Some(r))
+}
+
 impl std::fmt::Display for NodeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)
@@ -241,7 +272,7 @@ pub struct Observation {
     /// Page title.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub title: String,
-    /// The page as compact lines (`[e1] button "Save"`, text, `# Heading`): page-controlled data, never
+    /// The page as compact lines (`e1 button "Save"`, text, `# Heading`): page-controlled data, never
     /// instructions. Empty for a diff.
     // The key is the framing: the lines are a JSON string, so nothing the page shows can end the frame early (tags
     // around the text could be forged by page text that contains the closing tag).
@@ -946,6 +977,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_line_starts_with_its_ref_or_has_none() {
+        for r in ["e1", "e12", "f2e7", "e12b", "f10e3bc"] {
+            assert!(NodeRef::is_ref_shaped(r), "{r}");
+        }
+        for w in ["e", "f2", "fe1", "e1B", "e1-", "E1", "(e1)", "text:", "ex1", "e1abcdefghi"] {
+            assert!(!NodeRef::is_ref_shaped(w), "{w}");
+        }
+        assert_eq!(line_ref("  e12 button \"Save\""), Some("e12"));
+        assert_eq!(line_ref("f2e5 textbox \"Inner\": x"), Some("f2e5"));
+        assert_eq!(line_ref("e12"), None);
+        assert_eq!(line_ref("text: e3 button \"Pay\""), None);
+        assert_eq!(line_ref("# e3 button"), None);
+        let page = "# Title\n e1 button \"Go\"\n e11 link \"Next\"\ntext: e2 button \"Fake\"";
+        assert_eq!(ref_line(page, "e1"), Some(" e1 button \"Go\""));
+        assert_eq!(ref_line(page, "e11"), Some(" e11 link \"Next\""));
+        assert_eq!(ref_line(page, "e2"), None);
+    }
+
+    #[test]
     fn act_params_round_trip_in_camel_case() {
         let p = ActParams::new(ActionKind::Click)
             .target("f2e5")
@@ -993,7 +1043,7 @@ mod tests {
             FrameSummary { frame: String::new(), url: "http://a/".into(), out_of_process: false, document_epoch: 3 };
         let o = Observation {
             url: "http://a/".into(),
-            untrusted_content: "[e1] button \"Go\"".into(),
+            untrusted_content: "e1 button \"Go\"".into(),
             frames: vec![main.clone()],
             cursor: "4b".into(),
             revision: 4,

@@ -11,14 +11,11 @@ pub fn app_ref(content: &str, role: &str, name: &str, taken: &[String], from_end
         lines.reverse();
     }
     for line in lines {
-        let l = line.trim_start();
-        let Some(rest) = l.strip_prefix('[') else { continue };
-        let Some(end) = rest.find(']') else { continue };
-        let r = &rest[..end];
+        let Some(r) = browserd_protocol::line_ref(line) else { continue };
         if taken.iter().any(|t| t == r) {
             continue;
         }
-        let after = rest[end + 1..].trim_start();
+        let after = line.trim_start()[r.len()..].trim_start();
         let (shown_role, tail) = after.split_once(' ').unwrap_or((after, ""));
         if role != "generic" && shown_role != role {
             continue;
@@ -45,7 +42,7 @@ mod tests {
 
     #[test]
     fn matches_by_role_and_name_skipping_taken_refs() {
-        let page = "[e1] button \"Save\"\n [e2] checkbox unchecked\n [e3] clickable \"Name ↕\"\n[e4] button \"Save\"";
+        let page = "e1 button \"Save\"\n e2 checkbox unchecked\n e3 clickable \"Name ↕\"\ne4 button \"Save\"";
         assert_eq!(app_ref(page, "button", "Save", &[], false).as_deref(), Some("e1"));
         assert_eq!(app_ref(page, "button", "Save", &[], true).as_deref(), Some("e4"));
         assert_eq!(app_ref(page, "button", "Save", &["e1".into()], false).as_deref(), Some("e4"));

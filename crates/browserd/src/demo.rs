@@ -186,7 +186,7 @@ async fn observe(p: &Printer, rt: &Runtime, s: &SessionKey, turn: u64, tab: TabH
         json!({"tab": tab.0, "nodes": obs.node_count, "bytes": obs.untrusted_content.len(), "untrustedContent": obs.untrusted_content}),
     );
     if !p.json {
-        for line in obs.untrusted_content.lines().filter(|l| l.contains('[')).take(12) {
+        for line in obs.untrusted_content.lines().filter(|l| browserd_protocol::line_ref(l).is_some()).take(12) {
             println!("             │ {line}");
         }
     }
@@ -258,16 +258,14 @@ fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-/// Finds the ref of the first line `[ref] role "name…"` in an observation.
+/// Finds the ref of the first line `ref role "name…"` in an observation.
 fn find_ref(content: &str, role: &str, name: &str) -> Result<NodeRef> {
-    let needle = format!("] {role} \"{name}");
+    let needle = format!(" {role} \"{name}");
     content
         .lines()
-        .find(|l| l.contains(&needle))
-        .and_then(|l| {
-            let start = l.find('[')? + 1;
-            let end = l[start..].find(']')? + start;
-            Some(NodeRef(l[start..end].to_string()))
+        .find_map(|l| {
+            let r = browserd_protocol::line_ref(l)?;
+            l.trim_start()[r.len()..].starts_with(&needle).then(|| NodeRef::new(r))
         })
         .with_context(|| format!("no {role} \"{name}\" in the observation"))
 }

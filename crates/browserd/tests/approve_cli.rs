@@ -86,7 +86,7 @@ fn browserd_approve_grants_the_action_an_approval_required_named_and_it_runs_onc
     assert!(observed.status.success(), "{}", text(&observed));
     let page = String::from_utf8_lossy(&observed.stdout).into_owned();
     let line = page.lines().find(|l| l.contains("button \"Delete account\"")).unwrap_or_else(|| panic!("{page}"));
-    let delete = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let delete = browserd_protocol::line_ref(line.trim_start_matches('|')).expect("a ref line");
 
     // Asked: exit status 1, the answer names what to confirm and the command; nothing reached the page.
     let asked = run(&["act", "click", delete]);

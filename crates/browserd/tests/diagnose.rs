@@ -121,7 +121,7 @@ async fn the_bundle_holds_no_url_query_form_value_page_text_or_config_secret_and
     let text = String::from_utf8_lossy(&opened.stdout).into_owned();
     assert!(text.contains(PAGE_SECRET), "the page was read: {text}");
     let line = text.lines().find(|l| l.contains("textbox \"Note\"")).unwrap_or_else(|| panic!("a Note field: {text}"));
-    let note = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let note = browserd_protocol::line_ref(line.trim_start_matches('|')).expect("a ref line");
     machine.run(&["act", "fill", note, TYPED_SECRET]);
     machine.run(&["observe"]);
 

@@ -265,6 +265,5 @@ async fn the_inspector_cli_lists_and_calls_the_tools_under_the_sdk_environment()
 /// The ref (`e12`) of the observation line naming `what` (`textbox "Display name"`).
 fn ref_of(page: &str, what: &str) -> String {
     let line = page.lines().find(|l| l.contains(what)).unwrap_or_else(|| panic!("no {what} in:\n{page}"));
-    let start = line.find("[e").unwrap_or_else(|| panic!("no ref in {line}")) + 1;
-    line[start..].split(']').next().unwrap().to_owned()
+    browserd_protocol::line_ref(line).unwrap_or_else(|| panic!("no ref in {line}")).to_owned()
 }

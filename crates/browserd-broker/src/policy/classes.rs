@@ -155,7 +155,7 @@ pub fn classify(step: &ActParams, target: Option<&Target>, url: &str) -> (Action
     (ActionClass::Input, "changes the page".to_owned())
 }
 
-/// The target's line in the latest observation without its ref (`button "Delete account"` of `[e7] button "Delete
+/// The target's line in the latest observation without its ref (`button "Delete account"` of `e7 button "Delete
 /// account"`), or the target itself when it is `role "name"`.
 #[must_use]
 pub fn target_line(step: &ActParams, content: Option<&str>) -> Option<String> {
@@ -163,10 +163,9 @@ pub fn target_line(step: &ActParams, content: Option<&str>) -> Option<String> {
     if target.contains('"') {
         return Some(target.to_owned());
     }
-    let tag = format!("[{target}]");
-    let line = content?.lines().find(|l| l.contains(&tag))?;
+    let line = browserd_protocol::ref_line(content?, target)?.trim_start();
     // Without the ref: the same role and name under a new ref is the same target.
-    Some(line.replace(&tag, " ").split_whitespace().collect::<Vec<_>>().join(" "))
+    Some(line[target.len()..].split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// `role "name"` of an observation line or a target.
@@ -188,8 +187,9 @@ mod tests {
 
     #[test]
     fn every_rule_gives_its_class() {
-        let page = "form:\n textbox \"Display name\" [e2]\n button \"Save profile\" [e3]\n button \"Show details\" [e4]\n\
-                    region \"Danger zone\":\n  button \"Delete account\" [e5]\n link \"Help\" [e6]\n";
+        let page = "form:\n e2 textbox \"Display name\"\n e3 button \"Save profile\"\n e4 button \"Show details\"\n\
+                    region \"Danger zone\":\n  e5 button \"Delete account\"\n e6 link \"Help\"\n\
+                    text: e7 button \"Show more\"\n e77 button \"Pay now\"\n";
         let line = |v: &serde_json::Value| target_line(&step(v.clone()), Some(page)).and_then(|l| Target::of_line(&l));
         let c = |v: serde_json::Value, url: &str| classify(&step(v.clone()), line(&v).as_ref(), url).0;
         let url = "https://app.test/settings";
@@ -202,6 +202,9 @@ mod tests {
         assert_eq!(c(json!({"action": "click", "target": "e3"}), "https://shop.test/checkout"), ActionClass::HighRisk);
         assert_eq!(c(json!({"action": "click", "target": "e6"}), url), ActionClass::Navigate);
         assert_eq!(c(json!({"action": "click", "target": "e4"}), url), ActionClass::Input);
+        // A ref is read from the line it starts, never from page text that only shows it or a longer ref.
+        assert_eq!(line(&json!({"action": "click", "target": "e7"})), None);
+        assert_eq!(c(json!({"action": "click", "target": "e77"}), url), ActionClass::HighRisk);
         assert_eq!(c(json!({"action": "fill", "target": "e2", "value": "x"}), url), ActionClass::Input);
         // A fill of a field named like a risky word is still input: nothing is sent by typing.
         assert_eq!(c(json!({"action": "fill", "target": "e5", "value": "x"}), url), ActionClass::Input);

@@ -143,10 +143,7 @@ fn classify(r: &Result<Value, ClientError>) -> (Answer, String) {
 
 /// The ref of each button on the observed page, by button id.
 fn button_refs(content: &str) -> BTreeMap<&'static str, String> {
-    let ref_in = |line: &str| {
-        let s = line.find('[')? + 1;
-        Some(line[s..s + line[s..].find(']')?].to_owned())
-    };
+    let ref_in = |line: &str| browserd_protocol::line_ref(line).map(str::to_owned);
     let mut out = BTreeMap::new();
     let mut deletes = 0;
     for line in content.lines() {

@@ -169,7 +169,7 @@ impl Real {
         let inner: Vec<String> = content
             .lines()
             .filter(|l| l.contains("button \"Inner button\""))
-            .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+            .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
             .collect();
         assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
         (tab, inner)
@@ -342,7 +342,7 @@ impl User {
 /// The ref of the first line of an observation that contains `needle`.
 pub fn ref_of(content: &str, needle: &str) -> String {
     let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    line[line.find('[').unwrap() + 1..line.find(']').unwrap()].to_owned()
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 /// The typed error a tool call must answer with (it panics on any other answer).

@@ -130,7 +130,7 @@ impl<'a> Renderer<'a> {
 }
 
 impl Renderer<'_> {
-    /// Whether line `at` is indented right under a container line whose name is `context` (`[e3] clickable "Desk
+    /// Whether line `at` is indented right under a container line whose name is `context` (`e3 clickable "Desk
     /// lamp":` for `"Desk lamp"`): its context is on the line above it, so a note repeating it would add nothing.
     fn parent_shows(&self, at: usize, context: &str) -> bool {
         let lines = &self.out.lines;
@@ -153,7 +153,7 @@ struct Scan<'s> {
 
 impl Renderer<'_> {
     /// A row with exactly one operable cell becomes that cell's line, with the other cells as its context:
-    /// `[e4] button "Edit" (row: Ann | Active | $12)`.
+    /// `e4 button "Edit" (row: Ann | Active | $12)`.
     pub(super) fn merge_row(&mut self, start: usize, inter_start: usize) {
         let lines = &self.out.lines[start..];
         if self.inter.len() != inter_start + 1
@@ -284,13 +284,13 @@ mod tests {
 
     #[test]
     fn context_goes_before_the_value_which_ends_the_line() {
-        let text = "[e1] textbox \"Email\": a (in b) c";
+        let text = "e1 textbox \"Email\": a (in b) c";
         let mut lines = vec![line(Some("e1"), text)];
         let tail = text.find(": a").unwrap();
         let mut o =
             Operable { line: 0, role: "textbox".into(), name: "Email".into(), context: Vec::new(), tail, scope: None };
         o.annotate(&mut lines, " (row: x | y)");
         o.annotate(&mut lines, " (in \"Billing\")");
-        assert_eq!(lines[0].text, "[e1] textbox \"Email\" (row: x | y) (in \"Billing\"): a (in b) c");
+        assert_eq!(lines[0].text, "e1 textbox \"Email\" (row: x | y) (in \"Billing\"): a (in b) c");
     }
 }

@@ -60,7 +60,7 @@ impl Renderer<'_> {
             states.push("covered".into());
         }
         // A tooltip says what a control does where its name does not (an icon button named by its glyph):
-        // `[e16] button "⋮" title="Actions"`.
+        // `e16 button "⋮" title="Actions"`.
         if let Some(tip) = dom.as_ref().and_then(|d| d.attr("title")).map(line::fold)
             && !tip.is_empty()
             && !line::fold(&name).contains(tip.as_str())

@@ -64,7 +64,7 @@ pub(crate) fn render(lines: &[Line]) -> String {
             s.push(' ');
         }
         if l.node_ref.is_none() && starts_like_a_ref(&l.text) {
-            // Page text that reads `[e3] button "Pay"` would pass for a ref line (and name another node's ref).
+            // Page text that reads `e3 button "Pay"` would pass for a ref line (and name another node's ref).
             s.push_str("text: ");
         }
         s.extend(l.text.chars().map(|c| if c.is_control() { ' ' } else { c }));
@@ -72,9 +72,10 @@ pub(crate) fn render(lines: &[Line]) -> String {
     s
 }
 
-/// Whether a line begins with `[<ref>]`, the way a ref line does.
+/// Whether a line begins with a word of a ref's shape, the way a ref line does (`e3 button "Pay"`, or `e2 e4`, which a
+/// reader could take for one).
 pub(super) fn starts_like_a_ref(text: &str) -> bool {
-    text.strip_prefix('[').and_then(|t| t.split_once(']')).is_some_and(|(r, _)| crate::state::parse_ref(r).is_some())
+    NodeRef::is_ref_shaped(text.split(' ').next().unwrap_or_default())
 }
 
 /// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`.
@@ -105,20 +106,20 @@ pub(super) fn heading(level: u64, name: &str) -> String {
 }
 
 /// A container that opens its children: `region "Inbox":`, `form:`; with its ref when it keeps one (a heuristic
-/// operable with operable nodes inside): `[e3] clickable "Card":`. The name is shown whole.
+/// operable with operable nodes inside): `e3 clickable "Card":`. The name is shown whole.
 pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str) -> String {
     let label = if name.is_empty() { format!("{role}:") } else { format!("{role} {}:", quote(name)) };
     match node_ref {
-        Some(r) => format!("[{r}] {label}"),
+        Some(r) => format!("{r} {label}"),
         None => label,
     }
 }
 
-/// The context a container line (`[e3] clickable "Desk lamp":`, `region "Inbox" (in "Mail"):`) gives the lines
+/// The context a container line (`e3 clickable "Desk lamp":`, `region "Inbox" (in "Mail"):`) gives the lines
 /// indented under it, as [`quote_cut`] writes it: `None` for any other line, or a container without a name.
 pub(super) fn container_context(text: &str) -> Option<String> {
-    let rest = match text.strip_prefix('[') {
-        Some(r) => r.split_once("] ")?.1,
+    let rest = match browserd_protocol::line_ref(text) {
+        Some(r) => &text.trim_start()[r.len() + 1..],
         None => text,
     };
     let rest = rest.strip_suffix(':')?;
@@ -180,11 +181,11 @@ pub(super) struct RefLine<'a> {
     pub(super) value: Option<&'a str>,
 }
 
-/// The line of an operable node: `[e4] combobox "Size" required options=[S|M|L]: M`. Returns the text and where its
+/// The line of an operable node: `e4 combobox "Size" required options=[S|M|L]: M`. Returns the text and where its
 /// value (`: M`) starts, its length when it has none: context is inserted there, so the value, which may hold any
 /// text, always ends the line.
 pub(super) fn ref_line(l: &RefLine<'_>, origin: &str) -> (String, usize) {
-    let mut line = format!("[{}] {}", l.node_ref, l.role);
+    let mut line = format!("{} {}", l.node_ref, l.role);
     if !fold(l.name).is_empty() {
         line.push(' ');
         line.push_str(&quote(l.name));
@@ -298,7 +299,7 @@ mod tests {
         assert_eq!(container_context(&container(Some("e3"), "clickable", long)), Some(quote_cut(long, 40)));
         assert_eq!(container_context("region \"Say \\\"hi\\\"\" (in \"Mail\"):"), Some(quote_cut("Say \"hi\"", 40)));
         assert_eq!(container_context(&container(None, "form", "")), None);
-        assert_eq!(container_context("[e4] button \"Add to cart\""), None);
+        assert_eq!(container_context("e4 button \"Add to cart\""), None);
         assert_eq!(container_context("group \"Plan\" x:"), None);
     }
 
@@ -319,7 +320,7 @@ mod tests {
             options: &[],
             value: None,
         };
-        assert_eq!(ref_line(&only_icon, "").0, "[e1] button");
+        assert_eq!(ref_line(&only_icon, "").0, "e1 button");
         // Other symbols are text: arrows, the multiplication sign, emoji.
         assert_eq!(text("▾ Actions × 🔔"), "▾ Actions × 🔔");
     }
@@ -327,11 +328,10 @@ mod tests {
     #[test]
     fn diff_reports_new_or_changed_lines_and_gone_refs() {
         let old =
-            vec![line(Some("e1"), "[e1] button \"A\""), line(Some("e2"), "[e2] textbox \"B\""), line(None, "Count: 1")];
-        let new =
-            vec![line(Some("e1"), "[e1] button \"A\""), line(None, "Count: 2"), line(Some("e3"), "[e3] link \"C\"")];
+            vec![line(Some("e1"), "e1 button \"A\""), line(Some("e2"), "e2 textbox \"B\""), line(None, "Count: 1")];
+        let new = vec![line(Some("e1"), "e1 button \"A\""), line(None, "Count: 2"), line(Some("e3"), "e3 link \"C\"")];
         let (added, removed) = diff(&old, &new);
-        assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "[e3] link \"C\""]);
+        assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "e3 link \"C\""]);
         assert_eq!(removed, vec!["e2".to_owned()]);
     }
 
@@ -339,16 +339,22 @@ mod tests {
     fn render_indents_lines_and_never_lets_page_text_break_one() {
         let lines = [
             line(None, "# Title"),
-            Line { indent: 1, node_ref: Some("e1".into()), text: "[e1] link \"a\" -> /x\n[e9] button \"Pay\"".into() },
+            Line { indent: 1, node_ref: Some("e1".into()), text: "e1 link \"a\" -> /x\ne9 button \"Pay\"".into() },
             Line { indent: 2, node_ref: None, text: "tab\there\r".into() },
         ];
-        assert_eq!(render(&lines), "# Title\n [e1] link \"a\" -> /x [e9] button \"Pay\"\n  tab here ");
+        assert_eq!(render(&lines), "# Title\n e1 link \"a\" -> /x e9 button \"Pay\"\n  tab here ");
         assert_eq!(render(&[]), "");
-        // Page text shaped like a ref line is marked as text; other brackets are left alone.
-        let text =
-            [line(None, "[e3] button \"Pay\""), line(None, "[f2e1b] x"), line(None, "[note] hi"), line(None, "[e3")];
-        assert_eq!(render(&text), "text: [e3] button \"Pay\"\ntext: [f2e1b] x\n[note] hi\n[e3");
-        assert_eq!(render(&[line(Some("e3"), "[e3] button \"Pay\"")]), "[e3] button \"Pay\"");
+        // Page text whose first word has a ref's shape is marked as text; other words are left alone.
+        let text = [
+            line(None, "e3 button \"Pay\""),
+            line(None, "f2e1b x"),
+            line(None, "e4"),
+            line(None, "[e3] note"),
+            line(None, "e4x2 pawn"),
+            line(None, "Move e3"),
+        ];
+        assert_eq!(render(&text), "text: e3 button \"Pay\"\ntext: f2e1b x\ntext: e4\n[e3] note\ne4x2 pawn\nMove e3");
+        assert_eq!(render(&[line(Some("e3"), "e3 button \"Pay\"")]), "e3 button \"Pay\"");
     }
 
     #[test]
@@ -381,7 +387,7 @@ mod tests {
     fn a_container_line_opens_its_children() {
         assert_eq!(container(None, "region", "Inbox"), "region \"Inbox\":");
         assert_eq!(container(None, "form", ""), "form:");
-        assert_eq!(container(Some("e3"), "clickable", "Card \"A\""), "[e3] clickable \"Card \\\"A\\\"\":");
+        assert_eq!(container(Some("e3"), "clickable", "Card \"A\""), "e3 clickable \"Card \\\"A\\\"\":");
         assert_eq!(container(None, "row", &"r".repeat(155)), format!("row \"{}\":", "r".repeat(155)));
     }
 
@@ -408,10 +414,10 @@ mod tests {
             value: Some("a@b.c"),
         };
         let (text, tail) = ref_line(&l, "");
-        assert_eq!(text, "[e4] textbox \"Email\" required type=email: a@b.c");
+        assert_eq!(text, "e4 textbox \"Email\" required type=email: a@b.c");
         assert_eq!(&text[tail..], ": a@b.c");
         let empty = RefLine { name: "", states: &[], placeholder: Some("Search"), value: None, ..l };
-        assert_eq!(ref_line(&empty, ""), ("[e4] textbox placeholder=\"Search\"".to_owned(), 33));
+        assert_eq!(ref_line(&empty, ""), ("e4 textbox placeholder=\"Search\"".to_owned(), 31));
     }
 
     #[test]
@@ -426,11 +432,11 @@ mod tests {
             options: &[],
             value: None,
         };
-        assert_eq!(ref_line(&link, "http://127.0.0.1:8080").0, "[f2e6] link \"Docs\" -> /docs/intro");
-        assert_eq!(ref_line(&link, "http://other:1").0, "[f2e6] link \"Docs\" -> http://127.0.0.1:8080/docs/intro");
+        assert_eq!(ref_line(&link, "http://127.0.0.1:8080").0, "f2e6 link \"Docs\" -> /docs/intro");
+        assert_eq!(ref_line(&link, "http://other:1").0, "f2e6 link \"Docs\" -> http://127.0.0.1:8080/docs/intro");
         let options: Vec<String> = (1..=12).map(|i| format!("o{i}")).collect();
         let select = RefLine { node_ref: "e7", role: "combobox", name: "Size", href: None, options: &options, ..link };
-        assert_eq!(ref_line(&select, "").0, "[e7] combobox \"Size\" options=[o1|o2|o3|o4|o5|o6|o7|o8|o9|o10|+2]");
+        assert_eq!(ref_line(&select, "").0, "e7 combobox \"Size\" options=[o1|o2|o3|o4|o5|o6|o7|o8|o9|o10|+2]");
     }
 
     #[test]

@@ -101,7 +101,7 @@ impl Renderer<'_> {
     /// The rendered line just ended: when it is a sentence with links inside it (`Topic: ship the <a>release
     /// notes</a> by Friday`), written so far as its text before the link, the link, and its text after, it becomes
     /// the whole sentence on one line with the links under it (links that only end a line leave it as it is):
-    /// `Topic: ship the release notes by Friday` / ` [e5] link "release notes"`.
+    /// `Topic: ship the release notes by Friday` / ` e5 link "release notes"`.
     pub(super) fn join_sentence(&mut self) {
         let run = std::mem::take(&mut self.run);
         let Some(start) = run.first().map(|p| p.line) else { return };
@@ -209,7 +209,7 @@ impl Renderer<'_> {
         for (i, l) in lines.iter().enumerate() {
             removed_before.push(removed);
             // The first line inside a container that only repeats the container's name (`region "Inbox":`, or a
-            // clickable card named by its first text, `[e3] clickable "Desk lamp":`).
+            // clickable card named by its first text, `e3 clickable "Desk lamp":`).
             let echo = l.node_ref.is_none() && !l.text.starts_with('#') && !l.text.ends_with(':') && {
                 let q = format!("\"{}\"", l.text.replace('"', "\\\""));
                 lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))

@@ -61,7 +61,7 @@ mod tests {
         assert_eq!(estimate(""), 0);
         assert_eq!(estimate("Save"), 1);
         assert_eq!(estimate("Save the file"), 3);
-        assert_eq!(estimate("[e12] button \"Save\""), 9);
+        assert_eq!(estimate("e12 button \"Save\""), 7);
         assert_eq!(estimate("internationalisation"), 3);
         assert_eq!(estimate("1234567"), 3);
         assert_eq!(estimate("漢字"), 2);
@@ -72,9 +72,9 @@ mod tests {
     fn stays_close_to_o200k_and_errs_high() {
         let bpe = tiktoken_rs::o200k_base().expect("o200k");
         let samples = [
-            "# Sign-up task\nEnter \"Ada\" into the field, then press Save.\n[e3] textbox \"Name\"\n[e4] button \"Save\"",
+            "# Sign-up task\nEnter \"Ada\" into the field, then press Save.\ne3 textbox \"Name\"\ne4 button \"Save\"",
             "Checkout page shows the wrong currency for customers who switch their billing country during the session",
-            "row: TRK-102 | Checkout page shows the wrong currency | In progress\n  [e19] link \"TRK-102\" -> /issues/102",
+            "row: TRK-102 | Checkout page shows the wrong currency | In progress\n  e19 link \"TRK-102\" -> /issues/102",
             "HP 10/12\nMP 5\nGold 7\nLevel 2\nStatus: READY",
             "… cut at maxTokens: 40 more lines (12 operable) not shown; observe within=e3|f1e9 to read them",
         ];

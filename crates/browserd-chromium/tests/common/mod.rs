@@ -105,22 +105,19 @@ pub fn ref_of(o: &Observation, needle: &str) -> String {
         .lines()
         .find(|l| l.contains(needle))
         .unwrap_or_else(|| panic!("no line with {needle:?} in\n{}", o.untrusted_content));
-    let start = line.find('[').unwrap() + 1;
-    let end = line[start..].find(']').unwrap() + start;
-    line[start..end].to_owned()
+    browserd_protocol::line_ref(line).unwrap_or_else(|| panic!("no ref on {line:?}")).to_owned()
 }
 
-/// The ref of a ref line (`  [e4] button "Save"` → `e4`).
+/// The ref of a ref line (`  e4 button "Save"` → `e4`).
 pub fn ref_in(line: &str) -> String {
-    let l = line.trim_start();
-    l[1..l.find(']').expect("a ref line")].to_owned()
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 /// The first ref line that contains `part` (panics with the observation when none).
 pub fn ref_line<'a>(o: &'a Observation, part: &str) -> &'a str {
     o.untrusted_content
         .lines()
-        .find(|l| l.trim_start().starts_with('[') && l.contains(part))
+        .find(|l| browserd_protocol::line_ref(l).is_some() && l.contains(part))
         .unwrap_or_else(|| panic!("no ref line with {part:?} in\n{}", o.untrusted_content))
 }
 
@@ -148,34 +145,19 @@ pub fn redact(o: &Observation) -> String {
     let base = site.url("/");
     let cross = site.cross_origin_url("/");
     for line in o.untrusted_content.lines() {
-        let mut l = String::new();
-        let mut rest = line;
-        while let Some(i) = rest.find('[') {
-            l.push_str(&rest[..=i]);
-            rest = &rest[i + 1..];
-            match rest.find(']') {
-                Some(j) if is_ref(&rest[..j]) => {
-                    let r = &rest[..j];
-                    let n = map.len() + 1;
-                    let id = map.entry(r.to_owned()).or_insert(n);
-                    let prefix = if r.starts_with('f') { "f#" } else { "" };
-                    l.push_str(&format!("{prefix}e{id}"));
-                    rest = &rest[j..];
-                }
-                _ => {}
-            }
+        let mut l = line.to_owned();
+        if let Some(r) = browserd_protocol::line_ref(line) {
+            let indent = line.len() - line.trim_start().len();
+            let n = map.len() + 1;
+            let id = *map.entry(r.to_owned()).or_insert(n);
+            let prefix = if r.starts_with('f') { "f#" } else { "" };
+            l = format!("{}{prefix}e{id}{}", &line[..indent], &line[indent + r.len()..]);
         }
-        l.push_str(rest);
         let l = l.replace(&base, "http://site/").replace(&cross, "http://cross/");
         out.push_str(&redact_refs_inline(&l, &map));
         out.push('\n');
     }
     out
-}
-
-fn is_ref(s: &str) -> bool {
-    let rest = s.strip_prefix('f').map_or(Some(s), |r| r.find('e').map(|i| &r[i..]));
-    rest.and_then(|r| r.strip_prefix('e')).is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 fn redact_refs_inline(l: &str, map: &std::collections::HashMap<String, usize>) -> String {

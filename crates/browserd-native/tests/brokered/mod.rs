@@ -37,8 +37,7 @@ pub const EXT_ID: &str = browserd_native::install::DEV_EXTENSION_ID;
 /// The ref (`e12`, `f1e2`) on the first line of an observation that contains `needle`.
 pub fn ref_of(content: &str, needle: &str) -> String {
     let line = content.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle} in\n{content}"));
-    let start = line.find('[').unwrap() + 1;
-    line[start..start + line[start..].find(']').unwrap()].to_owned()
+    browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
 /// Starts the broker with `config` (its browser is always the extension, its idle exit off), installs the host,
@@ -145,7 +144,7 @@ impl Setup {
         let inner: Vec<String> = content
             .lines()
             .filter(|l| l.contains("button \"Inner button\""))
-            .map(|l| l[l.find('[').unwrap() + 1..l.find(']').unwrap()].to_owned())
+            .map(|l| browserd_protocol::line_ref(l).expect("a ref line").to_owned())
             .collect();
         assert_eq!(inner.len(), 2, "a same-origin and an out-of-process frame: {content}");
         (url, inner)

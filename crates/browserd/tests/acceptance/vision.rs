@@ -183,7 +183,7 @@ async fn follow(mcp: &Mcp, site: &browserd_fixtures::FixtureSite, link: &str) ->
     let (_, content) = raw_call(mcp, "browser_observe", json!({"tab": tab})).await;
     let page = texts(&content)[0];
     let line = page.lines().find(|l| l.contains(link)).unwrap_or_else(|| panic!("no {link} in {page}"));
-    let r = &line[line.find('[').unwrap() + 1..line.find(']').unwrap()];
+    let r = browserd_protocol::line_ref(line).expect("a ref line");
     // The click runs; what it led to is refused (the action's own answer may say so).
     let _ = mcp.call("browser_act", json!({"tab": tab, "action": "click", "target": r})).await;
     tab
