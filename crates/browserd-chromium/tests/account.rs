@@ -86,3 +86,30 @@ async fn a_dialog_in_a_portal_leaves_only_itself_to_act_on() {
     assert!(recorded("delete:close").await);
     tab.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accordion_question_is_one_line_its_button_in_the_headings_place() {
+    // Each question is `<h3><button aria-expanded>…</button></h3>` (Radix Accordion): the button's line takes the
+    // heading's place, rather than the heading and then its button repeating the same words.
+    let tab = Page::open("/apps/account.html").await;
+    let o = tab.observe().await;
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    let depth = |l: &str| l.len() - l.trim_start().len();
+    let questions = lines.iter().position(|l| l.trim_start() == "## Questions").expect("the section's heading");
+    for (k, q) in ["How do I export my data?", "Can I change my email address?"].iter().enumerate() {
+        assert!(
+            !o.untrusted_content.contains(&format!("# {q}")),
+            "no heading line for {q:?}:\n{}",
+            o.untrusted_content
+        );
+        let line = lines[questions + 1 + k];
+        assert!(line.ends_with(&format!(" button \"{q}\" collapsed")), "{line:?} in\n{}", o.untrusted_content);
+        assert_eq!(depth(line), depth(lines[questions]), "at the heading's place:\n{}", o.untrusted_content);
+    }
+    // It still opens its answer.
+    let r = click(&tab, ref_line(&o, "How do I export my data?")).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let o = tab.observe().await;
+    assert!(ref_line(&o, "How do I export my data?").contains(" expanded"), "{}", o.untrusted_content);
+    tab.close().await;
+}

@@ -14,31 +14,36 @@ fn lines_ending<'a>(o: &'a Observation, tail: &str) -> Vec<&'a str> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_chips_remove_icon_is_told_apart_by_the_chips_own_label() {
-    // Each tag chip is `<span>design<i>×</i></span>`: the "×" of each reads the label of its own chip, not the
-    // section heading with an ordinal.
+    // Each tag chip is `<span>design<i>×</i></span>`: the "×" of each is read right after the label of its own chip
+    // (the line above says whose it is, so no note repeats it), not with the section heading and an ordinal.
     let tab = Page::open("/apps/admin.html").await;
     let o = tab.observe().await;
+    let after = |o: &Observation, label: &str| -> Option<String> {
+        let lines: Vec<&str> = o.untrusted_content.lines().collect();
+        let at = lines.iter().position(|l| l.trim_start() == label)?;
+        lines.get(at + 1).filter(|l| l.ends_with(" clickable \"×\"")).map(|l| (*l).to_owned())
+    };
     for tag in ["design", "backend", "urgent"] {
-        let lines = lines_ending(&o, &format!("clickable \"×\" (in \"{tag}\")"));
-        assert_eq!(lines.len(), 1, "the \"×\" of {tag}:\n{}", o.untrusted_content);
+        assert!(after(&o, tag).is_some(), "the \"×\" of {tag}:\n{}", o.untrusted_content);
     }
     assert!(!o.untrusted_content.contains(" of 3)"), "no ordinal is needed:\n{}", o.untrusted_content);
-    let backend = ref_in(lines_ending(&o, "(in \"backend\")")[0]);
+    let backend = ref_in(&after(&o, "backend").expect("backend's ×"));
     let r = tab.act(ActParams::new(ActionKind::Click).target(&backend)).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
     assert!(recorded("untag:backend").await, "{r:#?}");
     let o = tab.observe().await;
-    assert!(lines_ending(&o, "(in \"backend\")").is_empty(), "{}", o.untrusted_content);
+    assert!(after(&o, "backend").is_none(), "{}", o.untrusted_content);
     for tag in ["design", "urgent"] {
-        assert_eq!(lines_ending(&o, &format!("\"×\" (in \"{tag}\")")).len(), 1, "{}", o.untrusted_content);
+        assert!(after(&o, tag).is_some(), "{}", o.untrusted_content);
     }
     tab.close().await;
 
-    // The same on a page of plain HTML; where the container holds other operable elements too, its text is a
-    // neighbour's, not theirs: those namesakes keep their section and an ordinal.
+    // The same on a page of plain HTML, where a label follows the "x" it names: the note says it, as the line above
+    // is the other chip's. Where the container holds other operable elements too, its text is a neighbour's, not
+    // theirs: those namesakes keep their section and an ordinal.
     let page = "data:text/html,<title>t</title><h2>Filters</h2>\
-                <div><span>red <i style='cursor:pointer' onclick='document.title=1'>x</i></span> \
-                <span>blue <i style='cursor:pointer' onclick='document.title=2'>x</i></span></div>\
+                <div><span><i style='cursor:pointer' onclick='document.title=1'>x</i> red</span> \
+                <span><i style='cursor:pointer' onclick='document.title=2'>x</i> blue</span></div>\
                 <h2>Notes</h2><p>Pick one <button>Edit</button> <button>Edit</button></p>";
     let tab = Page::open(page).await;
     let o = tab.observe().await;
@@ -228,5 +233,23 @@ async fn a_sentence_reads_whole_with_its_link_under_it_but_words_a_margin_keeps_
             .lines()
             .any(|l| browserd_protocol::line_ref(l).is_some() && l.ends_with("\"Quarterly report 2026\""))
     );
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_issue_rows_status_chip_is_read_after_its_rows_id_without_repeating_it() {
+    // Twenty issue rows `<li><span>TRK-101</span><a>title</a><span class=chip>Open</span></li>`: seven chips read
+    // "Open". Each follows its row's id and title, so a note `(in "TRK-101")` would only repeat the line two above.
+    let tab = Page::open("/apps/tracker.html").await;
+    let o = tab.observe().await;
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    assert!(!o.untrusted_content.contains("(in \"TRK-"), "{}", o.untrusted_content);
+    let row = lines.iter().position(|l| l.trim_start() == "TRK-104").expect("the row's id");
+    assert!(lines[row + 1].ends_with(" clickable \"Export to CSV drops the last row\""), "{}", o.untrusted_content);
+    assert!(lines[row + 2].ends_with(" clickable \"Open\""), "{}", o.untrusted_content);
+    // The chip under TRK-104 is that row's: clicking it moves TRK-104 on.
+    let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(lines[row + 2]))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(recorded("status:TRK-104").await, "{r:#?}");
     tab.close().await;
 }

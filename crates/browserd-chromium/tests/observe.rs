@@ -222,6 +222,7 @@ async fn rows_selects_and_duplicates_render_in_few_lines() {
         <tr><td>Ann</td><td>Pro</td><td><button>Edit</button></td></tr>\
         <tr><td>Bob</td><td>Free</td><td><button>Edit</button></td></tr></table>\
         <ul><li>Mail <button>Delete</button></li><li>Lunch <button>Delete</button></li></ul>\
+        <ul><li><button>Edit</button> Notes</li><li><button>Edit</button> Drafts</li></ul>\
         <select aria-label=Size><option>Small</option><option>Large</option></select>";
     let page = Page::open(html).await;
     let o = page.observe().await;
@@ -236,18 +237,32 @@ async fn rows_selects_and_duplicates_render_in_few_lines() {
         "Name | Plan | Action",
         "button \"Edit\" (row: Ann | Pro)",
         "button \"Edit\" (row: Bob | Free)",
-        "button \"Delete\" (in \"Mail\")",
-        "button \"Delete\" (in \"Lunch\")",
+        // Each item's text is the line right above its button: read in order, the lines say whose it is.
+        "Mail",
+        "button \"Delete\"",
+        "Lunch",
+        "button \"Delete\"",
+        // An item's text after its button: the note says it, as the line above is the other item's.
+        "button \"Edit\" (in \"Notes\")",
+        "Notes",
+        "button \"Edit\" (in \"Drafts\")",
         "combobox \"Size\" options=[Small|Large]: Small",
     ] {
         assert!(lines.contains(&want), "missing {want:?} in\n{}", o.untrusted_content);
     }
+    let mail = lines.iter().position(|l| *l == "Mail").expect("Mail");
+    assert_eq!(
+        lines[mail..mail + 4],
+        ["Mail", "button \"Delete\"", "Lunch", "button \"Delete\""],
+        "{}",
+        o.untrusted_content
+    );
     assert!(
         !o.untrusted_content.contains("option \""),
         "native options get no refs of their own:\n{}",
         o.untrusted_content
     );
-    assert_eq!(o.node_count, 5, "{}", o.untrusted_content);
+    assert_eq!(o.node_count, 7, "{}", o.untrusted_content);
     page.close().await;
 }
 

@@ -138,7 +138,25 @@ impl Renderer<'_> {
         let parent = lines[..at].iter().rev().find(|l| l.indent < indent);
         parent.is_some_and(|p| p.indent + 1 == indent && line::container_context(&p.text).as_deref() == Some(context))
     }
+
+    /// Whether line `at` follows, at its own indent, the text line that its context is the text of (an issue row's
+    /// `TRK-101`, then its title link, then its `Open` chip), with at most [`ABOVE`] lines between: read in order,
+    /// the lines say whose it is, so a note repeating that text would add nothing. The first text line met going up
+    /// must be that text: one of another item would say the wrong thing.
+    fn shown_above(&self, at: usize, context: &str) -> bool {
+        let lines = &self.out.lines;
+        let Some(indent) = lines.get(at).map(|l| l.indent) else { return false };
+        for l in lines[..at].iter().rev().take(ABOVE).take_while(|l| l.indent == indent) {
+            if l.node_ref.is_none() {
+                return line::quote_cut(&l.text, 40) == context;
+            }
+        }
+        false
+    }
 }
+
+/// How many lines up [`Renderer::shown_above`] looks for the text a namesake's context is.
+const ABOVE: usize = 3;
 
 /// What [`Renderer::scan`] reads: the tree and DOM facts of a frame, the namesake (its tree node and element), the
 /// element whose text is looked for, and the element of the node scanned from (the search for ancestors stops there).
@@ -261,11 +279,13 @@ impl Renderer<'_> {
                     extras.push((i, extra, single));
                 }
             }
-            // A line indented under the container that names it shows its context already; the note is left out when
+            // A line indented under the container that names it, or read right after the text its context is, shows
+            // its context already; the note is left out when
             // every line of the group is told apart by one context alone (no ordinals, which count all of them).
             let plain = extras.iter().all(|(_, _, single)| single.is_some());
             for (i, extra, single) in extras {
-                if plain && single.is_some_and(|c| self.parent_shows(self.inter[i].line, &c)) {
+                let line = self.inter[i].line;
+                if plain && single.is_some_and(|c| self.parent_shows(line, &c) || self.shown_above(line, &c)) {
                     continue;
                 }
                 self.inter[i].annotate(&mut self.out.lines, &extra);

@@ -7,6 +7,7 @@ use super::line;
 use super::operable::INTERACTIVE;
 use super::renderer::Renderer;
 use crate::ax::AxTree;
+use crate::state::Line;
 
 /// One line of the rendered line being walked: its index and what it is.
 pub(super) struct Piece {
@@ -200,14 +201,22 @@ impl Renderer<'_> {
         }
     }
 
-    /// Drops label text that only repeats the name of the node right after it (or of its container).
+    /// Drops label text that only repeats the name of the node right after it (or of its container), and a heading
+    /// whose only content is one operable line of its name (an accordion's `<h3><button>`): the operable line takes
+    /// the heading's place.
     pub(super) fn drop_label_echoes(&mut self) {
         let lines = std::mem::take(&mut self.out.lines);
         let mut keep = Vec::with_capacity(lines.len());
         let mut removed_before: Vec<usize> = Vec::with_capacity(lines.len());
         let mut removed = 0;
+        let mut dedent = None;
         for (i, l) in lines.iter().enumerate() {
             removed_before.push(removed);
+            if heading_echo(&lines, i) {
+                removed += 1;
+                dedent = Some(i + 1);
+                continue;
+            }
             // The first line inside a container that only repeats the container's name (`region "Inbox":`, or a
             // clickable card named by its first text, `e3 clickable "Desk lamp":`).
             let echo = l.node_ref.is_none() && !l.text.starts_with('#') && !l.text.ends_with(':') && {
@@ -218,12 +227,68 @@ impl Renderer<'_> {
             if echo {
                 removed += 1;
             } else {
-                keep.push(l.clone());
+                let mut l = l.clone();
+                if dedent == Some(i) {
+                    l.indent -= 1;
+                }
+                keep.push(l);
             }
         }
         for entry in &mut self.inter {
             entry.line -= removed_before[entry.line];
         }
         self.out.lines = keep;
+    }
+}
+
+/// Whether line `i` is a heading (`### Can I change my email?`) whose only content is the operable line right under
+/// it, named as the heading (`e12 button "Can I change my email?" collapsed`).
+fn heading_echo(lines: &[Line], i: usize) -> bool {
+    let l = &lines[i];
+    let Some(name) = l.text.strip_prefix('#').map(|h| h.trim_start_matches('#').trim_start()) else { return false };
+    if l.node_ref.is_some() || name.is_empty() {
+        return false;
+    }
+    let quoted = format!("\"{}\"", name.replace('"', "\\\""));
+    let named = |n: &Line| {
+        let after_role = n.text.split_once(' ').and_then(|(_, rest)| rest.split_once(' ')).map(|(_, rest)| rest);
+        after_role.and_then(|rest| rest.strip_prefix(quoted.as_str())).is_some_and(|tail| !tail.starts_with(':'))
+    };
+    lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.indent == l.indent + 1 && named(n))
+        && lines.get(i + 2).is_none_or(|n| n.indent <= l.indent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(spec: &[(u16, bool, &str)]) -> Vec<Line> {
+        spec.iter()
+            .map(|(indent, r, text)| Line {
+                indent: *indent,
+                node_ref: r.then(|| text.split(' ').next().unwrap_or_default().to_owned()),
+                text: (*text).to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_heading_that_only_holds_its_namesake_operable_gives_way_to_it() {
+        let accordion = lines(&[
+            (1, false, "### Can I change my \"email\"?"),
+            (2, true, "e12 button \"Can I change my \\\"email\\\"?\" collapsed"),
+            (1, false, "### Billing"),
+        ]);
+        assert!(heading_echo(&accordion, 0));
+        assert!(!heading_echo(&accordion, 2), "no content");
+        // More under the heading, another name, a container, a line not under it: the heading stays.
+        let more = lines(&[(0, false, "## Plan"), (1, true, "e1 button \"Plan\""), (1, false, "Pro, billed yearly")]);
+        assert!(!heading_echo(&more, 0));
+        let other = lines(&[(0, false, "## Plan"), (1, true, "e1 button \"Change plan\"")]);
+        assert!(!heading_echo(&other, 0));
+        let container = lines(&[(0, false, "## Plan"), (1, true, "e1 clickable \"Plan\":")]);
+        assert!(!heading_echo(&container, 0));
+        let beside = lines(&[(0, false, "## Plan"), (0, true, "e1 button \"Plan\"")]);
+        assert!(!heading_echo(&beside, 0));
     }
 }
