@@ -351,6 +351,8 @@ pub(crate) struct Tab {
     /// Frames the page attached (`Page.frameAttached`) that have not committed a document yet: their first request is
     /// judged by the site policy (`provider/intercept.rs`) before the frame is otherwise known.
     pub(crate) attached_frames: RecentFrames<()>,
+    /// The fetch/XHR requests of its page session while an action watches them (`act/requests.rs`).
+    pub(crate) requests: crate::act::Requests,
     /// Frames whose document request the site policy stopped (`provider/intercept.rs`), with the stopped URL, until
     /// the frame commits another document: the browser's error page the frame then shows stands for that URL.
     pub(crate) blocked_frames: RecentFrames<String>,
@@ -459,6 +461,7 @@ impl Tab {
             blocked: None,
             described: None,
             attached_frames: RecentFrames::default(),
+            requests: crate::act::Requests::default(),
             blocked_frames: RecentFrames::default(),
         }
     }

@@ -296,7 +296,9 @@ const PAGES: &[FixturePage] = &[
 /// `/scheme-popup.html` (buttons whose popups go to `data:` and `chrome:`), `/broken-download.html` (a link to
 /// `/download/broken.csv`, whose connection the server cuts mid-file) and `/injection.html` (a title and text
 /// that try to pass for browserd's own lines), `/diagnose.html` (what a leaky log would pick up: it logs its URL, its
-/// text and what is typed to the console). A page names the other site as `{{OTHER_ORIGIN}}`.
+/// text and what is typed to the console), `/server-save.html` (a Save and a Sync button that send the form to
+/// `POST /api/save?delay=` and show the server's answer only once it replied, after 300 ms and 6 s; the server records
+/// `save:weekly`, `sync:weekly` when it answers). A page names the other site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -333,6 +335,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/scheme-popup.html", include_str!("../fixtures/scheme-popup.html")),
     ("/broken-download.html", include_str!("../fixtures/broken-download.html")),
     ("/diagnose.html", include_str!("../fixtures/diagnose.html")),
+    ("/server-save.html", include_str!("../fixtures/server-save.html")),
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");
@@ -541,6 +544,7 @@ fn router(state: SiteState) -> Router {
         .route("/scheme-redirect", get(scheme_redirect))
         .route("/api/poll", get(poll))
         .route("/api/record", post(record))
+        .route("/api/save", post(save))
         .route("/api/long-poll", get(long_poll))
         .route("/redirect", get(redirect))
         .route("/vision-check.html", get(vision_page))
@@ -789,6 +793,24 @@ async fn record(State(state): State<SiteState>, body: String) -> Response {
     }
     lock(&state.records).push(body);
     StatusCode::NO_CONTENT.into_response()
+}
+
+/// A save that takes the server `delay` ms (at most 60 s): records the body (`save:weekly`) when it answers, then
+/// answers `{"saved":"weekly"}`.
+async fn save(State(state): State<SiteState>, Query(query): Query<HashMap<String, String>>, body: String) -> Response {
+    let delay = query.get("delay").and_then(|d| d.parse::<u64>().ok()).unwrap_or(0).min(MAX_SLOW_MS);
+    if body.is_empty() || body.len() > 200 {
+        return bad_request("send what is saved as a text body of 1 to 200 bytes, e.g. save:weekly\n".into());
+    }
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(delay)) => {}
+        () = state.stop.cancelled() => {
+            return shutting_down();
+        }
+    }
+    let value = body.split_once(':').map_or("", |(_, v)| v).to_owned();
+    lock(&state.records).push(body);
+    typed(StatusCode::OK, "application/json", serde_json::json!({ "saved": value }).to_string())
 }
 
 async fn poll() -> Response {

@@ -130,6 +130,54 @@ async fn a_batch_with_a_failing_step_answers_every_step_through_mcp() {
 /// the result is a success naming the value as the page formatted it, not an error saying the input was not
 /// applied; a field that drops a typed character (the digits-only security code) is still an error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_whose_effect_comes_after_a_server_round_trip_reports_it_not_none_through_mcp() {
+    // The page shows "Saved: weekly" only once the server answered its fetch (300 ms): the click's effects say so.
+    // A sync the server answers after 6 s is still in flight when the result is made: `pending` names it, and
+    // `none` is never said.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/server-save.html")}), "t1")).await.unwrap());
+    let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
+    let text = &observed.content[0].as_text().expect("text first").text;
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+    let saved = client.call_tool(click(ref_on(text, "button \"Save\""))).await.unwrap();
+    assert_eq!(saved.is_error, Some(false), "{saved:?}");
+    let result = saved.structured_content.clone().expect("structured result");
+    assert_eq!(result["outcome"], "succeeded", "{result}");
+    assert_eq!(result["effects"]["changed"], json!(["Saved: weekly"]), "{result}");
+    assert!(result["effects"].get("none").is_none() && result["effects"].get("pending").is_none(), "{result}");
+    assert_eq!(site.records(), ["save:weekly"], "the server answered once");
+
+    let synced = client.call_tool(click(ref_on(text, "button \"Sync with the server\""))).await.unwrap();
+    assert_eq!(synced.is_error, Some(false), "{synced:?}");
+    let result = synced.structured_content.clone().expect("structured result");
+    let pending = result["effects"]["pending"].as_array().unwrap_or_else(|| panic!("pending: {result}"));
+    assert_eq!(pending.len(), 1, "{result}");
+    let request = pending[0].as_str().unwrap();
+    assert!(request.starts_with("POST http://") && request.ends_with("/api/save"), "no query: {result}");
+    assert!(result["effects"].get("none").is_none(), "an answer still on its way is not `none`: {result}");
+    // The answer lands later, and an observation shows it.
+    assert!(site.wait_for_record("sync:weekly", std::time::Duration::from_secs(10)).await);
+    let mut shown = false;
+    for _ in 0..50 {
+        let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
+        if observed.content[0].as_text().expect("text first").text.contains("Synced: weekly") {
+            shown = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(shown, "the sync's answer is shown once it came");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fill_the_page_formats_is_a_success_through_mcp() {
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;

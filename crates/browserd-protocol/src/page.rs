@@ -827,8 +827,14 @@ pub struct Effects {
     /// Text lines (no ref) that appeared in the page: a heading, a status, a message the action brought.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changed: Vec<String>,
+    /// Requests the page began in answer to the input (fetch/XHR: `POST https://app.test/api/save`, without query)
+    /// that had not ended when the result was made, after waiting up to 3 s: their effect may still come, so observe
+    /// again (or act with an expectation) before concluding the action did nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
     /// The input was sent and nothing observable happened: no DOM change at all, no navigation, dialog, tab,
-    /// download or announcement. A `succeeded` outcome then means only that the input was delivered.
+    /// download or announcement, and no request it began still open. A `succeeded` outcome then means only that the
+    /// input was delivered.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub none: bool,
 }

@@ -255,9 +255,16 @@ impl Run<'_> {
 
     pub(super) async fn settle_and_verify(&mut self, params: &ActParams) {
         let quiet = if params.expected.is_empty() { QUIET_MS } else { QUIET_EXPECTING_MS };
+        // The input went out during the dispatch: requests begun since are the page's answer to it.
+        let input = Instant::now().checked_sub(Duration::from_secs_f64(self.res.timings.dispatch / 1000.0));
+        let mut requests_awaited = !self.sent.load(Ordering::SeqCst);
         let mut lost;
         loop {
             self.settle(quiet).await;
+            if !requests_awaited {
+                requests_awaited = true;
+                self.res.effects.pending = self.await_requests(input.unwrap_or_else(Instant::now)).await;
+            }
             lost = self.link_lost();
             if lost.is_none()
                 && self.dialog_open().is_none()
@@ -350,7 +357,8 @@ impl Run<'_> {
             && e.tabs_closed.is_empty()
             && e.downloads.is_empty()
             && e.blocked.is_empty()
-            && e.value.is_none();
+            && e.value.is_none()
+            && e.pending.is_empty();
         if quiet_everywhere && self.sent.load(Ordering::SeqCst) && lost_none {
             self.res.effects.none = true;
         }

@@ -20,6 +20,7 @@ mod dispatch;
 mod expect;
 mod fail;
 mod prepare;
+mod requests;
 mod resolve;
 mod result;
 mod run;
@@ -34,6 +35,7 @@ use browserd_protocol::{ActParams, ActionKind, ActionResult, Dispatch};
 pub(crate) use actionable::quad_center;
 pub(crate) use describe::{Described, describe_target};
 pub(crate) use fail::{gate_refusal, target_went_away};
+pub(crate) use requests::{Requests, apply as apply_request_event};
 use run::{Run, ms};
 pub(crate) use settle::{TRACKER, install_tracker};
 
@@ -105,5 +107,6 @@ async fn act_inner(
         run.settle_and_verify(params).await;
         run.res.timings.wait = ms(w0.elapsed()) - run.res.timings.observe;
     }
+    run.unwatch_requests(run.network_enabled).await;
     Ok(run.finish(params).await)
 }

@@ -40,7 +40,11 @@ impl Run<'_> {
                 () = run.dialog_opened() => None,
             }
         };
-        let (versions, (), prefetched) = tokio::join!(versions, page, run.prefetch(params));
+        // The requests the input will start are watched from before it is sent (`requests.rs`); not while a dialog
+        // blocks the page, which no input reaches.
+        let watch = async { if run.dialog_open().is_none() { run.watch_requests().await } else { false } };
+        let (versions, (), prefetched, network) = tokio::join!(versions, page, run.prefetch(params), watch);
+        self.network_enabled = network;
         *self.prefetched.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = prefetched;
         let versions = match versions {
             Some(v) => v,

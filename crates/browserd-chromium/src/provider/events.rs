@@ -463,6 +463,14 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
                 );
             }
         }
+        m if m.starts_with("Network.") => {
+            if let Some(tab) = session_tab
+                && let Some(t) = st.tabs.get_mut(&tab)
+                && t.session.as_ref() == ev.session.as_ref()
+            {
+                crate::act::apply_request_event(&mut t.requests, m, p);
+            }
+        }
         _ => {}
     }
     out
