@@ -135,10 +135,11 @@ async fn capabilities_say_why_something_is_missing() {
     assert!(info.product.contains("Chrome"), "{}", info.product);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn remote_endpoint_provider_observes_and_acts() {
+/// A Chromium launched here and reached as a remote endpoint (its DevTools port), as a grid's browser is: the
+/// process (killed when dropped), its profile directory and the provider connected to it.
+async fn remote() -> (tokio::process::Child, tempfile::TempDir, std::sync::Arc<ChromiumProvider>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = tokio::process::Command::new(browserd_cdp::find_executable(None).unwrap())
+    let child = tokio::process::Command::new(browserd_cdp::find_executable(None).unwrap())
         .args([
             "--headless=new",
             "--no-sandbox",
@@ -172,6 +173,12 @@ async fn remote_endpoint_provider_observes_and_acts() {
     let mut lines = text.lines();
     let url = format!("ws://127.0.0.1:{}{}", lines.next().expect("a port"), lines.next().expect("a path"));
     let p = ChromiumProvider::connect_remote(&url, HandleAllocator::new(), ChromiumConfig::default()).await.unwrap();
+    (child, dir, p)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_endpoint_provider_observes_and_acts() {
+    let (mut child, _dir, p) = remote().await;
     assert_eq!(p.kind(), browserd_core::provider::ProviderKind::Remote);
     assert!(!p.capabilities().supports(Capability::Upload));
     let tab = p.create_tab(&ctx(), CreateTab::default()).await.unwrap().tab;
@@ -207,4 +214,34 @@ async fn observing_right_after_create_sees_the_loaded_page() {
         assert!(o.untrusted_content.contains("textbox \"Full name\""), "{}", o.untrusted_content);
         p.close_tab(&ctx(), info.tab).await.unwrap();
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_tab_says_so_until_an_action_brings_it_forward() {
+    // A remote browser keeps its tabs in one window: a tab opened in the background runs no rendering steps, so
+    // what its page draws on an animation frame is not there yet. The observation says so; an action on the tab
+    // brings it forward, and the page then shows what it draws.
+    let (mut child, _dir, p) = remote().await;
+    let front_url = "data:text/html,<title>f</title><p>Front page</p>".to_owned();
+    let front = p.create_tab(&ctx(), CreateTab { url: front_url, ..Default::default() }).await.unwrap().tab;
+    let o = p.observe(&ctx(), front, &ObserveParams::default()).await.unwrap();
+    assert_eq!(o.untrusted_content, "Front page", "a tab in front has no note");
+    let html = "data:text/html,<title>b</title><p id=s>Waiting for a frame</p><button>Go</button>\
+                <script>requestAnimationFrame(() => { s.textContent = 'Drawn on a frame'; })</script>";
+    let back =
+        p.create_tab(&ctx(), CreateTab { url: html.into(), background: true, ..Default::default() }).await.unwrap().tab;
+    let o = p.observe(&ctx(), back, &ObserveParams::default()).await.unwrap();
+    let first = o.untrusted_content.lines().next().unwrap_or_default();
+    assert!(first.starts_with("(background tab:"), "{}", o.untrusted_content);
+    assert!(o.untrusted_content.contains("Waiting for a frame"), "{}", o.untrusted_content);
+    let go = ref_of(&o, "button \"Go\"");
+    let r = p.act(&ctx(), back, &ActParams::new(ActionKind::Hover).target(&go)).await.unwrap();
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let o = p.observe(&ctx(), back, &ObserveParams::default()).await.unwrap();
+    assert!(!o.untrusted_content.contains("(background tab:"), "{}", o.untrusted_content);
+    assert!(o.untrusted_content.contains("Drawn on a frame"), "{}", o.untrusted_content);
+    // The tab that went behind it now says so.
+    let o = p.observe(&ctx(), front, &ObserveParams::default()).await.unwrap();
+    assert!(o.untrusted_content.starts_with("(background tab:"), "{}", o.untrusted_content);
+    child.kill().await.unwrap();
 }

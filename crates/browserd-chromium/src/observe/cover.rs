@@ -77,13 +77,7 @@ impl Renderer<'_> {
         if count == 0 {
             return;
         }
-        let text = super::line::inert_background(count);
-        self.bytes += text.len() + 1;
-        self.tokens += super::tokens::estimate(&text) + 1;
-        self.out.lines.insert(0, crate::state::Line { indent: 0, node_ref: None, text });
-        for o in &mut self.inter {
-            o.line += 1;
-        }
+        self.note_first(super::line::inert_background(count));
     }
 }
 

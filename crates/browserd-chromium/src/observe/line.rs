@@ -276,6 +276,12 @@ pub(super) fn inert_background(operable: usize) -> String {
     format!("(page behind the dialog is inert: {operable} operable element{s}; close the dialog to reach them)")
 }
 
+/// The note of a tab in the background of its window: its page runs no rendering steps there, so what it draws on
+/// an animation frame (a virtualised list's rows, lazy content) may be missing until it is in front.
+pub(super) fn background_tab() -> String {
+    "(background tab: the page may not have drawn all it shows in front; an action on it brings the tab forward)".into()
+}
+
 /// The one line of a page a dialog blocks: `confirm dialog "Leave?" blocks the page; use the dialog action`.
 pub(super) fn dialog(kind: &str, message: &str) -> Line {
     Line {

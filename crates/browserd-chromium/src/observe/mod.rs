@@ -247,6 +247,7 @@ async fn build_in(
     let snap_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
     let epochs = frames::doc_epochs(p, tab)?;
     let ready = ready::main_ready(p, tab, states.first());
+    let hidden = matches!(states.first(), Some(Ok(s)) if s.hidden);
     if !ready && !force {
         return Ok(Built::default());
     }
@@ -282,6 +283,9 @@ async fn build_in(
     r.join_sentence();
     if within.is_none() {
         r.note_inert_background();
+        if hidden {
+            r.note_first(line::background_tab());
+        }
     }
     r.drop_label_echoes();
     r.disambiguate();

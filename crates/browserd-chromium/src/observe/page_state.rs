@@ -17,8 +17,9 @@ use crate::provider::ChromiumProvider;
 /// What the accessibility tree depends on that a DOM snapshot does not show: the focused element (per document and
 /// open shadow root), and elements in states set by script without an attribute (indeterminate, invalid, open
 /// popover, modal). An in-process frame whose document cannot be read while it holds the focus makes the state
-/// unique, so nothing is reused for it. Returned as `[document.readyState, location.href, signature]`: the first two
-/// tell whether the document is ready to be observed (no extra round trip for it), only the signature is state.
+/// unique, so nothing is reused for it. Returned as `[document.readyState, location.href, signature,
+/// document.visibilityState]`: the first two tell whether the document is ready to be observed and the last whether
+/// its tab is in the background (no extra round trip for either), only the signature is state.
 const PAGE_STATE: &str = r"(() => {
   const out = [];
   const idx = (e) => { let i = 0; while ((e = e.previousElementSibling)) i++; return i; };
@@ -38,7 +39,7 @@ const PAGE_STATE: &str = r"(() => {
       }
     }
   }
-  return [document.readyState, location.href, out.join(' ')];
+  return [document.readyState, location.href, out.join(' '), document.visibilityState];
 })()";
 
 /// The isolated world [`PAGE_STATE`] runs in: page scripts can neither see nor patch what runs there.
@@ -130,12 +131,13 @@ impl StateReader {
         let value = signature.as_ref().map(|v| &v["result"]["value"]);
         let signature: Option<Arc<str>> = value.and_then(|v| v[2].as_str()).map(Arc::from);
         let document = value.and_then(|v| Some((v[0].as_str()?.to_owned(), v[1].as_str()?.to_owned())));
+        let hidden = value.is_some_and(|v| v[3].as_str() == Some("hidden"));
         match &signature {
             Some(s) => s.hash(&mut h),
             // No signature (e.g. a context being replaced): a state no other read has.
             None => Instant::now().hash(&mut h),
         }
-        Ok(PageState { snapshot, digest: h.finish(), signature, document })
+        Ok(PageState { snapshot, digest: h.finish(), signature, document, hidden })
     }
 
     /// The backend node id of the element that has the focus in a session's documents (through open shadow roots
@@ -170,6 +172,8 @@ pub(super) struct PageState {
     pub(super) signature: Option<Arc<str>>,
     /// The top document's `readyState` and URL (`None` when the state could not be read).
     pub(super) document: Option<(String, String)>,
+    /// The document is hidden (`visibilityState`): a background tab, which runs no rendering steps.
+    pub(super) hidden: bool,
 }
 
 /// The deepest focused element: `document.activeElement`, then into open shadow roots and same-process frames.

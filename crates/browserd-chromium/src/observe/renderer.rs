@@ -96,6 +96,16 @@ impl Renderer<'_> {
         n.backend.and_then(|b| self.docs.get(frame).and_then(|d| d.get(&b)))
     }
 
+    /// Puts a note about the whole page first (counted in the budgets, never cut by them).
+    pub(super) fn note_first(&mut self, text: String) {
+        self.bytes += text.len() + 1;
+        self.tokens += super::tokens::estimate(&text) + 1;
+        self.out.lines.insert(0, Line { indent: 0, node_ref: None, text });
+        for o in &mut self.inter {
+            o.line += 1;
+        }
+    }
+
     /// Adds a line after the pending text; `None` when the byte budget has no room for it.
     pub(super) fn push(&mut self, indent: u16, node_ref: Option<String>, text: String) -> Option<usize> {
         self.flush_text();
