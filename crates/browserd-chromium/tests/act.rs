@@ -419,6 +419,30 @@ async fn navigation_history_and_deadline() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_click_waits_for_its_own_requests_not_for_a_pages_polls_or_a_new_pages_long_poll() {
+    // The page polls every 200 ms and keeps a long-poll open: a click on "Ping" answers at once, with its effect,
+    // nothing pending (the long-poll began before the input; a poll that began since ends at once).
+    let page = Page::open("/never-idle.html").await;
+    let o = page.observe().await;
+    let r = page.act(ActParams::new(ActionKind::Click).target(ref_of(&o, "button \"Ping\""))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(r.effects.changed.iter().any(|c| c == "Pinged: yes") && r.effects.pending.is_empty(), "{r:#?}");
+    page.close().await;
+    // A link to that page: the click waits for the load, not for the new page's long-poll, which is no answer to it.
+    let html = format!(
+        "data:text/html,<title>l</title><a href='{}'>Open the busy page</a>",
+        env().site.url("/never-idle.html")
+    );
+    let page = Page::open(&html).await;
+    let o = page.observe().await;
+    let r = page.act(ActParams::new(ActionKind::Click).target(ref_of(&o, "link \"Open the busy page\""))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    assert!(r.effects.navigated.as_deref().is_some_and(|u| u.ends_with("/never-idle.html")), "{r:#?}");
+    assert!(r.effects.pending.is_empty(), "the new page's long-poll is not the click's: {r:#?}");
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn wait_action_waits_for_an_expectation() {
     let page = Page::open("/never-idle.html").await;
     let r = page.act(ActParams::new(ActionKind::Wait).expect(text("Polling: active")).timeout_ms(5000)).await;

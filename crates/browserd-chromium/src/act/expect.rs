@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use browserd_cdp::SessionId;
-use browserd_protocol::{ActParams, Dispatch, Expectation, ExpectationResult, Outcome, Postcondition, codes};
+use browserd_protocol::{
+    ActParams, ActionKind, Dispatch, Expectation, ExpectationResult, Outcome, Postcondition, codes,
+};
 use serde_json::Value;
 
 use super::fail::{Fail, OUTCOME_UNKNOWN};
@@ -257,13 +259,24 @@ impl Run<'_> {
         let quiet = if params.expected.is_empty() { QUIET_MS } else { QUIET_EXPECTING_MS };
         // The input went out during the dispatch: requests begun since are the page's answer to it.
         let input = Instant::now().checked_sub(Duration::from_secs_f64(self.res.timings.dispatch / 1000.0));
-        let mut requests_awaited = !self.sent.load(Ordering::SeqCst);
+        // Not for a navigation (its load is waited for; the new document's own requests, a long-poll among them, are
+        // not the answer to the input).
+        let navigation =
+            matches!(params.action, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload);
+        let mut requests_awaited = navigation || !self.sent.load(Ordering::SeqCst);
         let mut lost;
         loop {
             self.settle(quiet).await;
             if !requests_awaited {
                 requests_awaited = true;
-                self.res.effects.pending = self.await_requests(input.unwrap_or_else(Instant::now)).await;
+                // A click that navigated (a link) waits for its load instead, as a navigation does.
+                let navigated = {
+                    let st = self.p.st();
+                    st.log_since(self.tab, self.seq0).iter().any(|e| matches!(e, LogEvent::Navigated(_)))
+                };
+                if !navigated {
+                    self.res.effects.pending = self.await_requests(input.unwrap_or_else(Instant::now)).await;
+                }
             }
             lost = self.link_lost();
             if lost.is_none()

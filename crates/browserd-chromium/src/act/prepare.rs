@@ -40,9 +40,12 @@ impl Run<'_> {
                 () = run.dialog_opened() => None,
             }
         };
-        // The requests the input will start are watched from before it is sent (`requests.rs`); not while a dialog
-        // blocks the page, which no input reaches.
-        let watch = async { if run.dialog_open().is_none() { run.watch_requests().await } else { false } };
+        // The requests the input will start are watched from before it is sent (`requests.rs`); not for a navigation
+        // (its load is waited for) nor while a dialog blocks the page, which no input reaches.
+        let navigation =
+            matches!(params.action, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload);
+        let watch =
+            async { if !navigation && run.dialog_open().is_none() { run.watch_requests().await } else { false } };
         let (versions, (), prefetched, network) = tokio::join!(versions, page, run.prefetch(params), watch);
         self.network_enabled = network;
         *self.prefetched.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = prefetched;
