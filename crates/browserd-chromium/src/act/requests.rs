@@ -17,6 +17,10 @@ pub(super) const REQUEST_WAIT: Duration = Duration::from_secs(3);
 /// How often the requests are looked at while waiting.
 const POLL: Duration = Duration::from_millis(10);
 
+/// At most this many open requests are kept (an action cancelled mid-way, by Stop, leaves the tab watched until the
+/// next action begins: what it keeps meanwhile stays bounded).
+const MAX_OPEN: usize = 256;
+
 /// The fetch/XHR requests of a tab's page session while an action watches (`Network` enabled for it).
 #[derive(Debug, Default)]
 pub(crate) struct Requests {
@@ -36,7 +40,7 @@ pub(crate) fn apply(r: &mut Requests, method: &str, params: &Value) {
         "Network.requestWillBeSent" => {
             // Only what a script asked for: documents are navigations (waited for as loads), and images, styles,
             // fonts or an event stream's connection are not the answer to an action.
-            if !matches!(params["type"].as_str(), Some("Fetch" | "XHR")) {
+            if !matches!(params["type"].as_str(), Some("Fetch" | "XHR")) || r.open.len() >= MAX_OPEN {
                 return;
             }
             let req = &params["request"];
