@@ -479,6 +479,12 @@ pub enum ActionKind {
 }
 
 impl ActionKind {
+    /// Whether the action loads a document or moves through the tab's history: navigate, back, forward, reload.
+    #[must_use]
+    pub fn navigates(self) -> bool {
+        matches!(self, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload)
+    }
+
     /// Whether the action works on a node of the page (a ref or a screenshot point), not on the page's load or
     /// history, a wait or a dialog.
     #[must_use]

@@ -5,9 +5,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use browserd_cdp::SessionId;
-use browserd_protocol::{
-    ActParams, ActionKind, Dispatch, Expectation, ExpectationResult, Outcome, Postcondition, codes,
-};
+use browserd_protocol::{ActParams, Dispatch, Expectation, ExpectationResult, Outcome, Postcondition, codes};
 use serde_json::Value;
 
 use super::fail::{Fail, OUTCOME_UNKNOWN};
@@ -261,9 +259,7 @@ impl Run<'_> {
         let input = Instant::now().checked_sub(Duration::from_secs_f64(self.res.timings.dispatch / 1000.0));
         // Not for a navigation (its load is waited for; the new document's own requests, a long-poll among them, are
         // not the answer to the input).
-        let navigation =
-            matches!(params.action, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload);
-        let mut requests_awaited = navigation || !self.sent.load(Ordering::SeqCst);
+        let mut requests_awaited = params.action.navigates() || !self.sent.load(Ordering::SeqCst);
         let mut lost;
         loop {
             self.settle(quiet).await;

@@ -73,14 +73,7 @@ async fn act_inner(
     sent: &AtomicBool,
 ) -> Result<ActionResult, ProviderError> {
     let t0 = Instant::now();
-    let default = if matches!(
-        params.action,
-        ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload
-    ) {
-        Duration::from_secs(30)
-    } else {
-        Duration::from_secs(10)
-    };
+    let default = if params.action.navigates() { Duration::from_secs(30) } else { Duration::from_secs(10) };
     let budget = params.timeout_ms.map_or(default, Duration::from_millis).min(ctx.timeout);
     let deadline = t0 + budget;
     let _guard = p.lock_tab_until(tab, deadline).await?;

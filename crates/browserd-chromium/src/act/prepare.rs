@@ -42,8 +42,7 @@ impl Run<'_> {
         };
         // The requests the input will start are watched from before it is sent (`requests.rs`); not for a navigation
         // (its load is waited for) nor while a dialog blocks the page, which no input reaches.
-        let navigation =
-            matches!(params.action, ActionKind::Navigate | ActionKind::Back | ActionKind::Forward | ActionKind::Reload);
+        let navigation = params.action.navigates();
         let watch =
             async { if !navigation && run.dialog_open().is_none() { run.watch_requests().await } else { false } };
         let (versions, (), prefetched, network) = tokio::join!(versions, page, run.prefetch(params), watch);
