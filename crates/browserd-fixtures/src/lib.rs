@@ -298,7 +298,8 @@ const PAGES: &[FixturePage] = &[
 /// that try to pass for browserd's own lines), `/diagnose.html` (what a leaky log would pick up: it logs its URL, its
 /// text and what is typed to the console), `/server-save.html` (a Save and a Sync button that send the form to
 /// `POST /api/save?delay=` and show the server's answer only once it replied, after 300 ms and 6 s; the server records
-/// `save:weekly`, `sync:weekly` when it answers). A page names the other site as `{{OTHER_ORIGIN}}`.
+/// `save:weekly`, `sync:weekly` when it answers) and `/server-save-frame.html` (that form in a frame of the other site,
+/// an out-of-process iframe). A page names the other site as `{{OTHER_ORIGIN}}`.
 const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
@@ -336,6 +337,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/broken-download.html", include_str!("../fixtures/broken-download.html")),
     ("/diagnose.html", include_str!("../fixtures/diagnose.html")),
     ("/server-save.html", include_str!("../fixtures/server-save.html")),
+    ("/server-save-frame.html", include_str!("../fixtures/server-save-frame.html")),
 ];
 
 const SLOW_PAGE: &str = include_str!("../fixtures/slow.html");

@@ -178,6 +178,35 @@ async fn a_click_whose_effect_comes_after_a_server_round_trip_reports_it_not_non
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_save_in_a_cross_site_frame_reports_its_answer_through_mcp() {
+    // The form is another site's, in an out-of-process iframe (as payment forms are): its fetch goes out from the
+    // frame's own session, and the click still waits for the answer the frame then shows.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+
+    ok(&client
+        .call_tool(call("browser_open", json!({"url": site.url("/server-save-frame.html")}), "t1"))
+        .await
+        .unwrap());
+    let observed = client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap();
+    let text = &observed.content[0].as_text().expect("text first").text;
+    let save = ref_on(text, "button \"Save\"");
+    assert!(save.starts_with('f'), "a ref of the frame: {text}");
+    let saved = client.call_tool(call("browser_act", json!({"action": "click", "target": save}), "t1")).await.unwrap();
+    assert_eq!(saved.is_error, Some(false), "{saved:?}");
+    let result = saved.structured_content.clone().expect("structured result");
+    assert_eq!(result["effects"]["changed"], json!(["Saved: weekly"]), "{result}");
+    assert!(result["effects"].get("none").is_none(), "{result}");
+    assert_eq!(site.records(), ["save:weekly"], "the server answered once");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fill_the_page_formats_is_a_success_through_mcp() {
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;

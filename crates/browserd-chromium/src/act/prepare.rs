@@ -44,7 +44,7 @@ impl Run<'_> {
         // (its load is waited for) nor while a dialog blocks the page, which no input reaches.
         let navigation = params.action.navigates();
         let watch =
-            async { if !navigation && run.dialog_open().is_none() { run.watch_requests().await } else { false } };
+            async { if !navigation && run.dialog_open().is_none() { run.watch_requests().await } else { Vec::new() } };
         let (versions, (), prefetched, network) = tokio::join!(versions, page, run.prefetch(params), watch);
         self.network_enabled = network;
         *self.prefetched.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = prefetched;

@@ -1,4 +1,5 @@
-//! Requests an action started: the `Network` domain is enabled on the tab's page session for the action's window,
+//! Requests an action started: the `Network` domain is enabled on the tab's page session and those of its
+//! out-of-process frames (a payment form's iframe) for the action's window,
 //! the fetch/XHR requests the page begins after the input are tracked until they end, and the settle waits for their
 //! answer (bounded), so an effect that lands after a server round trip (a save, a search) is seen rather than
 //! reported as `effects.none`; one still open at the bound is reported in `effects.pending`.
@@ -6,6 +7,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use browserd_cdp::SessionId;
+use futures_util::future::join_all;
 use serde_json::{Value, json};
 
 use super::run::Run;
@@ -68,35 +71,43 @@ fn path_of(url: &str) -> String {
 }
 
 impl Run<'_> {
-    /// Starts watching the requests of the tab's page session: `Network` enabled. Returns whether it is to be
-    /// disabled after the action: not when the advanced tier collects the tab's events (`browser_network`), whose
-    /// collection keeps it on.
-    pub(super) async fn watch_requests(&self) -> bool {
+    /// Starts watching the requests of the tab's page session and of its out-of-process frames' sessions: `Network`
+    /// enabled on each. Returns the sessions to disable it on after the action: not the page session when the
+    /// advanced tier collects the tab's events (`browser_network`), whose collection keeps it on.
+    pub(super) async fn watch_requests(&self) -> Vec<SessionId> {
         let collected = self.p.advanced.collecting(self.tab);
+        let mut sessions = vec![self.session.clone()];
         {
             let mut st = self.p.st();
-            let Some(t) = st.tabs.get_mut(&self.tab) else { return false };
+            let Some(t) = st.tabs.get_mut(&self.tab) else { return Vec::new() };
             t.requests.watching = true;
             t.requests.open.clear();
+            sessions.extend(t.children.keys().cloned());
         }
         let params = json!({"maxTotalBufferSize": 0, "maxResourceBufferSize": 0});
-        let enabled = self.p.call(Some(&self.session), "Network.enable", params, self.deadline).await.is_ok();
-        enabled && !collected
+        let enabled =
+            join_all(sessions.iter().map(|s| self.p.call(Some(s), "Network.enable", params.clone(), self.deadline)))
+                .await;
+        sessions
+            .into_iter()
+            .zip(enabled)
+            .filter(|(s, r)| r.is_ok() && !(collected && *s == self.session))
+            .map(|(s, _)| s)
+            .collect()
     }
 
-    /// Stops watching: the kept requests are dropped and `Network` is disabled again if this action enabled it (the
-    /// command is queued before the tab is free for the next action, its answer not waited for).
-    pub(super) async fn unwatch_requests(&self, enabled: bool) {
+    /// Stops watching: the kept requests are dropped and `Network` is disabled again on the sessions this action
+    /// enabled it on (the commands are queued before the tab is free for the next action, their answers not waited for).
+    pub(super) async fn unwatch_requests(&self, enabled: &[SessionId]) {
         if let Some(t) = self.p.st().tabs.get_mut(&self.tab) {
             t.requests.watching = false;
             t.requests.open.clear();
         }
-        if enabled
-            && let Ok(q) =
-                self.p.cdp.enqueue(Some(&self.session), "Network.disable", json!({}), Duration::from_millis(200)).await
-        {
-            // A command whose answer nobody waits for is not sent.
-            drop(tokio::spawn(q.answer()));
+        for s in enabled {
+            if let Ok(q) = self.p.cdp.enqueue(Some(s), "Network.disable", json!({}), Duration::from_millis(200)).await {
+                // A command whose answer nobody waits for is not sent.
+                drop(tokio::spawn(q.answer()));
+            }
         }
     }
 

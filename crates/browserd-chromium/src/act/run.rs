@@ -44,8 +44,9 @@ pub(super) struct Run<'a> {
     pub(super) dom_changed: Option<bool>,
     /// The node a screenshot point hit (its session, frame and backend node), once hit-tested.
     pub(super) hit_node: Option<(SessionId, String, i64)>,
-    /// This action enabled `Network` to watch the requests it starts (`requests.rs`), and disables it at the end.
-    pub(super) network_enabled: bool,
+    /// The sessions this action enabled `Network` on to watch the requests it starts (`requests.rs`); it disables it
+    /// there at the end.
+    pub(super) network_enabled: Vec<SessionId>,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -88,7 +89,7 @@ impl<'a> Run<'a> {
             prefetched: std::sync::Mutex::new(Vec::new()),
             dom_changed: None,
             hit_node: None,
-            network_enabled: false,
+            network_enabled: Vec::new(),
         })
     }
 }

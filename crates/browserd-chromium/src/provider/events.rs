@@ -466,7 +466,8 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
         m if m.starts_with("Network.") => {
             if let Some(tab) = session_tab
                 && let Some(t) = st.tabs.get_mut(&tab)
-                && t.session.as_ref() == ev.session.as_ref()
+                && (t.session.as_ref() == ev.session.as_ref()
+                    || ev.session.as_ref().is_some_and(|s| t.children.contains_key(s)))
             {
                 crate::act::apply_request_event(&mut t.requests, m, p);
             }
