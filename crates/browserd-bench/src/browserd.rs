@@ -477,8 +477,7 @@ pub fn observation_content(text: &str) -> String {
 /// One operable line of the line format: `e12 button "Delete" (in …)`, `f2e5 textbox "Inner input"`,
 /// `e3 region "Inbox":` (a container with a ref). Returns the ref, the role and the name.
 pub fn parse_line(line: &str) -> Option<(String, String, String)> {
-    let node_ref = browserd_protocol::line_ref(line)?;
-    let rest = &line.trim_start()[node_ref.len() + 1..];
+    let (node_ref, rest) = browserd_protocol::split_ref(line)?;
     let role_len = rest.find([' ', ':']).unwrap_or(rest.len());
     let role = &rest[..role_len];
     if role.is_empty() {

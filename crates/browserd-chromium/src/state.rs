@@ -351,7 +351,7 @@ pub(crate) struct Tab {
     /// Frames the page attached (`Page.frameAttached`) that have not committed a document yet: their first request is
     /// judged by the site policy (`provider/intercept.rs`) before the frame is otherwise known.
     pub(crate) attached_frames: RecentFrames<()>,
-    /// The fetch/XHR requests of its page session while an action watches them (`act/requests.rs`).
+    /// The fetch/XHR requests of its page and frame sessions while an action watches them (`act/requests.rs`).
     pub(crate) requests: crate::act::Requests,
     /// Frames whose document request the site policy stopped (`provider/intercept.rs`), with the stopped URL, until
     /// the frame commits another document: the browser's error page the frame then shows stands for that URL.

@@ -59,13 +59,10 @@ async fn each_chips_remove_icon_is_told_apart_by_the_chips_own_label() {
 
 /// The ref lines showing `role "name"`, with what follows the name (the notes that tell them apart).
 fn namesakes<'a>(o: &'a Observation, role: &str, name: &str) -> Vec<&'a str> {
-    let shown = format!(" {role} \"{name}\"");
+    let shown = format!("{role} \"{name}\"");
     o.untrusted_content
         .lines()
-        .filter_map(|l| {
-            let r = browserd_protocol::line_ref(l)?;
-            l.trim_start()[r.len()..].strip_prefix(shown.as_str())
-        })
+        .filter_map(|l| browserd_protocol::split_ref(l)?.1.strip_prefix(shown.as_str()))
         .collect()
 }
 

@@ -185,11 +185,8 @@ async fn duplicates_get_the_least_context_that_tells_them_apart() {
         <section aria-label=Other><ul><li>Tools <button>Open</button></li></ul></section>";
     let page = Page::open(html).await;
     let o = page.observe().await;
-    let shown: Vec<&str> = o
-        .untrusted_content
-        .lines()
-        .filter_map(|l| Some(&l.trim_start()[browserd_protocol::line_ref(l)?.len() + 1..]))
-        .collect();
+    let shown: Vec<&str> =
+        o.untrusted_content.lines().filter_map(|l| browserd_protocol::split_ref(l).map(|(_, rest)| rest)).collect();
     assert_eq!(
         shown,
         [
@@ -231,7 +228,7 @@ async fn rows_selects_and_duplicates_render_in_few_lines() {
         .untrusted_content
         .lines()
         .map(|l| l.trim_start())
-        .map(|l| browserd_protocol::line_ref(l).map_or(l, |r| &l[r.len() + 1..]))
+        .map(|l| browserd_protocol::split_ref(l).map_or(l, |(_, rest)| rest))
         .collect();
     for want in [
         "Name | Plan | Action",

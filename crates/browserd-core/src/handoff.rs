@@ -104,10 +104,7 @@ fn text_in(content: &str, text: &str) -> bool {
 /// Whether an observation line (` e3 button "Save"`, `# Heading`) shows a node with this role and name
 /// substring (case-insensitive).
 fn node_matches(line: &str, role: Option<&str>, name: Option<&str>) -> bool {
-    let mut rest = line.trim_start();
-    if let Some(r) = browserd_protocol::line_ref(rest) {
-        rest = &rest[r.len() + 1..];
-    }
+    let rest = browserd_protocol::split_ref(line).map_or_else(|| line.trim_start(), |(_, rest)| rest);
     let (line_role, line_name) = if let Some(h) = rest.strip_prefix('#') {
         ("heading", h.trim_start_matches('#').trim())
     } else {

@@ -55,12 +55,19 @@ impl NodeRef {
     }
 }
 
-/// The ref an observation line starts with, after its indentation: `e12` of ` e12 button "Save"`. A ref line is the
-/// ref, one space, then the role; page text that would read like one is shown behind `text: `, so it never does.
+/// An observation line's ref and what follows it, after its indentation: `("e12", "button \"Save\"")` of
+/// ` e12 button "Save"`. A ref line is the ref, one space, then the role; page text that would read like one is shown
+/// behind `text: `, so it never does.
+#[must_use]
+pub fn split_ref(line: &str) -> Option<(&str, &str)> {
+    let (word, rest) = line.trim_start().split_once(' ')?;
+    (NodeRef::is_ref_shaped(word) && !rest.is_empty()).then_some((word, rest))
+}
+
+/// The ref an observation line starts with (see [`split_ref`]): `e12` of ` e12 button "Save"`.
 #[must_use]
 pub fn line_ref(line: &str) -> Option<&str> {
-    let (word, rest) = line.trim_start().split_once(' ')?;
-    (NodeRef::is_ref_shaped(word) && !rest.is_empty()).then_some(word)
+    split_ref(line).map(|(r, _)| r)
 }
 
 /// The line of an observation that starts with the ref `r` (`e7 button "Delete account"` for `e7`).
@@ -997,6 +1004,7 @@ mod tests {
             assert!(!NodeRef::is_ref_shaped(w), "{w}");
         }
         assert_eq!(line_ref("  e12 button \"Save\""), Some("e12"));
+        assert_eq!(split_ref("  e12 button \"Save\""), Some(("e12", "button \"Save\"")));
         assert_eq!(line_ref("f2e5 textbox \"Inner\": x"), Some("f2e5"));
         assert_eq!(line_ref("e12"), None);
         assert_eq!(line_ref("text: e3 button \"Pay\""), None);

@@ -11,11 +11,10 @@ pub fn app_ref(content: &str, role: &str, name: &str, taken: &[String], from_end
         lines.reverse();
     }
     for line in lines {
-        let Some(r) = browserd_protocol::line_ref(line) else { continue };
+        let Some((r, after)) = browserd_protocol::split_ref(line) else { continue };
         if taken.iter().any(|t| t == r) {
             continue;
         }
-        let after = line.trim_start()[r.len()..].trim_start();
         let (shown_role, tail) = after.split_once(' ').unwrap_or((after, ""));
         if role != "generic" && shown_role != role {
             continue;

@@ -260,12 +260,12 @@ fn compact(v: &Value) -> String {
 
 /// Finds the ref of the first line `ref role "name…"` in an observation.
 fn find_ref(content: &str, role: &str, name: &str) -> Result<NodeRef> {
-    let needle = format!(" {role} \"{name}");
+    let needle = format!("{role} \"{name}");
     content
         .lines()
         .find_map(|l| {
-            let r = browserd_protocol::line_ref(l)?;
-            l.trim_start()[r.len()..].starts_with(&needle).then(|| NodeRef::new(r))
+            let (r, rest) = browserd_protocol::split_ref(l)?;
+            rest.starts_with(&needle).then(|| NodeRef::new(r))
         })
         .with_context(|| format!("no {role} \"{name}\" in the observation"))
 }

@@ -163,9 +163,9 @@ pub fn target_line(step: &ActParams, content: Option<&str>) -> Option<String> {
     if target.contains('"') {
         return Some(target.to_owned());
     }
-    let line = browserd_protocol::ref_line(content?, target)?.trim_start();
+    let (_, rest) = browserd_protocol::split_ref(browserd_protocol::ref_line(content?, target)?)?;
     // Without the ref: the same role and name under a new ref is the same target.
-    Some(line[target.len()..].split_whitespace().collect::<Vec<_>>().join(" "))
+    Some(rest.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// `role "name"` of an observation line or a target.

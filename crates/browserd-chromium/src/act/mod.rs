@@ -100,6 +100,6 @@ async fn act_inner(
         run.settle_and_verify(params).await;
         run.res.timings.wait = ms(w0.elapsed()) - run.res.timings.observe;
     }
-    run.unwatch_requests(&run.network_enabled).await;
+    run.unwatch_requests().await;
     Ok(run.finish(params).await)
 }

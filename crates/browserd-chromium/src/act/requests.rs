@@ -15,7 +15,7 @@ use super::run::Run;
 use super::settle::QUIET_EXPECTING_MS;
 
 /// Longest wait for the requests an action started, after the DOM went quiet.
-pub(super) const REQUEST_WAIT: Duration = Duration::from_secs(3);
+const REQUEST_WAIT: Duration = Duration::from_secs(3);
 
 /// How often the requests are looked at while waiting.
 const POLL: Duration = Duration::from_millis(10);
@@ -24,7 +24,7 @@ const POLL: Duration = Duration::from_millis(10);
 /// next action begins: what it keeps meanwhile stays bounded).
 const MAX_OPEN: usize = 256;
 
-/// The fetch/XHR requests of a tab's page session while an action watches (`Network` enabled for it).
+/// The fetch/XHR requests of a tab's page and frame sessions while an action watches (`Network` enabled for it).
 #[derive(Debug, Default)]
 pub(crate) struct Requests {
     /// An action is watching: events are kept.
@@ -33,7 +33,7 @@ pub(crate) struct Requests {
     pub(crate) open: HashMap<String, (String, Instant)>,
 }
 
-/// Keeps a `Network` event of the tab's page session while an action watches.
+/// Keeps a `Network` event of the tab's page or frame sessions while an action watches.
 pub(crate) fn apply(r: &mut Requests, method: &str, params: &Value) {
     if !r.watching {
         return;
@@ -98,12 +98,12 @@ impl Run<'_> {
 
     /// Stops watching: the kept requests are dropped and `Network` is disabled again on the sessions this action
     /// enabled it on (the commands are queued before the tab is free for the next action, their answers not waited for).
-    pub(super) async fn unwatch_requests(&self, enabled: &[SessionId]) {
+    pub(super) async fn unwatch_requests(&self) {
         if let Some(t) = self.p.st().tabs.get_mut(&self.tab) {
             t.requests.watching = false;
             t.requests.open.clear();
         }
-        for s in enabled {
+        for s in &self.network_enabled {
             if let Ok(q) = self.p.cdp.enqueue(Some(s), "Network.disable", json!({}), Duration::from_millis(200)).await {
                 // A command whose answer nobody waits for is not sent.
                 drop(tokio::spawn(q.answer()));

@@ -118,10 +118,7 @@ pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str) -> Strin
 /// The context a container line (`e3 clickable "Desk lamp":`, `region "Inbox" (in "Mail"):`) gives the lines
 /// indented under it, as [`quote_cut`] writes it: `None` for any other line, or a container without a name.
 pub(super) fn container_context(text: &str) -> Option<String> {
-    let rest = match browserd_protocol::line_ref(text) {
-        Some(r) => &text.trim_start()[r.len() + 1..],
-        None => text,
-    };
+    let rest = browserd_protocol::split_ref(text).map_or(text, |(_, rest)| rest);
     let rest = rest.strip_suffix(':')?;
     let (_role, quoted) = rest.split_once(' ')?;
     let mut chars = quoted.strip_prefix('"')?.chars();

@@ -251,8 +251,8 @@ fn heading_echo(lines: &[Line], i: usize) -> bool {
     }
     let quoted = format!("\"{}\"", name.replace('"', "\\\""));
     let named = |n: &Line| {
-        let after_role = n.text.split_once(' ').and_then(|(_, rest)| rest.split_once(' ')).map(|(_, rest)| rest);
-        after_role.and_then(|rest| rest.strip_prefix(quoted.as_str())).is_some_and(|tail| !tail.starts_with(':'))
+        let after_role = browserd_protocol::split_ref(&n.text).and_then(|(_, rest)| rest.split_once(' '));
+        after_role.and_then(|(_, rest)| rest.strip_prefix(quoted.as_str())).is_some_and(|tail| !tail.starts_with(':'))
     };
     lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.indent == l.indent + 1 && named(n))
         && lines.get(i + 2).is_none_or(|n| n.indent <= l.indent)

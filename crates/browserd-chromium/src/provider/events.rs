@@ -464,10 +464,9 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
             }
         }
         m if m.starts_with("Network.") => {
+            // `session_tab` is the tab of its page session or of one of its out-of-process frames' sessions.
             if let Some(tab) = session_tab
                 && let Some(t) = st.tabs.get_mut(&tab)
-                && (t.session.as_ref() == ev.session.as_ref()
-                    || ev.session.as_ref().is_some_and(|s| t.children.contains_key(s)))
             {
                 crate::act::apply_request_event(&mut t.requests, m, p);
             }

@@ -22,12 +22,12 @@ pub(crate) fn counter(name: &str) -> String {
 /// The ref of the first element of `role` named `name` in an observation's lines (`e2 button "Count"`).
 pub(crate) fn ref_of(observation: &Value, role: &str, name: &str) -> String {
     let content = observation["untrustedContent"].as_str().unwrap_or_default();
-    let needle = format!(" {role} \"{name}\"");
+    let needle = format!("{role} \"{name}\"");
     content
         .lines()
         .find_map(|line| {
-            let r = browserd_protocol::line_ref(line)?;
-            line.trim_start()[r.len()..].starts_with(&needle).then(|| r.to_owned())
+            let (r, rest) = browserd_protocol::split_ref(line)?;
+            rest.starts_with(&needle).then(|| r.to_owned())
         })
         .unwrap_or_else(|| panic!("no {role} {name:?} in the observation:\n{content}"))
 }
