@@ -255,11 +255,9 @@ impl Run<'_> {
 
     pub(super) async fn settle_and_verify(&mut self, params: &ActParams) {
         let quiet = if params.expected.is_empty() { QUIET_MS } else { QUIET_EXPECTING_MS };
-        // The input went out during the dispatch: requests begun since are the page's answer to it.
-        let input = Instant::now().checked_sub(Duration::from_secs_f64(self.res.timings.dispatch / 1000.0));
         // Not for a navigation (its load is waited for; the new document's own requests, a long-poll among them, are
-        // not the answer to the input).
-        let mut requests_awaited = params.action.navigates() || !self.sent.load(Ordering::SeqCst);
+        // not the answer to the input), nor when no input went out.
+        let mut requests_awaited = params.action.navigates() || self.input_at.is_none();
         let mut lost;
         loop {
             self.settle(quiet).await;
@@ -270,8 +268,8 @@ impl Run<'_> {
                     let st = self.p.st();
                     st.log_since(self.tab, self.seq0).iter().any(|e| matches!(e, LogEvent::Navigated(_)))
                 };
-                if !navigated {
-                    self.res.effects.pending = self.await_requests(input.unwrap_or_else(Instant::now)).await;
+                if let Some(input) = self.input_at.filter(|_| !navigated) {
+                    self.res.effects.pending = self.await_requests(input).await;
                 }
             }
             lost = self.link_lost();

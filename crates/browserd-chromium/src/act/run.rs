@@ -47,6 +47,8 @@ pub(super) struct Run<'a> {
     /// The sessions this action enabled `Network` on to watch the requests it starts (`requests.rs`); it disables it
     /// there at the end.
     pub(super) network_enabled: Vec<SessionId>,
+    /// When the first input of this action was handed to the browser: requests begun since are its answer.
+    pub(super) input_at: Option<Instant>,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -90,6 +92,7 @@ impl<'a> Run<'a> {
             dom_changed: None,
             hit_node: None,
             network_enabled: Vec::new(),
+            input_at: None,
         })
     }
 }

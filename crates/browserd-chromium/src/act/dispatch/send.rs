@@ -23,6 +23,7 @@ impl Run<'_> {
             return Err(f);
         }
         self.sent.store(true, Ordering::SeqCst);
+        self.input_at.get_or_insert_with(std::time::Instant::now);
         Ok(())
     }
 
