@@ -105,7 +105,8 @@ fn said(line: &str) -> Said {
         }
         return Said::Name(parts);
     }
-    Said::Text(l.strip_prefix("text: ").unwrap_or(l).to_owned())
+    // Text drawn struck through is shown between `~~` marks (`~~$59.00~~ $45.00`): the marks are browserd's own.
+    Said::Text(l.strip_prefix("text: ").unwrap_or(l).replace("~~", ""))
 }
 
 /// The quoted strings of a line (`"a \"b\""` → `a "b"`).

@@ -142,6 +142,18 @@ const MAILS: &[(&str, &str, &str, &str)] = &[
     ("m5", "Barbara Liskov", "Substitution principle slides", "Mon"),
     ("m6", "Dennis Ritchie", "Lunch?", "Sun"),
 ];
+/// The body of the one HTML mail (`m3`), as a mail client shows it once opened: an HTML email laid out with tables
+/// (no header cells: Chromium reads them as layout), a corrected figure struck through beside the new one, and a
+/// sentence that ends right after its link.
+const MAIL_HTML: (&str, &str) = (
+    "m3",
+    r#"<table width="100%" cellpadding="0" cellspacing="0" role="presentation"><tr><td>
+<p>Hi all, the corrected numbers are below.</p>
+<table cellpadding="4" cellspacing="0"><tr><td>Orbit insertion</td><td><s>T+11:42</s> T+11:38</td></tr>
+<tr><td>Splashdown</td><td>Atlantic, <span class="was">29.9 N</span> 29.4 N</td></tr></table>
+<p>Struck figures are superseded. The method is in the <a href="https://example.test/trajectory">full report</a>.</p>
+</td></tr></table>"#,
+);
 const FLAGGED: usize = 1;
 const STORAGE: &str = "41% of 15 GB";
 
@@ -174,6 +186,9 @@ const PRODUCTS: &[(&str, &str, &str, u32)] = &[
     ("p2", "Desk lamp", "Desk lamp with an adjustable arm and a warm dimmable light", 4500),
     ("p3", "Coffee grinder", "Burr coffee grinder with 40 grind settings", 8900),
 ];
+/// The shop's sale prices: product id, the price before (shown struck through beside the price), and whether it is
+/// marked up as `<s>` (else a `<span>` the stylesheet strikes through, as shop themes do).
+const WAS: &[(&str, u32, bool)] = &[("p2", 5900, true), ("p3", 9900, false)];
 const SHIPPING: &str = "Free shipping over $50";
 
 /// The settings console (web components): its nav items, switches (id, label, on at load), the members table reuses
@@ -347,7 +362,10 @@ fn data(path: &str) -> Value {
         }),
         "/apps/mail.html" => json!({
             "folders": folder_tree(0, 0).0,
-            "mails": MAILS.iter().map(|(id, from, subject, date)| json!({"id": id, "from": from, "subject": subject, "date": date}))
+            "mails": MAILS.iter().map(|(id, from, subject, date)| json!({
+                "id": id, "from": from, "subject": subject, "date": date,
+                "html": (*id == MAIL_HTML.0).then_some(MAIL_HTML.1),
+            }))
                 .collect::<Vec<_>>(),
             "flagged": FLAGGED,
             "storage": STORAGE,
@@ -418,7 +436,11 @@ fn data(path: &str) -> Value {
             })).collect::<Vec<_>>(),
         }),
         "/apps/shop.html" => json!({
-            "products": PRODUCTS.iter().map(|(id, short, name, cents)| json!({"id": id, "short": short, "name": name, "cents": cents}))
+            "products": PRODUCTS.iter().map(|(id, short, name, cents)| {
+                let was = WAS.iter().find(|w| w.0 == *id);
+                json!({"id": id, "short": short, "name": name, "cents": cents,
+                       "was": was.map(|w| w.1), "wasTag": was.is_some_and(|w| w.2)})
+            })
                 .collect::<Vec<_>>(),
             "shipping": SHIPPING,
         }),

@@ -178,6 +178,59 @@ async fn a_click_whose_effect_comes_after_a_server_round_trip_reports_it_not_non
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn struck_prices_layout_table_cells_and_a_sentence_ending_after_its_link_read_as_drawn_through_mcp() {
+    // The shop (React) shows two sales, the price before struck through (`<s>`, and a span its stylesheet strikes):
+    // read plainly, `$59.00 $45.00` says two prices and not which holds. The mail app (Vue) opens an HTML email laid
+    // out with tables that have no header cells (Chromium reads them as layout): its cells were glued
+    // (`Orbit insertionT+11:42`), and the stop after its closing link stood alone on a line.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let observe = || call("browser_observe", json!({}), "t1");
+    let lines = |r: &CallToolResult| -> Vec<String> {
+        r.content[0]
+            .as_text()
+            .expect("text first")
+            .text
+            .lines()
+            .map(|l| l.trim_start_matches("| ").to_owned())
+            .collect()
+    };
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/shop.html")}), "t1")).await.unwrap());
+    let shop = lines(&client.call_tool(observe()).await.unwrap());
+    for price in ["~~$59.00~~ $45.00", "~~$99.00~~ $89.00"] {
+        assert!(shop.iter().any(|l| l.trim() == price), "{price} in {shop:#?}");
+    }
+    assert!(shop.iter().any(|l| l.trim() == "$129.00"), "a price with no sale has no marks: {shop:#?}");
+
+    let to = json!({"action": "navigate", "value": site.url("/apps/mail.html")});
+    let navigated = client.call_tool(call("browser_act", to, "t1")).await.unwrap();
+    assert_eq!(navigated.is_error, Some(false), "{navigated:?}");
+    let mail = client.call_tool(observe()).await.unwrap();
+    let row = ref_on(&mail.content[0].as_text().expect("text first").text, "clickable \"Katherine Johnson");
+    let opened = client.call_tool(call("browser_act", json!({"action": "click", "target": row}), "t1")).await.unwrap();
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    assert_eq!(site.records(), ["mail:m3"]);
+    let body = lines(&client.call_tool(observe()).await.unwrap());
+    let at = |text: &str| body.iter().position(|l| l.trim() == text).unwrap_or_else(|| panic!("{text:?} in {body:#?}"));
+    at("Orbit insertion | ~~T+11:42~~ T+11:38");
+    at("Splashdown | Atlantic, ~~29.9 N~~ 29.4 N");
+    let sentence = at("Struck figures are superseded. The method is in the full report.");
+    let link = &body[sentence + 1];
+    assert!(
+        browserd_protocol::line_ref(link.trim()).is_some() && link.contains("link \"full report\""),
+        "the link follows its sentence: {body:#?}"
+    );
+    assert!(!body.iter().any(|l| l.trim() == "."), "no stop alone on a line: {body:#?}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_in_a_cross_site_frame_reports_its_answer_through_mcp() {
     // The form is another site's, in an out-of-process iframe (as payment forms are): its fetch goes out from the
     // frame's own session, and the click still waits for the answer the frame then shows.

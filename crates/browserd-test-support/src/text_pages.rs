@@ -1,6 +1,7 @@
 //! Pages for the text side of observation (issue 13): text as a user reads it — an instruction with inline
 //! `<span>` emphasis, a HUD of adjacent status `<div>`s, `<br>`, hidden and `display: contents` elements,
-//! `text-transform`, an issue list of 20 rows with long titles and status chips, long paragraphs and long names.
+//! `text-transform`, an issue list of 20 rows with long titles and status chips, long paragraphs and long names, a
+//! receipt (a header-less table, struck prices, a sentence ending after its link).
 //! Served as `data:` URLs (kept apart from the fixture site until it moves into its own crate). What each page must
 //! read is declared here, never in the page: [`TextPage::must_read`].
 
@@ -84,6 +85,13 @@ const ISSUES: &str = r#"<!doctype html><html lang="en"><head><meta charset="utf-
 </body></html>"#;
 
 /// The text pages.
+const RECEIPT: &str = r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Receipt</title>
+<style>.was{text-decoration:line-through;color:#777}</style></head><body>
+<table cellpadding="4"><tr><td>Subtotal</td><td>$40.00</td></tr><tr><td>Discount</td><td><del>$5.00</del> $4.00</td></tr></table>
+<p>Plan: <s>$20</s> <ins>$15</ins> per month, <span class="was"><b>$99.00</b></span> $89.00 a year.</p>
+<p>Read our <a href="/privacy">privacy policy</a>.</p>
+</body></html>"#;
+
 pub const TEXT_PAGES: &[TextPage] = &[
     TextPage {
         name: "instruction",
@@ -115,6 +123,18 @@ pub const TEXT_PAGES: &[TextPage] = &[
             "This summary paragraph is deliberately long: it runs past one hundred and sixty characters, which is \
              where an older renderer cut every text line with an ellipsis, so that whatever followed was silently \
              lost to the agent reading it.",
+        ],
+    },
+    TextPage {
+        name: "receipt",
+        html: RECEIPT,
+        // A table with no header cells is read as layout: its cells are still apart as `innerText` has them. Text
+        // drawn struck through sits between `~~` marks. A sentence that ends right after its link is one line.
+        must_read: &[
+            "Subtotal | $40.00",
+            "Discount | ~~$5.00~~ $4.00",
+            "Plan: ~~$20~~ $15 per month, ~~$99.00~~ $89.00 a year.",
+            "Read our privacy policy.",
         ],
     },
 ];

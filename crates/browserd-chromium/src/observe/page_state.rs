@@ -119,7 +119,15 @@ impl StateReader {
             session,
             "DOMSnapshot.captureSnapshot",
             json!({
-                "computedStyles": ["cursor", "visibility", "display", "position", "pointer-events", "overflow-y"],
+                "computedStyles": [
+                    "cursor",
+                    "visibility",
+                    "display",
+                    "position",
+                    "pointer-events",
+                    "overflow-y",
+                    "text-decoration-line",
+                ],
                 "includeDOMRects": false,
                 "includePaintOrder": true,
             }),

@@ -37,6 +37,10 @@ pub(super) struct Renderer<'a> {
     /// Text gathered for the next text line, and its indent.
     pub(super) pending: String,
     pub(super) pending_indent: u16,
+    /// A `~~` mark opened in `pending` for struck text (see [`Renderer::text_drawn`]); depth of `deletion` nodes
+    /// (`<del>`, `<s>`) being walked.
+    pub(super) strike_open: bool,
+    pub(super) deleted: u32,
     /// Bytes (two per level of indent) and estimated tokens of the lines so far.
     pub(super) bytes: usize,
     pub(super) tokens: usize,
@@ -182,6 +186,8 @@ impl<'a> Renderer<'a> {
             out: Built::default(),
             pending: String::new(),
             pending_indent: 0,
+            strike_open: false,
+            deleted: 0,
             bytes: 0,
             tokens: 0,
             max_nodes,

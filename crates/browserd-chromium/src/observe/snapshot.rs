@@ -61,6 +61,9 @@ pub(crate) struct DomNode {
     pub(crate) toggle: Option<Toggle>,
     /// A checkbox or radio whose `<label>` carries its [`Toggle`] (the input itself has no box a click can reach).
     pub(crate) by_label: bool,
+    /// Drawn struck through (`text-decoration-line: line-through`: `<s>`, `<del>`, a shop's "was" price styled by
+    /// its class): its text is shown between `~~` marks, so a crossed-out price does not read as the current one.
+    pub(crate) struck: bool,
     /// Its place in document order (tree order, parents first) within its frame's document.
     pub(crate) order: usize,
     /// A scroll container whose scrolled content has, above or below what it shows, more than a screen of it with
@@ -189,6 +192,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 fixed[ni] = st.get(3).map(&s) == Some("fixed");
                 floating[ni] = matches!(st.get(3).map(&s), Some("fixed" | "absolute"));
                 scroller[ni] = matches!(st.get(5).map(&s), Some("auto" | "scroll" | "overlay"));
+                nodes[ni].struck = st.get(6).map(&s).is_some_and(|v| v.contains("line-through"));
                 if nodes[ni].rect.is_none()
                     && let Some(b) = bounds.get(li).and_then(Value::as_array)
                     && let [Some(x), Some(y), Some(w), Some(h)] = [0, 1, 2, 3].map(|k| b.get(k).and_then(Value::as_f64))
@@ -207,6 +211,15 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 && ni < count
             {
                 laid_out[ni] = true;
+            }
+        }
+        // A line-through is drawn across the text of every descendant (the computed value is not inherited).
+        for i in 0..count {
+            if let Some(p) = parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok())
+                && p < i
+                && nodes[p].struck
+            {
+                nodes[i].struck = true;
             }
         }
         label_toggles(&mut nodes, &attrs, &parents, &n["inputChecked"], &laid_out, &s);

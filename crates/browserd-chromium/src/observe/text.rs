@@ -44,6 +44,13 @@ impl Renderer<'_> {
     /// tree's text keeps the collapsible space at a text node's edge that the page renders) decide whether words
     /// across an inline boundary are apart, so `Enter "<span>Ada</span>"` reads `Enter "Ada"`.
     pub(super) fn text(&mut self, indent: u16, t: &str) {
+        self.text_drawn(indent, t, false);
+    }
+
+    /// [`Renderer::text`] of text the page draws struck through (`struck`: a `<del>`, `<s>`, or a "was" price styled
+    /// `line-through`): it goes between `~~` marks, `Price: ~~$59.00~~ $45.00`, so the crossed-out price never reads
+    /// as the one that holds. Struck texts next to each other share one pair of marks.
+    pub(super) fn text_drawn(&mut self, indent: u16, t: &str, struck: bool) {
         if t.trim().is_empty() {
             if !self.pending.is_empty() && !t.is_empty() {
                 self.pending.push(' ');
@@ -56,7 +63,28 @@ impl Renderer<'_> {
         if self.pending.is_empty() {
             self.pending_indent = indent;
         }
-        self.pending.push_str(t);
+        if self.strike_open && !struck {
+            self.close_strike();
+        }
+        if struck && !self.strike_open {
+            let lead = t.len() - t.trim_start().len();
+            self.pending.push_str(&t[..lead]);
+            self.pending.push_str("~~");
+            self.pending.push_str(&t[lead..]);
+            self.strike_open = true;
+        } else {
+            self.pending.push_str(t);
+        }
+    }
+
+    /// Ends the struck text gathered so far: the closing `~~` goes right after its last character, before the
+    /// spaces that part it from what follows.
+    pub(super) fn close_strike(&mut self) {
+        if self.strike_open {
+            let end = self.pending.trim_end().len();
+            self.pending.insert_str(end, "~~");
+            self.strike_open = false;
+        }
     }
 
     /// A line break in the text (a block-level box starts or ends, or a `<br>`): the line gathered so far ends. In
@@ -73,6 +101,7 @@ impl Renderer<'_> {
     }
 
     pub(super) fn flush_text(&mut self) {
+        self.close_strike();
         if self.pending.is_empty() {
             return;
         }
@@ -109,9 +138,10 @@ impl Renderer<'_> {
         let lines = &self.out.lines;
         let whole = start + run.len() == lines.len()
             && run.iter().enumerate().all(|(i, p)| p.line == start + i && lines[p.line].indent == lines[start].indent);
-        // Words after a link: the link is inside the sentence (or starts it). Links that only end a line of text
-        // ("… yield. Read more") leave that text whole as it is, and are not repeated in it.
-        let words = |p: &Piece| matches!(&p.kind, PieceKind::Text(t) if t.chars().any(char::is_alphanumeric));
+        // Words after a link, or the stop that ends its sentence (`Read our <a>privacy policy</a>.`): the link is
+        // inside the sentence (or starts it). Links that only end a line of text ("… yield. Read more") leave that
+        // text whole as it is, and are not repeated in it.
+        let words = |p: &Piece| matches!(&p.kind, PieceKind::Text(t) if !t.trim().is_empty());
         let first_link = run.iter().position(|p| matches!(p.kind, PieceKind::Inline(_)));
         let inside = first_link.is_some_and(|i| run[i..].iter().any(words));
         if !whole || !inside || run.iter().any(|p| matches!(p.kind, PieceKind::Other)) {

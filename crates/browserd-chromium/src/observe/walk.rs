@@ -87,8 +87,19 @@ impl Renderer<'_> {
         let block = dom.is_some_and(|d| d.block);
         let space = dom.is_some_and(|d| d.space_before);
         let unrendered = dom.map(|d| d.unrendered).unwrap_or_default();
+        // A cell of a table the accessibility tree reads as layout (no `cell` role, no `row:` line) after a cell
+        // with text: `innerText` puts a tab there, the observation ` | ` (`Total | $4`, never `Total$4`).
+        let layout_cell = dom.is_some_and(|d| d.cell)
+            && self.row_depth == 0
+            && self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).is_none_or(|n| {
+                n.ignored || !matches!(n.role.as_str(), "cell" | "gridcell" | "columnheader" | "rowheader")
+            });
         if block {
             self.text_break();
+        } else if layout_cell && !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
+            self.close_strike();
+            self.pending.truncate(self.pending.trim_end().len());
+            self.pending.push_str(" | ");
         } else if space && !self.pending.is_empty() && !self.pending.ends_with(' ') {
             self.pending.push(' ');
         }
@@ -136,7 +147,8 @@ impl Renderer<'_> {
                     return;
                 }
                 if !named {
-                    self.text(indent, &n.name);
+                    let struck = self.deleted > 0 || self.dom(frame, n).is_some_and(|d| d.struck);
+                    self.text_drawn(indent, &n.name, struck);
                 }
                 return;
             }
@@ -390,6 +402,7 @@ impl Renderer<'_> {
         );
         let cell = matches!(role, "cell" | "gridcell" | "columnheader" | "rowheader");
         if cell && self.row_depth > 0 {
+            self.close_strike();
             if !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
                 self.pending.push_str(" | ");
             }
@@ -397,6 +410,9 @@ impl Renderer<'_> {
             self.flush_text();
         }
         let child_named = named || (NAME_FROM_CONTENT.contains(&role) && !n.name.is_empty() && role != "cell");
+        // Text removed from the document (`<del>`, `<s>`) is shown struck through even where CSS draws it plain.
+        let deletion = role == "deletion";
+        self.deleted += u32::from(deletion);
         // A list inside a list (a tree built from nested lists) is indented under its item.
         let list = role == "list";
         let child_indent = if list && self.list_depth > 0 { indent + 1 } else { indent };
@@ -416,6 +432,7 @@ impl Renderer<'_> {
         for c in &n.children {
             self.walk(frame, c, child_indent, child_named);
         }
+        self.deleted -= u32::from(deletion);
         if item {
             self.tree_items.pop();
         }

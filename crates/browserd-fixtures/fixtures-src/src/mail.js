@@ -1,6 +1,6 @@
 // The mail app (Vue production build, render functions): a folder tree of nested lists whose rows toggle their
 // children, a mail list of clickable <div> rows (Vue's own per-element handlers), and a HUD of adjacent status
-// <div>s.
+// <div>s, and the opened mail's HTML body (layout tables, a struck figure).
 import { createApp, h, reactive } from 'vue';
 import { record, pageData } from './record.js';
 
@@ -10,6 +10,7 @@ const state = reactive({
   folder: data.folders[0].name,
   read: {},
   opened: null,
+  body: null,
 });
 
 function allFolders(folder) {
@@ -63,6 +64,7 @@ const App = {
                 onClick: () => {
                   state.read[m.id] = true;
                   state.opened = m.subject;
+                  state.body = m.html || null;
                   record(`mail:${m.id}`);
                 },
               },
@@ -70,6 +72,8 @@ const App = {
             ),
           ),
         ),
+        // The opened mail's HTML body, inserted as mail clients do (the message's own markup, its layout tables).
+        state.body ? h('article', { class: 'mail-body', innerHTML: state.body }) : null,
       ]),
     ]);
   },

@@ -3,6 +3,7 @@
 // of <body>, a long product name beside its price chip, a quantity field labelled by a sibling <div>
 // (aria-labelledby, no <label>), icon buttons whose only name is an <svg><title>, a sticky footer of adjacent status
 // spans, and a checkout modal (aria-modal, portal) that makes the rest of the page inert.
+// Two cards show a sale: the price before struck through, one as <s>, one as a span the stylesheet strikes.
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createPortal, flushSync } from 'react-dom';
@@ -114,6 +115,9 @@ function App({ data }) {
                 }}
               >
                 <div className="product-name">{p.name}</div>
+                {p.was && p.wasTag && <s className="was">{money(p.was)}</s>}
+                {p.was && !p.wasTag && <span className="compare-at">{money(p.was)}</span>}
+                {p.was && ' '}
                 <span className="price">{money(p.cents)}</span>
                 <div className="card-actions">
                   <button
