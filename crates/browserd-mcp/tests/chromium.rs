@@ -178,7 +178,7 @@ async fn a_click_whose_effect_comes_after_a_server_round_trip_reports_it_not_non
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn struck_prices_layout_table_cells_and_a_sentence_ending_after_its_link_read_as_drawn_through_mcp() {
+async fn struck_prices_layout_cells_a_sentence_ending_after_its_link_and_icon_buttons_read_as_drawn_through_mcp() {
     // The shop (React) shows two sales, the price before struck through (`<s>`, and a span its stylesheet strikes):
     // read plainly, `$59.00 $45.00` says two prices and not which holds. The mail app (Vue) opens an HTML email laid
     // out with tables that have no header cells (Chromium reads them as layout): its cells were glued
@@ -223,6 +223,16 @@ async fn struck_prices_layout_table_cells_and_a_sentence_ending_after_its_link_r
         "the link follows its sentence: {body:#?}"
     );
     assert!(!body.iter().any(|l| l.trim() == "."), "no stop alone on a line: {body:#?}");
+
+    // The mail's toolbar: two buttons with no name, each a Lucide icon. They were `button (1 of 2)` and
+    // `button (2 of 2)`: the icon each draws tells the bin from the archive box.
+    let tools: Vec<&String> = body.iter().filter(|l| l.contains(" button icon=")).collect();
+    assert_eq!(tools.len(), 2, "{body:#?}");
+    assert!(tools[0].ends_with(" button icon=archive") && tools[1].ends_with(" button icon=trash2"), "{body:#?}");
+    let bin = browserd_protocol::line_ref(tools[1].trim()).expect("a ref line").to_owned();
+    let deleted = client.call_tool(call("browser_act", json!({"action": "click", "target": bin}), "t1")).await.unwrap();
+    assert_eq!(deleted.is_error, Some(false), "{deleted:?}");
+    assert_eq!(site.records(), ["mail:m3", "delete:m3"], "the bin was clicked, not the archive box");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

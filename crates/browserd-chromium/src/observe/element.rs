@@ -47,6 +47,11 @@ impl Renderer<'_> {
             name = label;
         }
         let mut states = self.states(n, shown, dom.as_ref());
+        // A control with no name that draws an icon (a bin, a pencil): the icon tells it from its neighbours.
+        let icon = dom.as_ref().and_then(|d| d.icon.clone()).filter(|_| name.trim().is_empty());
+        if let Some(icon) = &icon {
+            states.insert(0, format!("icon={icon}"));
+        }
         if let Some(t) = toggle {
             states.insert(0, t.state().to_owned());
         }
@@ -137,7 +142,8 @@ impl Renderer<'_> {
             self.inter.push(Operable {
                 line: idx,
                 role: shown.to_owned(),
-                name: name.trim().to_owned(),
+                // Nameless controls that draw different icons are not namesakes.
+                name: icon.map_or_else(|| name.trim().to_owned(), |i| format!("icon={i}")),
                 context,
                 tail,
                 scope,

@@ -18,6 +18,7 @@ mod cover;
 mod disclosure;
 mod element;
 mod frames;
+mod icon;
 mod line;
 mod operable;
 mod page_state;

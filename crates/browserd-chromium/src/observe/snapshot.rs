@@ -64,6 +64,9 @@ pub(crate) struct DomNode {
     /// Drawn struck through (`text-decoration-line: line-through`: `<s>`, `<del>`, a shop's "was" price styled by
     /// its class): its text is shown between `~~` marks, so a crossed-out price does not read as the current one.
     pub(crate) struck: bool,
+    /// The icon it draws, or the first one drawn within three levels below it (`trash` for `<i class="fa
+    /// fa-trash">`, see [`super::icon`]): what a button with no name shows.
+    pub(crate) icon: Option<String>,
     /// Its place in document order (tree order, parents first) within its frame's document.
     pub(crate) order: usize,
     /// A scroll container whose scrolled content has, above or below what it shows, more than a screen of it with
@@ -211,6 +214,20 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 && ni < count
             {
                 laid_out[ni] = true;
+            }
+        }
+        // The icons drawn, each also the icon of its parents up to three levels (a button around an `<i>` or `<svg>`).
+        for i in 0..count {
+            let Some(a) = attrs.get(i).and_then(Value::as_array).filter(|a| !a.is_empty()) else { continue };
+            let attr = |name: &str| a.chunks(2).find(|c| c.len() == 2 && s(&c[0]) == name).map(|c| s(&c[1]).to_owned());
+            let Some(icon) = super::icon::of(&nodes[i].tag, attr) else { continue };
+            let mut cur = Some(i);
+            for _ in 0..4 {
+                let Some(c) = cur else { break };
+                if nodes[c].icon.is_none() {
+                    nodes[c].icon = Some(icon.clone());
+                }
+                cur = parents.get(c).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok()).filter(|&p| p < c);
             }
         }
         // A line-through is drawn across the text of every descendant (the computed value is not inherited).

@@ -1,7 +1,9 @@
 // The mail app (Vue production build, render functions): a folder tree of nested lists whose rows toggle their
 // children, a mail list of clickable <div> rows (Vue's own per-element handlers), and a HUD of adjacent status
-// <div>s, and the opened mail's HTML body (layout tables, a struck figure).
+// <div>s, and the opened mail's HTML body (layout tables, a struck figure) under a toolbar of unlabelled Lucide icon
+// buttons.
 import { createApp, h, reactive } from 'vue';
+import { Archive, Trash2 } from 'lucide-vue-next';
 import { record, pageData } from './record.js';
 
 const data = pageData();
@@ -11,6 +13,7 @@ const state = reactive({
   read: {},
   opened: null,
   body: null,
+  openedId: null,
 });
 
 function allFolders(folder) {
@@ -65,6 +68,7 @@ const App = {
                   state.read[m.id] = true;
                   state.opened = m.subject;
                   state.body = m.html || null;
+                  state.openedId = m.id;
                   record(`mail:${m.id}`);
                 },
               },
@@ -73,7 +77,26 @@ const App = {
           ),
         ),
         // The opened mail's HTML body, inserted as mail clients do (the message's own markup, its layout tables).
-        state.body ? h('article', { class: 'mail-body', innerHTML: state.body }) : null,
+        // Its toolbar: icon buttons (Lucide's Vue icons) with no label, as many mail clients ship them.
+        state.body
+          ? h('article', { class: 'mail-body' }, [
+              h('div', { class: 'mail-tools' }, [
+                h('button', { type: 'button', class: 'tool', onClick: () => record(`archive:${state.openedId}`) }, [
+                  h(Archive, { size: 16 }),
+                ]),
+                h('button', {
+                  type: 'button',
+                  class: 'tool',
+                  onClick: () => {
+                    record(`delete:${state.openedId}`);
+                    state.body = null;
+                    state.opened = null;
+                  },
+                }, [h(Trash2, { size: 16 })]),
+              ]),
+              h('div', { innerHTML: state.body }),
+            ])
+          : null,
       ]),
     ]);
   },
