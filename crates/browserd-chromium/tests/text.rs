@@ -79,7 +79,15 @@ enum Said {
 
 fn said(line: &str) -> Said {
     let l = line.trim_start();
-    if l.starts_with("… ") || l.starts_with("iframe \"") {
+    // browserd's own lines: notes, frames, the fence around a `<pre>` block, an image's alternative and a progress
+    // bar's state (what they draw is not text).
+    if l.starts_with("… ")
+        || l.starts_with("iframe \"")
+        || l == "```"
+        || l.starts_with("img \"")
+        || l.starts_with("progressbar ")
+        || l.starts_with("meter ")
+    {
         return Said::Own;
     }
     if let Some(h) = l.strip_prefix('#') {
@@ -106,7 +114,8 @@ fn said(line: &str) -> Said {
         return Said::Name(parts);
     }
     // Text drawn struck through is shown between `~~` marks (`~~$59.00~~ $45.00`): the marks are browserd's own.
-    Said::Text(l.strip_prefix("text: ").unwrap_or(l).replace("~~", ""))
+    // Preformatted text keeps its runs of spaces; the rendered lines are compared with whitespace runs collapsed.
+    Said::Text(normalise(&l.strip_prefix("text: ").unwrap_or(l).replace("~~", "")))
 }
 
 /// The quoted strings of a line (`"a \"b\""` → `a "b"`).
@@ -152,6 +161,7 @@ fn mismatches(o: &Observation, rendered: &[String]) -> Vec<String> {
     let mut fragments: Vec<String> = Vec::new();
     // Lines of a cross-origin frame (an `iframe` line with an absolute URL): its `innerText` cannot be read here.
     let mut foreign: Option<usize> = None;
+    let mut in_fence = false;
     for line in o.untrusted_content.lines() {
         let depth = line.len() - line.trim_start().len();
         if foreign.is_some_and(|d| depth > d) {
@@ -161,7 +171,16 @@ fn mismatches(o: &Observation, rendered: &[String]) -> Vec<String> {
         if line.trim_start().starts_with("iframe \"") && line.contains(" -> http") {
             foreign = Some(depth);
         }
-        match said(line) {
+        // Inside a fenced `<pre>` block every line is page text, even one that looks like a container (`server:`).
+        let said = if in_fence && line.trim() != "```" {
+            Said::Text(normalise(line.trim_start().strip_prefix("text: ").unwrap_or(line.trim_start())))
+        } else {
+            said(line)
+        };
+        if line.trim() == "```" {
+            in_fence = !in_fence;
+        }
+        match said {
             Said::Text(t) => {
                 if !rendered.iter().any(|r| r.contains(&t)) {
                     bad.push(format!("shown but not rendered as one line: {t:?}"));

@@ -142,18 +142,31 @@ const MAILS: &[(&str, &str, &str, &str)] = &[
     ("m5", "Barbara Liskov", "Substitution principle slides", "Mon"),
     ("m6", "Dennis Ritchie", "Lunch?", "Sun"),
 ];
-/// The body of the one HTML mail (`m3`), as a mail client shows it once opened: an HTML email laid out with tables
-/// (no header cells: Chromium reads them as layout), a corrected figure struck through beside the new one, and a
-/// sentence that ends right after its link.
-const MAIL_HTML: (&str, &str) = (
-    "m3",
-    r#"<table width="100%" cellpadding="0" cellspacing="0" role="presentation"><tr><td>
+/// The HTML bodies of the mails that have one, as a mail client shows them once opened. `m3`: an HTML email laid out
+/// with tables (no header cells: Chromium reads them as layout), a corrected figure struck through beside the new
+/// one, and a sentence that ends right after its link. `m4`: a patch mail, its diffstat preformatted (the columns
+/// line up only with their spaces kept) and a chart with a text alternative.
+const MAIL_BODIES: &[(&str, &str)] = &[
+    (
+        "m3",
+        r#"<table width="100%" cellpadding="0" cellspacing="0" role="presentation"><tr><td>
 <p>Hi all, the corrected numbers are below.</p>
 <table cellpadding="4" cellspacing="0"><tr><td>Orbit insertion</td><td><s>T+11:42</s> T+11:38</td></tr>
 <tr><td>Splashdown</td><td>Atlantic, <span class="was">29.9 N</span> 29.4 N</td></tr></table>
 <p>Struck figures are superseded. The method is in the <a href="https://example.test/trajectory">full report</a>.</p>
 </td></tr></table>"#,
-);
+    ),
+    (
+        "m4",
+        r#"<p>Hi all, v3 addresses the review comments.</p>
+<pre> fs/ext4/inode.c | 12 ++++++------
+ fs/ext4/super.c |  3 ++-
+ 2 files changed, 8 insertions(+), 7 deletions(-)</pre>
+<p><img width="120" height="40" alt="Build time per commit: 9 minutes before the series, 6 after" src="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' width='120' height='40'%3E%3Cpath d='M0 10 L120 30' stroke='black'/%3E%3C/svg%3E"></p>"#,
+    ),
+];
+/// The share of the mailbox's storage in use, drawn as a bar beside its text.
+const STORAGE_USED: u32 = 41;
 const FLAGGED: usize = 1;
 const STORAGE: &str = "41% of 15 GB";
 
@@ -364,11 +377,12 @@ fn data(path: &str) -> Value {
             "folders": folder_tree(0, 0).0,
             "mails": MAILS.iter().map(|(id, from, subject, date)| json!({
                 "id": id, "from": from, "subject": subject, "date": date,
-                "html": (*id == MAIL_HTML.0).then_some(MAIL_HTML.1),
+                "html": MAIL_BODIES.iter().find(|b| b.0 == *id).map(|b| b.1),
             }))
                 .collect::<Vec<_>>(),
             "flagged": FLAGGED,
             "storage": STORAGE,
+            "storageUsed": STORAGE_USED,
         }),
         "/apps/admin.html" => json!({
             "crumbs": CRUMBS,

@@ -241,6 +241,53 @@ async fn struck_prices_layout_cells_a_sentence_ending_after_its_link_and_icon_bu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn preformatted_text_images_and_progress_bars_are_shown_as_the_page_draws_them_through_mcp() {
+    // The mail app (Vue): the HUD draws the storage in use as a bar (`role="progressbar"`), and the patch mail
+    // shows a diffstat in a <pre> (its columns line up only with their spaces and line breaks) and a chart with a
+    // text alternative. The bar and the chart were left out; the diffstat was folded into one line.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let observe = || call("browser_observe", json!({}), "t1");
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/mail.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(observe()).await.unwrap());
+    let lines: Vec<&str> = first.lines().collect();
+    let storage = lines.iter().position(|l| l.trim() == "Storage: 41% of 15 GB").expect("storage text");
+    assert_eq!(lines[storage + 1].trim(), "progressbar \"Storage used\" 41%", "{first}");
+
+    let row = ref_on(&first, "clickable \"Linus Torvalds Patch series v3");
+    let opened = client.call_tool(call("browser_act", json!({"action": "click", "target": row}), "t1")).await.unwrap();
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    let body = text(&client.call_tool(observe()).await.unwrap());
+    let lines: Vec<&str> = body.lines().collect();
+    let fence = lines.iter().position(|l| l.trim() == "```").unwrap_or_else(|| panic!("a fenced block in {body}"));
+    let indent = &lines[fence][..lines[fence].len() - 3];
+    let block: Vec<String> =
+        lines[fence + 1..fence + 5].iter().map(|l| l.strip_prefix(indent).unwrap().to_owned()).collect();
+    assert_eq!(
+        block,
+        [
+            " fs/ext4/inode.c | 12 ++++++------",
+            " fs/ext4/super.c |  3 ++-",
+            " 2 files changed, 8 insertions(+), 7 deletions(-)",
+            "```"
+        ],
+        "the diffstat's lines, each with its spaces: {body}"
+    );
+    assert!(
+        lines.iter().any(|l| l.trim() == "img \"Build time per commit: 9 minutes before the series, 6 after\""),
+        "{body}"
+    );
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_in_a_cross_site_frame_reports_its_answer_through_mcp() {
     // The form is another site's, in an out-of-process iframe (as payment forms are): its fetch goes out from the
     // frame's own session, and the click still waits for the answer the frame then shows.

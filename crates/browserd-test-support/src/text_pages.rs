@@ -1,7 +1,8 @@
 //! Pages for the text side of observation (issue 13): text as a user reads it — an instruction with inline
 //! `<span>` emphasis, a HUD of adjacent status `<div>`s, `<br>`, hidden and `display: contents` elements,
 //! `text-transform`, an issue list of 20 rows with long titles and status chips, long paragraphs and long names, a
-//! receipt (a header-less table, struck prices, a sentence ending after its link).
+//! receipt (a header-less table, struck prices, a sentence ending after its link), docs (a code block, a message
+//! that keeps its line breaks).
 //! Served as `data:` URLs (kept apart from the fixture site until it moves into its own crate). What each page must
 //! read is declared here, never in the page: [`TextPage::must_read`].
 
@@ -92,6 +93,19 @@ const RECEIPT: &str = r#"<!doctype html><html lang="en"><head><meta charset="utf
 <p>Read our <a href="/privacy">privacy policy</a>.</p>
 </body></html>"#;
 
+const DOCS: &str = r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Docs</title></head><body>
+<h2>Configure</h2>
+<p>Put this in <code>app.yml</code>:</p>
+<pre><code>server:
+  port: 8080
+  hosts:
+    - a.example</code></pre>
+<p style="white-space:pre-wrap">Hi Bob,
+see you   at 5.</p>
+<img alt="Architecture diagram" width="20" height="20" src="data:image/gif;base64,R0lGODlhAQABAAAAACw=">
+<progress value="70" max="100" aria-label="Setup">70%</progress>
+</body></html>"#;
+
 pub const TEXT_PAGES: &[TextPage] = &[
     TextPage {
         name: "instruction",
@@ -136,5 +150,11 @@ pub const TEXT_PAGES: &[TextPage] = &[
             "Plan: ~~$20~~ $15 per month, ~~$99.00~~ $89.00 a year.",
             "Read our privacy policy.",
         ],
+    },
+    TextPage {
+        name: "docs",
+        html: DOCS,
+        // Preformatted text: a line per line, spaces kept (the observation's own indent is not part of it here).
+        must_read: &["```", "server:", "port: 8080", "- a.example", "Hi Bob,", "see you   at 5.", "Put this in app.yml:"],
     },
 ];

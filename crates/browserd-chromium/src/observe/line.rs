@@ -94,6 +94,30 @@ pub(super) fn text(gathered: &str) -> String {
     fold(gathered).trim_end_matches(" |").to_owned()
 }
 
+/// An image with a text alternative (a product photo, a chart, stars rated `Rated 4 out of 5`): `img "Red
+/// running shoe"`. What it shows only pixels tell; its alternative is what the page says it shows.
+pub(super) fn image(name: &str) -> String {
+    format!("img {}", quote(&fold(name)))
+}
+
+/// A progress bar or meter and how far it is: its value text when the page gives one (`Step 2 of 5`), else the
+/// share of its range (`progressbar "Upload" 60%`); one with no value is busy (`progressbar "Loading" busy`).
+pub(super) fn progress(role: &str, name: &str, value: Option<f64>, min: f64, max: f64, text: &str) -> String {
+    let name = fold(name);
+    let shown = if !text.trim().is_empty() {
+        quote(&fold(text))
+    } else if let Some(v) = value.filter(|_| max > min) {
+        let pct = ((v - min) / (max - min) * 100.0).clamp(0.0, 100.0);
+        format!("{}%", (pct * 10.0).round() / 10.0)
+    } else {
+        "busy".to_owned()
+    };
+    if name.is_empty() { format!("{role} {shown}") } else { format!("{role} {} {shown}", quote(&name)) }
+}
+
+/// The line before and after a `<pre>` block's lines.
+pub(super) const FENCE: &str = "```";
+
 /// The note where a scroll container (a virtualised list) has rows not rendered until scrolled to.
 pub(super) fn unrendered(side: &str, direction: &str) -> String {
     format!("… more {side}, not rendered: scroll {direction} with a row as target")

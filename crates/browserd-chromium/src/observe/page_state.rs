@@ -127,6 +127,7 @@ impl StateReader {
                     "pointer-events",
                     "overflow-y",
                     "text-decoration-line",
+                    "white-space",
                 ],
                 "includeDOMRects": false,
                 "includePaintOrder": true,

@@ -41,6 +41,8 @@ pub(super) struct Renderer<'a> {
     /// (`<del>`, `<s>`) being walked.
     pub(super) strike_open: bool,
     pub(super) deleted: u32,
+    /// `pending` holds text whose runs of spaces the page keeps (`<pre>`): it is not folded when written.
+    pub(super) pending_spaces: bool,
     /// Bytes (two per level of indent) and estimated tokens of the lines so far.
     pub(super) bytes: usize,
     pub(super) tokens: usize,
@@ -188,6 +190,7 @@ impl<'a> Renderer<'a> {
             pending_indent: 0,
             strike_open: false,
             deleted: 0,
+            pending_spaces: false,
             bytes: 0,
             tokens: 0,
             max_nodes,

@@ -64,6 +64,10 @@ pub(crate) struct DomNode {
     /// Drawn struck through (`text-decoration-line: line-through`: `<s>`, `<del>`, a shop's "was" price styled by
     /// its class): its text is shown between `~~` marks, so a crossed-out price does not read as the current one.
     pub(crate) struck: bool,
+    /// Its text keeps the line breaks it holds (`white-space: pre`, `pre-wrap`, `pre-line`, `break-spaces`: code,
+    /// a chat message as typed), and with `keeps_spaces` its runs of spaces too (all of those but `pre-line`).
+    pub(crate) keeps_breaks: bool,
+    pub(crate) keeps_spaces: bool,
     /// The icon it draws, or the first one drawn within three levels below it (`trash` for `<i class="fa
     /// fa-trash">`, see [`super::icon`]): what a button with no name shows.
     pub(crate) icon: Option<String>,
@@ -196,6 +200,9 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 floating[ni] = matches!(st.get(3).map(&s), Some("fixed" | "absolute"));
                 scroller[ni] = matches!(st.get(5).map(&s), Some("auto" | "scroll" | "overlay"));
                 nodes[ni].struck = st.get(6).map(&s).is_some_and(|v| v.contains("line-through"));
+                let white_space = st.get(7).map(&s).unwrap_or_default();
+                nodes[ni].keeps_spaces = matches!(white_space, "pre" | "pre-wrap" | "break-spaces");
+                nodes[ni].keeps_breaks = nodes[ni].keeps_spaces || white_space == "pre-line";
                 if nodes[ni].rect.is_none()
                     && let Some(b) = bounds.get(li).and_then(Value::as_array)
                     && let [Some(x), Some(y), Some(w), Some(h)] = [0, 1, 2, 3].map(|k| b.get(k).and_then(Value::as_f64))

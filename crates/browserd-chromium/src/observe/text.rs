@@ -35,6 +35,14 @@ pub(super) enum PieceKind {
     Other,
 }
 
+/// How the page draws a text: struck through, keeping its line breaks, keeping its runs of spaces.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Drawn {
+    pub(super) struck: bool,
+    pub(super) keeps_breaks: bool,
+    pub(super) keeps_spaces: bool,
+}
+
 /// Roles whose name is built from their content, so their text is not repeated.
 pub(super) const NAME_FROM_CONTENT: &[&str] =
     &["heading", "row", "link", "button", "option", "tab", "menuitem", "treeitem", "cell"];
@@ -44,14 +52,38 @@ impl Renderer<'_> {
     /// tree's text keeps the collapsible space at a text node's edge that the page renders) decide whether words
     /// across an inline boundary are apart, so `Enter "<span>Ada</span>"` reads `Enter "Ada"`.
     pub(super) fn text(&mut self, indent: u16, t: &str) {
-        self.text_drawn(indent, t, false);
+        self.text_drawn(indent, t, Drawn::default());
     }
 
     /// [`Renderer::text`] of text the page draws struck through (`struck`: a `<del>`, `<s>`, or a "was" price styled
     /// `line-through`): it goes between `~~` marks, `Price: ~~$59.00~~ $45.00`, so the crossed-out price never reads
     /// as the one that holds. Struck texts next to each other share one pair of marks.
-    pub(super) fn text_drawn(&mut self, indent: u16, t: &str, struck: bool) {
+    ///
+    /// Text that keeps its line breaks (`<pre>`, `white-space: pre-wrap`) is a line per line it holds, as
+    /// `innerText` gives it, and keeps its runs of spaces where the page does (code keeps its indentation).
+    pub(super) fn text_drawn(&mut self, indent: u16, t: &str, drawn: Drawn) {
+        if drawn.keeps_breaks && t.contains('\n') {
+            for (i, part) in t.split('\n').enumerate() {
+                if i > 0 {
+                    self.flush_text();
+                }
+                self.text_drawn(indent, part, Drawn { keeps_breaks: false, ..drawn });
+            }
+            return;
+        }
+        let struck = drawn.struck;
+        if drawn.keeps_spaces && !t.trim().is_empty() {
+            if !self.pending.is_empty() && self.pending_indent != indent {
+                self.flush_text();
+            }
+            self.pending_spaces = true;
+        }
         if t.trim().is_empty() {
+            if drawn.keeps_spaces && !t.is_empty() {
+                // Indentation of preformatted text: kept, it is part of what the line shows.
+                self.pending.push_str(t);
+                return;
+            }
             if !self.pending.is_empty() && !t.is_empty() {
                 self.pending.push(' ');
             }
@@ -102,11 +134,18 @@ impl Renderer<'_> {
 
     pub(super) fn flush_text(&mut self) {
         self.close_strike();
+        let spaces = std::mem::take(&mut self.pending_spaces);
         if self.pending.is_empty() {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
-        let t = line::text(&pending);
+        let t = if spaces && !pending.trim().is_empty() {
+            // Preformatted: its spaces as the page keeps them (control characters, a tab among them, are one space
+            // each when rendered).
+            pending.trim_end().to_owned()
+        } else {
+            line::text(&pending)
+        };
         if !t.is_empty()
             && self.push_raw(self.pending_indent, None, t).is_some()
             && self.row_depth == 0

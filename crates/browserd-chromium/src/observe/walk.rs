@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::line::{self, quote, quote_cut};
 use super::operable::Operability;
 use super::renderer::Renderer;
-use super::text::NAME_FROM_CONTENT;
+use super::text::{Drawn, NAME_FROM_CONTENT};
 use super::window::COLLECTION_ROLES;
 use crate::ax::{AxNode, AxTree};
 
@@ -87,6 +87,7 @@ impl Renderer<'_> {
         let block = dom.is_some_and(|d| d.block);
         let space = dom.is_some_and(|d| d.space_before);
         let unrendered = dom.map(|d| d.unrendered).unwrap_or_default();
+        let pre = dom.is_some_and(|d| d.tag == "pre");
         // A cell of a table the accessibility tree reads as layout (no `cell` role, no `row:` line) after a cell
         // with text: `innerText` puts a tab there, the observation ` | ` (`Total | $4`, never `Total$4`).
         let layout_cell = dom.is_some_and(|d| d.cell)
@@ -106,7 +107,20 @@ impl Renderer<'_> {
         if unrendered.above {
             self.push(indent, None, line::unrendered("above", "up"));
         }
+        // A `<pre>` block (code, a config file, a log) is fenced as Markdown has it, its lines as they are inside.
+        let fence = !named && self.row_depth == 0 && pre;
+        let fence_at = fence.then(|| self.push(indent, None, line::FENCE.to_owned())).flatten();
         self.walk_inner(frame, id, indent, named);
+        if let Some(at) = fence_at {
+            self.flush_text();
+            if self.out.lines.len() == at + 1 {
+                // Nothing inside: no fence.
+                self.out.lines.truncate(at);
+                self.run.clear();
+            } else {
+                self.push(indent, None, line::FENCE.to_owned());
+            }
+        }
         if unrendered.below {
             self.push(indent, None, line::unrendered("below", "down"));
         }
@@ -147,8 +161,14 @@ impl Renderer<'_> {
                     return;
                 }
                 if !named {
-                    let struck = self.deleted > 0 || self.dom(frame, n).is_some_and(|d| d.struck);
-                    self.text_drawn(indent, &n.name, struck);
+                    let dom = self.dom(frame, n);
+                    let drawn = Drawn {
+                        struck: self.deleted > 0 || dom.is_some_and(|d| d.struck),
+                        // In a table row rendered as one line its cells' text stays on that line.
+                        keeps_breaks: self.row_depth == 0 && dom.is_some_and(|d| d.keeps_breaks),
+                        keeps_spaces: self.row_depth == 0 && dom.is_some_and(|d| d.keeps_spaces),
+                    };
+                    self.text_drawn(indent, &n.name, drawn);
                 }
                 return;
             }
@@ -171,7 +191,17 @@ impl Renderer<'_> {
             Operability::Plain => None,
         };
         let role = n.role.as_str();
-        if role == "heading" {
+        let shown_alone = !named && self.in_operable == 0 && self.row_depth == 0;
+        if role == "image" && shown_alone && !n.name.trim().is_empty() {
+            // Its alternative says what it shows (a `role="img"` of stars is `Rated 4 out of 5`, not its glyphs).
+            self.push(indent, None, line::image(&n.name));
+        } else if matches!(role, "progressbar" | "meter") && shown_alone {
+            let num = |k: &str| n.prop(k).and_then(|v| v.as_f64().or_else(|| v.as_str()?.parse().ok()));
+            let value = n.value.parse::<f64>().ok();
+            let text = n.prop("valuetext").and_then(Value::as_str).unwrap_or_default();
+            let (min, max) = (num("valuemin").unwrap_or(0.0), num("valuemax").unwrap_or(100.0));
+            self.push(indent, None, line::progress(role, &n.name, value, min, max, text));
+        } else if role == "heading" {
             self.heading(frame, n, indent);
         } else if role == "row" && container_ref.is_none() {
             self.row(frame, ax, id, indent);

@@ -1,7 +1,7 @@
 // The mail app (Vue production build, render functions): a folder tree of nested lists whose rows toggle their
 // children, a mail list of clickable <div> rows (Vue's own per-element handlers), and a HUD of adjacent status
-// <div>s, and the opened mail's HTML body (layout tables, a struck figure) under a toolbar of unlabelled Lucide icon
-// buttons.
+// <div>s (storage with its bar), and the opened mail's HTML body (layout tables, a struck figure, a preformatted
+// diffstat, a chart image) under a toolbar of unlabelled Lucide icon buttons.
 import { createApp, h, reactive } from 'vue';
 import { Archive, Trash2 } from 'lucide-vue-next';
 import { record, pageData } from './record.js';
@@ -52,7 +52,17 @@ const App = {
           h('div', `Folder: ${state.folder}`),
           h('div', `Unread: ${unread}`),
           h('div', `Flagged: ${data.flagged}`),
-          h('div', `Storage: ${data.storage}`),
+          h('div', [
+            `Storage: ${data.storage}`,
+            h('div', {
+              class: 'meter',
+              role: 'progressbar',
+              'aria-label': 'Storage used',
+              'aria-valuenow': data.storageUsed,
+              'aria-valuemin': 0,
+              'aria-valuemax': 100,
+            }, [h('div', { class: 'meter-fill', style: { width: `${data.storageUsed}%` } })]),
+          ]),
           h('div', state.opened ? `Open: ${state.opened}` : 'Open: none'),
         ]),
         h(
