@@ -27,6 +27,9 @@ pub(crate) struct AxNode {
     pub(crate) ignored: bool,
     /// Ignored because hidden (`aria-hidden`, not rendered, inert): so is everything below it.
     pub(crate) hidden: bool,
+    /// Ignored because a modal dialog is open and this node is outside it (inert; its ancestors of the dialog are
+    /// too, so unlike `hidden` this says nothing of what is below).
+    pub(crate) blocked: bool,
     pub(crate) role: String,
     pub(crate) name: String,
     pub(crate) value: String,
@@ -84,7 +87,15 @@ pub(crate) fn parse_nodes(nodes: &[Value]) -> HashMap<String, AxNode> {
                 .into_iter()
                 .flatten()
                 .any(|r| r["name"].as_str().is_some_and(|name| HIDING.contains(&name)));
-            out.insert(id, AxNode { ignored, hidden, role: "none".into(), children, backend, ..Default::default() });
+            let blocked = n["ignoredReasons"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|r| r["name"].as_str() == Some("activeModalDialog"));
+            out.insert(
+                id,
+                AxNode { ignored, hidden, blocked, role: "none".into(), children, backend, ..Default::default() },
+            );
             continue;
         }
         let text = |v: &Value| match v {
@@ -112,6 +123,7 @@ pub(crate) fn parse_nodes(nodes: &[Value]) -> HashMap<String, AxNode> {
             AxNode {
                 ignored,
                 hidden: false,
+                blocked: false,
                 role: role.to_owned(),
                 name: text(&n["name"]["value"]),
                 value: text(&n["value"]["value"]),

@@ -692,6 +692,8 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                     .skip(1)
                     .map(|(id, name, cents)| op("radio", format!("{name} {}", money(*cents)), format!("ship:{id}"))),
             );
+            // A date field: each tool gives it a role of its own (`date`, `textbox`, `Date`); matched by its name.
+            operable.push(AppOperable { role: "generic", name: "Delivery date".into(), records: None });
             operable.extend([field("Name on card"), field("Card number"), field("Expiry"), field("Security code")]);
             let total = money(CHECKOUT_ITEM.1 + CHECKOUT_SHIPPING[0].2);
             operable.push(op("button", format!("Pay {total}"), "invalid:email,card,expiry,cvc"));

@@ -230,7 +230,21 @@ async fn struck_prices_layout_cells_a_sentence_ending_after_its_link_and_icon_bu
     assert_eq!(tools.len(), 2, "{body:#?}");
     assert!(tools[0].ends_with(" button icon=archive") && tools[1].ends_with(" button icon=trash2"), "{body:#?}");
     let bin = browserd_protocol::line_ref(tools[1].trim()).expect("a ref line").to_owned();
-    let deleted = client.call_tool(call("browser_act", json!({"action": "click", "target": bin}), "t1")).await.unwrap();
+    let asked = client.call_tool(call("browser_act", json!({"action": "click", "target": bin}), "t1")).await.unwrap();
+    assert_eq!(asked.is_error, Some(false), "{asked:?}");
+    assert_eq!(site.records(), ["mail:m3"], "the bin asks first");
+
+    // The bin opened a native modal <dialog>: behind it the page is inert, and the mail rows (Vue click handlers,
+    // pointer cursors) are not listed as clickable — they were, as `clickable (1 of 7)`, and a click there does
+    // nothing while the dialog is open.
+    let modal = client.call_tool(observe()).await.unwrap();
+    let shown = &modal.content[0].as_text().expect("text first").text;
+    let refs: Vec<&str> = shown.lines().filter(|l| browserd_protocol::line_ref(l.trim()).is_some()).collect();
+    assert_eq!(refs.len(), 2, "only the dialog's buttons: {shown}");
+    assert!(shown.contains("Delete this conversation?") && shown.contains("inert"), "{shown}");
+    let delete = ref_on(shown, "button \"Delete\"");
+    let deleted =
+        client.call_tool(call("browser_act", json!({"action": "click", "target": delete}), "t1")).await.unwrap();
     assert_eq!(deleted.is_error, Some(false), "{deleted:?}");
     assert_eq!(site.records(), ["mail:m3", "delete:m3"], "the bin was clicked, not the archive box");
 
@@ -341,6 +355,22 @@ async fn a_fill_the_page_formats_is_a_success_through_mcp() {
     assert_eq!(filtered.is_error, Some(true), "a letter the field dropped is not applied: {filtered:?}");
     let result = filtered.structured_content.clone().expect("structured result");
     assert_eq!(result["code"], "INPUT_NOT_APPLIED", "{result}");
+
+    // The delivery date (a React-controlled <input type=date>) is one line with its value, not the month, day and
+    // year parts Chromium draws inside it (`spinbutton "Month Month"`), and `fill` sets it whole: typing
+    // "2026-12-24" into those parts left "61225-02-02".
+    let date = ref_on(text, "date \"Delivery date\"");
+    assert!(!text.contains("spinbutton"), "{text}");
+    let wrong = client.call_tool(fill(date.clone(), "24/12/2026")).await.unwrap();
+    assert_eq!(wrong.is_error, Some(true), "{wrong:?}");
+    let result = wrong.structured_content.clone().expect("structured result");
+    assert_eq!(result["code"], "INVALID_PARAMS", "{result}");
+    assert!(result["message"].as_str().unwrap().contains("YYYY-MM-DD"), "it says the format: {result}");
+    let set = client.call_tool(fill(date, "2026-12-24")).await.unwrap();
+    assert_eq!(set.is_error, Some(false), "{set:?}");
+    let result = set.structured_content.clone().expect("structured result");
+    assert_eq!(result["effects"]["value"], "2026-12-24", "{result}");
+    assert_eq!(site.records(), ["date:2026-12-24"], "React saw the change once, the refused text changed nothing");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

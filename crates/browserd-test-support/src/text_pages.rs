@@ -155,6 +155,14 @@ pub const TEXT_PAGES: &[TextPage] = &[
         name: "docs",
         html: DOCS,
         // Preformatted text: a line per line, spaces kept (the observation's own indent is not part of it here).
-        must_read: &["```", "server:", "port: 8080", "- a.example", "Hi Bob,", "see you   at 5.", "Put this in app.yml:"],
+        must_read: &[
+            "```",
+            "server:",
+            "port: 8080",
+            "- a.example",
+            "Hi Bob,",
+            "see you   at 5.",
+            "Put this in app.yml:",
+        ],
     },
 ];

@@ -84,7 +84,13 @@ impl Renderer<'_> {
         let r = self.assign_ref(frame, backend);
         let value = &n.value;
         let clean_value = value.split_whitespace().collect::<Vec<_>>().join(" ");
-        let shown_value = (matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider")
+        let whole_field = super::operable::WHOLE_FIELDS.contains(&shown);
+        if whole_field {
+            // The role says it: `e3 date "Date": 2026-12-24`, not `type=date` too.
+            states.retain(|s| !s.starts_with("type="));
+        }
+        let shown_value = ((matches!(shown, "textbox" | "searchbox" | "combobox" | "spinbutton" | "slider")
+            || whole_field)
             && !clean_value.is_empty()
             && *value != name)
             .then(|| {
@@ -159,7 +165,7 @@ impl Renderer<'_> {
         } else {
             self.omitted += 1;
         }
-        if !is_select {
+        if !is_select && !whole_field {
             // Operable things inside operable things (options in a listbox, links in a clickable card).
             self.in_operable += 1;
             self.walk_children(frame, &n.children, indent + 1);

@@ -42,7 +42,15 @@ pub(super) const INTERACTIVE: &[&str] = &[
     "DisclosureTriangle",
     "PopUpButton",
     "ToggleButton",
+    "Date",
+    "DateTime",
+    "InputTime",
+    "ColorWell",
 ];
+
+/// Fields drawn as parts of their own (a date's month, day and year; a time's hours and minutes; a colour's well):
+/// one line with the field's value, its parts not listed (`fill` sets the whole value).
+pub(super) const WHOLE_FIELDS: &[&str] = &["date", "time", "color"];
 
 impl Renderer<'_> {
     /// Whether a node gets a line of its own, is a container that keeps a ref, or neither. A heuristic operable that
@@ -131,6 +139,9 @@ impl Renderer<'_> {
                 "PopUpButton" => "combobox",
                 "ToggleButton" => "button",
                 "DisclosureTriangle" => "button",
+                "Date" | "DateTime" => "date",
+                "InputTime" => "time",
+                "ColorWell" => "color",
                 r => r,
             };
             return Some((shown.to_owned(), true));
@@ -168,7 +179,9 @@ impl Renderer<'_> {
     /// Whether the DOM alone makes a node operable, whatever the accessibility tree says of it: a non-negative
     /// `tabindex`, a click listener of its own, a pointer cursor its parent does not show, an `<a>` without `href`.
     pub(super) fn dom_operable(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
+        // Behind an open modal dialog nothing takes a click, whatever its listeners.
         !n.hidden
+            && !n.blocked
             && self.dom(frame, n).is_some_and(|d| {
                 d.toggle.is_some()
                     || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")

@@ -1,7 +1,8 @@
 // A checkout form (React 19) built the way payment pages are: controlled inputs that format what is typed as the
 // user types it (a card number in groups of four, an expiry as "MM / YY", a phone number as "(555) 123-4567"), a
 // security code that keeps digits only, shipping options as radio cards (the radio itself hidden, the label styled),
-// a quantity stepper, inline validation messages tied to their fields, and a pay button that names the total.
+// a delivery date (<input type=date>, controlled), a quantity stepper, inline validation messages tied to their fields,
+// and a pay button that names the total.
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { record, pageData } from './record.js';
@@ -47,6 +48,7 @@ function App({ data }) {
   const [errors, setErrors] = useState({});
   const [ship, setShip] = useState(data.shipping[0].id);
   const [qty, setQty] = useState(1);
+  const [date, setDate] = useState('');
   const [done, setDone] = useState(null);
   const change = (id, raw) => setV((old) => ({ ...old, [id]: formats[id](raw) }));
   const shipping = data.shipping.find((s) => s.id === ship);
@@ -88,6 +90,11 @@ function App({ data }) {
                 <span className="k-option-price">{s.cents ? money(s.cents) : 'Free'}</span>
               </label>
             ))}
+          </div>
+          <div className="k-field">
+            <label htmlFor="date">Delivery date</label>
+            <input id="date" type="date" min="2026-01-01" value={date}
+              onChange={(e) => { record(`date:${e.target.value}`); setDate(e.target.value); }} />
           </div>
         </section>
         <section aria-labelledby="k-payment">

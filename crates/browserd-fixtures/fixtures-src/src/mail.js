@@ -1,7 +1,7 @@
 // The mail app (Vue production build, render functions): a folder tree of nested lists whose rows toggle their
 // children, a mail list of clickable <div> rows (Vue's own per-element handlers), and a HUD of adjacent status
 // <div>s (storage with its bar), and the opened mail's HTML body (layout tables, a struck figure, a preformatted
-// diffstat, a chart image) under a toolbar of unlabelled Lucide icon buttons.
+// diffstat, a chart image) under a toolbar of unlabelled Lucide icon buttons; the bin asks in a native modal <dialog>.
 import { createApp, h, reactive } from 'vue';
 import { Archive, Trash2 } from 'lucide-vue-next';
 import { record, pageData } from './record.js';
@@ -97,16 +97,26 @@ const App = {
                 h('button', {
                   type: 'button',
                   class: 'tool',
-                  onClick: () => {
-                    record(`delete:${state.openedId}`);
-                    state.body = null;
-                    state.opened = null;
-                  },
+                  onClick: () => document.getElementById('confirm-delete').showModal(),
                 }, [h(Trash2, { size: 16 })]),
               ]),
               h('div', { innerHTML: state.body }),
             ])
           : null,
+        // The bin asks first, in a native modal <dialog> (the page behind it is inert).
+        h('dialog', { id: 'confirm-delete', class: 'confirm' }, [
+          h('p', 'Delete this conversation?'),
+          h('button', {
+            type: 'button',
+            onClick: () => {
+              record(`delete:${state.openedId}`);
+              state.body = null;
+              state.opened = null;
+              document.getElementById('confirm-delete').close();
+            },
+          }, 'Delete'),
+          h('button', { type: 'button', onClick: () => document.getElementById('confirm-delete').close() }, 'Cancel'),
+        ]),
       ]),
     ]);
   },

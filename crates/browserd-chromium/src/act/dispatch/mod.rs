@@ -11,6 +11,7 @@ mod scroll;
 mod send;
 mod text;
 mod upload;
+mod value;
 
 use std::time::Instant;
 

@@ -1,4 +1,5 @@
-//! Text: fill and type, with the field's value read back; typing (key events, or IME composition).
+//! Text: fill and type, with the field's value read back; typing (key events, or IME composition). Date, time,
+//! colour and range fields are set whole instead (`value.rs`).
 
 use std::time::Instant;
 
@@ -27,6 +28,9 @@ impl Run<'_> {
         let res = self.resolve(params.target.as_ref())?;
         self.res.timings.resolve = ms(r0.elapsed());
         let a0 = Instant::now();
+        if let Some(kind) = self.whole_value_kind(&res).await? {
+            return self.fill_whole(&res, &kind, &text, a0).await;
+        }
         self.actionable(&res, true, false, true).await?;
         self.res.timings.actionability = ms(a0.elapsed());
         let d0 = Instant::now();
