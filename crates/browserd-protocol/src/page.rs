@@ -591,7 +591,7 @@ pub struct ActParams {
     /// The node to act on (a ref from the latest observation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<NodeRef>,
-    /// Text, key chord, option, URL, file path or prompt text, depending on `action`.
+    /// Text, key chord, option, URL, file path or prompt text, depending on `action` (a date: YYYY-MM-DD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// Drop target of `drag`.
