@@ -302,6 +302,43 @@ async fn preformatted_text_images_and_progress_bars_are_shown_as_the_page_draws_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_open_page_and_the_sorted_column_are_said_through_mcp() {
+    // The CRM (jQuery, Bootstrap-style markup): the open section's nav link and the active page's list item carry
+    // `aria-current="page"`, the sorted column's header `aria-sort` (as DataTables marks it). Neither was shown: an
+    // agent could not tell which page of the table it was reading, nor how it was sorted.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let observe = || call("browser_observe", json!({}), "t1");
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/crm.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(observe()).await.unwrap());
+    let line = |t: &str, part: &str| t.lines().find(|l| l.contains(part)).map(str::trim).map(str::to_owned);
+    assert!(line(&first, "link \"Customers\"").unwrap().contains(" current=page"), "{first}");
+    assert!(line(&first, "link \"1\"").unwrap().contains(" current=page"), "{first}");
+    assert!(!line(&first, "link \"2\"").unwrap().contains("current"), "{first}");
+    assert!(!first.contains("sorted="), "nothing is sorted at load: {first}");
+
+    let sorted = client.call_tool(click(ref_on(&first, "clickable \"Name"))).await.unwrap();
+    assert_eq!(sorted.is_error, Some(false), "{sorted:?}");
+    let now = text(&client.call_tool(observe()).await.unwrap());
+    assert!(line(&now, "clickable \"Name").unwrap().ends_with("sorted=ascending"), "{now}");
+    let paged = client.call_tool(click(ref_on(&now, "link \"2\""))).await.unwrap();
+    assert_eq!(paged.is_error, Some(false), "{paged:?}");
+    let now = text(&client.call_tool(observe()).await.unwrap());
+    assert!(line(&now, "link \"2\"").unwrap().contains(" current=page"), "{now}");
+    assert!(!line(&now, "link \"1\"").unwrap().contains("current"), "{now}");
+    assert_eq!(site.records(), ["sort:name", "page:2"]);
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_in_a_cross_site_frame_reports_its_answer_through_mcp() {
     // The form is another site's, in an out-of-process iframe (as payment forms are): its fetch goes out from the
     // frame's own session, and the click still waits for the answer the frame then shows.

@@ -47,6 +47,9 @@ impl Renderer<'_> {
             name = label;
         }
         let mut states = self.states(n, shown, dom.as_ref());
+        if let Some(order) = n.backend.and_then(|b| self.sorted_by(frame, b)) {
+            states.push(format!("sorted={order}"));
+        }
         // A control with no name that draws an icon (a bin, a pencil): the icon tells it from its neighbours.
         let icon = dom.as_ref().and_then(|d| d.icon.clone()).filter(|_| name.trim().is_empty());
         if let Some(icon) = &icon {
@@ -255,6 +258,24 @@ impl Renderer<'_> {
         None
     }
 
+    /// How the table is sorted by the column whose header this is, or whose header holds it (a sort button in a
+    /// `<th aria-sort>`): `ascending`, `descending` or `other`.
+    fn sorted_by(&self, frame: &str, backend: i64) -> Option<String> {
+        let docs = self.docs.get(frame)?;
+        let mut cur = Some(backend);
+        for _ in 0..3 {
+            let d = docs.get(&cur?)?;
+            if let Some(sort) = d.attr("aria-sort").filter(|v| matches!(*v, "ascending" | "descending" | "other")) {
+                return Some(sort.to_owned());
+            }
+            if matches!(d.tag.as_str(), "th" | "td") {
+                return None;
+            }
+            cur = d.parent;
+        }
+        None
+    }
+
     pub(super) fn states(&self, n: &AxNode, role: &str, dom: Option<&DomNode>) -> Vec<String> {
         let mut s = Vec::new();
         if let Some(c) = n.prop("checked") {
@@ -269,6 +290,11 @@ impl Renderer<'_> {
             && (p.as_str() == Some("true") || p.as_bool() == Some(true))
         {
             s.push("pressed".into());
+        }
+        // The page, step or item the user is on (`aria-current`, on the element or, as Bootstrap's pagination has
+        // it, on its list item): which nav link is the open page.
+        if let Some(c) = dom.and_then(|d| d.current.as_deref()) {
+            s.push(if c == "true" { "current".to_owned() } else { format!("current={c}") });
         }
         if role == "heading"
             && let Some(level) = n.prop("level").and_then(Value::as_u64)

@@ -21,6 +21,8 @@ const KEPT_ATTRS: &[&str] = &[
     "inert",
     "aria-label",
     "title",
+    "aria-current",
+    "aria-sort",
 ];
 
 /// A DOM node's facts from the snapshot.
@@ -68,6 +70,8 @@ pub(crate) struct DomNode {
     /// a chat message as typed), and with `keeps_spaces` its runs of spaces too (all of those but `pre-line`).
     pub(crate) keeps_breaks: bool,
     pub(crate) keeps_spaces: bool,
+    /// Its `aria-current` value (`page`, `step`, `true`, ...), or its list item's: it is the one the user is on.
+    pub(crate) current: Option<String>,
     /// The icon it draws, or the first one drawn within three levels below it (`trash` for `<i class="fa
     /// fa-trash">`, see [`super::icon`]): what a button with no name shows.
     pub(crate) icon: Option<String>,
@@ -222,6 +226,22 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             {
                 laid_out[ni] = true;
             }
+        }
+        // `aria-current` of an element, or of the list item it sits in.
+        for i in 0..count {
+            let own = nodes[i].attr("aria-current").map(str::trim).filter(|c| !c.is_empty() && *c != "false");
+            let own = own.map(str::to_owned).or_else(|| {
+                let p =
+                    parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok()).filter(|&p| p < i)?;
+                let li = &nodes[p];
+                (li.tag == "li")
+                    .then(|| li.attr("aria-current"))
+                    .flatten()
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty() && *c != "false")
+                    .map(str::to_owned)
+            });
+            nodes[i].current = own;
         }
         // The icons drawn, each also the icon of its parents up to three levels (a button around an `<i>` or `<svg>`).
         for i in 0..count {

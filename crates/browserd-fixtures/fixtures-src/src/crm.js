@@ -26,7 +26,8 @@ function render() {
   const shown = list.slice(first, first + PER_PAGE);
   const caret = (key) => (state.sort === key ? (state.dir > 0 ? '▲' : '▼') : '↕');
   const head = data.columns
-    .map((c) => `<th class="sortable" data-sort="${c.key}">${esc(c.label)} <span class="sort-icon">${caret(c.key)}</span></th>`)
+    // The sorted column says so, as DataTables marks it (`aria-sort`).
+    .map((c) => `<th class="sortable" data-sort="${c.key}"${state.sort === c.key ? ` aria-sort="${state.dir > 0 ? 'ascending' : 'descending'}"` : ''}>${esc(c.label)} <span class="sort-icon">${caret(c.key)}</span></th>`)
     .join('');
   const body = shown
     .map(
@@ -42,7 +43,8 @@ function render() {
   const pageItems = [
     `<li class="page-item${state.page === 1 ? ' disabled' : ''}"><a href="#" class="page-link" data-page="prev">Previous</a></li>`,
     ...Array.from({ length: pages }, (_, i) =>
-      `<li class="page-item${state.page === i + 1 ? ' active' : ''}"><a href="#" class="page-link" data-page="${i + 1}">${i + 1}</a></li>`),
+      // Bootstrap 5's markup: the active page's item carries `aria-current`.
+      `<li class="page-item${state.page === i + 1 ? ' active" aria-current="page' : ''}"><a href="#" class="page-link" data-page="${i + 1}">${i + 1}</a></li>`),
     `<li class="page-item${state.page === pages ? ' disabled' : ''}"><a href="#" class="page-link" data-page="next">Next</a></li>`,
   ].join('');
   $('#c-table').html(`<thead><tr><th><input type="checkbox" class="check-all" aria-label="Select all"></th>${head}<th>Status</th><th></th></tr></thead><tbody>${body}</tbody>`);
@@ -59,7 +61,7 @@ $(function () {
     <div class="c-cookie">We use cookies to improve your experience. <a href="#" class="c-cookie-more">Learn more</a>
       <button type="button" class="c-cookie-ok">Accept</button></div>
     <nav class="c-top"><a href="#" class="c-brand" data-nav="home">${esc(data.brand)}</a>
-      ${data.nav.map((n, i) => `<a href="#" class="c-nav${i === 0 ? ' active' : ''}" data-nav="${esc(n)}">${esc(n)}</a>`).join('')}</nav>
+      ${data.nav.map((n, i) => `<a href="#" class="c-nav${i === 0 ? ' active" aria-current="page' : ''}" data-nav="${esc(n)}">${esc(n)}</a>`).join('')}</nav>
     <main class="c-main">
       <div class="c-head"><h1>Customers</h1>
         <input type="search" class="c-search" placeholder="Search customers">
