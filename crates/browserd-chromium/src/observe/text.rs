@@ -180,7 +180,11 @@ impl Renderer<'_> {
         // Words after a link, or the stop that ends its sentence (`Read our <a>privacy policy</a>.`): the link is
         // inside the sentence (or starts it). Links that only end a line of text ("… yield. Read more") leave that
         // text whole as it is, and are not repeated in it.
-        let words = |p: &Piece| matches!(&p.kind, PieceKind::Text(t) if !t.trim().is_empty());
+        // A separator between links (a breadcrumb's `/` or `›`) is neither: such a line stays as it is.
+        let words = |p: &Piece| {
+            matches!(&p.kind, PieceKind::Text(t) if t.chars().any(char::is_alphanumeric)
+                || t.trim_start().starts_with(['.', ',', ';', ':', '!', '?', ')']))
+        };
         let first_link = run.iter().position(|p| matches!(p.kind, PieceKind::Inline(_)));
         let inside = first_link.is_some_and(|i| run[i..].iter().any(words));
         if !whole || !inside || run.iter().any(|p| matches!(p.kind, PieceKind::Other)) {
