@@ -262,3 +262,21 @@ async fn text_pages_show_every_rendered_line_exactly_and_whole() {
         page.close().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_after_a_link_joins_its_sentence_and_a_breadcrumb_separator_does_not() {
+    // `Read our <a>privacy policy</a>.` left its stop alone on a line; a breadcrumb's links parted by `/` stay
+    // lines of their own (joined, they would be read twice: the crumbs as text, then each link).
+    let html = r#"<!doctype html><html><body>
+<nav class="crumbs"><a href="/">Home</a> / <a href="/docs">Docs</a> / <a href="/docs/api">API</a></nav>
+<p>Read our <a href="/privacy">privacy policy</a>.</p>
+</body></html>"#;
+    let page = Page::open(&browserd_test_support::text_pages::data_url(html)).await;
+    let o = page.observe().await;
+    let lines: Vec<&str> = o.untrusted_content.lines().map(str::trim).collect();
+    assert!(lines.contains(&"Read our privacy policy."), "{}", o.untrusted_content);
+    assert!(!lines.contains(&"."), "{}", o.untrusted_content);
+    assert!(!lines.iter().any(|l| l.contains("Home / Docs") || l.contains("Home/Docs")), "{}", o.untrusted_content);
+    assert_eq!(lines.iter().filter(|l| l.contains(" link \"")).count(), 4, "{}", o.untrusted_content);
+    page.close().await;
+}
