@@ -280,3 +280,41 @@ async fn a_stop_after_a_link_joins_its_sentence_and_a_breadcrumb_separator_does_
     assert_eq!(lines.iter().filter(|l| l.contains(" link \"")).count(), 4, "{}", o.untrusted_content);
     page.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkbox_label_holding_links_is_read_once_with_its_links_under_it() {
+    // Sign-up and checkout forms: `<label><input type=checkbox> I accept the <a>Terms</a> and the <a>Privacy
+    // Policy</a>.</label>`. The label is the checkbox's name; it was read again in pieces around its links
+    // (`I accept the` / link / `and the` / link / `.`).
+    let html = r#"<!doctype html><html><body>
+<label><input type="checkbox"> I agree to the <a href="/terms">terms</a></label>
+<label><input type="checkbox"> I accept the <a href="/tos">Terms of Service</a> and the <a href="/privacy">Privacy Policy</a>.</label>
+<label><input type="checkbox"> Remember me</label>
+<p>Remember me</p>
+</body></html>"#;
+    let page = Page::open(&browserd_test_support::text_pages::data_url(html)).await;
+    let o = page.observe().await;
+    let lines: Vec<&str> = o.untrusted_content.lines().collect();
+    let shown: Vec<String> = lines
+        .iter()
+        .map(|l| match browserd_protocol::split_ref(l.trim()) {
+            Some((_, rest)) => format!("{}{}", &l[..l.len() - l.trim_start().len()], rest),
+            None => (*l).to_owned(),
+        })
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            "checkbox \"I agree to the terms\" unchecked",
+            " link \"terms\" -> /terms",
+            "checkbox \"I accept the Terms of Service and the Privacy Policy.\" unchecked",
+            " link \"Terms of Service\" -> /tos",
+            " link \"Privacy Policy\" -> /privacy",
+            "checkbox \"Remember me\" unchecked",
+            "Remember me",
+        ],
+        "{}",
+        o.untrusted_content
+    );
+    page.close().await;
+}

@@ -279,12 +279,21 @@ impl Renderer<'_> {
     /// the heading's place.
     pub(super) fn drop_label_echoes(&mut self) {
         let lines = std::mem::take(&mut self.out.lines);
+        let (label_text, label_links) = labels_with_links(&lines);
         let mut keep = Vec::with_capacity(lines.len());
         let mut removed_before: Vec<usize> = Vec::with_capacity(lines.len());
         let mut removed = 0;
         let mut dedent = None;
         for (i, l) in lines.iter().enumerate() {
             removed_before.push(removed);
+            if label_text.contains(&i) {
+                removed += 1;
+                continue;
+            }
+            if let Some(&(_, indent)) = label_links.iter().find(|(j, _)| *j == i) {
+                keep.push(Line { indent, ..l.clone() });
+                continue;
+            }
             if heading_echo(&lines, i) {
                 removed += 1;
                 dedent = Some(i + 1);
@@ -312,6 +321,56 @@ impl Renderer<'_> {
         }
         self.out.lines = keep;
     }
+}
+
+/// The label of a checkbox, radio or switch that holds links (`I accept the <a>Terms</a> and the <a>Privacy
+/// Policy</a>.`): its text is the control's name, then read again in pieces around the links, `I accept the` /
+/// `e4 link "Terms"` / `and the` / … The pieces of text are left out and the links go under the control. Returns
+/// the lines of those pieces, and those of the links with their indent under the control.
+fn labels_with_links(lines: &[Line]) -> (Vec<usize>, Vec<(usize, u16)>) {
+    let bare = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    let (mut text, mut links) = (Vec::new(), Vec::new());
+    for (i, control) in lines.iter().enumerate() {
+        let Some((_, rest)) = browserd_protocol::split_ref(&control.text) else { continue };
+        let Some(name) = ["checkbox \"", "radio \"", "switch \""]
+            .iter()
+            .find_map(|r| rest.strip_prefix(r))
+            .and_then(|r| r.split_once('"'))
+            .map(|(name, _)| bare(&name.replace("\\\"", "\"")))
+        else {
+            continue;
+        };
+        let (mut said, mut pieces, mut found_link) = (String::new(), Vec::new(), false);
+        for (j, l) in lines.iter().enumerate().skip(i + 1) {
+            if l.indent < control.indent || l.indent > control.indent + 1 {
+                break;
+            }
+            let piece = match browserd_protocol::split_ref(&l.text) {
+                Some((_, rest)) => match rest.strip_prefix("link \"").and_then(|r| r.split_once('"')) {
+                    Some((link, _)) => {
+                        found_link = true;
+                        link.replace("\\\"", "\"")
+                    }
+                    None => break,
+                },
+                None => l.text.clone(),
+            };
+            said.push_str(&bare(&piece));
+            pieces.push((j, l.node_ref.is_some()));
+            if !name.starts_with(&said) {
+                break;
+            }
+            if said == name {
+                if found_link {
+                    for (j, is_link) in pieces {
+                        if is_link { links.push((j, control.indent + 1)) } else { text.push(j) }
+                    }
+                }
+                break;
+            }
+        }
+    }
+    (text, links)
 }
 
 /// Whether line `i` is a heading (`### Can I change my email?`) whose only content is the operable line right under
