@@ -318,3 +318,23 @@ async fn a_checkbox_label_holding_links_is_read_once_with_its_links_under_it() {
     );
     page.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_says_its_alternative_unless_the_line_beside_it_already_does() {
+    // A chart's alternative is what the page says it shows; a product photo whose `alt` is the product's name, beside
+    // its heading, would only say that name twice.
+    let gif = "data:image/gif;base64,R0lGODlhAQABAAAAACw=";
+    let html = format!(
+        r#"<!doctype html><html><body>
+<div class="card"><img alt="Desk lamp" width="20" height="20" src="{gif}"><h3>Desk lamp</h3><p>$45.00</p></div>
+<figure><img alt="Sales by month: rising from 10 to 40" width="20" height="20" src="{gif}"><figcaption>Sales</figcaption></figure>
+</body></html>"#
+    );
+    let page = Page::open(&browserd_test_support::text_pages::data_url(&html)).await;
+    let o = page.observe().await;
+    let lines: Vec<&str> = o.untrusted_content.lines().map(str::trim).collect();
+    assert!(lines.contains(&"img \"Sales by month: rising from 10 to 40\""), "{}", o.untrusted_content);
+    assert!(!lines.contains(&"img \"Desk lamp\""), "{}", o.untrusted_content);
+    assert!(lines.contains(&"### Desk lamp"), "{}", o.untrusted_content);
+    page.close().await;
+}

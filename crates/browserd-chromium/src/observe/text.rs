@@ -294,6 +294,10 @@ impl Renderer<'_> {
                 keep.push(Line { indent, ..l.clone() });
                 continue;
             }
+            if image_echo(&lines, i) {
+                removed += 1;
+                continue;
+            }
             if heading_echo(&lines, i) {
                 removed += 1;
                 dedent = Some(i + 1);
@@ -371,6 +375,20 @@ fn labels_with_links(lines: &[Line]) -> (Vec<usize>, Vec<(usize, u16)>) {
         }
     }
     (text, links)
+}
+
+/// Whether line `i` is an image whose alternative only repeats the line next to it: a product photo whose `alt`
+/// is the product's name, beside the card, heading or link of that name (`e3 clickable "Desk lamp":` / `img "Desk
+/// lamp"`).
+fn image_echo(lines: &[Line], i: usize) -> bool {
+    let l = &lines[i];
+    let Some(alt) = l.text.strip_prefix("img ").filter(|_| l.node_ref.is_none()) else { return false };
+    let text = alt.trim_matches('"').replace("\\\"", "\"");
+    let same = |n: &Line| {
+        let t = n.text.trim_start_matches('#').trim();
+        t.eq_ignore_ascii_case(&text) || n.text.contains(alt) && n.text != l.text
+    };
+    i.checked_sub(1).is_some_and(|p| same(&lines[p])) || lines.get(i + 1).is_some_and(same)
 }
 
 /// Whether line `i` is a heading (`### Can I change my email?`) whose only content is the operable line right under
