@@ -82,16 +82,10 @@ pub(crate) fn parse_nodes(nodes: &[Value]) -> HashMap<String, AxNode> {
         if ignored {
             // A whole-tree read reports ignored nodes as role `none` without name or properties; subtree reads
             // report their underlying role. Keep what both agree on.
-            let hidden = n["ignoredReasons"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|r| r["name"].as_str().is_some_and(|name| HIDING.contains(&name)));
-            let blocked = n["ignoredReasons"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|r| r["name"].as_str() == Some("activeModalDialog"));
+            let reasons: Vec<&str> =
+                n["ignoredReasons"].as_array().into_iter().flatten().filter_map(|r| r["name"].as_str()).collect();
+            let hidden = reasons.iter().any(|r| HIDING.contains(r));
+            let blocked = reasons.contains(&"activeModalDialog");
             out.insert(
                 id,
                 AxNode { ignored, hidden, blocked, role: "none".into(), children, backend, ..Default::default() },

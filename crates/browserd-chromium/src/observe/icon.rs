@@ -95,7 +95,8 @@ pub(super) fn of(tag: &str, attr: impl Fn(&str) -> Option<String>) -> Option<Str
         }
     }
     if let Some(class) = attr("class") {
-        for token in class.split_whitespace() {
+        // Every icon class has a prefix ending in `-` or `_`: other tokens are passed over unread.
+        for token in class.split_whitespace().filter(|t| t.contains(['-', '_'])) {
             let lower = token.to_ascii_lowercase();
             for p in PREFIXES {
                 if let Some(rest) = lower.strip_prefix(p) {

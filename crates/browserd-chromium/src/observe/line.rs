@@ -32,6 +32,22 @@ pub(super) fn quote(s: &str) -> String {
     format!("\"{}\"", fold(s).replace('"', "\\\""))
 }
 
+/// The name [`quote`] wrote at the start of `s` (`"Terms \"2026\"" -> /tos` gives `Terms "2026"`), or `None` when
+/// `s` does not start with one.
+pub(super) fn unquote(s: &str) -> Option<String> {
+    // `quote` escapes the quote mark only: a backslash before anything else is the name's own.
+    let mut chars = s.strip_prefix('"')?.chars().peekable();
+    let mut out = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'"') => out.push(chars.next()?),
+            '"' => return Some(out),
+            c => out.push(c),
+        }
+    }
+    None
+}
+
 /// A context label in quotes, cut at `max` characters with `…`: the words that tell a line from its namesakes
 /// (` (in "Team lunch")`), never the text or name itself, which is shown whole on its own line.
 pub(super) fn quote_cut(s: &str, max: usize) -> String {
@@ -315,6 +331,16 @@ pub(super) fn dialog(kind: &str, message: &str) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_quoted_name_reads_back_whole() {
+        for name in ["Terms", "Say \"hi\" now", "a\\b", ""] {
+            let q = quote(name);
+            assert_eq!(unquote(&format!("{q} -> /x")).as_deref(), Some(name), "{q}");
+        }
+        assert_eq!(unquote("no quote"), None);
+        assert_eq!(unquote("\"open"), None);
+    }
 
     fn line(r: Option<&str>, t: &str) -> Line {
         Line { indent: 0, node_ref: r.map(str::to_owned), text: t.to_owned() }

@@ -227,43 +227,27 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 laid_out[ni] = true;
             }
         }
-        // `aria-current` of an element, or of the list item it sits in.
+        // Tree order, parents first: what a node takes from its parent is known by the time it is reached.
+        let parent_of = |i: usize| parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok());
         for i in 0..count {
-            let own = nodes[i].attr("aria-current").map(str::trim).filter(|c| !c.is_empty() && *c != "false");
-            let own = own.map(str::to_owned).or_else(|| {
-                let p =
-                    parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok()).filter(|&p| p < i)?;
-                let li = &nodes[p];
-                (li.tag == "li")
-                    .then(|| li.attr("aria-current"))
-                    .flatten()
-                    .map(str::trim)
-                    .filter(|c| !c.is_empty() && *c != "false")
-                    .map(str::to_owned)
-            });
-            nodes[i].current = own;
-        }
-        // The icons drawn, each also the icon of its parents up to three levels (a button around an `<i>` or `<svg>`).
-        for i in 0..count {
+            let parent = parent_of(i).filter(|&p| p < i);
+            // `aria-current` of an element, or of the list item it sits in.
+            let li = parent.map(|p| &nodes[p]).filter(|p| p.tag == "li");
+            let current = aria_current(&nodes[i]).or_else(|| li.and_then(aria_current)).map(str::to_owned);
+            nodes[i].current = current;
+            // A line-through is drawn across the text of every descendant (the computed value is not inherited).
+            if parent.is_some_and(|p| nodes[p].struck) {
+                nodes[i].struck = true;
+            }
+            // The icons drawn, each also the icon of its parents up to three levels (a button around an `<i>`).
             let Some(a) = attrs.get(i).and_then(Value::as_array).filter(|a| !a.is_empty()) else { continue };
             let attr = |name: &str| a.chunks(2).find(|c| c.len() == 2 && s(&c[0]) == name).map(|c| s(&c[1]).to_owned());
             let Some(icon) = super::icon::of(&nodes[i].tag, attr) else { continue };
             let mut cur = Some(i);
             for _ in 0..4 {
                 let Some(c) = cur else { break };
-                if nodes[c].icon.is_none() {
-                    nodes[c].icon = Some(icon.clone());
-                }
-                cur = parents.get(c).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok()).filter(|&p| p < c);
-            }
-        }
-        // A line-through is drawn across the text of every descendant (the computed value is not inherited).
-        for i in 0..count {
-            if let Some(p) = parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok())
-                && p < i
-                && nodes[p].struck
-            {
-                nodes[i].struck = true;
+                nodes[c].icon.get_or_insert_with(|| icon.clone());
+                cur = parent_of(c).filter(|&p| p < c);
             }
         }
         label_toggles(&mut nodes, &attrs, &parents, &n["inputChecked"], &laid_out, &s);
@@ -365,6 +349,11 @@ fn unrendered_regions(nodes: &mut [DomNode], scroller: &[bool], parents: &[Value
         let (Some([_, _, _, h]), Some(&(first, last))) = (nodes[c].rect, text.get(&c)) else { continue };
         nodes[c].unrendered = Unrendered { above: first - top > h, below: bottom - last > h };
     }
+}
+
+/// An element's `aria-current` when it says the element is current (`page`, `step`, `true`; not `false`).
+fn aria_current(d: &DomNode) -> Option<&str> {
+    d.attr("aria-current").map(str::trim).filter(|c| !c.is_empty() && *c != "false")
 }
 
 /// Whether element `a` is `b` or holds it: `b`'s DOM parents followed up, and not past `stop`.

@@ -109,6 +109,16 @@ impl Renderer<'_> {
         }
     }
 
+    /// A table cell begins after a cell with text on the line being gathered: ` | ` between them, as `innerText`
+    /// puts a tab there (once, whatever empty cells came between).
+    pub(super) fn cell_separator(&mut self) {
+        self.close_strike();
+        if !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
+            self.pending.truncate(self.pending.trim_end().len());
+            self.pending.push_str(" | ");
+        }
+    }
+
     /// Ends the struck text gathered so far: the closing `~~` goes right after its last character, before the
     /// spaces that part it from what follows.
     pub(super) fn close_strike(&mut self) {
@@ -336,11 +346,11 @@ fn labels_with_links(lines: &[Line]) -> (Vec<usize>, Vec<(usize, u16)>) {
     let (mut text, mut links) = (Vec::new(), Vec::new());
     for (i, control) in lines.iter().enumerate() {
         let Some((_, rest)) = browserd_protocol::split_ref(&control.text) else { continue };
-        let Some(name) = ["checkbox \"", "radio \"", "switch \""]
+        let Some(name) = ["checkbox ", "radio ", "switch "]
             .iter()
             .find_map(|r| rest.strip_prefix(r))
-            .and_then(|r| r.split_once('"'))
-            .map(|(name, _)| bare(&name.replace("\\\"", "\"")))
+            .and_then(line::unquote)
+            .map(|name| bare(&name))
         else {
             continue;
         };
@@ -350,10 +360,10 @@ fn labels_with_links(lines: &[Line]) -> (Vec<usize>, Vec<(usize, u16)>) {
                 break;
             }
             let piece = match browserd_protocol::split_ref(&l.text) {
-                Some((_, rest)) => match rest.strip_prefix("link \"").and_then(|r| r.split_once('"')) {
-                    Some((link, _)) => {
+                Some((_, rest)) => match rest.strip_prefix("link ").and_then(line::unquote) {
+                    Some(link) => {
                         found_link = true;
-                        link.replace("\\\"", "\"")
+                        link
                     }
                     None => break,
                 },
@@ -383,7 +393,7 @@ fn labels_with_links(lines: &[Line]) -> (Vec<usize>, Vec<(usize, u16)>) {
 fn image_echo(lines: &[Line], i: usize) -> bool {
     let l = &lines[i];
     let Some(alt) = l.text.strip_prefix("img ").filter(|_| l.node_ref.is_none()) else { return false };
-    let text = alt.trim_matches('"').replace("\\\"", "\"");
+    let Some(text) = line::unquote(alt) else { return false };
     let same = |n: &Line| {
         let t = n.text.trim_start_matches('#').trim();
         t.eq_ignore_ascii_case(&text) || n.text.contains(alt) && n.text != l.text

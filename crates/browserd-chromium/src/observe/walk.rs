@@ -97,10 +97,8 @@ impl Renderer<'_> {
             });
         if block {
             self.text_break();
-        } else if layout_cell && !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
-            self.close_strike();
-            self.pending.truncate(self.pending.trim_end().len());
-            self.pending.push_str(" | ");
+        } else if layout_cell {
+            self.cell_separator();
         } else if space && !self.pending.is_empty() && !self.pending.ends_with(' ') {
             self.pending.push(' ');
         }
@@ -432,10 +430,7 @@ impl Renderer<'_> {
         );
         let cell = matches!(role, "cell" | "gridcell" | "columnheader" | "rowheader");
         if cell && self.row_depth > 0 {
-            self.close_strike();
-            if !self.pending.trim().is_empty() && !self.pending.trim_end().ends_with(" |") {
-                self.pending.push_str(" | ");
-            }
+            self.cell_separator();
         } else if block {
             self.flush_text();
         }
