@@ -123,6 +123,9 @@ const CARDS: &[(&str, &str)] =
 const EXPECTED_NAME: &str = "Ada";
 
 /// Folder tree: (depth, name, open at load). Children follow their parent with a greater depth.
+/// The mail's labels: plain list items, their clicks handled by one listener on the list.
+const MAIL_LABELS: &[&str] = &["Work", "Personal", "Receipts"];
+
 const FOLDERS: &[(usize, &str, bool)] = &[
     (0, "Inbox", false),
     (0, "Projects", true),
@@ -375,6 +378,7 @@ fn data(path: &str) -> Value {
         }),
         "/apps/mail.html" => json!({
             "folders": folder_tree(0, 0).0,
+            "labels": MAIL_LABELS,
             "mails": MAILS.iter().map(|(id, from, subject, date)| json!({
                 "id": id, "from": from, "subject": subject, "date": date,
                 "html": MAIL_BODIES.iter().find(|b| b.0 == *id).map(|b| b.1),
@@ -521,6 +525,8 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
         "/apps/mail.html" => {
             let mut operable: Vec<AppOperable> =
                 visible_folders().into_iter().map(|f| op("generic", f, format!("folder:{f}"))).collect();
+            // Each label is an item of a list whose one listener handles them all.
+            operable.extend(MAIL_LABELS.iter().map(|l| op("generic", *l, format!("label:{l}"))));
             // A mail row is named by its text: sender, subject, date.
             operable.extend(MAILS.iter().map(|(id, from, subject, date)| {
                 op("generic", format!("{from} {subject} {date}"), format!("mail:{id}"))

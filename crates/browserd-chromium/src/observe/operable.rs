@@ -173,7 +173,20 @@ impl Renderer<'_> {
         if d.clickable && !listener_over_nothing(ax, n) {
             return shown("clickable");
         }
+        if self.delegated_item(frame, d) {
+            return shown("clickable");
+        }
         None
+    }
+
+    /// An item of a list whose listener or pointer cursor serves its items (jQuery UI's sortable binds the `<ul>`, a
+    /// Vue `<ul @click>` picks the `<li>` clicked, jQuery's `.on('click', 'li', ...)`): each item is what a user
+    /// clicks or drags, so each gets a ref, and the list is not one clickable line of all their texts.
+    fn delegated_item(&self, frame: &str, d: &super::snapshot::DomNode) -> bool {
+        d.tag == "li"
+            && d.parent.and_then(|p| self.docs.get(frame)?.get(&p)).is_some_and(|list| {
+                matches!(list.tag.as_str(), "ul" | "ol" | "menu") && (list.clickable || list.own_pointer())
+            })
     }
 
     /// Whether the DOM alone makes a node operable, whatever the accessibility tree says of it: a non-negative
@@ -188,7 +201,8 @@ impl Renderer<'_> {
                         && (d.in_tab_order()
                             || (d.clickable && !self.axs.get(frame).is_some_and(|ax| listener_over_nothing(ax, n)))
                             || d.own_pointer()
-                            || anchor_without_href(d))
+                            || anchor_without_href(d)
+                            || self.delegated_item(frame, d))
             })
     }
 

@@ -2,6 +2,7 @@
 // children, a mail list of clickable <div> rows (Vue's own per-element handlers), and a HUD of adjacent status
 // <div>s (storage with its bar), and the opened mail's HTML body (layout tables, a struck figure, a preformatted
 // diffstat, a chart image) under a toolbar of unlabelled Lucide icon buttons; the bin asks in a native modal <dialog>.
+// The labels are plain <li>s whose clicks one Vue listener on their <ul> handles (it finds the item clicked).
 import { createApp, h, reactive } from 'vue';
 import { Archive, Trash2 } from 'lucide-vue-next';
 import { record, pageData } from './record.js';
@@ -46,7 +47,21 @@ const App = {
   render() {
     const unread = data.mails.filter((m) => !state.read[m.id]).length;
     return h('div', { class: 'app mail' }, [
-      h('aside', { class: 'folders' }, [h('ul', { class: 'tree' }, data.folders.map(folderItem))]),
+      h('aside', { class: 'folders' }, [
+        h('ul', { class: 'tree' }, data.folders.map(folderItem)),
+        h('h4', 'Labels'),
+        h(
+          'ul',
+          {
+            class: 'labels',
+            onClick: (e) => {
+              const item = e.target.closest('li');
+              if (item) record(`label:${item.textContent}`);
+            },
+          },
+          data.labels.map((l) => h('li', { key: l }, l)),
+        ),
+      ]),
       h('main', [
         h('div', { class: 'hud' }, [
           h('div', `Folder: ${state.folder}`),
