@@ -638,6 +638,7 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             operable.push(op("link", "Acme CRM", "nav:home"));
             operable.extend(CRM_NAV.iter().map(|n| op("link", *n, format!("nav:{n}"))));
             operable.push(AppOperable { role: "searchbox", name: "Search customers".into(), records: None });
+            operable.push(AppOperable { role: "textbox", name: "Company".into(), records: None });
             operable.push(op("button", "Export CSV", "export"));
             operable.push(op("checkbox", "Select all", "check:all:true"));
             // A sortable header shows its label and a caret glyph.
@@ -653,6 +654,7 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             let pages = CUSTOMERS.len().div_ceil(CRM_PER_PAGE);
             operable.extend((1..=pages).map(|p| op("link", p.to_string(), format!("page:{p}"))));
             operable.push(op("link", "Next", "page:next"));
+            operable.push(AppOperable { role: "spinbutton", name: "Rows per page".into(), records: None });
             let texts = vec![
                 "We use cookies to improve your experience.".into(),
                 "Selected: none".into(),

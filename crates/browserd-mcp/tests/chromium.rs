@@ -320,6 +320,9 @@ async fn the_open_page_and_the_sorted_column_are_said_through_mcp() {
     assert!(line(&first, "link \"1\"").unwrap().contains(" current=page"), "{first}");
     assert!(!line(&first, "link \"2\"").unwrap().contains("current"), "{first}");
     assert!(!first.contains("sorted="), "nothing is sorted at load: {first}");
+    // Its links are `href="#"`, their clicks handled by script: a target of `#` on each says nothing.
+    assert!(!first.contains(" -> #"), "{first}");
+    assert!(first.contains("link \"Next\""), "{first}");
 
     let sorted = client.call_tool(click(ref_on(&first, "clickable \"Name"))).await.unwrap();
     assert_eq!(sorted.is_error, Some(false), "{sorted:?}");
@@ -331,6 +334,52 @@ async fn the_open_page_and_the_sorted_column_are_said_through_mcp() {
     assert!(line(&now, "link \"2\"").unwrap().contains(" current=page"), "{now}");
     assert!(!line(&now, "link \"1\"").unwrap().contains("current"), "{now}");
     assert_eq!(site.records(), ["sort:name", "page:2"]);
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suggestions_after_a_typing_pause_and_a_spinner_typed_into_are_shown_through_mcp() {
+    // The CRM (jQuery): the company filter turns the browser's suggestions off and shows its own 250 ms after the
+    // typing pauses. `fill` ended on 15 ms of DOM quiet, before they came: its effects listed none, and an agent had
+    // to observe again to find them. The "Rows per page" spinner updates `aria-valuenow` only once the field is left
+    // (as jQuery UI's does): after `fill 10` its line still said `: 5`.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let act = |args: Value| call("browser_act", args, "t1");
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/crm.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let company = ref_on(&first, "textbox \"Company\"");
+    let filled = client.call_tool(act(json!({"action": "fill", "target": company, "value": "comp"}))).await.unwrap();
+    assert_eq!(filled.is_error, Some(false), "{filled:?}");
+    let result = filled.structured_content.clone().expect("structured result");
+    let appeared: Vec<String> = result["effects"]["appeared"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no suggestions in the effects: {result}"))
+        .iter()
+        .filter_map(|l| l.as_str().map(str::to_owned))
+        .collect();
+    let hits: Vec<&String> =
+        appeared.iter().filter(|l| l.contains("\"Compilers Inc\"") || l.contains("\"Optimizing Compilers\"")).collect();
+    assert_eq!(hits.len(), 2, "both matching companies are suggested in the fill's effects: {result}");
+    let pick = browserd_protocol::line_ref(hits[0]).expect("a suggestion has a ref").to_owned();
+    let picked = client.call_tool(act(json!({"action": "click", "target": pick}))).await.unwrap();
+    assert_eq!(picked.is_error, Some(false), "{picked:?}");
+
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let spinner = ref_on(&now, "spinbutton \"Rows per page\"");
+    let filled = client.call_tool(act(json!({"action": "fill", "target": spinner, "value": "10"}))).await.unwrap();
+    assert_eq!(filled.is_error, Some(false), "{filled:?}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let line = now.lines().find(|l| l.contains("spinbutton \"Rows per page\"")).unwrap_or_else(|| panic!("{now}"));
+    assert!(line.ends_with(": 10"), "the spinner shows what was typed into it: {line}");
+    assert_eq!(site.records(), ["company:Compilers Inc"]);
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

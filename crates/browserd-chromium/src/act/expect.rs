@@ -261,6 +261,9 @@ impl Run<'_> {
         let mut lost;
         loop {
             self.settle(quiet).await;
+            if std::mem::take(&mut self.suggests) {
+                self.await_suggestions().await;
+            }
             if !requests_awaited {
                 requests_awaited = true;
                 // A click that navigated (a link) waits for its load instead, as a navigation does.

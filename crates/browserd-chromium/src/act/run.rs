@@ -49,6 +49,9 @@ pub(super) struct Run<'a> {
     pub(super) network_enabled: Vec<SessionId>,
     /// When the first input of this action was handed to the browser: requests begun since are its answer.
     pub(super) input_at: Option<Instant>,
+    /// The field typed into offers suggestions and showed none yet: the settle gives them time to come
+    /// ([`Run::await_suggestions`]).
+    pub(super) suggests: bool,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -93,6 +96,7 @@ impl<'a> Run<'a> {
             hit_node: None,
             network_enabled: Vec::new(),
             input_at: None,
+            suggests: false,
         })
     }
 }

@@ -20,6 +20,9 @@ pub(super) const QUIET_MS: f64 = 40.0;
 pub(super) const QUIET_EXPECTING_MS: f64 = 15.0;
 /// Longest settle window when nothing is expected.
 pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
+/// How long after the input a field that offers suggestions is given to show them: search-as-you-type lists wait
+/// for a pause in the typing first (jQuery UI's autocomplete 300 ms; most debounce 150–300 ms).
+pub(super) const SUGGEST_WAIT: Duration = Duration::from_millis(500);
 
 /// The effect tracker, run in browserd's isolated world ([`crate::world`]) of every document: DOM quiet time and
 /// live-region / toast text for effect summaries. Page scripts can neither see it nor break it (by replacing
@@ -96,6 +99,39 @@ impl Run<'_> {
         None
     }
 
+    /// After typing into a field that offers suggestions and shows none yet (`suggests`): waits until the page
+    /// changes (its list renders) and is quiet again, or [`SUGGEST_WAIT`] after the input when nothing comes, so the
+    /// effects list the suggestions instead of an agent observing again to find them.
+    pub(super) async fn await_suggestions(&mut self) {
+        let Some(input) = self.input_at else { return };
+        let bound = (input + SUGGEST_WAIT).min(self.deadline);
+        let start = Instant::now();
+        while Instant::now() < bound {
+            if self.dialog_open().is_some() || self.link_lost().is_some() {
+                return;
+            }
+            let Some(v) = self.read_tracker().await else { return };
+            self.note_announcements(&v);
+            if v[0].as_f64().is_some_and(|q| q < start.elapsed().as_secs_f64() * 1000.0) {
+                // The page changed since the settle ended: let it finish rendering.
+                self.settle(QUIET_EXPECTING_MS).await;
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(15)).await;
+        }
+    }
+
+    /// Keeps the live-region and toast texts a tracker read brought (once each).
+    fn note_announcements(&mut self, v: &Value) {
+        for a in v[1].as_array().into_iter().flatten() {
+            if let Some(s) = a.as_str()
+                && !self.announced.iter().any(|x| x == s)
+            {
+                self.announced.push(s.to_owned());
+            }
+        }
+    }
+
     /// Waits for DOM quiet (or the load after a navigation), bounded.
     pub(super) async fn settle(&mut self, quiet_ms: f64) {
         let start = Instant::now();
@@ -115,13 +151,7 @@ impl Run<'_> {
             } else {
                 match self.read_tracker().await {
                     Some(v) => {
-                        for a in v[1].as_array().into_iter().flatten() {
-                            if let Some(s) = a.as_str()
-                                && !self.announced.iter().any(|x| x == s)
-                            {
-                                self.announced.push(s.to_owned());
-                            }
-                        }
+                        self.note_announcements(&v);
                         let q = v[0].as_f64();
                         // The last DOM change came after the input began when the quiet time is shorter than the
                         // time since then (the settle starts right after the dispatch).

@@ -85,7 +85,11 @@ impl Renderer<'_> {
             return;
         };
         let r = self.assign_ref(frame, backend);
-        let value = &n.value;
+        // A spinbutton drawn by an `<input>` shows what is typed in it, whatever its `aria-valuenow` still says (a
+        // jQuery UI spinner updates that only when it spins).
+        let typed =
+            dom.as_ref().filter(|d| shown == "spinbutton" && d.tag == "input").and_then(|d| d.input_value.as_ref());
+        let value = typed.unwrap_or(&n.value);
         let clean_value = value.split_whitespace().collect::<Vec<_>>().join(" ");
         let whole_field = super::operable::WHOLE_FIELDS.contains(&shown);
         if whole_field {
@@ -110,7 +114,8 @@ impl Renderer<'_> {
                 && !p.is_empty()
                 && !line::fold(&name).contains(p.as_str())
         });
-        let href = dom.as_ref().and_then(|d| d.attr("href")).filter(|_| shown == "link");
+        // A target that goes nowhere (`#`, `javascript:void(0)`: the page's script does the rest) says nothing.
+        let href = dom.as_ref().and_then(|d| d.attr("href")).filter(|h| shown == "link" && !inert_href(h));
         let mut options = Vec::new();
         if is_select {
             self.collect_options(ax, id, &mut options);
@@ -353,4 +358,11 @@ impl Renderer<'_> {
         }
         s
     }
+}
+
+/// A link target that leads nowhere of its own: `#` (or nothing) and `javascript:` URLs, whose click only runs the
+/// page's script.
+fn inert_href(href: &str) -> bool {
+    let h = href.trim();
+    h.is_empty() || h == "#" || h.get(..11).is_some_and(|p| p.eq_ignore_ascii_case("javascript:"))
 }

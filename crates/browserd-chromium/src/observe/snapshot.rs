@@ -75,6 +75,9 @@ pub(crate) struct DomNode {
     /// The icon it draws, or the first one drawn within three levels below it (`trash` for `<i class="fa
     /// fa-trash">`, see [`super::icon`]): what a button with no name shows.
     pub(crate) icon: Option<String>,
+    /// An `<input>`'s value as it shows it (the snapshot's `inputValue`): what a spinbutton shows, where its
+    /// `aria-valuenow` may lag behind what was typed.
+    pub(crate) input_value: Option<String>,
     /// Its place in document order (tree order, parents first) within its frame's document.
     pub(crate) order: usize,
     /// A scroll container whose scrolled content has, above or below what it shows, more than a screen of it with
@@ -160,6 +163,14 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 ..Default::default()
             })
             .collect();
+        let iv = &n["inputValue"];
+        for (i, v) in iv["index"].as_array().into_iter().flatten().zip(iv["value"].as_array().into_iter().flatten()) {
+            if let Some(node) = i.as_u64().and_then(|i| nodes.get_mut(usize::try_from(i).unwrap_or(usize::MAX)))
+                && node.tag == "input"
+            {
+                node.input_value = Some(s(v).to_owned());
+            }
+        }
         for i in n["isClickable"]["index"].as_array().into_iter().flatten().filter_map(Value::as_u64) {
             if let Some(node) = nodes.get_mut(usize::try_from(i).unwrap_or(usize::MAX)) {
                 node.clickable = true;

@@ -4,7 +4,10 @@
 // caret glyph, a nameless checkbox per row, a name link, a status badge and a "⋮" button named only by `title`; a
 // DataTables-style "Showing 1 to 5 of 12 entries" line and a pagination list whose "Previous" is disabled by CSS
 // (`pointer-events: none`); a row's menu is appended to <body> and positioned by script next to its button, as
-// Bootstrap dropdowns are; a cookie banner fixed at the bottom, first in <body>; a delete confirmation modal.
+// Bootstrap dropdowns are; a cookie banner fixed at the bottom, first in <body>; a delete confirmation modal. A
+// company filter (`autocomplete="off"`) shows its own suggestions 250 ms after the typing pauses, as debounced
+// search-as-you-type lists do; a "Rows per page" spinner updates its `aria-valuenow` only once the field is left, as
+// jQuery UI's spinner does.
 import $ from 'jquery';
 import { record, pageData } from './record.js';
 
@@ -65,10 +68,14 @@ $(function () {
     <main class="c-main">
       <div class="c-head"><h1>Customers</h1>
         <input type="search" class="c-search" placeholder="Search customers">
+        <span class="c-company-wrap"><input type="text" class="c-company" autocomplete="off" aria-label="Company"
+          placeholder="Filter by company"></span>
         <button type="button" class="btn btn-light c-export"><i class="icon-download"></i> Export CSV</button></div>
       <p class="c-selected">Selected: none</p>
       <table class="grid c-table" id="c-table"></table>
-      <div class="c-foot"><div id="c-info" class="c-info"></div><ul id="c-pages" class="pagination"></ul></div>
+      <div class="c-foot"><div id="c-info" class="c-info"></div><ul id="c-pages" class="pagination"></ul>
+        <label class="c-per-page-label">Rows per page <input class="c-per-page" role="spinbutton" value="5" size="3"
+          aria-valuenow="5" aria-valuemin="5" aria-valuemax="20"></label></div>
     </main>`);
   render();
 
@@ -86,6 +93,29 @@ $(function () {
     state.query = $(this).val();
     state.page = 1;
     render();
+  });
+  let suggestTimer = null;
+  $(document).on('input', '.c-company', function () {
+    clearTimeout(suggestTimer);
+    const q = $(this).val().toLowerCase();
+    suggestTimer = setTimeout(() => {
+      $('.c-suggest').remove();
+      const hits = [...new Set(data.customers.map((c) => c.company))].filter((c) => q && c.toLowerCase().includes(q));
+      if (hits.length) {
+        $('<ul class="c-suggest"></ul>')
+          .html(hits.map((c) => `<li class="c-suggest-item">${esc(c)}</li>`).join(''))
+          .insertAfter('.c-company');
+      }
+    }, 250);
+  });
+  $(document).on('click', '.c-suggest-item', function () {
+    $('.c-company').val($(this).text());
+    $('.c-suggest').remove();
+    record(`company:${$(this).text()}`);
+  });
+  $(document).on('change', '.c-per-page', function () {
+    $(this).attr('aria-valuenow', $(this).val());
+    record(`per-page:${$(this).val()}`);
   });
   $(document).on('click', 'th.sortable', function () {
     const key = $(this).data('sort');

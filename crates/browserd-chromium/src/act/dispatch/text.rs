@@ -65,6 +65,9 @@ impl Run<'_> {
             self.res.message = Some(format!("the page formatted the value as {:?}", truncate(&after, 80)));
         }
         self.res.effects.value = Some(truncate(&after, 200));
+        if ok {
+            self.suggests = self.offers_suggestions(&res.session, &obj).await;
+        }
         if !ok {
             self.res.dispatch = Dispatch::Observed;
             return Err(Fail::new(
@@ -135,6 +138,18 @@ fn formatted(held: &str, typed: &str) -> bool {
     let kept = |s: &str| s.chars().filter(|c| !c.is_whitespace() && !"()-/.,".contains(*c)).collect::<String>();
     let held = kept(held);
     !held.is_empty() && held == kept(typed)
+}
+
+/// Whether a field offers suggestions as it is typed into and shows none yet: a combobox, a field whose
+/// `aria-autocomplete` lists them (ARIA 1.2 comboboxes), or a text field that turns the browser's own suggestions off
+/// (`autocomplete="off"`: jQuery UI's autocomplete and most hand-made ones show theirs instead); not expanded.
+const OFFERS_SUGGESTIONS: &str = "function(){ const a = (this.getAttribute('aria-autocomplete') || '').toLowerCase(); const r = (this.getAttribute('role') || '').toLowerCase(); const off = this.tagName === 'INPUT' && (this.getAttribute('autocomplete') || '').toLowerCase() === 'off' && ['text', 'search', ''].includes((this.getAttribute('type') || '').toLowerCase()); return (a === 'list' || a === 'both' || r === 'combobox' || off) && this.getAttribute('aria-expanded') !== 'true'; }";
+
+impl Run<'_> {
+    /// See [`OFFERS_SUGGESTIONS`]; a failed check counts as no.
+    async fn offers_suggestions(&self, session: &browserd_cdp::SessionId, obj: &str) -> bool {
+        self.call_on(session, obj, OFFERS_SUGGESTIONS, json!([])).await.is_ok_and(|v| v.as_bool() == Some(true))
+    }
 }
 
 #[cfg(test)]
