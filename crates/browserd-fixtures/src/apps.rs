@@ -702,6 +702,7 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             );
             // A date field: each tool gives it a role of its own (`date`, `textbox`, `Date`); matched by its name.
             operable.push(AppOperable { role: "generic", name: "Delivery date".into(), records: None });
+            operable.push(op("switch", "Email me order updates", "updates:on"));
             operable.extend([field("Name on card"), field("Card number"), field("Expiry"), field("Security code")]);
             let total = money(CHECKOUT_ITEM.1 + CHECKOUT_SHIPPING[0].2);
             operable.push(op("button", format!("Pay {total}"), "invalid:email,card,expiry,cvc"));

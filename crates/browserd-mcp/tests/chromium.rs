@@ -427,6 +427,10 @@ async fn a_fill_the_page_formats_is_a_success_through_mcp() {
     let text = &observed.content[0].as_text().expect("text first").text;
     let card = ref_on(text, "textbox \"Card number\"");
     let code = ref_on(text, "textbox \"Security code\"");
+    // A Bootstrap-style switch, its <label for> after the input: the label is the switch's name, not a line again.
+    let updates: Vec<&str> = text.lines().filter(|l| l.contains("Email me order updates")).collect();
+    assert_eq!(updates.len(), 1, "{text}");
+    assert!(updates[0].trim_start().ends_with("switch \"Email me order updates\" unchecked"), "{text}");
     let fill = |target: String, value: &str| {
         call("browser_act", json!({"action": "fill", "target": target, "value": value}), "t1")
     };

@@ -261,7 +261,9 @@ impl Run<'_> {
         let mut lost;
         loop {
             self.settle(quiet).await;
-            if std::mem::take(&mut self.suggests) {
+            // Only a page that showed nothing as it was typed into (a list that filters as each key goes in has
+            // answered already) is given time for a debounced one.
+            if std::mem::take(&mut self.suggests) && self.dom_changed != Some(true) {
                 self.await_suggestions().await;
             }
             if !requests_awaited {

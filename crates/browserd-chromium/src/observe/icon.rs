@@ -1,10 +1,11 @@
-//! The icon an element draws, read from the markup icon libraries leave (Font Awesome, Bootstrap Icons, Lucide,
+//! The icon an element draws, read from the markup icon libraries leave (Font Awesome, Bootstrap Icons, Lucide, jQuery UI,
 //! Material UI, Material Design Icons, Ant Design, Tabler, Remix, Phosphor, Boxicons, SVG sprites): what a button
 //! with no name of its own shows, `e4 button icon=trash`, so an agent can tell the pencil from the bin.
 
 /// Class prefixes of icon libraries, each followed by the icon's name (`fa-trash`, `bi-pencil`, `lucide-trash-2`).
 const PREFIXES: &[&str] = &[
     "fa-",
+    "ui-icon-",
     "bi-",
     "lucide-",
     "mdi-",
@@ -174,6 +175,7 @@ mod tests {
         assert_eq!(icon("span", &[("class", "anticon anticon-delete")]).as_deref(), Some("delete"));
         assert_eq!(icon("use", &[("href", "/sprite.svg#icon-archive")]).as_deref(), Some("archive"));
         assert_eq!(icon("use", &[("xlink:href", "#star")]).as_deref(), Some("star"));
+        assert_eq!(icon("span", &[("class", "ui-icon ui-icon-closethick")]).as_deref(), Some("closethick"));
         // Not icons: sizes, styles, a test id that is not an icon's, a plain class.
         assert_eq!(icon("i", &[("class", "fa fa-2x fa-spin")]), None);
         assert_eq!(icon("button", &[("data-testid", "save-button")]), None);

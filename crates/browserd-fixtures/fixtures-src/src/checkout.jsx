@@ -2,7 +2,7 @@
 // user types it (a card number in groups of four, an expiry as "MM / YY", a phone number as "(555) 123-4567"), a
 // security code that keeps digits only, shipping options as radio cards (the radio itself hidden, the label styled),
 // a delivery date (<input type=date>, controlled), a quantity stepper, inline validation messages tied to their fields,
-// and a pay button that names the total.
+// a Bootstrap-style switch (the <input role="switch"> before its <label for>), and a pay button that names the total.
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { record, pageData } from './record.js';
@@ -49,6 +49,7 @@ function App({ data }) {
   const [ship, setShip] = useState(data.shipping[0].id);
   const [qty, setQty] = useState(1);
   const [date, setDate] = useState('');
+  const [updates, setUpdates] = useState(false);
   const [done, setDone] = useState(null);
   const change = (id, raw) => setV((old) => ({ ...old, [id]: formats[id](raw) }));
   const shipping = data.shipping.find((s) => s.id === ship);
@@ -95,6 +96,11 @@ function App({ data }) {
             <label htmlFor="date">Delivery date</label>
             <input id="date" type="date" min="2026-01-01" value={date}
               onChange={(e) => { record(`date:${e.target.value}`); setDate(e.target.value); }} />
+          </div>
+          <div className="k-switch form-check form-switch">
+            <input className="form-check-input" type="checkbox" role="switch" id="updates" checked={updates}
+              onChange={(e) => { record(`updates:${e.target.checked ? 'on' : 'off'}`); setUpdates(e.target.checked); }} />
+            <label className="form-check-label" htmlFor="updates">Email me order updates</label>
           </div>
         </section>
         <section aria-labelledby="k-payment">
