@@ -40,6 +40,13 @@ async fn an_icon_buttons_tooltip_is_shown_and_its_row_menu_leads_to_the_confirma
     assert_eq!(delete.len(), 1, "{}", o.untrusted_content);
     let r = tab.act(ActParams::new(ActionKind::Click).target(ref_in(delete[0]))).await;
     assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    // The backdrop covers every line behind the dialog: those changes (`covered`) must not crowd the dialog that
+    // opened out of the click's effects.
+    assert!(
+        r.effects.appeared.iter().any(|l| l.contains("button \"Cancel\"")),
+        "the confirmation is in the click's effects: {:#?}",
+        r.effects
+    );
     assert!(recorded("delete:cust-2").await);
     let o = tab.observe().await;
     assert!(o.untrusted_content.contains("Delete Grace Hopper? This cannot be undone."), "{}", o.untrusted_content);

@@ -388,6 +388,34 @@ async fn suggestions_after_a_typing_pause_and_a_spinner_typed_into_are_shown_thr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_modal_that_opens_leads_the_clicks_effects_through_mcp() {
+    // The CRM's delete confirmation opens over a backdrop that covers the whole page: every line behind it changes
+    // (`covered`), and those 15 changes filled `effects.appeared` — the dialog that opened was not in it.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/crm.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    ok(&client.call_tool(click(ref_on(&first, "button \"⋮\""))).await.unwrap());
+    let menu = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let opened = client.call_tool(click(ref_on(&menu, "link \"Delete\""))).await.unwrap();
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    let result = opened.structured_content.clone().expect("structured result");
+    let appeared = result["effects"]["appeared"].as_array().cloned().unwrap_or_default();
+    let shows = |part: &str| appeared.iter().any(|l| l.as_str().is_some_and(|l| l.contains(part)));
+    assert!(shows("button \"Cancel\"") && shows("button \"Delete\""), "the dialog leads the effects: {result}");
+    assert_eq!(site.records(), ["menu:cust-1", "delete:cust-1"]);
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_in_a_cross_site_frame_reports_its_answer_through_mcp() {
     // The form is another site's, in an out-of-process iframe (as payment forms are): its fetch goes out from the
     // frame's own session, and the click still waits for the answer the frame then shows.

@@ -205,8 +205,12 @@ impl Run<'_> {
         }
         if let Some(base) = &self.baseline {
             let (added, removed) = diff(base, &built.lines);
-            self.res.effects.appeared =
-                added.iter().filter(|l| l.node_ref.is_some()).take(15).map(|l| l.text.clone()).collect();
+            // What is new comes first (a dialog that opened and its buttons), then what changed: a modal's backdrop
+            // changes every line behind it to `covered`, and those must not crowd the dialog out of the list.
+            let before: std::collections::HashSet<&str> = base.iter().filter_map(|l| l.node_ref.as_deref()).collect();
+            let mut refs: Vec<&crate::state::Line> = added.iter().filter(|l| l.node_ref.is_some()).collect();
+            refs.sort_by_key(|l| l.node_ref.as_deref().is_some_and(|r| before.contains(r)));
+            self.res.effects.appeared = refs.into_iter().take(15).map(|l| l.text.clone()).collect();
             self.res.effects.changed = added
                 .iter()
                 .filter(|l| l.node_ref.is_none() && !l.text.trim().is_empty())
