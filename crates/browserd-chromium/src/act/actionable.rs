@@ -52,7 +52,21 @@ const CHECK: &str = r"function(pointNode, checkHit) {
   out.tag = tag; out.type = el.type || '';
   out.animating = document.getAnimations().length > 0;
   const p = pointNode || el;
-  if (p.scrollIntoViewIfNeeded) p.scrollIntoViewIfNeeded(true); else p.scrollIntoView({ block: 'center' });
+  // Scrolled into view only when it is not already in view, and instantly: a page's `scroll-behavior: smooth`
+  // (Bootstrap's reboot sets it on :root) would make the scroll an animation and the box read next a stale one.
+  const inView = (() => {
+    const r = p.getBoundingClientRect(), win = p.ownerDocument.defaultView;
+    if (r.top < 0 || r.left < 0 || r.bottom > win.innerHeight || r.right > win.innerWidth) return false;
+    for (let a = p.parentElement; a; a = a.parentElement) {
+      if (a.scrollHeight <= a.clientHeight && a.scrollWidth <= a.clientWidth) continue;
+      const s = getComputedStyle(a);
+      if (!/(auto|scroll|hidden|overlay)/.test(s.overflowX + ' ' + s.overflowY)) continue;
+      const ar = a.getBoundingClientRect();
+      if (r.top < ar.top || r.bottom > ar.bottom || r.left < ar.left || r.right > ar.right) return false;
+    }
+    return true;
+  })();
+  if (!inView) p.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
   let r = null;
   for (const x of p.getClientRects()) { if (x.width >= 1 && x.height >= 1) { r = x; break; } }
   if (!r) { out.box = null; return out; }

@@ -123,7 +123,8 @@ pub(super) async fn scroll_window_into_view(
     if (hit) {
       const delta = hit[1].getBoundingClientRect().top - (sc === document.scrollingElement ? 0 : sc.getBoundingClientRect().top);
       if (Math.abs(delta) < 2) return 'shown';
-      sc.scrollTop += delta;
+      // Instant, whatever the page's `scroll-behavior`: an animated scroll would not be where it is read next.
+      sc.scrollTo({ top: sc.scrollTop + delta, behavior: 'instant' });
       await settle();
       continue;
     }
@@ -132,7 +133,7 @@ pub(super) async fn scroll_window_into_view(
     const h = list.length > 1 && i1 !== i0 ? (e1.getBoundingClientRect().top - e0.getBoundingClientRect().top) / (i1 - i0) : e0.getBoundingClientRect().height;
     if (!(h > 0)) return 'unknown';
     const before = sc.scrollTop;
-    sc.scrollTop += (offset - i0) * h;
+    sc.scrollTo({ top: sc.scrollTop + (offset - i0) * h, behavior: 'instant' });
     if (sc.scrollTop === before) return 'end';
     await settle();
   }

@@ -171,7 +171,7 @@ const SCROLL_HELPERS: &str = r"
     const w = document.createTreeWalker(e || document.body, NodeFilter.SHOW_TEXT);
     for (let n = w.nextNode(); n; n = w.nextNode()) {
       if (n.data.includes(t) && n.parentElement && n.parentElement.getClientRects().length) {
-        n.parentElement.scrollIntoView({ block: 'center', inline: 'nearest' });
+        n.parentElement.scrollIntoView({ block: 'center', inline: 'nearest', behavior: 'instant' });
         return true;
       }
     }
