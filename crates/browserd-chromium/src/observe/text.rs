@@ -315,14 +315,10 @@ impl Renderer<'_> {
             }
             // The first line inside a container that only repeats the container's name (`region "Inbox":`, or a
             // clickable card named by its first text, `e3 clickable "Desk lamp":`).
-            // The label after its switch, checkbox or radio (`<input role="switch"> <label for>`, as Bootstrap's
-            // form checks are laid out), which the accessibility tree keeps for a switch: `e4 switch "Alerts"` then
-            // `Alerts`.
             let echo = l.node_ref.is_none() && !l.text.starts_with('#') && !l.text.ends_with(':') && {
                 let q = format!("\"{}\"", l.text.replace('"', "\\\""));
                 lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))
                     || (i > 0 && lines[i - 1].indent + 1 == l.indent && lines[i - 1].text.ends_with(&format!("{q}:")))
-                    || (i > 0 && lines[i - 1].indent == l.indent && toggle_named(&lines[i - 1], &q))
             };
             if echo {
                 removed += 1;
@@ -420,12 +416,6 @@ fn heading_echo(lines: &[Line], i: usize) -> bool {
     };
     lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.indent == l.indent + 1 && named(n))
         && lines.get(i + 2).is_none_or(|n| n.indent <= l.indent)
-}
-
-/// A switch, checkbox or radio line named `quoted`: `e4 switch "Alerts" unchecked`.
-fn toggle_named(line: &Line, quoted: &str) -> bool {
-    let Some(r) = line.node_ref.as_deref() else { return false };
-    ["switch", "checkbox", "radio"].iter().any(|role| line.text.starts_with(&format!("{r} {role} {quoted}")))
 }
 
 #[cfg(test)]

@@ -146,6 +146,16 @@ impl Renderer<'_> {
             }
             return;
         }
+        if n.role == "LabelText"
+            && !named
+            && self.names_a_toggle(frame, ax, n)
+            && !self.has_operable_descendant(frame, ax, id, 0)
+        {
+            // The `<label for>` of a checkbox, radio or switch that the tree keeps beside it (Bootstrap's form checks:
+            // the input, then an inline-block label) is the control's name, not a line again. A label holding the
+            // control or links is read as before (`labels_with_links`).
+            return;
+        }
         match n.role.as_str() {
             "InlineTextBox" => return,
             "LineBreak" => {
@@ -471,5 +481,23 @@ impl Renderer<'_> {
             self.flush_text();
         }
         self.context.truncate(ctx_len);
+    }
+}
+
+impl Renderer<'_> {
+    /// Whether a `LabelText` node is the label a checkbox, radio or switch of its frame is named by (`labelledby`).
+    fn names_a_toggle(&self, frame: &str, ax: &AxTree, n: &AxNode) -> bool {
+        let Some(b) = n.backend else { return false };
+        let mut memo = self.toggle_labels.borrow_mut();
+        let labels = memo.entry(frame.to_owned()).or_insert_with(|| {
+            ax.nodes
+                .values()
+                .filter(|t| matches!(t.role.as_str(), "checkbox" | "radio" | "switch"))
+                .filter_map(|t| t.prop("labelledby").and_then(Value::as_array))
+                .flatten()
+                .filter_map(Value::as_i64)
+                .collect()
+        });
+        labels.contains(&b)
     }
 }
