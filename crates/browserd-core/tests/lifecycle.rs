@@ -793,3 +793,20 @@ mod closed_sessions {
         assert_eq!(kind(h.rt.begin_turn(&key("r0")).await), ErrorKind::UnknownSession);
     }
 }
+
+#[tokio::test]
+async fn two_sessions_claiming_one_user_tab_at_once_never_both_reach_the_provider() {
+    // Both claims used to pass the engine's check before either was answered: the provider was asked to claim the
+    // tab for both sessions, and the engine kept the first while the browser's record said the second.
+    let h = harness();
+    let user = h.fake.seed_user_tab("https://shared.example", None);
+    let a = h.session("a").await;
+    let b = h.session("b").await;
+    h.fake.set_delay_for(browserd_test_support::fake_provider::Op::ClaimTab, std::time::Duration::from_millis(100));
+    let (ra, rb) = tokio::join!(h.rt.claim_tab(&a, user), h.rt.claim_tab(&b, user));
+    let refused = [&ra, &rb].iter().filter(|r| r.is_err()).count();
+    assert_eq!(refused, 1, "exactly one claim wins: {ra:?} {rb:?}");
+    let loser = if ra.is_err() { ra } else { rb };
+    assert!(matches!(kind(loser), ErrorKind::OtherSessionTab { tab, .. } if tab == user));
+    h.assert_no_violations();
+}

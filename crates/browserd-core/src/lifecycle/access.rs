@@ -59,6 +59,9 @@ impl Lifecycle {
             }
             Some(owner) => Err(CoreError::other_session(tab, owner)),
             None => {
+                if let Some(claimer) = self.claiming.get(&tab).filter(|c| *c != key) {
+                    return Err(CoreError::other_session(tab, claimer));
+                }
                 self.check_tab_limit(key)?;
                 self.begin_turn(key)?;
                 Ok(true)
@@ -66,8 +69,27 @@ impl Lifecycle {
         }
     }
 
+    /// [`Lifecycle::check_claim`], and when the claim must go to the provider, the tab is held for `key` until
+    /// [`Lifecycle::handle_claimed`] or [`Lifecycle::abort_claim`]: a second session checking meanwhile is refused
+    /// (checked and held under one lock of the engine, so two claims can never both pass).
+    pub fn begin_claim(&mut self, key: &SessionKey, tab: TabHandle) -> Result<bool, CoreError> {
+        let needed = self.check_claim(key, tab)?;
+        if needed {
+            self.claiming.insert(tab, key.clone());
+        }
+        Ok(needed)
+    }
+
+    /// A claim the provider refused, or one given up midway: the tab is free for other sessions again.
+    pub fn abort_claim(&mut self, key: &SessionKey, tab: TabHandle) {
+        if self.claiming.get(&tab) == Some(key) {
+            self.claiming.remove(&tab);
+        }
+    }
+
     /// The provider confirmed the claim.
     pub fn handle_claimed(&mut self, key: &SessionKey, tab: TabHandle, now: Millis) -> Option<TabView> {
+        self.abort_claim(key, tab);
         if self.tabs.get(tab).is_some_and(|r| r.alive && r.ownership.is_none()) {
             self.tabs.handle_claimed(key, tab, now);
             // A debugger the previous owner failed to detach is now this session's to detach:

@@ -164,6 +164,9 @@ pub struct Lifecycle {
     popups: Vec<(SessionKey, TabHandle, TabHandle)>,
     /// Handed-off tabs whose session waits for the user (`browser_handoff` with `until`): no writes meanwhile.
     awaiting: BTreeMap<TabHandle, SessionKey>,
+    /// Claims handed to the provider and not answered yet, by tab: another session's claim of the tab is refused
+    /// meanwhile, as if the tab were owned (the provider must never be asked to claim a tab for two sessions).
+    claiming: BTreeMap<TabHandle, SessionKey>,
 }
 
 impl Lifecycle {
@@ -187,6 +190,7 @@ impl Lifecycle {
             acting: BTreeMap::new(),
             popups: Vec::new(),
             awaiting: BTreeMap::new(),
+            claiming: BTreeMap::new(),
         }
     }
 

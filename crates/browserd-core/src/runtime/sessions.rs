@@ -74,11 +74,18 @@ impl Runtime {
         refuse_locally(self.engine().check_claim(session, tab))?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
-        if self.engine().check_claim(session, tab)? {
+        if self.engine().begin_claim(session, tab)? {
+            // Held for this session until the provider answers; given up if this call is dropped midway.
+            let held = HeldClaim { rt: self, session, tab };
             let ctx = self.ctx(session, self.inner.config.op_timeout);
-            self.inner.provider.claim_tab(&ctx, tab).await.map_err(|e| self.provider_err(e, Some(tab)))?;
+            if let Err(e) = self.inner.provider.claim_tab(&ctx, tab).await {
+                drop(held);
+                return Err(self.provider_err(e, Some(tab)));
+            }
+            // Owned before the hold is let go: no other claim can pass in between.
             let now = self.now();
             self.engine().handle_claimed(session, tab, now);
+            drop(held);
         }
         self.engine().view(session, tab).ok_or_else(|| CoreError::unknown_tab(tab))
     }
@@ -117,5 +124,19 @@ impl Runtime {
         let _op = self.serialized(session).await?;
         self.drain_events(session).await;
         self.engine().mark(session, tab, kind)
+    }
+}
+
+/// A claim of `tab` handed to the provider for `session`: released in the engine when dropped (the answer came, or
+/// the call was dropped midway), so a claim that never finishes cannot keep the tab from other sessions.
+struct HeldClaim<'a> {
+    rt: &'a Runtime,
+    session: &'a SessionKey,
+    tab: TabHandle,
+}
+
+impl Drop for HeldClaim<'_> {
+    fn drop(&mut self) {
+        self.rt.engine().abort_claim(self.session, self.tab);
     }
 }
