@@ -416,6 +416,31 @@ async fn a_modal_that_opens_leads_the_clicks_effects_through_mcp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_multi_line_field_shows_its_line_breaks_through_mcp() {
+    // A <textarea> holding two lines was shown as one (`multiline: Line one Line two`): an agent checking what it
+    // typed could not see the break it typed.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/form.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let notes = ref_on(&first, "textbox \"Notes\"");
+    let args = json!({"action": "fill", "target": notes, "value": "Line one\nLine two"});
+    let filled = client.call_tool(call("browser_act", args, "t1")).await.unwrap();
+    assert_eq!(filled.is_error, Some(false), "{filled:?}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let line = now.lines().find(|l| l.contains("textbox \"Notes\"")).unwrap_or_else(|| panic!("{now}"));
+    assert!(line.ends_with(": Line one\\nLine two"), "{line}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_save_in_a_cross_site_frame_reports_its_answer_through_mcp() {
     // The form is another site's, in an out-of-process iframe (as payment forms are): its fetch goes out from the
     // frame's own session, and the click still waits for the answer the frame then shows.

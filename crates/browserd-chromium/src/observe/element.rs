@@ -90,7 +90,14 @@ impl Renderer<'_> {
         let typed =
             dom.as_ref().filter(|d| shown == "spinbutton" && d.tag == "input").and_then(|d| d.input_value.as_ref());
         let value = typed.unwrap_or(&n.value);
-        let clean_value = value.split_whitespace().collect::<Vec<_>>().join(" ");
+        // A multi-line field keeps its line breaks, written `\n` (its line is one line): `Line one\nLine two`, not
+        // `Line one Line two`, which is not what it holds.
+        let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        let clean_value = if states.iter().any(|s| s == "multiline") {
+            value.trim().lines().map(fold).collect::<Vec<_>>().join("\\n")
+        } else {
+            fold(value)
+        };
         let whole_field = super::operable::WHOLE_FIELDS.contains(&shown);
         if whole_field {
             // The role says it: `e3 date "Date": 2026-12-24`, not `type=date` too.
