@@ -76,16 +76,12 @@ impl Runtime {
         self.ensure_connected(session).await?;
         if self.engine().begin_claim(session, tab)? {
             // Held for this session until the provider answers; given up if this call is dropped midway.
-            let held = HeldClaim { rt: self, session, tab };
+            // The hold ends when `_held` goes out of scope, after the owner is recorded: no claim passes in between.
+            let _held = HeldClaim { rt: self, session, tab };
             let ctx = self.ctx(session, self.inner.config.op_timeout);
-            if let Err(e) = self.inner.provider.claim_tab(&ctx, tab).await {
-                drop(held);
-                return Err(self.provider_err(e, Some(tab)));
-            }
-            // Owned before the hold is let go: no other claim can pass in between.
+            self.inner.provider.claim_tab(&ctx, tab).await.map_err(|e| self.provider_err(e, Some(tab)))?;
             let now = self.now();
             self.engine().handle_claimed(session, tab, now);
-            drop(held);
         }
         self.engine().view(session, tab).ok_or_else(|| CoreError::unknown_tab(tab))
     }

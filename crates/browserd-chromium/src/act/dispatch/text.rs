@@ -65,9 +65,6 @@ impl Run<'_> {
             self.res.message = Some(format!("the page formatted the value as {:?}", truncate(&after, 80)));
         }
         self.res.effects.value = Some(truncate(&after, 200));
-        if ok {
-            self.suggests = self.offers_suggestions(&res.session, &obj).await;
-        }
         if !ok {
             self.res.dispatch = Dispatch::Observed;
             return Err(Fail::new(
@@ -79,6 +76,7 @@ impl Run<'_> {
                 ),
             ));
         }
+        self.suggests = self.offers_suggestions(&res.session, &obj).await;
         self.res.dispatch = Dispatch::Observed;
         Ok(())
     }
