@@ -294,6 +294,7 @@ async fn measure(args: &crate::run::Args, n: usize, site: &FixtureSite, out: &mu
         budget: Budget::Default,
         call_timeout: std::time::Duration::from_secs(60),
         change: crate::browserd::PageChange::None,
+        dom_first: browserd_chromium::DomFirst::Auto,
     };
     let mut observer = match BrowserdObserver::start(&options).await {
         Ok(o) => o,

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use browserd_cdp::{LaunchOptions, ManagedBrowser, SessionId};
-use browserd_chromium::{ChromiumConfig, ChromiumProvider};
+use browserd_chromium::{ChromiumConfig, ChromiumProvider, DomFirst};
 use browserd_core::provider::{CreateTab, HandleAllocator, OpContext, Provider, SessionKey, TabHandle};
 use browserd_protocol::{ActParams, ActionKind, Dispatch, Expectation, ObserveParams, Outcome, Postcondition};
 use serde_json::json;
@@ -65,6 +65,9 @@ pub struct BrowserdOptions {
     pub call_timeout: Duration,
     /// How the page is changed before every timed observation (untimed).
     pub change: PageChange,
+    /// Whether a tree that must be read whole is built from the DOM snapshot where the page allows it (observer
+    /// `browserd-cold-ax`: never, every tree is Chromium's — the comparison for the DOM-first first look).
+    pub dom_first: DomFirst,
 }
 
 /// What changes on the page between timed observations.
@@ -117,6 +120,7 @@ impl BrowserdObserver {
     /// Launches a headless managed Chromium (1280×720 window, like the Playwright MCP run) and connects the provider.
     pub async fn start(options: &BrowserdOptions) -> Result<BrowserdObserver, ObserverError> {
         let name = match options.change {
+            PageChange::Whole if options.dom_first == DomFirst::Never => "browserd-cold-ax",
             PageChange::Whole => "browserd-cold",
             PageChange::Small => "browserd-changed",
             PageChange::None => options.budget.observer_name(),
@@ -144,6 +148,7 @@ impl BrowserdObserver {
             ChromiumProvider::launch_managed(launch, HandleAllocator::new(), ChromiumConfig::default())
                 .await
                 .map_err(|e| start_error(e.to_string()))?;
+        provider.set_dom_first(options.dom_first);
         Ok(BrowserdObserver {
             name,
             params: options.budget.params(),

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use browserd_chromium::DomFirst;
 use browserd_fixtures::{BenchElement, FixtureSite, app_truth, generate_elements_page, operable_elements};
 use clap::Parser;
 
@@ -38,6 +39,7 @@ pub const OBSERVERS: &[&str] = &[
     "browserd-unbounded",
     "browserd-changed",
     "browserd-cold",
+    "browserd-cold-ax",
     "browserd-mcp",
 ];
 
@@ -246,16 +248,17 @@ pub async fn start_observer(name: &str, args: &Args) -> Result<Box<dyn Observer>
             }
             Ok(Box::new(BrowserdMcp::start(&options).await?))
         }
-        "browserd" | "browserd-cold" | "browserd-changed" | "browserd-unbounded" => {
+        "browserd" | "browserd-cold" | "browserd-cold-ax" | "browserd-changed" | "browserd-unbounded" => {
             let budget = if name == "browserd-unbounded" { Budget::Unbounded } else { Budget::Default };
             let chromium = args.chromium.clone().unwrap_or_else(chromium_from_env);
             let change = match name {
-                "browserd-cold" => PageChange::Whole,
+                "browserd-cold" | "browserd-cold-ax" => PageChange::Whole,
                 "browserd-changed" => PageChange::Small,
                 _ => PageChange::None,
             };
-            let options =
-                BrowserdOptions { chromium, budget, call_timeout: std::time::Duration::from_secs(60), change };
+            let dom_first = if name == "browserd-cold-ax" { DomFirst::Never } else { DomFirst::Auto };
+            let call_timeout = std::time::Duration::from_secs(60);
+            let options = BrowserdOptions { chromium, budget, call_timeout, change, dom_first };
             Ok(Box::new(BrowserdObserver::start(&options).await?))
         }
         other => Err(ObserverError::Start {
@@ -381,6 +384,7 @@ pub async fn run(args: Args) -> Result<usize, RunError> {
         let observer_clicks = if matches!(
             name.as_str(),
             "browserd-cold"
+                | "browserd-cold-ax"
                 | "browserd-changed"
                 | "agent-browser-full"
                 | "agent-browser-changed"
@@ -815,7 +819,7 @@ mod tests {
             e.to_string().contains(
                 "unknown observer; known: playwright-mcp, chrome-devtools-mcp, agent-browser, agent-browser-full, \
                  agent-browser-changed, agent-browser-cold, browserd, browserd-unbounded, browserd-changed, \
-                 browserd-cold, browserd-mcp"
+                 browserd-cold, browserd-cold-ax, browserd-mcp"
             ),
             "{e}"
         );

@@ -16,6 +16,7 @@ fn options(budget: Budget) -> BrowserdOptions {
         budget,
         call_timeout: std::time::Duration::from_secs(60),
         change: PageChange::None,
+        dom_first: browserd_chromium::DomFirst::Auto,
     }
 }
 

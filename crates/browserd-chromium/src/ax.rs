@@ -56,6 +56,9 @@ impl AxNode {
 pub(crate) struct AxTree {
     pub(crate) nodes: HashMap<String, AxNode>,
     pub(crate) root: Option<String>,
+    /// Built from the DOM snapshot (`observe::dom_tree`), not read from Chromium: reused while the page state is
+    /// unchanged, never the base of an incremental refresh.
+    pub(crate) dom_built: bool,
 }
 
 /// Ignored reasons that hide a node's whole subtree.
@@ -143,7 +146,7 @@ pub(crate) fn parse_full(v: &Value) -> AxTree {
         let has_parent: HashSet<&String> = nodes.values().flat_map(|n| n.children.iter()).collect();
         nodes.keys().find(|k| !has_parent.contains(*k)).cloned()
     });
-    AxTree { nodes, root }
+    AxTree { nodes, root, dom_built: false }
 }
 
 /// What kind of DOM node a fact is about.
@@ -691,6 +694,9 @@ pub(crate) struct AxCounters {
     pub(crate) reused: AtomicU64,
     pub(crate) subtrees: AtomicU64,
     pub(crate) full: AtomicU64,
+    pub(crate) dom: AtomicU64,
+    /// [`DomFirst`], as its discriminant.
+    pub(crate) dom_first: std::sync::atomic::AtomicU8,
 }
 
 impl AxCounters {
@@ -699,6 +705,7 @@ impl AxCounters {
             reused: self.reused.load(Ordering::Relaxed),
             subtrees: self.subtrees.load(Ordering::Relaxed),
             full: self.full.load(Ordering::Relaxed),
+            dom: self.dom.load(Ordering::Relaxed),
         }
     }
 }
@@ -712,6 +719,32 @@ pub struct AxStats {
     pub subtrees: u64,
     /// Frames read whole (first read, new document, or a change the subtree refresh cannot bound).
     pub full: u64,
+    /// Frames whose tree was built from the DOM snapshot instead of read whole ([`DomFirst`]).
+    pub dom: u64,
+}
+
+/// When an observation that must read a frame's tree whole builds it from the DOM snapshot instead
+/// ([`crate::ChromiumProvider::set_dom_first`]). Only a document made entirely of elements whose accessibility
+/// browserd reproduces exactly is ever built; any other is read from Chromium.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DomFirst {
+    /// Documents of at least `dom_tree::MIN_NODES` nodes (a large page, where the whole tree is slow to read).
+    #[default]
+    Auto = 0,
+    /// Every document the subset holds (for tests: the built tree must render as Chromium's does).
+    Always = 1,
+    /// None: every tree is Chromium's.
+    Never = 2,
+}
+
+impl AxCounters {
+    pub(crate) fn dom_first(&self) -> DomFirst {
+        match self.dom_first.load(Ordering::Relaxed) {
+            1 => DomFirst::Always,
+            2 => DomFirst::Never,
+            _ => DomFirst::Auto,
+        }
+    }
 }
 
 /// One session's cached trees, with what they were read from.

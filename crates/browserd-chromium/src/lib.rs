@@ -27,7 +27,7 @@ mod state;
 mod world;
 
 pub use advanced::{PIXEL_CAPTURE_METHODS, captures_pixels};
-pub use ax::AxStats;
+pub use ax::{AxStats, DomFirst};
 pub use origin::{ORIGIN_NOT_AUTHORISED_PREFIX, OriginCheck, OriginCheckFn};
 pub use provider::{ChromiumConfig, ChromiumProvider, SessionTabs, TabSettings};
 pub use screenshot::{DEFAULT_MAX_BYTES, DEFAULT_MAX_SIZE};

@@ -128,6 +128,7 @@ impl StateReader {
                     "overflow-y",
                     "text-decoration-line",
                     "white-space",
+                    "text-transform",
                 ],
                 "includeDOMRects": false,
                 "includePaintOrder": true,

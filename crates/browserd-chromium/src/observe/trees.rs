@@ -34,6 +34,10 @@ pub(super) fn plan_refresh(m: &Miss, frame: &str, epochs: &HashMap<String, u64>,
     if base.epochs.get(frame) != epochs.get(frame) || !base.trees.contains_key(frame) {
         return Refresh::Full("new document");
     }
+    // A tree built from the DOM is reused as it is, never refreshed by merging Chromium's subtrees into it.
+    if base.trees.get(frame).is_some_and(|t| t.dom_built) {
+        return Refresh::Full("built from the DOM");
+    }
     if moved.is_none()
         && base.signature != *signature
         && crate::ax::non_focus_state(&base.signature) != crate::ax::non_focus_state(signature)
@@ -221,13 +225,37 @@ pub(super) async fn read_misses(
     }))
     .await;
     join_all(misses.iter().zip(&focus).map(|(m, moved)| {
-        join_all(m.ids.iter().map(|id| {
+        let snapshot = sessions.iter().position(|(s, _)| *s == m.session).and_then(|i| snapshots.get(i));
+        join_all(m.ids.iter().map(move |id| async move {
             let plan = plan_refresh(m, id, epochs, moved.as_deref());
+            if matches!(plan, Refresh::Full(_))
+                && let Some(tree) = snapshot.and_then(|s| dom_first(p, m, s))
+            {
+                p.ax_stats.dom.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::debug!(frame = id, "accessibility tree built from the DOM snapshot");
+                return Ok((Arc::new(tree), None));
+            }
             let base = m.base.as_ref().and_then(|b| b.trees.get(id)).cloned();
-            read_tree(p, &m.session, id, plan, base, deadline)
+            read_tree(p, &m.session, id, plan, base, deadline).await
         }))
     }))
     .await
+}
+
+/// The tree of a session's only frame built from its DOM snapshot (`dom_tree`), when the mode allows it: the frame
+/// is large (or the mode says always), the page state is plain (focus on `<body>`, no script-set state) and the
+/// document is made only of what the builder models.
+fn dom_first(p: &ChromiumProvider, m: &Miss, snapshot: &Value) -> Option<AxTree> {
+    use crate::ax::DomFirst;
+    let mode = p.ax_stats.dom_first();
+    if mode == DomFirst::Never || m.ids.len() != 1 || m.signature.as_deref() != Some(super::dom_tree::PLAIN_STATE) {
+        return None;
+    }
+    let nodes = snapshot["documents"][0]["nodes"]["parentIndex"].as_array().map_or(0, Vec::len);
+    if mode == DomFirst::Auto && nodes < super::dom_tree::MIN_NODES {
+        return None;
+    }
+    super::dom_tree::build(snapshot)
 }
 
 /// Adds the trees read for the misses to `trees` (a frame that went away mid-observation is shown as not loaded;

@@ -247,6 +247,11 @@ impl ChromiumProvider {
         self.ax_stats.snapshot()
     }
 
+    /// When observations build a frame's tree from its DOM snapshot instead of reading it whole ([`DomFirst`]).
+    pub fn set_dom_first(&self, mode: crate::ax::DomFirst) {
+        self.ax_stats.dom_first.store(mode as u8, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Drops every cached accessibility tree, so that each tab's next observation reads its trees whole (the
     /// reference an incremental refresh is checked against; also a diagnostic when a page looks wrong).
     pub fn clear_ax_cache(&self) {
