@@ -7,10 +7,11 @@
 //! list scrolled to its window (`window`); the tab's frames are grouped by session (`frames`); each session's page
 //! state and DOM snapshot are read in browserd's state world (`page_state`), which also tells whether the document is
 //! ready (`ready`); cached accessibility trees are reused or brought up to date (`trees`), or for a large plain page
-//! built from the snapshot (`dom_tree`); the snapshot's DOM facts are parsed (`snapshot`); the trees are walked into lines (`renderer` holds the state and budgets, `walk` the
-//! document order, `text` the text lines, `operable` which nodes get a ref, `element` an operable node's line,
-//! `window` the rows of a windowed read, `controls` what an expanded popup control points at, under it); alike lines
-//! get context (`context`); the result is rendered in the line format (`line`) as a full observation or a diff.
+//! built from the snapshot (`dom_tree`); the snapshot's DOM facts are parsed (`snapshot`); the trees are walked into
+//! lines (`renderer` holds the state and budgets, `walk` the document order, `text` the text lines, `operable` which
+//! nodes get a ref, `element` an operable node's line, `window` the rows of a windowed read, `controls` what an
+//! expanded popup control points at, under it); alike lines get context (`context`); the result is rendered in the
+//! line format (`line`) as a full observation or a diff.
 
 mod context;
 mod controls;
