@@ -5,7 +5,7 @@
 mod common;
 
 use browserd_chromium::DomFirst;
-use browserd_protocol::Observation;
+use browserd_protocol::{ActParams, ActionKind, Observation, Outcome};
 use common::{Page, env};
 
 /// Observes the page with Chromium's trees, then with trees built from the DOM where the page allows it; returns
@@ -68,13 +68,7 @@ async fn a_large_page_is_built_from_the_dom_by_default_and_again_after_a_change(
     assert_eq!(after.dom - before.dom, 1, "built from the DOM once: {before:?} → {after:?}");
     assert!(after.reused > before.reused, "the built tree is reused while the page is unchanged: {after:?}");
     assert_eq!(first.untrusted_content, again.untrusted_content);
-    let script = "document.querySelector('main button').textContent = 'Renamed'";
-    let params = browserd_protocol::tools::EvaluateParams {
-        tab: browserd_protocol::TabId(page.tab.0),
-        expression: script.to_owned(),
-        await_promise: true,
-    };
-    browserd_core::provider::Provider::evaluate(&**p, &common::ctx(), page.tab, &params).await.unwrap();
+    run(&page, "document.querySelector('main button').textContent = 'Renamed'").await;
     let before = p.ax_stats();
     let changed = page.observe().await;
     let after = p.ax_stats();
@@ -84,7 +78,29 @@ async fn a_large_page_is_built_from_the_dom_by_default_and_again_after_a_change(
     assert_eq!(dom, 1);
     assert_same("n=1000 after a change", &reference, &built);
     assert_eq!(built.untrusted_content, changed.untrusted_content);
+    // A click focuses its button: the tree is built again, with the focus, not read from Chromium.
+    let r = page.act(ActParams::new(ActionKind::Click).target(common::ref_of(&changed, "button \"Renamed\""))).await;
+    assert_eq!(r.outcome, Outcome::Succeeded, "{r:#?}");
+    let before = p.ax_stats();
+    let focused = page.observe().await;
+    let after = p.ax_stats();
+    assert_eq!((after.dom - before.dom, after.full - before.full), (0, 0), "reused after the click: {after:?}");
+    assert!(focused.focused.is_some(), "the clicked button is in focus");
+    let (reference, built, dom) = both(&page).await;
+    assert_eq!(dom, 1);
+    assert_same("n=1000 with a button in focus", &reference, &built);
     page.close().await;
+}
+
+async fn run(page: &Page, script: &str) {
+    let params = browserd_protocol::tools::EvaluateParams {
+        tab: browserd_protocol::TabId(page.tab.0),
+        expression: script.to_owned(),
+        await_promise: true,
+    };
+    let r =
+        browserd_core::provider::Provider::evaluate(&*env().provider, &common::ctx(), page.tab, &params).await.unwrap();
+    assert_eq!(r.exception, None, "{script}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -319,6 +335,10 @@ async fn random_pages_of_the_subset_built_from_the_dom_read_as_chromiums_tree() 
     for seed in 1..=seeds {
         let html = random_page(seed);
         let page = Page::open(&data_url(&html)).await;
+        if seed % 3 == 0 {
+            // Focus on a control or link: the one state besides the DOM a built tree describes.
+            run(&page, &format!("(() => {{ const all = document.querySelectorAll('a[href], button, input, select'); if (all.length) all[{seed} % all.length].focus(); }})()")).await;
+        }
         let (reference, built, dom) = both(&page).await;
         assert_same(&format!("random page {seed}:\n{html}\n"), &reference, &built);
         built_count += dom;

@@ -243,19 +243,20 @@ pub(super) async fn read_misses(
 }
 
 /// The tree of a session's only frame built from its DOM snapshot (`dom_tree`), when the mode allows it: the frame
-/// is large (or the mode says always), the page state is plain (focus on `<body>`, no script-set state) and the
+/// is large (or the mode says always), the page state is plain (no script-set state; focus anywhere) and the
 /// document is made only of what the builder models.
 fn dom_first(p: &ChromiumProvider, m: &Miss, snapshot: &Value) -> Option<AxTree> {
     use crate::ax::DomFirst;
     let mode = p.ax_stats.dom_first();
-    if mode == DomFirst::Never || m.ids.len() != 1 || m.signature.as_deref() != Some(super::dom_tree::PLAIN_STATE) {
+    if mode == DomFirst::Never || m.ids.len() != 1 {
         return None;
     }
+    let focus = super::dom_tree::focus_path(m.signature.as_deref()?)?;
     let nodes = snapshot["documents"][0]["nodes"]["parentIndex"].as_array().map_or(0, Vec::len);
     if mode == DomFirst::Auto && nodes < super::dom_tree::MIN_NODES {
         return None;
     }
-    super::dom_tree::build(snapshot)
+    super::dom_tree::build(snapshot, &focus)
 }
 
 /// Adds the trees read for the misses to `trees` (a frame that went away mid-observation is shown as not loaded;

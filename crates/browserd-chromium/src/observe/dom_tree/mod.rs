@@ -28,9 +28,17 @@ use text::collapse;
 /// smaller pages Chromium's own tree costs a few milliseconds, and stays the reference.
 pub(crate) const MIN_NODES: usize = 1000;
 
-/// The page-state signature (`page_state::PAGE_STATE`) of one document whose focus is on `<body>`, with no shadow
-/// root, frame or script-set state: the only state a built tree can describe.
-pub(crate) const PLAIN_STATE: &str = "f0:1.0";
+/// The element in focus per a page-state signature (`page_state::PAGE_STATE`) of one document with no shadow root,
+/// frame or script-set state — the only states a built tree can describe: the element's index among its parent's
+/// element children, then its parent's, up to `<html>` (`[0]` is never given: `<body>` is `1.0`). `None`: the
+/// signature says more than focus.
+pub(crate) fn focus_path(signature: &str) -> Option<Vec<usize>> {
+    let path = signature.strip_prefix("f0:")?;
+    if path.is_empty() || path.contains(' ') {
+        return None;
+    }
+    path.split('.').map(|k| k.parse().ok()).collect()
+}
 
 /// Indices into a snapshot's computed styles (the order `page_state` asks for them in).
 const VISIBILITY: usize = 1;
@@ -59,9 +67,9 @@ fn id(i: usize) -> String {
     format!("d{i}")
 }
 
-/// Builds the tree of a session's snapshot holding exactly one document, or `None` when the document is not made
-/// only of what this module models.
-pub(crate) fn build(snapshot: &Value) -> Option<AxTree> {
+/// Builds the tree of a session's snapshot holding exactly one document, with the element at `focus` (see
+/// [`focus_path`]) focused, or `None` when the document is not made only of what this module models.
+pub(crate) fn build(snapshot: &Value, focus: &[usize]) -> Option<AxTree> {
     let doc = Doc::parse(snapshot)?;
     let count = doc.tag.len();
     let mut parent = vec![None; count];
@@ -105,6 +113,17 @@ pub(crate) fn build(snapshot: &Value) -> Option<AxTree> {
         .map(|&t| b.doc.kids[t].iter().map(|&k| b.doc.value[k]).collect::<String>())
         .map(|t| collapse(&t).trim().to_owned())
         .unwrap_or_default();
+    // The element in focus, found by its path from `<html>` (element children only, pseudo-elements aside).
+    let mut focused = root;
+    for &k in focus.iter().rev() {
+        let d = &b.doc;
+        focused = d.kids[focused].iter().copied().filter(|&c| d.kind[c] == 1 && d.pseudo[c].is_none()).nth(k)?;
+    }
+    if focused != body {
+        let n = b.nodes.get_mut(&id(focused))?;
+        let at = n.props.iter().position(|(k, _)| k == "focusable")?;
+        n.props.insert(at + 1, ("focused".into(), json!(true)));
+    }
     let url = b.doc.url.to_owned();
     b.nodes.insert(
         id(root),
