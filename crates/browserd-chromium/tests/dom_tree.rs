@@ -339,6 +339,10 @@ async fn random_pages_of_the_subset_built_from_the_dom_read_as_chromiums_tree() 
             // Focus on a control or link: the one state besides the DOM a built tree describes.
             run(&page, &format!("(() => {{ const all = document.querySelectorAll('a[href], button, input, select'); if (all.length) all[{seed} % all.length].focus(); }})()")).await;
         }
+        if seed % 4 == 1 {
+            // What a user typed into the text fields (a valid e-mail address: an invalid one is a script-set state).
+            run(&page, "document.querySelectorAll('input[type=text], input[type=email]').forEach((f, i) => f.value = i % 2 ? 'ada@example.com' : '  typed  text ')").await;
+        }
         let (reference, built, dom) = both(&page).await;
         assert_same(&format!("random page {seed}:\n{html}\n"), &reference, &built);
         built_count += dom;

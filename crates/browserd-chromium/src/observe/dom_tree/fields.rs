@@ -181,7 +181,7 @@ impl Builder<'_> {
         }
     }
 
-    /// An empty text or e-mail field, or a checkbox.
+    /// A text or e-mail field (with what was typed into it), or a checkbox.
     pub(super) fn input(&mut self, i: usize) -> Option<String> {
         let d = &self.doc;
         let ty = d.attr(i, "type").unwrap_or("text");
@@ -193,9 +193,6 @@ impl Builder<'_> {
                 "checkbox"
             }
             _ => {
-                if d.input_value[i].is_some_and(|v| !v.is_empty()) {
-                    return None;
-                }
                 props.extend([
                     ("editable".into(), json!("plaintext")),
                     ("settable".into(), json!(true)),
@@ -207,16 +204,20 @@ impl Builder<'_> {
             }
         };
         let name = self.field_name(i, &mut props)?;
+        let value =
+            if role == "textbox" { self.doc.input_value[i].unwrap_or_default().to_owned() } else { String::new() };
         if role == "textbox" {
-            // The field's inner editor: an editable `generic` without DOM node in the snapshot.
-            self.nodes.insert(
-                format!("{}e", id(i)),
-                AxNode {
-                    role: "generic".into(),
-                    props: vec![("editable".into(), json!("plaintext"))],
-                    ..Default::default()
-                },
-            );
+            // The field's inner editor: an editable `generic` without DOM node in the snapshot, holding the value.
+            let editable = || vec![("editable".to_owned(), json!("plaintext"))];
+            let mut inner = Vec::new();
+            if !value.is_empty() {
+                inner.push(format!("{}v", id(i)));
+                let text =
+                    AxNode { role: "StaticText".into(), name: value.clone(), props: editable(), ..Default::default() };
+                self.nodes.insert(format!("{}v", id(i)), text);
+            }
+            let editor = AxNode { role: "generic".into(), props: editable(), children: inner, ..Default::default() };
+            self.nodes.insert(format!("{}e", id(i)), editor);
         }
         let children = if role == "textbox" { vec![format!("{}e", id(i))] } else { Vec::new() };
         self.nodes.insert(
@@ -224,6 +225,7 @@ impl Builder<'_> {
             AxNode {
                 role: role.into(),
                 name,
+                value,
                 props,
                 children,
                 backend: Some(self.doc.backend[i]),
