@@ -79,6 +79,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Clicked: none",
     },
     FixturePage {
+        path: "/cookie-bar.html",
+        category: "overlay",
+        description: "A Read more button in view but under a cookie bar fixed at the bottom of a page that scrolls",
+        marker: "Clicked: none",
+    },
+    FixturePage {
         path: "/form.html",
         category: "form",
         description: "React-style controlled form in vanilla JS: assigning .value from script is ignored",
@@ -304,6 +310,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/style.css", include_str!("../fixtures/style.css")),
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
     ("/overlay.html", include_str!("../fixtures/overlay.html")),
+    ("/cookie-bar.html", include_str!("../fixtures/cookie-bar.html")),
     ("/form.html", include_str!("../fixtures/form.html")),
     ("/contenteditable.html", include_str!("../fixtures/contenteditable.html")),
     ("/ime.html", include_str!("../fixtures/ime.html")),

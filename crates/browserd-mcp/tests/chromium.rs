@@ -388,6 +388,39 @@ async fn suggestions_after_a_typing_pause_and_a_spinner_typed_into_are_shown_thr
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_button_under_a_cookie_bar_is_scrolled_out_from_under_it_through_mcp() {
+    // A button in view but under a bar fixed at the bottom (a cookie bar, a chat launcher) of a page that scrolls:
+    // the click failed `NOT_ACTIONABLE`, covered by the bar, where a user scrolls a little and clicks. A cover of
+    // most of the view (a consent overlay) still fails, naming it.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/cookie-bar.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let clicked = client.call_tool(click(ref_on(&first, "button \"Read more\""))).await.unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    let result = clicked.structured_content.clone().expect("structured result");
+    assert!(result["effects"].to_string().contains("Clicked: Read more"), "the click reached the button: {result}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(now.contains("button \"OK\""), "the bar is still there: {now}");
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/overlay.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let refused = client.call_tool(click(ref_on(&first, "button \"Subscribe\""))).await.unwrap();
+    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    let result = refused.structured_content.clone().expect("structured result");
+    assert_eq!(result["code"], "NOT_ACTIONABLE", "{result}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modal_that_opens_leads_the_clicks_effects_through_mcp() {
     // The CRM's delete confirmation opens over a backdrop that covers the whole page: every line behind it changes
     // (`covered`), and those 15 changes filled `effects.appeared` — the dialog that opened was not in it.

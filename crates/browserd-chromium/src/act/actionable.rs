@@ -67,21 +67,22 @@ const CHECK: &str = r"function(pointNode, checkHit) {
     return true;
   })();
   if (!inView) p.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
-  let r = null;
-  for (const x of p.getClientRects()) { if (x.width >= 1 && x.height >= 1) { r = x; break; } }
-  if (!r) { out.box = null; return out; }
-  const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
-  let ox = 0, oy = 0, w = el.ownerDocument.defaultView, outer = null;
-  try {
-    while (w.frameElement) {
-      const f = w.frameElement, fr = f.getBoundingClientRect(), fs = getComputedStyle(f);
-      ox += fr.left + parseFloat(fs.borderLeftWidth) + parseFloat(fs.paddingLeft);
-      oy += fr.top + parseFloat(fs.borderTopWidth) + parseFloat(fs.paddingTop);
-      outer = f; w = w.parent;
-    }
-  } catch (err) { out.crossFrame = true; return out; }
-  out.box = [r.left + ox, r.top + oy, r.width, r.height];
-  if (checkHit) {
+  const measure = () => {
+    let r = null;
+    for (const x of p.getClientRects()) { if (x.width >= 1 && x.height >= 1) { r = x; break; } }
+    if (!r) { out.box = null; return null; }
+    const cx = r.left + r.width / 2, cy = r.top + r.height / 2;
+    let ox = 0, oy = 0, w = el.ownerDocument.defaultView, outer = null;
+    try {
+      while (w.frameElement) {
+        const f = w.frameElement, fr = f.getBoundingClientRect(), fs = getComputedStyle(f);
+        ox += fr.left + parseFloat(fs.borderLeftWidth) + parseFloat(fs.paddingLeft);
+        oy += fr.top + parseFloat(fs.borderTopWidth) + parseFloat(fs.paddingTop);
+        outer = f; w = w.parent;
+      }
+    } catch (err) { out.crossFrame = true; return null; }
+    out.box = [r.left + ox, r.top + oy, r.width, r.height];
+    if (!checkHit) return null;
     let h = el.ownerDocument.elementFromPoint(cx, cy);
     while (h && h.shadowRoot) { const d = h.shadowRoot.elementFromPoint(cx, cy); if (!d || d === h) break; h = d; }
     let inside = false;
@@ -89,6 +90,7 @@ const CHECK: &str = r"function(pointNode, checkHit) {
     if (!inside && h) { const l = h.closest && h.closest('label'); if (l && l.control === e) inside = true; }
     if (inside && outer) inside = w.document.elementFromPoint(cx + ox, cy + oy) === outer;
     out.hitInside = inside;
+    out.hitOther = false;
     // The point is the target's, but the element under it is another control (a child link, a button inside a
     // clickable row, the label of a field): the input reaches that one first, and the result must say so.
     if (inside && h !== e) {
@@ -96,6 +98,23 @@ const CHECK: &str = r"function(pointNode, checkHit) {
         if (n.nodeType === 1 && n.matches(OTHER)) { out.hitOther = true; break; }
       }
     }
+    return h;
+  };
+  const h = measure();
+  if (out.crossFrame || !checkHit || out.hitInside !== false || !inView || !h) return out;
+  // In view but under a bar that stays in view (a cookie banner fixed at the bottom, a sticky header): a user
+  // scrolls it out from under the bar. Not for a cover of most of the view (a modal's backdrop): that one must be
+  // dealt with first, and the page is left where it is.
+  const win = el.ownerDocument.defaultView;
+  for (let n = h; n && n.nodeType === 1; n = n.parentElement) {
+    const pos = getComputedStyle(n).position;
+    if (pos !== 'fixed' && pos !== 'sticky') continue;
+    const fr = n.getBoundingClientRect();
+    if (fr.width * fr.height < 0.5 * win.innerWidth * win.innerHeight) {
+      p.scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+      measure();
+    }
+    break;
   }
   return out;
 }";
