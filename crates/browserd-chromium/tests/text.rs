@@ -45,7 +45,15 @@ const INNER_TEXT: &str = r"(() => {
   };
   const walk = (doc) => {
     if (!doc || !doc.body) return;
+    // An element neither seen nor heard — hidden from assistive technology and clipped to nothing (the `<select>`
+    // a Select2 widget draws over) — is not what the page shows, though `innerText` reads it.
+    const gone = [];
+    for (const el of doc.querySelectorAll('[aria-hidden=true]')) {
+      const r = el.getBoundingClientRect();
+      if (r.width <= 1 && r.height <= 1) { gone.push([el, el.style.display]); el.style.display = 'none'; }
+    }
     out.push(doc.body.innerText);
+    for (const [el, display] of gone) el.style.display = display;
     for (const f of doc.querySelectorAll('iframe')) { try { walk(f.contentDocument); } catch (e) {} }
     // A shadow host's rendered text, read along the flat tree (its shadow root, slots showing what is assigned to
     // them): `innerText` reads one tree, so a sentence split by a <slot> comes out cut and slotted text out of place.

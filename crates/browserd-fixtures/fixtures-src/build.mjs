@@ -38,6 +38,8 @@ for (const entry of apps) {
     },
     conditions: ['svelte', 'browser', 'production'],
     plugins: [svelte],
+    // A widget's stylesheet is imported as text and put in a <style> by the app (the site serves one bundle per app).
+    loader: { '.css': 'text' },
     logLevel: 'warning',
   });
   console.log(`${statSync(out).size} bytes`);

@@ -256,6 +256,10 @@ const BOARD_TASK: &str = "Write release notes";
 /// company, status), five to a page.
 const CRM_NAV: &[&str] = &["Customers", "Deals", "Reports"];
 const CRM_COLUMNS: &[(&str, &str)] = &[("name", "Name"), ("email", "Email"), ("company", "Company")];
+/// The owners the CRM's owner filter (a Select2 single choice) offers; none is chosen at load.
+const CRM_OWNERS: &[&str] = &["Ada Lovelace", "Grace Hopper", "Alan Turing"];
+/// The CRM's tags (a Select2 multiple choice) and whether each is chosen at load.
+const CRM_TAGS: &[(&str, bool)] = &[("VIP", true), ("Churn risk", false), ("Trial", true)];
 const CUSTOMERS: &[(&str, &str, &str, &str, &str)] = &[
     ("cust-1", "Ada Lovelace", "ada@analytical.test", "Analytical Engines", "Active"),
     ("cust-2", "Grace Hopper", "grace@cobol.test", "Compilers Inc", "Active"),
@@ -449,6 +453,8 @@ fn data(path: &str) -> Value {
             "brand": "Acme CRM",
             "nav": CRM_NAV,
             "columns": CRM_COLUMNS.iter().map(|(key, label)| json!({"key": key, "label": label})).collect::<Vec<_>>(),
+            "owners": CRM_OWNERS,
+            "tags": CRM_TAGS.iter().map(|(name, shown)| json!({"name": name, "shown": shown})).collect::<Vec<_>>(),
             "customers": CUSTOMERS.iter().map(|(id, name, email, company, status)| json!({
                 "id": id, "name": name, "email": email, "company": company, "status": status,
             })).collect::<Vec<_>>(),
@@ -640,6 +646,14 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             operable.push(AppOperable { role: "searchbox", name: "Search customers".into(), records: None });
             operable.push(AppOperable { role: "textbox", name: "Company".into(), records: None });
             operable.push(op("button", "Export CSV", "export"));
+            // Select2: the owner combobox is named by its placeholder (its `aria-labelledby` is the drawn choice); the
+            // tags combobox has no name; each chosen tag's chip has a remove button, and the tags have a search field.
+            operable.push(AppOperable { role: "combobox", name: "Any owner".into(), records: None });
+            operable.push(AppOperable { role: "combobox", name: String::new(), records: None });
+            for _ in CRM_TAGS.iter().filter(|(_, shown)| *shown) {
+                operable.push(AppOperable { role: "button", name: "Remove item".into(), records: None });
+            }
+            operable.push(AppOperable { role: "searchbox", name: "Search".into(), records: None });
             operable.push(op("checkbox", "Select all", "check:all:true"));
             // A sortable header shows its label and a caret glyph.
             operable.extend(CRM_COLUMNS.iter().map(|(key, label)| op("generic", *label, format!("sort:{key}"))));

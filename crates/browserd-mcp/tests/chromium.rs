@@ -421,6 +421,53 @@ async fn a_button_under_a_cookie_bar_is_scrolled_out_from_under_it_through_mcp()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn select2_choices_read_as_their_comboboxs_value_through_mcp() {
+    // The CRM's owner and tags filters are Select2 widgets. Select2 draws the chosen owner as a read-only textbox
+    // inside the combobox: it was listed again under it (`textbox readonly title="Any owner": Any owner`); the tags
+    // combobox's value read its whole content, remove buttons and search field included ("Remove item VIP Remove
+    // item Trial Search").
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let line_of = |page: &str, part: &str| -> String {
+        page.lines().find(|l| l.contains(part)).unwrap_or_else(|| panic!("no {part} in\n{page}")).to_owned()
+    };
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/crm.html")}), "t1")).await.unwrap());
+    let first = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!first.contains("readonly"), "the drawn choice is the combobox's, not a textbox of its own:\n{first}");
+    assert!(line_of(&first, "Remove item").contains("(in \"VIP\")"), "{first}");
+    let tags_line = first.lines().find(|l| l.contains("combobox") && !l.contains("Any owner")).expect("tags");
+    assert!(tags_line.ends_with("combobox collapsed: VIP Trial"), "the chosen tags are its value: {tags_line}");
+
+    // Choose an owner: the combobox then shows the choice, once.
+    ok(&client.call_tool(click(ref_on(&first, "combobox \"Any owner\""))).await.unwrap());
+    let open = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    ok(&client.call_tool(click(ref_on(&open, "option \"Grace Hopper\""))).await.unwrap());
+    assert!(
+        site.wait_for_record("owner:Grace Hopper", std::time::Duration::from_secs(5)).await,
+        "{:?}",
+        site.records()
+    );
+    let chosen = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(chosen.contains("combobox \"Grace Hopper\""), "{chosen}");
+    assert!(!chosen.contains("readonly"), "the choice is shown once, on the combobox's line:\n{chosen}");
+
+    // Remove the VIP tag: the value says what is left.
+    ok(&client.call_tool(click(ref_on(&chosen, "button \"Remove item\" (in \"VIP\")"))).await.unwrap());
+    assert!(site.wait_for_record("tags:Trial", std::time::Duration::from_secs(5)).await, "{:?}", site.records());
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(now.lines().any(|l| l.contains("combobox") && l.ends_with(": Trial")), "{now}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_modal_that_opens_leads_the_clicks_effects_through_mcp() {
     // The CRM's delete confirmation opens over a backdrop that covers the whole page: every line behind it changes
     // (`covered`), and those 15 changes filled `effects.appeared` — the dialog that opened was not in it.

@@ -89,7 +89,8 @@ impl Renderer<'_> {
         // jQuery UI spinner updates that only when it spins).
         let typed =
             dom.as_ref().filter(|d| shown == "spinbutton" && d.tag == "input").and_then(|d| d.input_value.as_ref());
-        let value = typed.unwrap_or(&n.value);
+        let selection = if shown == "combobox" { self.combobox_value(frame, ax, n) } else { None };
+        let value = typed.or(selection.as_ref()).unwrap_or(&n.value);
         // A multi-line field keeps its line breaks, written `\n` (its line is one line): `Line one\nLine two`, not
         // `Line one Line two`, which is not what it holds.
         let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -7,10 +7,15 @@
 // Bootstrap dropdowns are; a cookie banner fixed at the bottom, first in <body>; a delete confirmation modal. A
 // company filter (`autocomplete="off"`) shows its own suggestions 250 ms after the typing pauses, as debounced
 // search-as-you-type lists do; a "Rows per page" spinner updates its `aria-valuenow` only once the field is left, as
-// jQuery UI's spinner does.
+// jQuery UI's spinner does. An owner filter and the tags to show are Select2 4.1 widgets over hidden `<select>`s,
+// as admin pages built on jQuery have them: the chosen owner is drawn as a read-only textbox inside the combobox, the
+// chosen tags as chips with remove buttons beside an inline search field.
 import $ from 'jquery';
+import select2 from 'select2';
+import select2Css from 'select2/dist/css/select2.min.css';
 import { record, pageData } from './record.js';
 
+select2(window, $);
 const data = pageData();
 const PER_PAGE = 5;
 const state = { page: 1, sort: null, dir: 1, checked: new Set(), query: '' };
@@ -71,6 +76,10 @@ $(function () {
         <span class="c-company-wrap"><input type="text" class="c-company" autocomplete="off" aria-label="Company"
           placeholder="Filter by company"></span>
         <button type="button" class="btn btn-light c-export"><i class="icon-download"></i> Export CSV</button></div>
+      <div class="c-filters"><label for="c-owner">Owner</label>
+        <select id="c-owner"><option value=""></option>${data.owners.map((o) => `<option>${esc(o)}</option>`).join('')}</select>
+        <label for="c-tags">Tags</label>
+        <select id="c-tags" multiple>${data.tags.map((t) => `<option${t.shown ? ' selected' : ''}>${esc(t.name)}</option>`).join('')}</select></div>
       <p class="c-selected">Selected: none</p>
       <table class="grid c-table" id="c-table"></table>
       <div class="c-foot"><div id="c-info" class="c-info"></div><ul id="c-pages" class="pagination"></ul>
@@ -78,6 +87,15 @@ $(function () {
           aria-valuenow="5" aria-valuemin="5" aria-valuemax="20"></label></div>
     </main>`);
   render();
+  $('<style>').text(select2Css).appendTo('head');
+  $('#c-owner').select2({ placeholder: 'Any owner', width: '180px' });
+  $('#c-tags').select2({ width: '260px' });
+  $('#c-owner').on('change', function () {
+    record(`owner:${$(this).val()}`);
+  });
+  $('#c-tags').on('change', function () {
+    record(`tags:${($(this).val() || []).join(',')}`);
+  });
 
   $(document).on('click', 'a[href="#"]', (e) => e.preventDefault());
   $(document).on('click', '[data-nav]', function () {
