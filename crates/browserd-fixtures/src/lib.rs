@@ -85,6 +85,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Clicked: none",
     },
     FixturePage {
+        path: "/calendar.html",
+        category: "table",
+        description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
+        marker: "Chosen: none",
+    },
+    FixturePage {
         path: "/form.html",
         category: "form",
         description: "React-style controlled form in vanilla JS: assigning .value from script is ignored",
@@ -311,6 +317,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
     ("/overlay.html", include_str!("../fixtures/overlay.html")),
     ("/cookie-bar.html", include_str!("../fixtures/cookie-bar.html")),
+    ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/form.html", include_str!("../fixtures/form.html")),
     ("/contenteditable.html", include_str!("../fixtures/contenteditable.html")),
     ("/ime.html", include_str!("../fixtures/ime.html")),

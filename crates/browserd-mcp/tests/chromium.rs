@@ -421,6 +421,39 @@ async fn a_button_under_a_cookie_bar_is_scrolled_out_from_under_it_through_mcp()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
+    // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
+    // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked
+    // like a Sunday, and an agent asked for "the first Friday" picked the 6th.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/calendar.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("Su | Mo | Tu | We | Th | Fr | Sa"), "{page}");
+    let first_week =
+        page.lines().find(|l| l.contains("row ") && l.contains("1 | 2 | 3")).unwrap_or_else(|| panic!("{page}"));
+    assert!(first_week.contains("row \"| | 1 | 2 | 3 | 4 | 5\""), "the 1st is a Tuesday: {first_week}");
+    let last_week =
+        page.lines().find(|l| l.contains("row ") && l.contains("27 | 28")).unwrap_or_else(|| panic!("{page}"));
+    assert!(last_week.contains("row \"27 | 28 | 29 | 30 | 31\""), "no empty days after the 31st: {last_week}");
+    // The first Friday is the 4th: the Friday column of the first week.
+    let friday = ref_on(&page, "link \"4\"");
+    let clicked =
+        client.call_tool(call("browser_act", json!({"action": "click", "target": friday}), "t1")).await.unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(now.contains("Chosen: December 4"), "{now}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn select2_choices_read_as_their_comboboxs_value_through_mcp() {
     // The CRM's owner and tags filters are Select2 widgets. Select2 draws the chosen owner as a read-only textbox
     // inside the combobox: it was listed again under it (`textbox readonly title="Any owner": Any owner`); the tags

@@ -335,9 +335,14 @@ impl Renderer<'_> {
     /// cells, `row "Ada Lovelace | ada@acme.test | Active":`, with its operable nodes under it, so each control is
     /// seen in its row and its cells' text is not split around them.
     fn row_of_controls(&mut self, frame: &str, ax: &AxTree, id: &str, indent: u16) {
-        let mut t = String::new();
-        self.subtree_text(frame, ax, id, &mut t);
-        let name = line::fold(&t).trim_matches(|c: char| c == ' ' || c == '|').to_owned();
+        let name = match self.row_cells(frame, ax, id) {
+            Some(cells) => line::fold(&cells.join(" | ")),
+            None => {
+                let mut t = String::new();
+                self.subtree_text(frame, ax, id, &mut t);
+                line::fold(&t).trim_matches(|c: char| c == ' ' || c == '|').to_owned()
+            }
+        };
         self.push(indent, None, line::container(None, "row", &name));
         let ctx_len = self.context.len();
         if !name.is_empty() {
@@ -351,6 +356,33 @@ impl Renderer<'_> {
         self.row_depth -= 1;
         self.flush_text();
         self.context.truncate(ctx_len);
+    }
+
+    /// The texts of a row's cells, when its children are all cells: an empty cell keeps its place (a calendar's
+    /// week that starts on a Tuesday reads `| | 1 | 2 | …` under `Su | Mo | Tu | …`), but one that holds only a
+    /// control (a row's checkbox) is left out at the start, and empty cells at the end are left out.
+    fn row_cells(&self, frame: &str, ax: &AxTree, id: &str) -> Option<Vec<String>> {
+        let n = ax.nodes.get(id)?;
+        let mut cells = Vec::with_capacity(n.children.len());
+        for c in &n.children {
+            let cell = ax.nodes.get(c)?;
+            let is_cell = matches!(cell.role.as_str(), "cell" | "gridcell" | "columnheader" | "rowheader")
+                || self.dom(frame, cell).is_some_and(|d| d.cell);
+            if !is_cell {
+                return None;
+            }
+            let mut t = String::new();
+            self.subtree_text(frame, ax, c, &mut t);
+            let text = line::fold(&t).trim_matches(|ch: char| ch == ' ' || ch == '|').to_owned();
+            let control_only = text.is_empty() && self.has_operable_descendant(frame, ax, c, 0);
+            if !(control_only && cells.is_empty()) {
+                cells.push(text);
+            }
+        }
+        while cells.last().is_some_and(String::is_empty) {
+            cells.pop();
+        }
+        Some(cells)
     }
 
     /// A landmark, named region or group, table, list, dialog, ... (or a heuristic operable that keeps a ref and has
