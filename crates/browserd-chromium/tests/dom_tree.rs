@@ -41,6 +41,7 @@ fn assert_same(what: &str, reference: &Observation, built: &Observation) {
     );
     assert_eq!(built.title, reference.title, "{what}: title");
     assert_eq!(built.focused, reference.focused, "{what}: focus");
+    assert_eq!(built.modal, reference.modal, "{what}: modal");
     assert_eq!(built.node_count, reference.node_count, "{what}: node count");
     assert_eq!(built.truncated, reference.truncated, "{what}: truncation");
 }

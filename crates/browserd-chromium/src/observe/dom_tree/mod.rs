@@ -4,8 +4,8 @@
 //! ways this module reproduces are built (`tests/dom_tree.rs` renders each page both ways and compares, on the
 //! generated benchmark pages and on random pages of the subset); anything else — another element or attribute, a
 //! role or ARIA attribute, a shadow root, a frame, generated content, preserved or transformed whitespace, a scroll
-//! container, a layout table, an element in focus or in a script-set state — answers `None`, and the tree is read
-//! from Chromium as before.
+//! container, a layout table, a script-set state — answers `None`, and the tree is read from Chromium as before. The
+//! element in focus (the page state's signature names it) is marked as Chromium marks it.
 //!
 //! `doc` indexes the snapshot, `text` lays out its text as CSS collapses whitespace (the text Chromium's tree
 //! holds) and names elements from their content, `fields` builds tables, labels and form fields; the roles of the
