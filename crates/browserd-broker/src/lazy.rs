@@ -372,6 +372,12 @@ impl LazyChromium {
         }
     }
 
+    /// Why the browser's connection is lost, as soon as its link knows (before the supervisor records the loss).
+    #[must_use]
+    pub fn link_lost(&self) -> Option<String> {
+        self.current().and_then(|l| l.lost())
+    }
+
     async fn wait_for_extension(&self) -> Option<ExtensionLink> {
         let mut rx = self.paired.subscribe();
         let wait = rx.wait_for(|l| l.as_ref().is_some_and(|l| l.closed_reason().is_none()));

@@ -86,6 +86,7 @@ impl Broker {
             None => self.provider.capabilities(),
         };
         let bridge = self.runtime.inspect(|engine| engine.bridge().state());
+        let bridge_reconnecting = matches!(bridge, browserd_core::bridge::BridgeState::Reconnecting { .. });
         let missing: Vec<Capability> = caps.missing_for_turn_cleanup();
         let kind = match self.provider.kind() {
             ProviderKind::Managed => BrowserKind::Managed,
@@ -116,8 +117,12 @@ impl Broker {
             auto_turn_cleanup,
             missing_capabilities,
             endpoint: self.remote_identity(),
-            reconnect: self.lazy.as_ref().map(|l| l.reconnect_status()).filter(|r| r.last_lost.is_some()).map(|r| {
-                browserd_protocol::lifecycle::ReconnectInfo {
+            reconnect: self
+                .lazy
+                .as_ref()
+                .map(|l| reconnect_status(l, bridge_reconnecting))
+                .filter(|r| r.last_lost.is_some())
+                .map(|r| browserd_protocol::lifecycle::ReconnectInfo {
                     lost: r.lost,
                     last_lost: r.last_lost,
                     attempts: r.attempts,
@@ -126,8 +131,7 @@ impl Broker {
                     next_attempt_in_ms: r.next_attempt_in_ms,
                     reconnects: r.reconnects,
                     last_reconnect_ms: r.last_reconnect_ms,
-                }
-            }),
+                }),
             settings: self.lazy.as_ref().and_then(|l| l.managed_options()).map(crate::browser_settings::effective),
             pid: self.lazy.as_ref().and_then(|l| l.pid()),
             sessions: Vec::new(),
@@ -252,4 +256,20 @@ impl Broker {
             journal: self.journal.status(),
         })
     }
+}
+
+/// The browser's reconnection record. While the bridge says reconnecting, the loss is known to the sessions a moment
+/// before the supervisor records it and starts its first attempt: the record then says so, that attempt due now,
+/// rather than nothing.
+fn reconnect_status(lazy: &crate::lazy::LazyChromium, bridge_reconnecting: bool) -> crate::lazy::ReconnectStatus {
+    let mut status = lazy.reconnect_status();
+    if bridge_reconnecting
+        && status.lost.is_none()
+        && let Some(reason) = lazy.link_lost()
+    {
+        status.last_lost = Some(reason.clone());
+        status.lost = Some(reason);
+        status.next_attempt_in_ms = Some(0);
+    }
+    status
 }
