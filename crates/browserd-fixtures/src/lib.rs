@@ -91,6 +91,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Chosen: none",
     },
     FixturePage {
+        path: "/sortable.html",
+        category: "table",
+        description: "Sortable column headers as DataTables 2 draws them: the header cell takes the click and holds a sort icon button named by aria-label",
+        marker: "Sorted by: none",
+    },
+    FixturePage {
         path: "/form.html",
         category: "form",
         description: "React-style controlled form in vanilla JS: assigning .value from script is ignored",
@@ -318,6 +324,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/overlay.html", include_str!("../fixtures/overlay.html")),
     ("/cookie-bar.html", include_str!("../fixtures/cookie-bar.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
+    ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),
     ("/contenteditable.html", include_str!("../fixtures/contenteditable.html")),
     ("/ime.html", include_str!("../fixtures/ime.html")),

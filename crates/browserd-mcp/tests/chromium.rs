@@ -454,6 +454,45 @@ async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sortable_header_is_named_by_its_title_through_mcp() {
+    // DataTables 2 draws a sortable header as a cell that takes the click and holds the column's title and a sort
+    // icon button named by `aria-label`. The cell's name, read from its content, took in the button's:
+    // `clickable "Name Name: Activate to sort":`, then `Name` again as a text line under it.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/sortable.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    for title in ["Name", "Office", "Age"] {
+        let header = page
+            .lines()
+            .find(|l| l.contains(&format!("clickable \"{title}")))
+            .unwrap_or_else(|| panic!("no header {title} in\n{page}"));
+        assert!(header.ends_with(&format!("clickable \"{title}\":")), "named by its title: {header}");
+        assert!(page.contains(&format!("button \"{title}: Activate to sort\"")), "{page}");
+    }
+    assert!(!page.lines().any(|l| l.trim() == "Name"), "the title is not a line again:\n{page}");
+    let clicked = client
+        .call_tool(call(
+            "browser_act",
+            json!({"action": "click", "target": ref_on(&page, "clickable \"Office\"")}),
+            "t1",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(now.contains("Sorted by: Office"), "{now}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn select2_choices_read_as_their_comboboxs_value_through_mcp() {
     // The CRM's owner and tags filters are Select2 widgets. Select2 draws the chosen owner as a read-only textbox
     // inside the combobox: it was listed again under it (`textbox readonly title="Any owner": Any owner`); the tags

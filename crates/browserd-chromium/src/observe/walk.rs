@@ -358,6 +358,38 @@ impl Renderer<'_> {
         self.context.truncate(ctx_len);
     }
 
+    /// A container's name without the names of the operable nodes inside it, where it ends with them (the name
+    /// Chromium reads from its content); the name unchanged when nothing would be left.
+    fn without_inner_names(&self, frame: &str, ax: &AxTree, id: &str, name: &str) -> String {
+        let mut inner = Vec::new();
+        self.operable_names(frame, ax, id, 0, &mut inner);
+        let mut rest = name.trim_end();
+        for n in inner.iter().rev() {
+            let n = n.trim();
+            if n.is_empty() {
+                continue;
+            }
+            match rest.strip_suffix(n) {
+                Some(r) => rest = r.trim_end(),
+                None => break,
+            }
+        }
+        if rest.trim().is_empty() { name.to_owned() } else { rest.to_owned() }
+    }
+
+    /// The names of the outermost semantic operable nodes below `id`, in document order.
+    fn operable_names(&self, frame: &str, ax: &AxTree, id: &str, depth: u32, out: &mut Vec<String>) {
+        let Some(n) = ax.nodes.get(id) else { return };
+        for c in &n.children {
+            let Some(cn) = ax.nodes.get(c) else { continue };
+            if !cn.ignored && self.operable(frame, ax, c).is_some_and(|(_, semantic)| semantic) {
+                out.push(cn.name.clone());
+            } else if depth < 12 {
+                self.operable_names(frame, ax, c, depth + 1, out);
+            }
+        }
+    }
+
     /// The texts of a row's cells, when its children are all cells: an empty cell keeps its place (a calendar's
     /// week that starts on a Tuesday reads `| | 1 | 2 | …` under `Su | Mo | Tu | …`), but one that holds only a
     /// control (a row's checkbox) is left out at the start, and empty cells at the end are left out.
@@ -398,6 +430,14 @@ impl Renderer<'_> {
         // A clickable card or row with buttons of its own has no name of its own: its first text names it (the line
         // of that text inside it is then dropped as an echo, see `drop_label_echoes`).
         let mut name = n.name.clone();
+        if container_ref.is_some()
+            && !name.trim().is_empty()
+            && let Some(ax) = self.axs.get(frame)
+        {
+            // Its name read from its content takes in the names of the controls inside it, which have lines of
+            // their own: a sortable header `Name Name: Activate to sort` around its sort button is `Name`.
+            name = self.without_inner_names(frame, ax, id, &name);
+        }
         if name.trim().is_empty()
             && container_ref.is_some()
             && let Some(ax) = self.axs.get(frame)
