@@ -194,7 +194,19 @@ fn flow(r: &mut Rng, depth: u32, out: &mut String, ids: &mut u32) {
             3 => {
                 out.push_str(&format!("<a href=\"#l{}\">{}{}</a>", r.below(9), r.ws(), r.words()));
             }
-            4 => out.push_str(&format!("<button type=\"button\">{}</button>", r.words())),
+            4 => match r.below(4) {
+                0 => out.push_str(&format!("<button type=\"button\">{}</button>", r.words())),
+                1 => out.push_str(&format!("<button type=\"button\" aria-label=\" Close  {} \">×</button>", r.words())),
+                2 => out.push_str(&format!(
+                    "<button type=\"button\" title=\"{}\"><i class=\"icon\" aria-hidden=\"true\"></i></button>",
+                    r.words()
+                )),
+                _ => out.push_str(&format!(
+                    "<a href=\"#t\" title=\"Tip\" target=\"_blank\" rel=\"noopener\">{}</a>{}<i aria-hidden=\"true\"></i>",
+                    r.words(),
+                    r.ws()
+                )),
+            },
             5 => out.push_str("<span onclick=\"this.dataset.c=1\" style=\"cursor:pointer\">details</span>"),
             6 => {
                 let tag = r.pick(&["strong", "em", "b", "i", "small", "code", "u"]);

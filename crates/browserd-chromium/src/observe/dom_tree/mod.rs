@@ -154,6 +154,11 @@ impl Builder<'_> {
         let attrs_ok = d.attrs[i].iter().all(|(k, v)| {
             neutral_attr(k)
                 || match (tag.as_str(), *k) {
+                    ("a" | "button", "aria-label") => !v.trim().is_empty(),
+                    ("a" | "button", "title") | ("a", "target" | "rel") => true,
+                    // An empty icon hidden from assistive technology (`<i class="fa fa-trash" aria-hidden="true">`
+                    // with no glyph of its own in the DOM): no node, as Chromium has none for it.
+                    ("i" | "span", "aria-hidden") => *v == "true" && d.kids[i].is_empty() && !d.clickable[i],
                     ("a", "href") => {
                         !v.trim().is_empty() && !v.trim_start().to_ascii_lowercase().starts_with("javascript:")
                     }
@@ -268,13 +273,13 @@ impl Builder<'_> {
                 "listitem"
             }
             "a" if d.attr(i, "href").is_some() => {
-                name = self.content_name(i)?;
+                name = self.control_name(i)?;
                 props.push(("focusable".into(), json!(true)));
                 props.push(("url".into(), json!(d.attr(i, "href"))));
                 "link"
             }
             "button" => {
-                name = self.content_name(i)?;
+                name = self.control_name(i)?;
                 props.push(("invalid".into(), json!("false")));
                 props.push(("focusable".into(), json!(true)));
                 "button"

@@ -119,8 +119,21 @@ impl Builder<'_> {
         Some(())
     }
 
+    /// A link's or button's name: its `aria-label` (whitespace collapsed, not trimmed, as Chromium keeps it), else
+    /// its content, else its `title`.
+    pub(super) fn control_name(&self, i: usize) -> Option<String> {
+        if let Some(label) = self.doc.attr(i, "aria-label") {
+            return Some(collapse(label));
+        }
+        let name = self.content_name(i)?;
+        match self.doc.attr(i, "title") {
+            Some(title) if name.is_empty() => Some(collapse(title)),
+            _ => Some(name),
+        }
+    }
+
     /// The name an element gets from its content: its text as laid out, block boxes apart; `None` when the content
-    /// holds something whose name Chromium computes otherwise (a field, a list).
+    /// holds something whose name Chromium computes otherwise (a field, a list, a control named by `aria-label`).
     pub(super) fn content_name(&self, i: usize) -> Option<String> {
         let mut out = String::new();
         self.content_text(i, &mut out)?;
@@ -141,6 +154,11 @@ impl Builder<'_> {
                         self.doc.tag[c].as_str(),
                         "span" | "a" | "button" | "br" | "b" | "i" | "small" | "u" | "strong" | "em" | "code"
                     ) {
+                        return None;
+                    }
+                    // A control named otherwise than by its content inside a name read from content: Chromium
+                    // takes that name in, which this reading does not model.
+                    if self.doc.attrs[c].iter().any(|(k, _)| matches!(*k, "aria-label" | "title" | "aria-hidden")) {
                         return None;
                     }
                     let apart = !self.doc.inline(c);
