@@ -695,8 +695,6 @@ pub(crate) struct AxCounters {
     pub(crate) subtrees: AtomicU64,
     pub(crate) full: AtomicU64,
     pub(crate) dom: AtomicU64,
-    /// [`DomFirst`], as its discriminant.
-    pub(crate) dom_first: std::sync::atomic::AtomicU8,
 }
 
 impl AxCounters {
@@ -737,9 +735,10 @@ pub enum DomFirst {
     Never = 2,
 }
 
-impl AxCounters {
-    pub(crate) fn dom_first(&self) -> DomFirst {
-        match self.dom_first.load(Ordering::Relaxed) {
+impl DomFirst {
+    /// The mode stored as its discriminant (see [`crate::ChromiumProvider::set_dom_first`]).
+    pub(crate) fn from_u8(v: u8) -> DomFirst {
+        match v {
             1 => DomFirst::Always,
             2 => DomFirst::Never,
             _ => DomFirst::Auto,

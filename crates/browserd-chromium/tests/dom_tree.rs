@@ -81,7 +81,7 @@ async fn a_large_page_is_built_from_the_dom_by_default_and_again_after_a_change(
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert!(reused, "the built tree is reused while the page is unchanged");
-    run(&page, "document.querySelector('main button').textContent = 'Renamed'").await;
+    page.run("document.querySelector('main button').textContent = 'Renamed'").await;
     let before = p.ax_stats();
     let changed = page.observe().await;
     let after = p.ax_stats();
@@ -104,17 +104,6 @@ async fn a_large_page_is_built_from_the_dom_by_default_and_again_after_a_change(
     assert_eq!(dom, 1);
     assert_same("n=1000 with a button in focus", &reference, &built);
     page.close().await;
-}
-
-async fn run(page: &Page, script: &str) {
-    let params = browserd_protocol::tools::EvaluateParams {
-        tab: browserd_protocol::TabId(page.tab.0),
-        expression: script.to_owned(),
-        await_promise: true,
-    };
-    let r =
-        browserd_core::provider::Provider::evaluate(&*env().provider, &common::ctx(), page.tab, &params).await.unwrap();
-    assert_eq!(r.exception, None, "{script}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,11 +352,11 @@ async fn random_pages_of_the_subset_built_from_the_dom_read_as_chromiums_tree() 
         let page = Page::open(&data_url(&html)).await;
         if seed % 3 == 0 {
             // Focus on a control or link: the one state besides the DOM a built tree describes.
-            run(&page, &format!("(() => {{ const all = document.querySelectorAll('a[href], button, input, select'); if (all.length) all[{seed} % all.length].focus(); }})()")).await;
+            page.run(&format!("(() => {{ const all = document.querySelectorAll('a[href], button, input, select'); if (all.length) all[{seed} % all.length].focus(); }})()")).await;
         }
         if seed % 4 == 1 {
             // What a user typed into the text fields (a valid e-mail address: an invalid one is a script-set state).
-            run(&page, "document.querySelectorAll('input[type=text], input[type=email]').forEach((f, i) => f.value = i % 2 ? 'ada@example.com' : '  typed  text ')").await;
+            page.run("document.querySelectorAll('input[type=text], input[type=email]').forEach((f, i) => f.value = i % 2 ? 'ada@example.com' : '  typed  text ')").await;
         }
         let (reference, built, dom) = both(&page).await;
         assert_same(&format!("random page {seed}:\n{html}\n"), &reference, &built);

@@ -6,9 +6,8 @@ mod common;
 use std::time::Duration;
 
 use browserd_chromium::AxStats;
-use browserd_core::provider::Provider;
 use browserd_protocol::Observation;
-use common::{Page, ctx, env};
+use common::{Page, env};
 
 /// How a change must be refreshed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,16 +22,6 @@ enum Expect {
 
 fn stats() -> AxStats {
     env().provider.ax_stats()
-}
-
-async fn run(page: &Page, script: &str) {
-    let params = browserd_protocol::tools::EvaluateParams {
-        tab: browserd_protocol::TabId(page.tab.0),
-        expression: script.to_owned(),
-        await_promise: true,
-    };
-    let r = env().provider.evaluate(&ctx(), page.tab, &params).await.unwrap();
-    assert_eq!(r.exception, None, "the change script ran: {script}");
 }
 
 /// Observes until the page's trees are cached for its current state: an observation reads no tree whole (and
@@ -53,7 +42,7 @@ async fn settle(page: &Page) -> Observation {
 /// Applies `script`, observes (incremental), then observes again from whole trees, and compares.
 async fn check(page: &Page, what: &str, script: &str, expect: Expect) -> Observation {
     settle(page).await;
-    run(page, script).await;
+    page.run(script).await;
     let before = stats();
     let incremental = page.observe().await;
     let after = stats();

@@ -247,7 +247,7 @@ pub(super) async fn read_misses(
 /// document is made only of what the builder models.
 fn dom_first(p: &ChromiumProvider, m: &Miss, snapshot: &Value) -> Option<AxTree> {
     use crate::ax::DomFirst;
-    let mode = p.ax_stats.dom_first();
+    let mode = p.dom_first();
     if mode == DomFirst::Never || m.ids.len() != 1 {
         return None;
     }

@@ -72,6 +72,8 @@ pub struct ChromiumProvider {
     pub(crate) advanced: crate::advanced::Advanced,
     /// How observations got their accessibility trees.
     pub(crate) ax_stats: crate::ax::AxCounters,
+    /// When a tree that must be read whole is built from the DOM snapshot instead ([`crate::ax::DomFirst`]).
+    dom_first: std::sync::atomic::AtomicU8,
     /// Isolated sessions' browser contexts on this connection.
     pub(crate) contexts: profiles::Contexts,
 }
@@ -157,6 +159,7 @@ impl ChromiumProvider {
             discovered: tokio::sync::OnceCell::new(),
             advanced: crate::advanced::Advanced::default(),
             ax_stats: crate::ax::AxCounters::default(),
+            dom_first: std::sync::atomic::AtomicU8::new(crate::ax::DomFirst::Auto as u8),
             contexts: profiles::Contexts::default(),
         })
     }
@@ -249,7 +252,11 @@ impl ChromiumProvider {
 
     /// When observations build a frame's tree from its DOM snapshot instead of reading it whole ([`DomFirst`]).
     pub fn set_dom_first(&self, mode: crate::ax::DomFirst) {
-        self.ax_stats.dom_first.store(mode as u8, std::sync::atomic::Ordering::Relaxed);
+        self.dom_first.store(mode as u8, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(crate) fn dom_first(&self) -> crate::ax::DomFirst {
+        crate::ax::DomFirst::from_u8(self.dom_first.load(std::sync::atomic::Ordering::Relaxed))
     }
 
     /// Drops every cached accessibility tree, so that each tab's next observation reads its trees whole (the

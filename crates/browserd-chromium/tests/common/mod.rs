@@ -89,6 +89,17 @@ impl Page {
         env().provider.observe(&ctx(), self.tab, &p).await.unwrap()
     }
 
+    /// Runs a script in the page (a change made as the page's own script would), which must not throw.
+    pub async fn run(&self, script: &str) {
+        let params = browserd_protocol::tools::EvaluateParams {
+            tab: browserd_protocol::TabId(self.tab.0),
+            expression: script.to_owned(),
+            await_promise: true,
+        };
+        let r = env().provider.evaluate(&ctx(), self.tab, &params).await.unwrap();
+        assert_eq!(r.exception, None, "the script ran: {script}");
+    }
+
     pub async fn act(&self, p: ActParams) -> ActionResult {
         env().provider.act(&ctx(), self.tab, &p).await.unwrap()
     }

@@ -11,7 +11,7 @@ impl Builder<'_> {
     /// shapes are left to Chromium's heuristics).
     pub(super) fn table(&mut self, i: usize) -> Option<String> {
         let d = &self.doc;
-        if d.display(i) != Some("table") || !d.attrs[i].iter().all(|(k, _)| super::neutral_attr(k)) {
+        if d.display(i) != Some("table") || !self.plain(i) {
             return None;
         }
         let parts: Vec<usize> = d.kids[i].iter().copied().filter(|&k| d.kind[k] == 1).collect();
@@ -20,57 +20,19 @@ impl Builder<'_> {
         if d.tag[caption] != "caption" || d.tag[head] != "thead" || d.tag[body] != "tbody" {
             return None;
         }
-        if [caption, head, body]
-            .iter()
-            .any(|&k| !d.rendered(k) || !d.attrs[k].iter().all(|(a, _)| super::neutral_attr(a)))
-        {
+        if [caption, head, body].iter().any(|&k| !d.rendered(k) || !self.plain(k)) {
             return None;
         }
         let name = self.content_name(caption)?;
-        let caption_kids = self.children(caption, 0)?;
-        self.nodes.insert(
-            id(caption),
-            AxNode {
-                role: "caption".into(),
-                children: caption_kids,
-                backend: Some(self.doc.backend[caption]),
-                ..Default::default()
-            },
-        );
-        let head_rows = self.rows(head, "th")?;
-        let body_rows = self.rows(body, "td")?;
-        self.nodes.insert(
-            id(head),
-            AxNode {
-                role: "rowgroup".into(),
-                children: head_rows,
-                backend: Some(self.doc.backend[head]),
-                ..Default::default()
-            },
-        );
-        self.nodes.insert(
-            id(body),
-            AxNode {
-                ignored: true,
-                role: "none".into(),
-                children: body_rows,
-                backend: Some(self.doc.backend[body]),
-                ..Default::default()
-            },
-        );
-        let d = &self.doc;
-        self.nodes.insert(
-            id(i),
-            AxNode {
-                role: "table".into(),
-                name,
-                props: vec![("labelledby".into(), json!([d.backend[caption]]))],
-                children: vec![id(caption), id(head), id(body)],
-                backend: Some(d.backend[i]),
-                ..Default::default()
-            },
-        );
-        Some(id(i))
+        let children = self.children(caption, 0)?;
+        let caption_id = self.put(caption, AxNode { role: "caption".into(), children, ..Default::default() });
+        let children = self.rows(head, "th")?;
+        let head_id = self.put(head, AxNode { role: "rowgroup".into(), children, ..Default::default() });
+        let children = self.rows(body, "td")?;
+        let body_id = self.put(body, AxNode { ignored: true, role: "none".into(), children, ..Default::default() });
+        let props = vec![("labelledby".into(), json!([self.doc.backend[caption]]))];
+        let children = vec![caption_id, head_id, body_id];
+        Some(self.put(i, AxNode { role: "table".into(), name, props, children, ..Default::default() }))
     }
 
     /// The rows of a table section, each of `cell` elements only.
@@ -79,14 +41,14 @@ impl Builder<'_> {
         let mut out = Vec::new();
         for r in rows {
             let d = &self.doc;
-            if d.tag[r] != "tr" || !d.rendered(r) || !d.attrs[r].iter().all(|(a, _)| super::neutral_attr(a)) {
+            if d.tag[r] != "tr" || !d.rendered(r) || !self.plain(r) {
                 return None;
             }
             let cells: Vec<usize> = d.kids[r].iter().copied().filter(|&k| d.kind[k] == 1).collect();
             let mut kids = Vec::new();
             for c in cells {
                 let d = &self.doc;
-                if d.tag[c] != cell || !d.rendered(c) || !d.attrs[c].iter().all(|(a, _)| super::neutral_attr(a)) {
+                if d.tag[c] != cell || !d.rendered(c) || !self.plain(c) {
                     return None;
                 }
                 let name = self.content_name(c)?;
@@ -96,24 +58,9 @@ impl Builder<'_> {
                 } else {
                     ("cell", Vec::new())
                 };
-                self.nodes.insert(
-                    id(c),
-                    AxNode {
-                        role: role.into(),
-                        name,
-                        props,
-                        children,
-                        backend: Some(self.doc.backend[c]),
-                        ..Default::default()
-                    },
-                );
-                kids.push(id(c));
+                kids.push(self.put(c, AxNode { role: role.into(), name, props, children, ..Default::default() }));
             }
-            self.nodes.insert(
-                id(r),
-                AxNode { role: "row".into(), children: kids, backend: Some(self.doc.backend[r]), ..Default::default() },
-            );
-            out.push(id(r));
+            out.push(self.put(r, AxNode { role: "row".into(), children: kids, ..Default::default() }));
         }
         Some(out)
     }
@@ -143,31 +90,14 @@ impl Builder<'_> {
         }
         let toggle = self.doc.attr(target, "type") == Some("checkbox");
         let mut kids = Vec::new();
-        for &c in &self.doc.kids[i] {
-            if let Some(t) = self.text.get(&c) {
-                let text = AxNode {
-                    role: "StaticText".into(),
-                    name: t.clone(),
-                    backend: Some(self.doc.backend[c]),
-                    ..Default::default()
-                };
-                let node = if toggle { AxNode { ignored: true, role: "none".into(), ..text } } else { text };
-                self.nodes.insert(id(c), node);
-                kids.push(id(c));
+        for c in self.doc.kids[i].clone() {
+            if let Some(name) = self.text.get(&c).cloned() {
+                let role = if toggle { "none" } else { "StaticText" };
+                kids.push(self.put(c, AxNode { ignored: toggle, role: role.into(), name, ..Default::default() }));
             }
         }
         let role = if toggle { "none" } else { "LabelText" };
-        self.nodes.insert(
-            id(i),
-            AxNode {
-                ignored: toggle,
-                role: role.into(),
-                children: kids,
-                backend: Some(self.doc.backend[i]),
-                ..Default::default()
-            },
-        );
-        Some(id(i))
+        Some(self.put(i, AxNode { ignored: toggle, role: role.into(), children: kids, ..Default::default() }))
     }
 
     /// The accessible name from a field's `<label for>`, with the `labelledby` relation to it.
@@ -220,19 +150,7 @@ impl Builder<'_> {
             self.nodes.insert(format!("{}e", id(i)), editor);
         }
         let children = if role == "textbox" { vec![format!("{}e", id(i))] } else { Vec::new() };
-        self.nodes.insert(
-            id(i),
-            AxNode {
-                role: role.into(),
-                name,
-                value,
-                props,
-                children,
-                backend: Some(self.doc.backend[i]),
-                ..Default::default()
-            },
-        );
-        Some(id(i))
+        Some(self.put(i, AxNode { role: role.into(), name, value, props, children, ..Default::default() }))
     }
 
     /// A single-choice `<select>` of text options: a `combobox` showing the selected option, its options under a
@@ -243,9 +161,12 @@ impl Builder<'_> {
         if options.is_empty() || options.iter().any(|&o| d.tag[o] != "option") {
             return None;
         }
-        let mut props: Vec<(String, Value)> =
-            vec![("invalid".into(), json!("false")), ("focusable".into(), json!(true))];
-        props.extend([("hasPopup".into(), json!("menu")), ("expanded".into(), json!(false))]);
+        let mut props: Vec<(String, Value)> = vec![
+            ("invalid".into(), json!("false")),
+            ("focusable".into(), json!(true)),
+            ("hasPopup".into(), json!("menu")),
+            ("expanded".into(), json!(false)),
+        ];
         let name = self.field_name(i, &mut props)?;
         let mut kids = Vec::new();
         let mut value = String::new();
@@ -262,32 +183,12 @@ impl Builder<'_> {
             if selected {
                 value.clone_from(&text);
             }
-            self.nodes.insert(
-                id(o),
-                AxNode {
-                    role: "option".into(),
-                    name: text,
-                    props: vec![("focusable".into(), json!(true)), ("selected".into(), json!(selected))],
-                    backend: Some(d.backend[o]),
-                    ..Default::default()
-                },
-            );
-            kids.push(id(o));
+            let props = vec![("focusable".into(), json!(true)), ("selected".into(), json!(selected))];
+            kids.push(self.put(o, AxNode { role: "option".into(), name: text, props, ..Default::default() }));
         }
         let popup = format!("{}p", id(i));
         self.nodes.insert(popup.clone(), AxNode { role: "MenuListPopup".into(), children: kids, ..Default::default() });
-        self.nodes.insert(
-            id(i),
-            AxNode {
-                role: "combobox".into(),
-                name,
-                value,
-                props,
-                children: vec![popup],
-                backend: Some(self.doc.backend[i]),
-                ..Default::default()
-            },
-        );
-        Some(id(i))
+        let children = vec![popup];
+        Some(self.put(i, AxNode { role: "combobox".into(), name, value, props, children, ..Default::default() }))
     }
 }

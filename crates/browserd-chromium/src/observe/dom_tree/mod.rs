@@ -67,6 +67,36 @@ fn id(i: usize) -> String {
     format!("d{i}")
 }
 
+impl Builder<'_> {
+    /// Inserts the node of DOM node `i` (its backend id set from the snapshot) and returns its id.
+    fn put(&mut self, i: usize, node: AxNode) -> String {
+        self.nodes.insert(id(i), AxNode { backend: Some(self.doc.backend[i]), ..node });
+        id(i)
+    }
+
+    /// Whether an element carries only attributes that change nothing Chromium derives for it.
+    fn plain(&self, i: usize) -> bool {
+        self.doc.attrs[i].iter().all(|(k, _)| neutral_attr(k))
+    }
+
+    /// Whether an element has an ancestor of one of `tags`.
+    fn inside(&self, i: usize, tags: &[&str]) -> bool {
+        let mut a = self.parent[i];
+        while let Some(p) = a {
+            if tags.contains(&self.doc.tag[p].as_str()) {
+                return true;
+            }
+            a = self.parent[p];
+        }
+        false
+    }
+
+    /// A landmark's name from its `aria-label`: whitespace collapsed and trimmed.
+    fn label_attr(&self, i: usize) -> Option<String> {
+        self.doc.attr(i, "aria-label").map(|l| collapse(l).trim().to_owned())
+    }
+}
+
 /// Builds the tree of a session's snapshot holding exactly one document, with the element at `focus` (see
 /// [`focus_path`]) focused, or `None` when the document is not made only of what this module models.
 pub(crate) fn build(snapshot: &Value, focus: &[usize]) -> Option<AxTree> {
@@ -96,16 +126,8 @@ pub(crate) fn build(snapshot: &Value, focus: &[usize]) -> Option<AxTree> {
     let body = element(&b, html, "body")?;
     b.lay_out_text(body)?;
     let body_id = b.element(body, 0)?.pop()?;
-    b.nodes.insert(
-        id(html),
-        AxNode {
-            ignored: true,
-            role: "none".into(),
-            children: vec![body_id],
-            backend: Some(b.doc.backend[html]),
-            ..Default::default()
-        },
-    );
+    let html_id =
+        b.put(html, AxNode { ignored: true, role: "none".into(), children: vec![body_id], ..Default::default() });
     let title = b.doc.kids[html]
         .iter()
         .find(|&&k| b.doc.tag[k] == "head")
@@ -124,19 +146,12 @@ pub(crate) fn build(snapshot: &Value, focus: &[usize]) -> Option<AxTree> {
         let at = n.props.iter().position(|(k, _)| k == "focusable")?;
         n.props.insert(at + 1, ("focused".into(), json!(true)));
     }
-    let url = b.doc.url.to_owned();
-    b.nodes.insert(
-        id(root),
-        AxNode {
-            role: "RootWebArea".into(),
-            name: title,
-            props: vec![("focusable".into(), json!(true)), ("focused".into(), json!(true)), ("url".into(), json!(url))],
-            children: vec![id(html)],
-            backend: Some(b.doc.backend[root]),
-            ..Default::default()
-        },
-    );
-    Some(AxTree { nodes: b.nodes, root: Some(id(root)), dom_built: true })
+    let props =
+        vec![("focusable".into(), json!(true)), ("focused".into(), json!(true)), ("url".into(), json!(b.doc.url))];
+    let children = vec![html_id];
+    let root_id =
+        b.put(root, AxNode { role: "RootWebArea".into(), name: title, props, children, ..Default::default() });
+    Some(AxTree { nodes: b.nodes, root: Some(root_id), dom_built: true })
 }
 
 impl Builder<'_> {
@@ -180,27 +195,9 @@ impl Builder<'_> {
         }
         let block = d.block(i);
         let display = d.display(i).unwrap_or("");
-        let in_landmark = || {
-            let mut a = self.parent[i];
-            while let Some(p) = a {
-                if matches!(self.doc.tag[p].as_str(), "article" | "aside" | "main" | "nav" | "section") {
-                    return true;
-                }
-                a = self.parent[p];
-            }
-            false
-        };
-        // Sectioning content above it (where an `<aside>` is no landmark).
-        let in_section = || {
-            let mut a = self.parent[i];
-            while let Some(p) = a {
-                if matches!(self.doc.tag[p].as_str(), "article" | "aside" | "nav" | "section") {
-                    return true;
-                }
-                a = self.parent[p];
-            }
-            false
-        };
+        // Sectioning content (and `<main>`) scopes a header or footer; sectioning content alone an `<aside>`.
+        let in_landmark = || self.inside(i, &["article", "aside", "main", "nav", "section"]);
+        let in_section = || self.inside(i, &["article", "aside", "nav", "section"]);
         let mut props: Vec<(String, Value)> = Vec::new();
         let mut name = String::new();
         let role: &str = match tag.as_str() {
@@ -208,15 +205,13 @@ impl Builder<'_> {
             "header" if block && !in_landmark() => "banner",
             "footer" if block && !in_landmark() => "contentinfo",
             "nav" if block => {
-                if let Some(l) = d.attr(i, "aria-label") {
-                    name = collapse(l).trim().to_owned();
-                }
+                name = self.label_attr(i).unwrap_or_default();
                 "navigation"
             }
             "main" if block => "main",
             "section" if block => {
-                if let Some(l) = d.attr(i, "aria-label") {
-                    name = collapse(l).trim().to_owned();
+                if let Some(l) = self.label_attr(i) {
+                    name = l;
                     "region"
                 } else if let Some(l) = d.attr(i, "aria-labelledby") {
                     let target = *d.ids.get(l.trim())?;
@@ -228,9 +223,7 @@ impl Builder<'_> {
                 }
             }
             "form" if block => {
-                if let Some(l) = d.attr(i, "aria-label") {
-                    name = collapse(l).trim().to_owned();
-                }
+                name = self.label_attr(i).unwrap_or_default();
                 "form"
             }
             // A `<div>` with a click listener is always kept.
@@ -304,17 +297,8 @@ impl Builder<'_> {
         if role == "listitem" {
             // The list marker (`• `, `1. `): its own node, its text as laid out.
             if let Some(&m) = d.kids[i].iter().find(|&&k| d.pseudo[k] == Some("marker")) {
-                let text = d.layout_text[m].filter(|t| !t.is_empty())?;
-                self.nodes.insert(
-                    id(m),
-                    AxNode {
-                        role: "ListMarker".into(),
-                        name: text.to_owned(),
-                        backend: Some(d.backend[m]),
-                        ..Default::default()
-                    },
-                );
-                children.push(id(m));
+                let name = d.layout_text[m].filter(|t| !t.is_empty())?.to_owned();
+                children.push(self.put(m, AxNode { role: "ListMarker".into(), name, ..Default::default() }));
             }
         }
         if tag != "br" {
@@ -324,19 +308,7 @@ impl Builder<'_> {
         if ignored && display == "inline" {
             return Some(children);
         }
-        self.nodes.insert(
-            id(i),
-            AxNode {
-                ignored,
-                role: role.into(),
-                name,
-                props,
-                children,
-                backend: Some(self.doc.backend[i]),
-                ..Default::default()
-            },
-        );
-        Some(vec![id(i)])
+        Some(vec![self.put(i, AxNode { ignored, role: role.into(), name, props, children, ..Default::default() })])
     }
 
     /// A `<div>` (or a blockified `<b>`, `<i>`): kept (`generic`) when it is a block whose children are laid out on lines
@@ -396,17 +368,8 @@ impl Builder<'_> {
                 }
                 1 => out.extend(self.element(c, level)?),
                 3 => {
-                    if let Some(t) = self.text.get(&c) {
-                        self.nodes.insert(
-                            id(c),
-                            AxNode {
-                                role: "StaticText".into(),
-                                name: t.clone(),
-                                backend: Some(self.doc.backend[c]),
-                                ..Default::default()
-                            },
-                        );
-                        out.push(id(c));
+                    if let Some(name) = self.text.get(&c).cloned() {
+                        out.push(self.put(c, AxNode { role: "StaticText".into(), name, ..Default::default() }));
                     }
                 }
                 8 => {}
