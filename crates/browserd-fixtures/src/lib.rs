@@ -85,6 +85,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Clicked: none",
     },
     FixturePage {
+        path: "/search-later.html",
+        category: "effects",
+        description: "A Search button whose answer renders after the next frame, a spinner first, as a React transition renders",
+        marker: "Results: none",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -323,6 +329,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/duplicates.html", include_str!("../fixtures/duplicates.html")),
     ("/overlay.html", include_str!("../fixtures/overlay.html")),
     ("/cookie-bar.html", include_str!("../fixtures/cookie-bar.html")),
+    ("/search-later.html", include_str!("../fixtures/search-later.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

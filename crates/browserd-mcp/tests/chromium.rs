@@ -421,6 +421,41 @@ async fn a_button_under_a_cookie_bar_is_scrolled_out_from_under_it_through_mcp()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_rendered_after_the_next_frame_is_in_the_clicks_effects_through_mcp() {
+    // The click ends once the page changed and then rendered a frame, and ran a task after it, with no change since
+    // (a few ms instead of a fixed 15 ms of quiet): a search that shows a spinner at once and its results after the
+    // next frame, as a React transition renders, must still have its results in the effects, not the spinner.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/search-later.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let search = ref_on(&page, "button \"Search lamps\"");
+    for round in 0..5 {
+        let clicked =
+            client.call_tool(call("browser_act", json!({"action": "click", "target": search}), "t1")).await.unwrap();
+        assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+        let effects = clicked.structured_content.clone().expect("structured result")["effects"].clone();
+        let changed = effects["changed"].to_string();
+        let n = round + 1;
+        assert!(
+            changed.contains(&format!("Results: 3 lamps (search {n}), sorted by price")),
+            "round {round}: {effects}"
+        );
+        assert!(changed.contains(&format!("Reading lamp (search {n})")), "round {round}: {effects}");
+        // The spinner was announced as it showed, but the page the effects describe is the answered one.
+        assert!(!changed.contains("Searching"), "round {round}: the spinner is gone: {effects}");
+    }
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

@@ -18,18 +18,24 @@ use crate::world::{self, WORLD, WorldError};
 pub(super) const QUIET_MS: f64 = 40.0;
 /// DOM quiet time when expectations decide the end of the wait, or once the page changed after the input.
 pub(super) const QUIET_EXPECTING_MS: f64 = 15.0;
+/// DOM quiet time that is enough once the page changed after the input and has since rendered a frame and run a
+/// task after it with no further change: what the input set off in the same task, its microtasks (React, Vue and
+/// Svelte commit there), the animation frame after it and the effects scheduled for after that frame's paint has
+/// all run. A tab that renders no frames (a background tab throttles them) waits the [`QUIET_EXPECTING_MS`].
+pub(super) const QUIET_FRAMED_MS: f64 = 4.0;
 /// Longest settle window when nothing is expected.
 pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
 /// How long after the input a field that offers suggestions is given to show them: search-as-you-type lists wait
 /// for a pause in the typing first (jQuery UI's autocomplete 300 ms; most debounce 150–300 ms).
 pub(super) const SUGGEST_WAIT: Duration = Duration::from_millis(500);
 
-/// The effect tracker, run in browserd's isolated world ([`crate::world`]) of every document: DOM quiet time and
-/// live-region / toast text for effect summaries. Page scripts can neither see it nor break it (by replacing
+/// The effect tracker, run in browserd's isolated world ([`crate::world`]) of every document: DOM quiet time,
+/// whether a frame was rendered (and a task run after it) since the last DOM change, and live-region / toast text for
+/// effect summaries. Page scripts can neither see it nor break it (by replacing
 /// `MutationObserver`, `Array.prototype.push`, `Element.prototype.getAttribute`, ...). Idempotent.
 pub(crate) const TRACKER: &str = r#"(() => {
   if (window.__browserd) return;
-  const st = { last: performance.now(), ann: [] };
+  const st = { last: performance.now(), ann: [], framed: true };
   window.__browserd = st;
   const live = (n) => {
     for (let e = n && n.nodeType === 1 ? n : n && n.parentElement; e; e = e.parentElement) {
@@ -41,7 +47,10 @@ pub(crate) const TRACKER: &str = r#"(() => {
     return null;
   };
   new MutationObserver((ms) => {
-    st.last = performance.now();
+    const mark = performance.now();
+    st.last = mark;
+    st.framed = false;
+    requestAnimationFrame(() => setTimeout(() => { if (st.last === mark) st.framed = true; }, 0));
     for (const m of ms) {
       const nodes = m.type === 'characterData' ? [m.target] : m.addedNodes;
       for (const n of nodes) {
@@ -51,8 +60,9 @@ pub(crate) const TRACKER: &str = r#"(() => {
   }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
 })()"#;
 
-/// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements]`.
-const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return null; return [performance.now() - b.last, b.ann.splice(0)]; })()";
+/// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements,
+/// whether a frame and a task after it ran since that change]`.
+const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return null; return [performance.now() - b.last, b.ann.splice(0), b.framed === true]; })()";
 
 /// Installs the effect tracker in browserd's isolated world of a page or frame session: for every later document
 /// (before its scripts run) and for the current one. Only the registration for later documents must succeed; the
@@ -146,12 +156,14 @@ impl Run<'_> {
                 let nav = evs.iter().rposition(|e| matches!(e, LogEvent::Navigated(_)));
                 nav.is_some_and(|i| !evs[i..].iter().any(|e| matches!(e, LogEvent::Loaded)))
             };
+            let mut framed = false;
             let quiet = if pending_load {
                 None
             } else {
                 match self.read_tracker().await {
                     Some(v) => {
                         self.note_announcements(&v);
+                        framed = v[2].as_bool() == Some(true);
                         let q = v[0].as_f64();
                         // The last DOM change came after the input began when the quiet time is shorter than the
                         // time since then (the settle starts right after the dispatch).
@@ -171,7 +183,13 @@ impl Run<'_> {
             // Once the page has answered the input (its DOM changed since), the shorter quiet of an expectation is
             // enough to let the answer finish; a page that has shown nothing yet gets the whole window, so an
             // answer that comes a little later (a timer, a local fetch) is still seen before `effects` says none.
-            let needed = if self.dom_changed == Some(true) { quiet_ms.min(QUIET_EXPECTING_MS) } else { quiet_ms };
+            // Once it has also rendered a frame since its last change, what the answer scheduled has run.
+            let changed = self.dom_changed == Some(true);
+            let needed = match (changed, framed) {
+                (true, true) => quiet_ms.min(QUIET_FRAMED_MS),
+                (true, false) => quiet_ms.min(QUIET_EXPECTING_MS),
+                (false, _) => quiet_ms,
+            };
             if let Some(q) = quiet
                 && q >= needed
             {
@@ -180,7 +198,12 @@ impl Run<'_> {
             if Instant::now() >= limit {
                 return;
             }
-            let wait = quiet.map_or(15.0, |q| (needed - q).clamp(3.0, 40.0));
+            // A changed page is looked at again soon: its frame may come before the quiet time is up.
+            let wait = match quiet {
+                None => 15.0,
+                Some(q) if changed => (needed - q).clamp(2.0, 4.0),
+                Some(q) => (needed - q).clamp(3.0, 40.0),
+            };
             tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
         }
     }
