@@ -281,6 +281,10 @@ const CRM_PER_PAGE: usize = 5;
 const ACCOUNT_USER: &str = "Ada Lovelace";
 const ACCOUNT_MENU: &[&str] = &["Profile", "Billing", "Sign out"];
 const ACCOUNT_TABS: &[&str] = &["Profile", "Notifications", "Danger zone"];
+/// The theme picker's choices (visually hidden radios, each clicked through its label); the first is chosen at load.
+const ACCOUNT_THEMES: &[&str] = &["Light", "Dark", "System"];
+/// The checkbox drawn as MUI's `FormControlLabel` draws one.
+const ACCOUNT_SUMMARY: &str = "Email me a weekly summary";
 const LANGUAGES: &[(&str, &str)] = &[("en", "English"), ("de", "Deutsch"), ("fr", "Français"), ("ja", "日本語")];
 const FAQ: &[(&str, &str, &str)] = &[
     ("export", "How do I export my data?", "Open Settings, then Export, and pick a format."),
@@ -433,6 +437,7 @@ fn data(path: &str) -> Value {
             "user": ACCOUNT_USER,
             "menu": ACCOUNT_MENU,
             "tabs": ACCOUNT_TABS,
+            "themes": ACCOUNT_THEMES,
             "languages": LANGUAGES.iter().map(|(value, label)| json!({"value": value, "label": label})).collect::<Vec<_>>(),
             "faq": FAQ.iter().map(|(id, q, a)| json!({"id": id, "q": q, "a": a})).collect::<Vec<_>>(),
             "projects": 7,
@@ -633,6 +638,9 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             operable.push(AppOperable { role: "textbox", name: "Display name".into(), records: None });
             operable.push(AppOperable { role: "combobox", name: "Language".into(), records: None });
             operable.push(op("switch", "Public profile", "public:on"));
+            // Clicked last first: each click chooses another theme than the one chosen (the first, at load).
+            operable.extend(ACCOUNT_THEMES.iter().map(|t| op("radio", *t, format!("theme:{t}"))));
+            operable.push(op("checkbox", ACCOUNT_SUMMARY, "summary:on"));
             operable.push(op("button", "Save changes", "save"));
             operable.extend(FAQ.iter().map(|(id, q, _)| op("button", *q, format!("faq:{id}"))));
             let texts = vec!["Nothing saved yet".into(), "Account settings".into()];

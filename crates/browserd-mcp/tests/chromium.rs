@@ -456,6 +456,52 @@ async fn an_answer_rendered_after_the_next_frame_is_in_the_clicks_effects_throug
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hidden_radios_wrapped_checkboxes_and_text_only_tab_panels_read_as_shown_through_mcp() {
+    // Found driving Radix, Headless UI, MUI and Tailwind/Bootstrap markup by hand (the account app, React 19 + Radix):
+    // - a segmented control of visually hidden radios (1 px, clipped), each followed by the `<label for>` a user
+    //   clicks, showed neither the radios nor the labels: the labels were left out as the radios' names, and the
+    //   radios as having no box;
+    // - a checkbox drawn as MUI's FormControlLabel (`<label><span><input></span><span>text</span></label>`) showed its
+    //   text twice, as its name and again as a line;
+    // - a tab panel holding only text (Radix gives each panel `tabindex=0` and names it by its tab) read
+    //   `e6 focusable "Notifications"`: its sentences were lost.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/account.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    for shown in ["radio \"Light\" checked", "radio \"Dark\" unchecked", "radio \"System\" unchecked"] {
+        assert!(page.contains(shown), "{shown} in\n{page}");
+    }
+    assert!(page.contains("checkbox \"Email me a weekly summary\" unchecked"), "{page}");
+    assert_eq!(page.matches("Email me a weekly summary").count(), 1, "the checkbox's text once: {page}");
+
+    let dark = client.call_tool(click(ref_on(&page, "radio \"Dark\""))).await.unwrap();
+    assert_eq!(dark.is_error, Some(false), "{dark:?}");
+    assert!(
+        site.wait_for_record("theme:Dark", std::time::Duration::from_secs(5)).await,
+        "the click reached the radio: {dark:?}"
+    );
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(now.contains("radio \"Dark\" checked") && now.contains("radio \"Light\" unchecked"), "{now}");
+
+    let tab = client.call_tool(click(ref_on(&now, "tab \"Notifications\""))).await.unwrap();
+    assert_eq!(tab.is_error, Some(false), "{tab:?}");
+    assert!(site.wait_for_record("tab:Notifications", std::time::Duration::from_secs(5)).await, "{tab:?}");
+    let panel = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(panel.contains("tab \"Notifications\" selected"), "{panel}");
+    assert!(panel.contains("Email me about security alerts and billing."), "the panel's text: {panel}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

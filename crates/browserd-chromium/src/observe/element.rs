@@ -41,6 +41,14 @@ impl Renderer<'_> {
             name = t;
         }
         if name.trim().is_empty()
+            && let Some(input) = dom.as_ref().and_then(|d| d.toggle_input)
+        {
+            // A label standing for its visually hidden radio (Tailwind's `sr-only`, Bootstrap's `btn-check`) that
+            // Chromium leaves out of the tree, its text with it, when the label sits in a named group: the input's
+            // name is that text.
+            name = ax.nodes.values().find(|x| x.backend == Some(input)).map(|x| x.name.clone()).unwrap_or_default();
+        }
+        if name.trim().is_empty()
             && matches!(shown, "clickable" | "button" | "link")
             && let Some(label) = n.backend.and_then(|b| self.host_label(frame, b))
         {
@@ -182,9 +190,14 @@ impl Renderer<'_> {
             self.omitted += 1;
         }
         if !is_select && !whole_field {
-            // Operable things inside operable things (options in a listbox, links in a clickable card).
+            // Operable things inside operable things (options in a listbox, links in a clickable card), and the text
+            // inside when the name is not that text: a focusable tab panel named by its tab (`aria-labelledby`, as
+            // Radix, Headless UI and antd name theirs) holds the panel's sentences, which a reader sees.
+            let named = !self.content_beside_name(frame, id, shown, &name);
             self.in_operable += 1;
-            self.walk_children(frame, &n.children, indent + 1);
+            for c in &n.children {
+                self.walk(frame, c, indent + 1, named);
+            }
             self.in_operable -= 1;
             // What an expanded combobox or menu button points at (suggestions in a portal): under it.
             self.walk_controlled(frame, id, &name, indent + 1);
@@ -234,6 +247,20 @@ impl Renderer<'_> {
             self.omitted += 1;
         }
         true
+    }
+
+    /// Whether an operable line's content shows text its name does not say (the name comes from `aria-labelledby`,
+    /// `aria-label` or `title`, not from that content), so that text is read under the line. Not for the roles whose
+    /// content is presentational (a button's or a tab's content is its name, whatever `aria-label` calls it).
+    fn content_beside_name(&self, frame: &str, id: &str, shown: &str, name: &str) -> bool {
+        if !matches!(shown, "clickable" | "focusable" | "link" | "treeitem" | "menuitem") {
+            return false;
+        }
+        let mut t = String::new();
+        self.subtree_text(frame, &self.axs[frame], id, &mut t);
+        let (t, name) = (line::fold(&t), line::fold(name));
+        // Either in the other: a name taken from the content (with or without a list marker, an icon's text).
+        !t.is_empty() && !name.contains(t.as_str()) && !t.contains(name.as_str())
     }
 
     pub(super) fn walk_children(&mut self, frame: &str, children: &[String], indent: u16) {

@@ -63,6 +63,9 @@ pub(crate) struct DomNode {
     pub(crate) toggle: Option<Toggle>,
     /// A checkbox or radio whose `<label>` carries its [`Toggle`] (the input itself has no box a click can reach).
     pub(crate) by_label: bool,
+    /// On a label with a [`DomNode::toggle`]: the backend id of the input it stands for (whose accessible name is
+    /// the label's text, even where Chromium leaves the label itself out of the tree).
+    pub(crate) toggle_input: Option<i64>,
     /// Drawn struck through (`text-decoration-line: line-through`: `<s>`, `<del>`, a shop's "was" price styled by
     /// its class): its text is shown between `~~` marks, so a crossed-out price does not read as the current one.
     pub(crate) struck: bool,
@@ -261,7 +264,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 cur = parent_of(c).filter(|&p| p < c);
             }
         }
-        label_toggles(&mut nodes, &attrs, &parents, &n["inputChecked"], &laid_out, &s);
+        label_toggles(&mut nodes, &attrs, &parents, &backend, &n["inputChecked"], &laid_out, &s);
         // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.
         let mut last_child: HashMap<i64, usize> = HashMap::new();
         let mut space_before = vec![false; count];
@@ -396,6 +399,7 @@ fn label_toggles<'a>(
     nodes: &mut [DomNode],
     attrs: &[Value],
     parents: &[Value],
+    backend: &[Value],
     checked: &Value,
     laid_out: &[bool],
     s: &impl Fn(&Value) -> &'a str,
@@ -469,6 +473,7 @@ fn label_toggles<'a>(
         }
         if let Some(l) = label.filter(|&l| laid_out.get(l).copied().unwrap_or(false)) {
             nodes[l].toggle = Some(toggle);
+            nodes[l].toggle_input = backend.get(input).and_then(Value::as_i64);
             nodes[input].by_label = true;
         }
     }

@@ -319,6 +319,10 @@ impl Renderer<'_> {
                 let q = format!("\"{}\"", l.text.replace('"', "\\\""));
                 lines.get(i + 1).is_some_and(|n| n.node_ref.is_some() && n.text.contains(&q))
                     || (i > 0 && lines[i - 1].indent + 1 == l.indent && lines[i - 1].text.ends_with(&format!("{q}:")))
+                    // The visible label of a group named by it (`Theme` / `group "Theme":`).
+                    || lines.get(i + 1).is_some_and(|n| {
+                        n.node_ref.is_none() && n.indent == l.indent && n.text.ends_with(&format!(" {q}:"))
+                    })
             };
             if echo {
                 removed += 1;

@@ -148,12 +148,24 @@ impl Renderer<'_> {
         }
         if n.role == "LabelText"
             && !named
+            // A label that is the control itself (its input has no box a click reaches: visually hidden, as
+            // Bootstrap's `btn-check`, Tailwind's `sr-only` and MUI's Rating draw them) keeps its line.
+            && self.dom(frame, n).is_none_or(|d| d.toggle.is_none())
             && self.names_a_toggle(frame, ax, n)
             && !self.has_operable_descendant(frame, ax, id, 0)
         {
             // The `<label for>` of a checkbox, radio or switch that the tree keeps beside it (Bootstrap's form checks:
             // the input, then an inline-block label) is the control's name, not a line again. A label holding the
             // control or links is read as before (`labels_with_links`).
+            return;
+        }
+        if n.role == "LabelText" && !named && self.label_is_its_toggles_name(frame, ax, id) {
+            // A label holding its checkbox, radio or switch and only the text that names it, in boxes of their own
+            // (MUI's `FormControlLabel`: `<label><span><input></span><span>Accept terms</span></label>`): the
+            // control's line says that text; it is not read again.
+            for c in &n.children {
+                self.walk(frame, c, indent, true);
+            }
             return;
         }
         match n.role.as_str() {
@@ -557,6 +569,32 @@ impl Renderer<'_> {
 }
 
 impl Renderer<'_> {
+    /// Whether a `LabelText` node holds one operable node, a checkbox, radio or switch, named by exactly the label's
+    /// text.
+    fn label_is_its_toggles_name(&self, frame: &str, ax: &AxTree, id: &str) -> bool {
+        fn toggle_below<'a>(ax: &'a AxTree, id: &str, depth: u32) -> Option<&'a AxNode> {
+            let n = ax.nodes.get(id)?;
+            if depth > 0 && !n.ignored && matches!(n.role.as_str(), "checkbox" | "radio" | "switch") {
+                return Some(n);
+            }
+            if depth > 8 {
+                return None;
+            }
+            n.children.iter().find_map(|c| toggle_below(ax, c, depth + 1))
+        }
+        // A label that is the control itself (its input hidden) has the line.
+        if self.dom(frame, &ax.nodes[id]).is_some_and(|d| d.toggle.is_some())
+            || self.operables_below(frame, ax, id, 0) != 1
+        {
+            return false;
+        }
+        let Some(toggle) = toggle_below(ax, id, 0) else { return false };
+        let mut t = String::new();
+        self.subtree_text(frame, ax, id, &mut t);
+        let name = line::fold(&toggle.name);
+        !name.is_empty() && line::fold(&t) == name
+    }
+
     /// Whether a `LabelText` node is the label a checkbox, radio or switch of its frame is named by (`labelledby`).
     fn names_a_toggle(&self, frame: &str, ax: &AxTree, n: &AxNode) -> bool {
         let Some(b) = n.backend else { return false };

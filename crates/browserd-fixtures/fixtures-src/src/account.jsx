@@ -2,8 +2,11 @@
 // (DropdownMenu: opens on pointerdown, items are role="menuitem" divs in a portal, and while it is open the rest of
 // the page takes no pointer events), Tabs whose triggers activate on mousedown, a Select whose listbox renders in a
 // portal and picks on pointerup, a Switch (a <button role="switch">), an Accordion, and a Dialog in a portal that hides
-// everything else from the accessibility tree.
-import { useState } from 'react';
+// everything else from the accessibility tree. The profile also has a theme picker drawn as Tailwind and Bootstrap
+// draw segmented controls (visually hidden radios, each followed by the <label for> a user clicks) and a checkbox
+// drawn as MUI's FormControlLabel draws one (<label><span><input></span><span>text</span></label>); the
+// notifications panel holds only text (Radix gives every panel tabindex=0 and names it by its tab).
+import { Fragment, useState } from 'react';
 import { createRoot } from 'react-dom/client';
 import { flushSync } from 'react-dom';
 import * as DropdownMenu from '@radix-ui/react-dropdown-menu';
@@ -17,6 +20,8 @@ import { record, pageData } from './record.js';
 function App({ data }) {
   const [lang, setLang] = useState(data.languages[0].value);
   const [pub, setPub] = useState(false);
+  const [theme, setTheme] = useState(data.themes[0]);
+  const [summary, setSummary] = useState(false);
   const [status, setStatus] = useState('Nothing saved yet');
   const language = data.languages.find((l) => l.value === lang);
   return (
@@ -40,9 +45,11 @@ function App({ data }) {
         <h1>Account settings</h1>
         <p className="a-status" aria-live="polite">{status}</p>
         <Tabs.Root defaultValue={data.tabs[0]} className="a-tabs">
+          {/* Recorded where Radix activates a tab, on mousedown: the shorter panel it shows may scroll the page
+              under the pointer before the mouseup, and then no click follows (for a user either). */}
           <Tabs.List aria-label="Settings sections" className="a-tablist">
             {data.tabs.map((t) => (
-              <Tabs.Trigger key={t} value={t} className="a-tab" onClick={() => record(`tab:${t}`)}>{t}</Tabs.Trigger>
+              <Tabs.Trigger key={t} value={t} className="a-tab" onMouseDown={() => record(`tab:${t}`)}>{t}</Tabs.Trigger>
             ))}
           </Tabs.List>
           <Tabs.Content value={data.tabs[0]} className="a-panel">
@@ -77,6 +84,26 @@ function App({ data }) {
                 <Switch.Thumb className="a-thumb" />
               </Switch.Root>
             </div>
+            <div className="a-field">
+              <span id="theme-label">Theme</span>
+              <div className="a-segments" role="group" aria-labelledby="theme-label">
+                {data.themes.map((t) => (
+                  <Fragment key={t}>
+                    <input type="radio" name="theme" id={`theme-${t}`} className="sr-only" checked={theme === t}
+                      onChange={() => { setTheme(t); record(`theme:${t}`); }} />
+                    <label htmlFor={`theme-${t}`} className="a-segment">{t}</label>
+                  </Fragment>
+                ))}
+              </div>
+            </div>
+            <label className="a-check-label">
+              <span className="a-check">
+                <input type="checkbox" checked={summary}
+                  onChange={(e) => { setSummary(e.target.checked); record(`summary:${e.target.checked ? 'on' : 'off'}`); }} />
+                <svg viewBox="0 0 24 24" aria-hidden="true" focusable="false"><path d="M5 12l5 5L20 7" /></svg>
+              </span>
+              <span className="a-check-text">Email me a weekly summary</span>
+            </label>
             <button type="button" className="a-save" onClick={() => { setStatus(`Saved: ${language.label}, ${pub ? 'public' : 'private'}`); record('save'); }}>
               Save changes
             </button>
