@@ -91,6 +91,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Results: none",
     },
     FixturePage {
+        path: "/menu-fade.html",
+        category: "popup",
+        description: "A sort menu drawn as MUI draws its menus: an invisible backdrop over the page that stays while the list fades out",
+        marker: "Sorted by: Newest",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -330,6 +336,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/overlay.html", include_str!("../fixtures/overlay.html")),
     ("/cookie-bar.html", include_str!("../fixtures/cookie-bar.html")),
     ("/search-later.html", include_str!("../fixtures/search-later.html")),
+    ("/menu-fade.html", include_str!("../fixtures/menu-fade.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

@@ -502,6 +502,39 @@ async fn hidden_radios_wrapped_checkboxes_and_text_only_tab_panels_read_as_shown
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_menus_backdrop_fading_out_is_not_reported_as_covering_the_page_through_mcp() {
+    // Found on MUI's Select and Menu: the click on an option answered with every line of the page under `appeared`,
+    // each marked `covered` (the menu's invisible backdrop stays over the page while the list fades out); observed a
+    // moment later, nothing was covered. The effects are now taken once the transitions have run. The open menu
+    // also listed its focus trap's two empty sentinels as `focusable (1 of 2)` / `focusable (2 of 2)`.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/menu-fade.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let opened = client.call_tool(click(ref_on(&page, "button \"Sort: Newest\""))).await.unwrap();
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    let menu = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    // The focus trap's empty sentinels around the list are not things to click.
+    assert!(!menu.contains("focusable"), "{menu}");
+    let chose = client.call_tool(click(ref_on(&menu, "option \"Oldest\""))).await.unwrap();
+    assert_eq!(chose.is_error, Some(false), "{chose:?}");
+    let effects = chose.structured_content.clone().expect("structured result")["effects"].clone();
+    assert!(effects["changed"].to_string().contains("Sorted by: Oldest"), "{effects}");
+    assert!(!effects.to_string().contains("covered"), "nothing stays covered: {effects}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!now.contains("covered") && now.contains("button \"Refresh\""), "{now}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

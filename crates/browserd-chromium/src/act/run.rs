@@ -52,6 +52,8 @@ pub(super) struct Run<'a> {
     /// The field typed into offers suggestions and showed none yet: the settle gives them time to come
     /// ([`Run::await_suggestions`]).
     pub(super) suggests: bool,
+    /// The effects were taken again once the transitions of a cover the input brought had run (`Run::await_cover`).
+    pub(super) cover_awaited: bool,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -97,6 +99,7 @@ impl<'a> Run<'a> {
             network_enabled: Vec::new(),
             input_at: None,
             suggests: false,
+            cover_awaited: false,
         })
     }
 }

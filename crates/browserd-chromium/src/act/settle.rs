@@ -25,6 +25,15 @@ pub(super) const QUIET_EXPECTING_MS: f64 = 15.0;
 pub(super) const QUIET_FRAMED_MS: f64 = 4.0;
 /// Longest settle window when nothing is expected.
 pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
+/// Longest wait for the transitions running while lines the input left covered (a menu's backdrop fading out) to end.
+pub(super) const COVER_TRANSITION_WAIT: Duration = Duration::from_millis(600);
+/// Whether CSS transitions or animations that end (infinite ones, a spinner, never do) are running on the element the
+/// last pointer press went to or around it: what the user clicked is on its way out (an option of a closing menu).
+const TRANSITIONS_RUNNING: &str = "(() => { const b = window.__browserd; const t = b && b.target; \
+    if (!t || !t.isConnected) return false; \
+    return document.getAnimations().some((a) => a.playState === 'running' && a.effect && a.effect.target && \
+      a.effect.target.contains(t) && Number.isFinite(a.effect.getComputedTiming().endTime)); })()";
+
 /// How long after the input a field that offers suggestions is given to show them: search-as-you-type lists wait
 /// for a pause in the typing first (jQuery UI's autocomplete 300 ms; most debounce 150–300 ms).
 pub(super) const SUGGEST_WAIT: Duration = Duration::from_millis(500);
@@ -46,6 +55,9 @@ pub(crate) const TRACKER: &str = r#"(() => {
     }
     return null;
   };
+  // The element a pointer press went to (the input's target, wherever the page moves it); a key press clears it.
+  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; }, true);
+  document.addEventListener('keydown', () => { st.target = null; }, true);
   new MutationObserver((ms) => {
     const mark = performance.now();
     st.last = mark;
@@ -206,6 +218,36 @@ impl Run<'_> {
             };
             tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
         }
+    }
+
+    /// Whether the effect summary's observation shows lines covered: by a dialog's backdrop the input brought, or one
+    /// on its way out (MUI's menu and select keep their invisible backdrop over the page while their list fades
+    /// out, and the list's options are still there until it has).
+    pub(super) fn shows_covered(&self) -> bool {
+        self.last_built.as_ref().is_some_and(|b| b.nodes.iter().any(|n| n.states.iter().any(|s| s == "covered")))
+    }
+
+    /// When lines are covered while transitions run on what the input clicked (an option of a menu fading out over
+    /// its backdrop): waits, bounded, for them to end and the DOM to be quiet, so the effects say what the page
+    /// settles on (the menu gone and nothing covered) rather than a frame of its transition. True when it waited.
+    pub(super) async fn await_cover(&mut self) -> bool {
+        let bound = (Instant::now() + COVER_TRANSITION_WAIT).min(self.deadline);
+        let mut waited = false;
+        while Instant::now() < bound {
+            if self.dialog_open().is_some() || self.link_lost().is_some() {
+                break;
+            }
+            let running = world::eval(self.p, self.tab, &self.session, TRANSITIONS_RUNNING, self.deadline).await;
+            if !matches!(running, Ok(Value::Bool(true))) {
+                break;
+            }
+            waited = true;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if waited {
+            self.settle(QUIET_EXPECTING_MS).await;
+        }
+        waited
     }
 
     /// Observes the page for the effect summary, storing a new revision.

@@ -164,7 +164,7 @@ impl Renderer<'_> {
         }
         // A heading the page handles clicks on (a column's title that folds it) still reads as a heading.
         let shown = |kind: &str| Some((if role == "heading" { "heading" } else { kind }.to_owned(), false));
-        if d.in_tab_order() {
+        if d.in_tab_order() && !focus_sentinel(d, n) {
             return shown("focusable");
         }
         if d.own_pointer() || anchor_without_href(d) {
@@ -198,7 +198,7 @@ impl Renderer<'_> {
             && self.dom(frame, n).is_some_and(|d| {
                 d.toggle.is_some()
                     || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
-                        && (d.in_tab_order()
+                        && ((d.in_tab_order() && !focus_sentinel(d, n))
                             || (d.clickable && !self.axs.get(frame).is_some_and(|ax| listener_over_nothing(ax, n)))
                             || d.own_pointer()
                             || anchor_without_href(d)
@@ -249,6 +249,13 @@ impl Renderer<'_> {
 /// whole app, while a modal makes that app inert): nothing there takes a click.
 fn listener_over_nothing(ax: &AxTree, n: &crate::ax::AxNode) -> bool {
     !n.children.is_empty() && n.children.iter().all(|c| ax.nodes.get(c).is_none_or(|c| c.hidden))
+}
+
+/// An empty element in the tab order with no box to see (at most 1 px on a side): a focus trap's sentinel (MUI,
+/// react-focus-lock and Headless UI put one before and after every popup and dialog, to send Tab back into it). It
+/// takes focus only to pass it on; nothing there is seen or clicked.
+fn focus_sentinel(d: &super::snapshot::DomNode, n: &crate::ax::AxNode) -> bool {
+    n.children.is_empty() && n.name.trim().is_empty() && d.rect.is_some_and(|[_, _, w, h]| w <= 1.0 || h <= 1.0)
 }
 
 /// An `<a>` without `href` is not a link to the accessibility tree, but users click it: apps handle it by script.
