@@ -535,6 +535,39 @@ async fn a_menus_backdrop_fading_out_is_not_reported_as_covering_the_page_throug
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_aria_modal_dialog_over_its_backdrop_is_shown_alone_through_mcp() {
+    // Found on antd's Modal (Bootstrap's is drawn the same way): an `aria-modal` dialog over a backdrop, the page
+    // behind it neither `inert` nor `aria-hidden`. Every line of the page was listed with a ref marked `covered`
+    // (47 of them on the tracker), around the dialog's two buttons. Now the dialog shows alone, with one line
+    // saying how much waits behind it, as for a page an app makes inert.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/tracker.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let asked = client.call_tool(click(ref_on(&page, "button \"Archive all\""))).await.unwrap();
+    assert_eq!(asked.is_error, Some(false), "{asked:?}");
+    assert!(site.wait_for_record("archive:ask", std::time::Duration::from_secs(5)).await, "{asked:?}");
+    let modal = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(modal.contains("(page behind the dialog is inert: 47 operable elements;"), "{modal}");
+    assert!(modal.contains("dialog \"Archive all issues?\":"), "{modal}");
+    assert!(!modal.contains("covered") && !modal.contains("TRK-101"), "the page behind is left out: {modal}");
+    let keep = client.call_tool(click(ref_on(&modal, "button \"Keep them\""))).await.unwrap();
+    assert_eq!(keep.is_error, Some(false), "{keep:?}");
+    assert!(site.wait_for_record("archive:cancel", std::time::Duration::from_secs(5)).await, "{keep:?}");
+    let back = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(back.contains("TRK-101") && !back.contains("inert"), "the page is back: {back}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

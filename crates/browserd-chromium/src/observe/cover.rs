@@ -59,6 +59,78 @@ impl Renderer<'_> {
     }
 }
 
+/// An open `aria-modal` dialog whose backdrop covers every operable element outside it (see
+/// [`Renderer::find_covering_modal`]).
+#[derive(Debug, Clone)]
+pub(super) struct CoveringModal {
+    pub(super) frame: String,
+    pub(super) node: String,
+    pub(super) ancestors: std::collections::HashSet<String>,
+    pub(super) behind: usize,
+}
+
+impl Renderer<'_> {
+    /// Before the walk: a visible `aria-modal` dialog (not a `<dialog>`, whose page Chromium makes inert itself)
+    /// while every operable element outside it that has a box is covered by something painted above it (the
+    /// dialog's backdrop). Apps that draw their modal so (Bootstrap, antd) leave the page behind in the
+    /// accessibility tree; a click there reaches the backdrop. The walk then shows the dialog alone, and one line
+    /// says how many operable elements wait behind it, as for a page made inert.
+    pub(super) fn find_covering_modal(&mut self, frame: &str) {
+        let (Some(ax), Some(docs)) = (self.axs.get(frame), self.docs.get(frame)) else { return };
+        let Some((id, modal)) = ax.nodes.iter().find(|(_, n)| {
+            n.flag("modal")
+                && !n.ignored
+                && matches!(n.role.as_str(), "dialog" | "alertdialog")
+                && n.backend
+                    .and_then(|b| docs.get(&b))
+                    .is_some_and(|d| d.tag != "dialog" && d.rect.is_some_and(|r| r[2] > 0.0 && r[3] > 0.0))
+        }) else {
+            return;
+        };
+        let Some(modal_backend) = modal.backend else { return };
+        let mut behind = 0;
+        for (b, d) in docs {
+            if !looks_operable(d)
+                || !d.rect.is_some_and(|r| r[2] > 0.0 && r[3] > 0.0)
+                || holds(docs, modal_backend, *b, None)
+                || holds(docs, *b, modal_backend, None)
+            {
+                continue;
+            }
+            if !self.covered(frame, *b) {
+                // Something outside the dialog still takes clicks: it is not modal in effect.
+                return;
+            }
+            behind += 1;
+        }
+        if behind == 0 {
+            return;
+        }
+        let mut parents: HashMap<&str, &str> = HashMap::new();
+        for (pid, n) in &ax.nodes {
+            for c in &n.children {
+                parents.insert(c.as_str(), pid.as_str());
+            }
+        }
+        let mut ancestors = std::collections::HashSet::new();
+        let mut cur = parents.get(id.as_str()).copied();
+        while let Some(c) = cur {
+            if !ancestors.insert(c.to_owned()) {
+                break;
+            }
+            cur = parents.get(c).copied();
+        }
+        self.covering_modal = Some(CoveringModal { frame: frame.to_owned(), node: id.clone(), ancestors, behind });
+    }
+
+    /// Whether the walk leaves out this node: outside the covering modal and not around it.
+    pub(super) fn behind_covering_modal(&self, frame: &str, id: &str) -> bool {
+        self.covering_modal
+            .as_ref()
+            .is_some_and(|m| !self.in_covering_modal && m.frame == frame && m.node != id && !m.ancestors.contains(id))
+    }
+}
+
 impl Renderer<'_> {
     /// With a modal dialog open, the page behind it that takes no input (the `[inert]` an app sets for its modal;
     /// all outside a modal `<dialog>`) is gone from the accessibility tree: one line at the top says so, and how many
@@ -69,11 +141,16 @@ impl Renderer<'_> {
         let Some(docs) = self.docs.get(&frame) else { return };
         let dialog = docs.get(&modal).is_some_and(|d| d.tag == "dialog");
         let mut memo: HashMap<i64, Place> = HashMap::new();
-        let count = docs
+        let mut count = docs
             .iter()
             .filter(|(_, d)| looks_operable(d) && d.rect.is_some_and(|r| r[2] > 0.0 && r[3] > 0.0))
             .filter(|(b, _)| inert(docs, **b, modal, dialog, &mut memo))
             .count();
+        if count == 0
+            && let Some(m) = &self.covering_modal
+        {
+            count = m.behind;
+        }
         if count == 0 {
             return;
         }

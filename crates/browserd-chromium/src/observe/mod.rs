@@ -282,6 +282,9 @@ async fn build_in(
     let inputs = renderer::Inputs { frames: &metas, docs: &docs, axs: &trees, owners: &owners, denied: &denied };
     let mut r = renderer::Renderer::new(inputs, &mut t.refs, line::origin_of(&url), max_nodes, max_bytes, window);
     r.out.title = frames::title(&trees, &layout.main_frame);
+    if within.is_none() {
+        r.find_covering_modal(&start_frame);
+    }
     r.walk(&start_frame, &start_id, 0, false);
     r.flush_text();
     r.join_sentence();

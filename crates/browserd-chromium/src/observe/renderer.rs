@@ -94,6 +94,12 @@ pub(super) struct Renderer<'a> {
     pub(super) moved: std::collections::HashSet<(String, i64)>,
     /// The open modal dialog (frame, element), once walked.
     pub(super) modal_at: Option<(String, i64)>,
+    /// An `aria-modal` dialog with the page behind it covered by its backdrop but not made inert (Bootstrap's and
+    /// antd's modals), found before the walk: its frame, its node and its ancestors (ids in that frame's tree), and
+    /// how many operable elements wait behind it. What is outside it is not walked (`cover::modal_behind`).
+    pub(super) covering_modal: Option<super::cover::CoveringModal>,
+    /// Whether the walk is inside the covering modal.
+    pub(super) in_covering_modal: bool,
     /// The lines of the rendered line being walked (since the last line break), for [`Renderer::join_sentence`].
     pub(super) run: Vec<super::text::Piece>,
 }
@@ -216,6 +222,8 @@ impl<'a> Renderer<'a> {
             inline_done: std::collections::HashSet::new(),
             moved: std::collections::HashSet::new(),
             modal_at: None,
+            covering_modal: None,
+            in_covering_modal: false,
             run: Vec::new(),
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),

@@ -44,7 +44,15 @@ impl Renderer<'_> {
     pub(super) fn walk(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let axs = self.axs;
         let Some((key, n)) = axs.get(frame).and_then(|ax| ax.nodes.get_key_value(id)) else { return };
-        if self.moved_away(frame, n) {
+        if self.moved_away(frame, n) || self.behind_covering_modal(frame, id) {
+            return;
+        }
+        if self.covering_modal.as_ref().is_some_and(|m| !self.in_covering_modal && m.frame == frame && m.node == id) {
+            self.in_covering_modal = true;
+            self.path.push((key.as_str(), self.context.len()));
+            self.walk_windowed(frame, id, indent, named);
+            self.path.pop();
+            self.in_covering_modal = false;
             return;
         }
         self.path.push((key.as_str(), self.context.len()));
