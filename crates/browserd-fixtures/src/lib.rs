@@ -97,6 +97,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Sorted by: Newest",
     },
     FixturePage {
+        path: "/chips.html",
+        category: "clickables",
+        description: "Chips drawn as MUI draws a Chip with onDelete: each an aria-hidden delete icon a document listener serves",
+        marker: "Topics: React, Vue, Svelte",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -337,6 +343,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/cookie-bar.html", include_str!("../fixtures/cookie-bar.html")),
     ("/search-later.html", include_str!("../fixtures/search-later.html")),
     ("/menu-fade.html", include_str!("../fixtures/menu-fade.html")),
+    ("/chips.html", include_str!("../fixtures/chips.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

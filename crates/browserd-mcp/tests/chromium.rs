@@ -568,6 +568,37 @@ async fn an_aria_modal_dialog_over_its_backdrop_is_shown_alone_through_mcp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chips_aria_hidden_delete_icon_has_a_ref_and_deletes_through_mcp() {
+    // Found on MUI's Chip with onDelete: the delete icon is an aria-hidden SVG inside the chip's role="button", with
+    // a pointer cursor of its own; it had no ref, and a click on the chip answered `succeeded` having deleted
+    // nothing. It is now a line of its own under the chip (`icon=cancel`, from MUI's `data-testid`).
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/chips.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let lines: Vec<&str> = page.lines().collect();
+    let vue = lines.iter().position(|l| l.contains("button \"Vue\"")).unwrap_or_else(|| panic!("{page}"));
+    let delete = lines[vue + 1];
+    assert!(delete.contains("clickable icon=cancel"), "the icon under its chip: {page}");
+    let target = browserd_protocol::line_ref(delete).expect("a ref line").to_owned();
+    let clicked =
+        client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await.unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    let effects = clicked.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("Topics: React, Svelte"), "the chip was deleted: {effects}");
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!now.contains("\"Vue\"") && now.contains("button \"Svelte\""), "{now}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

@@ -199,6 +199,7 @@ impl Renderer<'_> {
                 self.walk(frame, c, indent + 1, named);
             }
             self.in_operable -= 1;
+            self.hidden_controls_in(frame, backend, indent + 1);
             // What an expanded combobox or menu button points at (suggestions in a portal): under it.
             self.walk_controlled(frame, id, &name, indent + 1);
         }
@@ -247,6 +248,77 @@ impl Renderer<'_> {
             self.omitted += 1;
         }
         true
+    }
+
+    /// The controls inside an operable element that the accessibility tree does not have at all (Chromium drops an
+    /// `aria-hidden` icon inside a `role="button"`), that users see and click on their own: a pointer cursor the
+    /// parent does not show, a painted box of 8 px or more, not covered. MUI's `Chip` with `onDelete` draws its
+    /// delete icon so. Each gets a line under the operable's, named by the icon it draws (`icon=cancel`).
+    fn hidden_controls_in(&mut self, frame: &str, owner: i64, indent: u16) {
+        let Some(docs) = self.docs.get(frame) else { return };
+        let candidates: Vec<i64> = {
+            let mut memo = self.hidden_candidates.borrow_mut();
+            memo.entry(frame.to_owned())
+                .or_insert_with(|| {
+                    let in_tree: std::collections::HashSet<i64> = self
+                        .axs
+                        .get(frame)
+                        .map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect())
+                        .unwrap_or_default();
+                    docs.iter()
+                        .filter(|(b, d)| {
+                            d.own_pointer()
+                                && d.paint.is_some()
+                                && d.rect.is_some_and(|[_, _, w, h]| w >= 8.0 && h >= 8.0)
+                                && !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
+                                && !in_tree.contains(b)
+                        })
+                        .map(|(b, _)| *b)
+                        .collect()
+                })
+                .clone()
+        };
+        for c in candidates {
+            if !super::snapshot::holds(docs, owner, c, None)
+                || c == owner
+                || self.covered(frame, c)
+                || !self.inline_done.insert((frame.to_owned(), c))
+            {
+                continue;
+            }
+            if self.out.node_count >= self.max_nodes || self.bytes_full.is_some() {
+                self.omitted += 1;
+                continue;
+            }
+            let states: Vec<String> =
+                docs.get(&c).and_then(|d| d.icon.clone()).map(|i| format!("icon={i}")).into_iter().collect();
+            let r = self.assign_ref(frame, c);
+            let (line, tail) = line::ref_line(
+                &RefLine {
+                    node_ref: &r,
+                    role: "clickable",
+                    name: "",
+                    states: &states,
+                    placeholder: None,
+                    href: None,
+                    options: &[],
+                    value: None,
+                },
+                &self.origin,
+            );
+            let context = self.context.clone();
+            if let Some(idx) = self.push(indent, Some(r.clone()), line) {
+                self.out.node_count += 1;
+                let scope = self.scope(frame);
+                let name = states.first().cloned().unwrap_or_default();
+                self.inter.push(Operable { line: idx, role: "clickable".into(), name, context, tail, scope });
+                self.refs.describe(&r, "clickable", "", &states);
+                self.refs.observed(&r, NodeFacts::new("generic", ""));
+                self.out.nodes.push(NodeSummary { node_ref: r, role: "clickable".into(), name: String::new(), states });
+            } else {
+                self.omitted += 1;
+            }
+        }
     }
 
     /// Whether an operable line's content shows text its name does not say (the name comes from `aria-labelledby`,

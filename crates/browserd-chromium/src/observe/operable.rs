@@ -66,6 +66,7 @@ impl Renderer<'_> {
                     _ => Operability::Plain,
                 }
             }
+            Some((shown, false)) if self.in_operable > 0 && self.hidden_control(frame, n) => Operability::Line(shown),
             Some((_, false)) if self.in_operable > 0 => Operability::Plain,
             Some((shown, _)) => Operability::Line(shown),
             None => Operability::Plain,
@@ -177,6 +178,22 @@ impl Renderer<'_> {
             return shown("clickable");
         }
         None
+    }
+
+    /// An element the page hides from the accessibility tree (`aria-hidden`) that users still see and click: drawn
+    /// (a painted box of 8 px or more), with a pointer cursor its parent does not show, not under a cover. A chip's
+    /// delete icon (MUI's `Chip` with `onDelete`, inside the chip's `role="button"`), the × that removes a tag or a
+    /// chosen value (antd). It gets a line of its own (under the operable it sits in).
+    pub(super) fn hidden_control(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
+        n.hidden
+            && !n.blocked
+            && n.backend.is_some_and(|b| !self.covered(frame, b))
+            && self.dom(frame, n).is_some_and(|d| {
+                d.own_pointer()
+                    && d.paint.is_some()
+                    && d.rect.is_some_and(|[_, _, w, h]| w >= 8.0 && h >= 8.0)
+                    && !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
+            })
     }
 
     /// An item of a list whose listener or pointer cursor serves its items (jQuery UI's sortable binds the `<ul>`, a

@@ -86,6 +86,9 @@ pub(super) struct Renderer<'a> {
     pub(super) covers: std::cell::RefCell<HashMap<String, Vec<super::cover::Cover>>>,
     /// Per frame, the backend nodes the accessibility tree has (built on first use).
     pub(super) ax_backends: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
+    /// Per frame, memoised: the elements outside the accessibility tree with a pointer of their own and a box
+    /// (`element::hidden_controls_in`).
+    pub(super) hidden_candidates: std::cell::RefCell<HashMap<String, Vec<i64>>>,
     /// Per frame, memoised: the `<label>`s (backend ids) that name a checkbox, radio or switch (`labelledby`).
     pub(super) toggle_labels: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
     /// Elements outside the accessibility tree already given a line from their text (`inline_clickable`).
@@ -219,6 +222,7 @@ impl<'a> Renderer<'a> {
             covers: std::cell::RefCell::default(),
             ax_backends: std::cell::RefCell::default(),
             toggle_labels: std::cell::RefCell::default(),
+            hidden_candidates: std::cell::RefCell::default(),
             inline_done: std::collections::HashSet::new(),
             moved: std::collections::HashSet::new(),
             modal_at: None,

@@ -148,7 +148,8 @@ impl Renderer<'_> {
         }
         // An element the accessibility tree ignores (a `div` or an `<a>` without `href` whose click a listener on an
         // ancestor handles, as React, Vue and jQuery's `.on(selector)` do) is still operable when the DOM says so.
-        if n.ignored && !(self.in_operable == 0 && self.dom_operable(frame, n)) {
+        // So is one it hides (`aria-hidden`) that users see and click: a chip's delete icon.
+        if n.ignored && !(self.in_operable == 0 && self.dom_operable(frame, n)) && !self.hidden_control(frame, n) {
             for c in &n.children {
                 self.walk(frame, c, indent, named);
             }
