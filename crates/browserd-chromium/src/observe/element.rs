@@ -219,33 +219,10 @@ impl Renderer<'_> {
             return true;
         }
         let name = n.name.split_whitespace().collect::<Vec<_>>().join(" ");
-        let r = self.assign_ref(frame, element);
         let role = toggle.map_or("clickable", |t| t.role);
         let states: Vec<String> = toggle.map(|t| t.state().to_owned()).into_iter().collect();
-        let (line, tail) = line::ref_line(
-            &RefLine {
-                node_ref: &r,
-                role,
-                name: &name,
-                states: &states,
-                placeholder: None,
-                href: None,
-                options: &[],
-                value: None,
-            },
-            &self.origin,
-        );
-        let context = self.context.clone();
-        if let Some(idx) = self.push(indent, Some(r.clone()), line) {
-            self.out.node_count += 1;
+        if let Some(idx) = self.element_line(frame, element, indent, role, name, states) {
             self.inline_operable(idx, n.name.clone());
-            let scope = self.scope(frame);
-            self.inter.push(Operable { line: idx, role: role.into(), name: name.clone(), context, tail, scope });
-            self.refs.describe(&r, role, &name, &states);
-            self.refs.observed(&r, NodeFacts::new("generic", &name));
-            self.out.nodes.push(NodeSummary { node_ref: r, role: role.into(), name, states });
-        } else {
-            self.omitted += 1;
         }
         true
     }
@@ -292,33 +269,52 @@ impl Renderer<'_> {
             }
             let states: Vec<String> =
                 docs.get(&c).and_then(|d| d.icon.clone()).map(|i| format!("icon={i}")).into_iter().collect();
-            let r = self.assign_ref(frame, c);
-            let (line, tail) = line::ref_line(
-                &RefLine {
-                    node_ref: &r,
-                    role: "clickable",
-                    name: "",
-                    states: &states,
-                    placeholder: None,
-                    href: None,
-                    options: &[],
-                    value: None,
-                },
-                &self.origin,
-            );
-            let context = self.context.clone();
-            if let Some(idx) = self.push(indent, Some(r.clone()), line) {
-                self.out.node_count += 1;
-                let scope = self.scope(frame);
-                let name = states.first().cloned().unwrap_or_default();
-                self.inter.push(Operable { line: idx, role: "clickable".into(), name, context, tail, scope });
-                self.refs.describe(&r, "clickable", "", &states);
-                self.refs.observed(&r, NodeFacts::new("generic", ""));
-                self.out.nodes.push(NodeSummary { node_ref: r, role: "clickable".into(), name: String::new(), states });
-            } else {
-                self.omitted += 1;
-            }
+            self.element_line(frame, c, indent, "clickable", String::new(), states);
         }
+    }
+
+    /// Writes the ref line of an element the accessibility tree does not have, with its role, name and states, and
+    /// registers it as any operable line (for telling it from its namesakes, an unnamed one by the icon it draws).
+    /// The line's index, or `None` when the budget left it out (counted as omitted).
+    fn element_line(
+        &mut self,
+        frame: &str,
+        element: i64,
+        indent: u16,
+        role: &str,
+        name: String,
+        states: Vec<String>,
+    ) -> Option<usize> {
+        let r = self.assign_ref(frame, element);
+        let (line, tail) = line::ref_line(
+            &RefLine {
+                node_ref: &r,
+                role,
+                name: &name,
+                states: &states,
+                placeholder: None,
+                href: None,
+                options: &[],
+                value: None,
+            },
+            &self.origin,
+        );
+        let context = self.context.clone();
+        let Some(idx) = self.push(indent, Some(r.clone()), line) else {
+            self.omitted += 1;
+            return None;
+        };
+        self.out.node_count += 1;
+        let scope = self.scope(frame);
+        let namesake = match states.iter().find(|s| s.starts_with("icon=")) {
+            Some(icon) if name.is_empty() => icon.clone(),
+            _ => name.clone(),
+        };
+        self.inter.push(Operable { line: idx, role: role.into(), name: namesake, context, tail, scope });
+        self.refs.describe(&r, role, &name, &states);
+        self.refs.observed(&r, NodeFacts::new("generic", &name));
+        self.out.nodes.push(NodeSummary { node_ref: r, role: role.into(), name, states });
+        Some(idx)
     }
 
     /// Whether an operable line's content shows text its name does not say (the name comes from `aria-labelledby`,
