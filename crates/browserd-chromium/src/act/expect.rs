@@ -278,21 +278,14 @@ impl Run<'_> {
                 }
             }
             lost = self.link_lost();
-            if lost.is_none()
-                && self.dialog_open().is_none()
-                && let Err(e) = self.effects_snapshot().await
-            {
-                self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
-            }
-            // Lines covered while transitions run: once, the effects are taken again after them.
-            if !self.cover_awaited && lost.is_none() && self.shows_covered() {
-                self.cover_awaited = true;
-                if self.await_cover().await
-                    && self.link_lost().is_none()
-                    && self.dialog_open().is_none()
-                    && let Err(e) = self.effects_snapshot().await
-                {
-                    self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
+            if lost.is_none() {
+                self.take_effects().await;
+                // Lines covered while transitions run: once, the effects are taken again after them.
+                if !self.cover_awaited && self.shows_covered() {
+                    self.cover_awaited = true;
+                    if self.await_cover().await {
+                        self.take_effects().await;
+                    }
                 }
             }
             self.log_effects();

@@ -250,6 +250,17 @@ impl Run<'_> {
         waited
     }
 
+    /// The effect summary, unless the link went away or a JavaScript dialog holds the page; a failure to observe is
+    /// said in the result's message.
+    pub(super) async fn take_effects(&mut self) {
+        if self.link_lost().is_none()
+            && self.dialog_open().is_none()
+            && let Err(e) = self.effects_snapshot().await
+        {
+            self.res.message.get_or_insert_with(|| format!("effects could not be observed: {}", e.message));
+        }
+    }
+
     /// Observes the page for the effect summary, storing a new revision.
     pub(super) async fn effects_snapshot(&mut self) -> Result<(), ProviderError> {
         let o0 = Instant::now();

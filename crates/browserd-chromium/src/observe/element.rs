@@ -227,9 +227,9 @@ impl Renderer<'_> {
         true
     }
 
-    /// The controls inside an operable element that the accessibility tree does not have at all (Chromium drops an
-    /// `aria-hidden` icon inside a `role="button"`), that users see and click on their own: a pointer cursor the
-    /// parent does not show, a painted box of 8 px or more, not covered. MUI's `Chip` with `onDelete` draws its
+    /// The controls inside an operable element that the accessibility tree hides or does not have at all (Chromium
+    /// drops an `aria-hidden` icon inside a `role="button"`), that users see and click on their own: a pointer cursor
+    /// the parent does not show, a painted box of 8 px or more, not covered. MUI's `Chip` with `onDelete` draws its
     /// delete icon so. Each gets a line under the operable's, named by the icon it draws (`icon=cancel`).
     fn hidden_controls_in(&mut self, frame: &str, owner: i64, indent: u16) {
         let Some(docs) = self.docs.get(frame) else { return };
@@ -237,19 +237,14 @@ impl Renderer<'_> {
             let mut memo = self.hidden_candidates.borrow_mut();
             memo.entry(frame.to_owned())
                 .or_insert_with(|| {
-                    let in_tree: std::collections::HashSet<i64> = self
+                    // Those the walk reads from the tree are not candidates: it lists what it shows.
+                    let shown: std::collections::HashSet<i64> = self
                         .axs
                         .get(frame)
-                        .map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect())
+                        .map(|ax| ax.nodes.values().filter(|x| !x.hidden).filter_map(|x| x.backend).collect())
                         .unwrap_or_default();
                     docs.iter()
-                        .filter(|(b, d)| {
-                            d.own_pointer()
-                                && d.paint.is_some()
-                                && d.rect.is_some_and(|[_, _, w, h]| w >= 8.0 && h >= 8.0)
-                                && !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-                                && !in_tree.contains(b)
-                        })
+                        .filter(|(b, d)| super::operable::pointer_control(d) && !shown.contains(b))
                         .map(|(b, _)| *b)
                         .collect()
                 })
@@ -321,7 +316,11 @@ impl Renderer<'_> {
     /// `aria-label` or `title`, not from that content), so that text is read under the line. Not for the roles whose
     /// content is presentational (a button's or a tab's content is its name, whatever `aria-label` calls it).
     fn content_beside_name(&self, frame: &str, id: &str, shown: &str, name: &str) -> bool {
-        if !matches!(shown, "clickable" | "focusable" | "link" | "treeitem" | "menuitem") {
+        // Only the markup names an element other than by its content: no need to read the content of every link.
+        let named_apart = self.axs[frame].nodes.get(id).and_then(|n| self.dom(frame, n)).is_some_and(|d| {
+            d.attr("aria-labelledby").is_some() || d.attr("aria-label").is_some() || d.attr("title").is_some()
+        });
+        if !named_apart || !matches!(shown, "clickable" | "focusable" | "link" | "treeitem" | "menuitem") {
             return false;
         }
         let mut t = String::new();

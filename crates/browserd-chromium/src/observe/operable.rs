@@ -66,7 +66,6 @@ impl Renderer<'_> {
                     _ => Operability::Plain,
                 }
             }
-            Some((shown, false)) if self.in_operable > 0 && self.hidden_control(frame, n) => Operability::Line(shown),
             Some((_, false)) if self.in_operable > 0 => Operability::Plain,
             Some((shown, _)) => Operability::Line(shown),
             None => Operability::Plain,
@@ -180,22 +179,6 @@ impl Renderer<'_> {
         None
     }
 
-    /// An element the page hides from the accessibility tree (`aria-hidden`) that users still see and click: drawn
-    /// (a painted box of 8 px or more), with a pointer cursor its parent does not show, not under a cover. A chip's
-    /// delete icon (MUI's `Chip` with `onDelete`, inside the chip's `role="button"`), the × that removes a tag or a
-    /// chosen value (antd). It gets a line of its own (under the operable it sits in).
-    pub(super) fn hidden_control(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
-        n.hidden
-            && !n.blocked
-            && n.backend.is_some_and(|b| !self.covered(frame, b))
-            && self.dom(frame, n).is_some_and(|d| {
-                d.own_pointer()
-                    && d.paint.is_some()
-                    && d.rect.is_some_and(|[_, _, w, h]| w >= 8.0 && h >= 8.0)
-                    && !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-            })
-    }
-
     /// An item of a list whose listener or pointer cursor serves its items (jQuery UI's sortable binds the `<ul>`, a
     /// Vue `<ul @click>` picks the `<li>` clicked, jQuery's `.on('click', 'li', ...)`): each item is what a user
     /// clicks or drags, so each gets a ref, and the list is not one clickable line of all their texts.
@@ -266,6 +249,15 @@ impl Renderer<'_> {
 /// whole app, while a modal makes that app inert): nothing there takes a click.
 fn listener_over_nothing(ax: &AxTree, n: &crate::ax::AxNode) -> bool {
     !n.children.is_empty() && n.children.iter().all(|c| ax.nodes.get(c).is_none_or(|c| c.hidden))
+}
+
+/// An element drawn to be clicked on its own: a pointer cursor its parent does not show and a painted box of 8 px or
+/// more (a chip's delete icon; `element::hidden_controls_in`).
+pub(super) fn pointer_control(d: &super::snapshot::DomNode) -> bool {
+    d.own_pointer()
+        && d.paint.is_some()
+        && d.rect.is_some_and(|[_, _, w, h]| w >= 8.0 && h >= 8.0)
+        && !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
 }
 
 /// An empty element in the tab order with no box to see (at most 1 px on a side): a focus trap's sentinel (MUI,

@@ -99,7 +99,7 @@ pub(super) struct Renderer<'a> {
     pub(super) modal_at: Option<(String, i64)>,
     /// An `aria-modal` dialog with the page behind it covered by its backdrop but not made inert (Bootstrap's and
     /// antd's modals), found before the walk: its frame, its node and its ancestors (ids in that frame's tree), and
-    /// how many operable elements wait behind it. What is outside it is not walked (`cover::modal_behind`).
+    /// how many operable elements wait behind it. What is outside it is not walked (`Renderer::find_covering_modal`).
     pub(super) covering_modal: Option<super::cover::CoveringModal>,
     /// Whether the walk is inside the covering modal.
     pub(super) in_covering_modal: bool,

@@ -20,6 +20,7 @@ const KEPT_ATTRS: &[&str] = &[
     "aria-rowcount",
     "inert",
     "aria-label",
+    "aria-labelledby",
     "title",
     "aria-current",
     "aria-sort",

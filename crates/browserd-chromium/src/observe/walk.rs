@@ -47,14 +47,9 @@ impl Renderer<'_> {
         if self.moved_away(frame, n) || self.behind_covering_modal(frame, id) {
             return;
         }
-        if self.covering_modal.as_ref().is_some_and(|m| !self.in_covering_modal && m.frame == frame && m.node == id) {
-            self.in_covering_modal = true;
-            self.path.push((key.as_str(), self.context.len()));
-            self.walk_windowed(frame, id, indent, named);
-            self.path.pop();
-            self.in_covering_modal = false;
-            return;
-        }
+        let entering_modal =
+            self.covering_modal.as_ref().is_some_and(|m| !self.in_covering_modal && m.frame == frame && m.node == id);
+        self.in_covering_modal |= entering_modal;
         self.path.push((key.as_str(), self.context.len()));
         let collection = (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten();
         match collection {
@@ -66,6 +61,9 @@ impl Renderer<'_> {
             None => self.walk_windowed(frame, id, indent, named),
         }
         self.path.pop();
+        if entering_modal {
+            self.in_covering_modal = false;
+        }
     }
 
     /// A node, unless it is a row/item outside the window of a windowed read.
@@ -148,8 +146,7 @@ impl Renderer<'_> {
         }
         // An element the accessibility tree ignores (a `div` or an `<a>` without `href` whose click a listener on an
         // ancestor handles, as React, Vue and jQuery's `.on(selector)` do) is still operable when the DOM says so.
-        // So is one it hides (`aria-hidden`) that users see and click: a chip's delete icon.
-        if n.ignored && !(self.in_operable == 0 && self.dom_operable(frame, n)) && !self.hidden_control(frame, n) {
+        if n.ignored && !(self.in_operable == 0 && self.dom_operable(frame, n)) {
             for c in &n.children {
                 self.walk(frame, c, indent, named);
             }
@@ -168,7 +165,7 @@ impl Renderer<'_> {
             // control or links is read as before (`labels_with_links`).
             return;
         }
-        if n.role == "LabelText" && !named && self.label_is_its_toggles_name(frame, ax, id) {
+        if n.role == "LabelText" && !named && self.label_is_its_toggles_name(frame, ax, id, n) {
             // A label holding its checkbox, radio or switch and only the text that names it, in boxes of their own
             // (MUI's `FormControlLabel`: `<label><span><input></span><span>Accept terms</span></label>`): the
             // control's line says that text; it is not read again.
@@ -580,7 +577,7 @@ impl Renderer<'_> {
 impl Renderer<'_> {
     /// Whether a `LabelText` node holds one operable node, a checkbox, radio or switch, named by exactly the label's
     /// text.
-    fn label_is_its_toggles_name(&self, frame: &str, ax: &AxTree, id: &str) -> bool {
+    fn label_is_its_toggles_name(&self, frame: &str, ax: &AxTree, id: &str, n: &AxNode) -> bool {
         fn toggle_below<'a>(ax: &'a AxTree, id: &str, depth: u32) -> Option<&'a AxNode> {
             let n = ax.nodes.get(id)?;
             if depth > 0 && !n.ignored && matches!(n.role.as_str(), "checkbox" | "radio" | "switch") {
@@ -592,9 +589,7 @@ impl Renderer<'_> {
             n.children.iter().find_map(|c| toggle_below(ax, c, depth + 1))
         }
         // A label that is the control itself (its input hidden) has the line.
-        if self.dom(frame, &ax.nodes[id]).is_some_and(|d| d.toggle.is_some())
-            || self.operables_below(frame, ax, id, 0) != 1
-        {
+        if self.dom(frame, n).is_some_and(|d| d.toggle.is_some()) || self.operables_below(frame, ax, id, 0) != 1 {
             return false;
         }
         let Some(toggle) = toggle_below(ax, id, 0) else { return false };
