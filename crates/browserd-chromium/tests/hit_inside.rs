@@ -16,7 +16,7 @@ fn ref_of(content: &str, needle: &str) -> String {
 async fn a_click_whose_point_lands_on_a_child_link_names_the_link_it_reached() {
     let page = "data:text/html,<title>t</title>\
         <div style='cursor:pointer;border:1px solid;width:320px' onclick=\"document.title='card'\">\
-        <a href='%23details' style='display:block;padding:30px'>Open details</a></div>\
+        <a href='%23details' style='display:block;padding:30px'>Open details</a><small>Updated today</small></div>\
         <button style='padding:10px' onclick=\"document.title='saved'\"><span>Save now</span></button>";
     let tab = Page::open(page).await;
     let o = tab.observe().await;

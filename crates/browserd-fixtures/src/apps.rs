@@ -44,6 +44,7 @@ const APPS: &[App] = &[
     App { path: "/apps/account.html", script: "/apps/account.js", title: "Account settings" },
     App { path: "/apps/chat.html", script: "/apps/chat.js", title: "general — Acme chat" },
     App { path: "/apps/checkout.html", script: "/apps/checkout.js", title: "Checkout" },
+    App { path: "/apps/console.html", script: "/apps/console.js", title: "Team console" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -59,6 +60,7 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/account.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/account.js")),
     ("/apps/chat.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/chat.js")),
     ("/apps/checkout.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/checkout.js")),
+    ("/apps/console.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/console.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -449,6 +451,20 @@ fn data(path: &str) -> Value {
             "channels": CHAT_CHANNELS.iter().map(|(name, unread)| json!({"name": name, "unread": unread})).collect::<Vec<_>>(),
             "messages": chat_messages(),
         }),
+        "/apps/console.html" => json!({
+            "title": "Team console",
+            "crumbs": CONSOLE_CRUMBS,
+            "regionPlaceholder": CONSOLE_REGION_PLACEHOLDER,
+            "regions": CONSOLE_REGIONS.iter().map(|(value, label, disabled)| json!([value, label, disabled]))
+                .collect::<Vec<_>>(),
+            "tabs": CONSOLE_TABS,
+            "members": CONSOLE_MEMBERS.iter().map(|(key, name, email, role)| json!([key, name, email, role]))
+                .collect::<Vec<_>>(),
+            "pageSize": CONSOLE_PAGE_SIZE,
+            "permissions": CONSOLE_PERMISSIONS.iter().map(|(key, title, children)| json!([key, title,
+                children.iter().map(|(k, t)| json!([k, t])).collect::<Vec<_>>()])).collect::<Vec<_>>(),
+            "rating": CONSOLE_RATING,
+        }),
         "/apps/checkout.html" => json!({
             "item": {"name": CHECKOUT_ITEM.0, "cents": CHECKOUT_ITEM.1},
             "shipping": CHECKOUT_SHIPPING.iter().map(|(id, name, cents)| json!({"id": id, "name": name, "cents": cents}))
@@ -476,6 +492,29 @@ fn data(path: &str) -> Value {
         _ => Value::Null,
     }
 }
+
+/// The antd console: breadcrumb, the region Select (value, label, disabled), tabs, members (key, name, email, role)
+/// shown `CONSOLE_PAGE_SIZE` to a page, the permission tree (key, title, children; the first open at load) and the
+/// rating at load (of 5).
+const CONSOLE_CRUMBS: &[&str] = &["Home", "Acme", "Team"];
+const CONSOLE_REGION_PLACEHOLDER: &str = "Pick a region";
+const CONSOLE_REGIONS: &[(&str, &str, bool)] =
+    &[("eu", "Europe", false), ("asia", "Asia", false), ("sa", "South America", true), ("na", "North America", false)];
+const CONSOLE_TABS: &[&str] = &["Members", "Invites", "Audit log"];
+const CONSOLE_MEMBERS: &[(&str, &str, &str, &str)] = &[
+    ("u1", "Ada Lovelace", "ada@acme.test", "Owner"),
+    ("u2", "Grace Hopper", "grace@acme.test", "Admin"),
+    ("u3", "Alan Turing", "alan@acme.test", "Member"),
+    ("u4", "Edsger Dijkstra", "edsger@acme.test", "Member"),
+    ("u5", "Barbara Liskov", "barbara@acme.test", "Viewer"),
+];
+const CONSOLE_PAGE_SIZE: usize = 3;
+type Permission = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+const CONSOLE_PERMISSIONS: &[Permission] = &[
+    ("projects", "Projects", &[("projects.read", "Read projects"), ("projects.write", "Edit projects")]),
+    ("billing", "Billing", &[("billing.view", "View invoices")]),
+];
+const CONSOLE_RATING: u32 = 3;
 
 /// The HTML shell of the app page at `path`, or `None` when there is no such app: the data as JSON (`<` escaped so
 /// no text can close the script element), a root element and the bundle.
@@ -644,6 +683,40 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             operable.push(op("button", "Save changes", "save"));
             operable.extend(FAQ.iter().map(|(id, q, _)| op("button", *q, format!("faq:{id}"))));
             let texts = vec!["Nothing saved yet".into(), "Account settings".into()];
+            AppTruth { operable, texts }
+        }
+        "/apps/console.html" => {
+            // antd draws each of these inside a wrapper that takes clicks too (the tab's, the pagination item's, the
+            // rating star's `<li>`, the Select's box); the wrapper is not an operable of its own. The Select only
+            // opens its list (which then covers the tabs), so it is not clicked among the others; "Previous Page" is
+            // disabled on the first page, and "2" is only reached (the clicks run from the end: "Next Page" has
+            // shown page 2 by then, and clicking the current page changes nothing).
+            let mut operable =
+                vec![AppOperable { role: "combobox", name: CONSOLE_REGION_PLACEHOLDER.into(), records: None }];
+            operable.push(op("button", "Invite member", "invite"));
+            operable.extend(CONSOLE_TABS.iter().map(|t| op("tab", *t, format!("tab:{t}"))));
+            // Clicked from the end: every row is selected by the time "Select all" is, which then clears them.
+            operable.push(op("checkbox", "Select all", "select:all:false"));
+            for (i, (key, ..)) in CONSOLE_MEMBERS[..CONSOLE_PAGE_SIZE].iter().enumerate() {
+                operable.push(op("checkbox", format!("Select row {}", i + 1), format!("select:{key}:true")));
+                operable.push(op("generic", "Edit", format!("edit:{key}")));
+            }
+            operable.push(op("generic", "1", "page:1"));
+            operable.push(AppOperable { role: "generic", name: "2".into(), records: None });
+            operable.push(op("button", "right", "page:2"));
+            let (open, rest) = CONSOLE_PERMISSIONS.split_first().expect("permissions");
+            let mut shown = vec![(open.0, open.1)];
+            shown.extend(open.2.iter().copied());
+            shown.extend(rest.iter().map(|(key, title, _)| (*key, *title)));
+            for (key, title) in shown {
+                operable.push(op("treeitem", title, format!("open:{key}")));
+                // Checking both of its children has checked "Projects" by the time it is clicked: it clears.
+                let checked = key != open.0;
+                operable.push(op("checkbox", title, format!("perm:{key}:{checked}")));
+            }
+            operable.extend((1..=5).map(|n| op("radio", "star", format!("rate:{n}"))));
+            let texts =
+                vec!["Last action: none".into(), "Team console".into(), format!("{} of the team", CONSOLE_TABS[0])];
             AppTruth { operable, texts }
         }
         "/apps/crm.html" => {

@@ -295,6 +295,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Not paid yet",
     },
     FixturePage {
+        path: "/apps/console.html",
+        category: "app",
+        description: "Team console (Ant Design 6 on React 19): a Select whose unnamed input sits in a clickable box beside its placeholder and whose open list is drawn twice (a 0×0 accessible listbox, the options a user clicks), tabs inside clickable wrappers, a table with row selection and a pagination of focusable <li>s around <a>s without href, a checkable tree whose switchers are icons named caret-down, a rating of radios drawn as two star icons",
+        marker: "Last action: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",

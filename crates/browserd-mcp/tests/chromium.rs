@@ -599,6 +599,62 @@ async fn a_chips_aria_hidden_delete_icon_has_a_ref_and_deletes_through_mcp() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_work_through_mcp() {
+    // Found on Ant Design 6: every tab, pagination item and rating star came twice, the wrapper antd clicks on as a
+    // nameless `clickable (1 of 7):` over the real control; the Select was `clickable "Pick city":` over an unnamed
+    // combobox; tree rows read `caret-down caret-down parent 1` (the switcher icon's name) and stars `star star`;
+    // the open Select listed its screen-reader copy (`option "Beijing"` in a 0×0 listbox: NOT_ACTIONABLE when
+    // clicked) before the options a user clicks; a tab panel named by its tab lost its sentences.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| {
+        let client = &client;
+        async move {
+            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
+            let r = r.unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            r
+        }
+    };
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/console.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("clickable (") && !page.contains("focusable \"1\""), "no wrapper lines: {page}");
+    for line in ["combobox \"Pick a region\" collapsed", "tab \"Members\" selected", "tab \"Audit log\""] {
+        assert!(page.lines().any(|l| l.contains(line)), "{line:?} in {page}");
+    }
+    assert!(page.contains("Members of the team"), "the panel's text: {page}");
+    assert!(!page.contains("caret-down") && !page.contains("star star"), "no icon names in names: {page}");
+    assert!(page.contains("treeitem \"Projects\" unchecked branch expanded"), "{page}");
+    assert!(page.contains("button \"right\" title=\"Next Page\""), "{page}");
+
+    let opened = click(ref_on(&page, "combobox \"Pick a region\"")).await;
+    let effects = opened.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("clickable \\\"Asia\\\""), "the options a user sees: {effects}");
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("option \""), "no copy of the list a click cannot reach: {page}");
+    assert!(page.contains("clickable \"South America\" disabled"), "{page}");
+    click(ref_on(&page, "clickable \"Asia\"")).await;
+    assert!(site.wait_for_record("region:asia", std::time::Duration::from_secs(5)).await);
+
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    click(ref_on(&page, "title=\"Next Page\"")).await;
+    assert!(site.wait_for_record("page:2", std::time::Duration::from_secs(5)).await);
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("Barbara Liskov"), "page 2 of the members: {page}");
+    let fourth = page.lines().filter(|l| l.contains("radio \"star\"")).nth(3).unwrap_or_else(|| panic!("{page}"));
+    click(browserd_protocol::line_ref(fourth).expect("a ref line").to_owned()).await;
+    assert!(site.wait_for_record("rate:4", std::time::Duration::from_secs(5)).await);
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

@@ -54,6 +54,17 @@ impl Renderer<'_> {
         {
             name = label;
         }
+        // A clickable wrapper folded into this node (`operable::Fold`) names it, or says what it does beside the
+        // name it has (a pagination `<li title="Next Page">` around a button named by its arrow icon).
+        let mut wrapper_title = None;
+        if let Some(w) = self.wrapper_names.get(&(frame.to_owned(), id.to_owned())) {
+            if name.trim().is_empty() {
+                name = w.clone();
+            } else {
+                wrapper_title = Some(w.clone());
+            }
+        }
+        let name = self.without_icon_names(frame, &name);
         let mut states = self.states(n, shown, dom.as_ref());
         if let Some(order) = n.backend.and_then(|b| self.sorted_by(frame, b)) {
             states.push(format!("sorted={order}"));
@@ -77,7 +88,7 @@ impl Renderer<'_> {
         }
         // A tooltip says what a control does where its name does not (an icon button named by its glyph):
         // `e16 button "⋮" title="Actions"`.
-        if let Some(tip) = dom.as_ref().and_then(|d| d.attr("title")).map(line::fold)
+        if let Some(tip) = dom.as_ref().and_then(|d| d.attr("title")).map(line::fold).or(wrapper_title)
             && !tip.is_empty()
             && !line::fold(&name).contains(tip.as_str())
         {
@@ -326,8 +337,50 @@ impl Renderer<'_> {
         let mut t = String::new();
         self.subtree_text(frame, &self.axs[frame], id, &mut t);
         let (t, name) = (line::fold(&t), line::fold(name));
-        // Either in the other: a name taken from the content (with or without a list marker, an icon's text).
-        !t.is_empty() && !name.contains(t.as_str()) && !t.contains(name.as_str())
+        // Either in the other: a name taken from the content (with or without a list marker, an icon's text). A
+        // content that says more than its name around it (antd's panel `Members of the team`, named `Members`) is
+        // read.
+        let name_and_marker = t.contains(name.as_str()) && t.len() <= name.len() + 4;
+        !(t.is_empty() || name.contains(t.as_str()) || name_and_marker)
+    }
+
+    /// A name read from content without the names of the icons drawn at its ends (`caret-down caret-down Projects`
+    /// is `Projects`: antd's tree draws its switcher as `role="img" aria-label="caret-down"`); a name made only of
+    /// one icon's name said once (`star star`, a rating's two half stars).
+    pub(super) fn without_icon_names(&self, frame: &str, name: &str) -> String {
+        let mut memo = self.icon_names.borrow_mut();
+        let icons = memo.entry(frame.to_owned()).or_insert_with(|| {
+            let Some(ax) = self.axs.get(frame) else { return Default::default() };
+            ax.nodes
+                .values()
+                .filter(|n| n.role == "image" && !n.name.trim().is_empty())
+                // Named by the icon library's own name for it (antd's `aria-label="caret-down"` on
+                // `anticon-caret-down`), not by words of the page's.
+                .filter(|n| self.dom(frame, n).and_then(|d| d.icon.as_deref()) == Some(n.name.trim()))
+                .map(|n| n.name.trim().to_owned())
+                .collect()
+        });
+        if icons.is_empty() {
+            return name.to_owned();
+        }
+        let words: Vec<&str> = name.split_whitespace().collect();
+        let is_icon = |w: &&str| icons.contains(*w);
+        let (mut start, mut end) = (0, words.len());
+        while start < end && is_icon(&words[start]) {
+            start += 1;
+        }
+        while end > start && is_icon(&words[end - 1]) {
+            end -= 1;
+        }
+        if start == end {
+            // Only icons: one of them, once, when they are all the same.
+            return if words.len() > 1 && words.iter().all(|w| *w == words[0]) {
+                words[0].to_owned()
+            } else {
+                name.to_owned()
+            };
+        }
+        if start == 0 && end == words.len() { name.to_owned() } else { words[start..end].join(" ") }
     }
 
     pub(super) fn walk_children(&mut self, frame: &str, children: &[String], indent: u16) {

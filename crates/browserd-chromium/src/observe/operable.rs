@@ -14,9 +14,23 @@ pub(super) enum Operability {
     /// A heuristic operable (focusable, pointer, listener) with operable nodes inside: a container that keeps a ref
     /// (to scroll it or expand it) because it is focusable or shows a pointer; its ref and the role shown.
     Container(String, String),
+    /// A heuristic operable whose one operable node inside is all a user sees of it (antd's tab wrapper around its
+    /// `role="tab"`, a pagination `<li tabindex=0 title="2">` around its `<a>`, a Select's clickable box around its
+    /// unnamed input): no line of its own; that node's line says the wrapper's name ([`Fold`]).
+    Fold(Fold),
     /// Not operable, a heuristic operable inside an operable node, or a container that keeps no ref: its children
     /// are walked as for any other node.
     Plain,
+}
+
+/// A wrapper folded into the one operable node inside it.
+pub(super) struct Fold {
+    /// The node inside (its id in the frame's tree).
+    pub(super) inner: String,
+    /// The wrapper's name, said on the inner node's line (its name when it has none, else `title=`).
+    pub(super) name: String,
+    /// Whether the wrapper's own text is that name (a Select's placeholder beside its input): not read again.
+    pub(super) text_is_name: bool,
 }
 
 pub(super) const INTERACTIVE: &[&str] = &[
@@ -59,6 +73,9 @@ impl Renderer<'_> {
         let Some(n) = ax.nodes.get(id) else { return Operability::Plain };
         match self.operable(frame, ax, id) {
             Some((shown, false)) if self.in_operable == 0 && self.has_operable_descendant(frame, ax, id, 0) => {
+                if let Some(fold) = self.fold(frame, ax, id) {
+                    return Operability::Fold(fold);
+                }
                 let d = self.dom(frame, n);
                 let keep = d.is_some_and(|d| d.attr("tabindex").is_some() || d.own_pointer());
                 match n.backend {
@@ -69,6 +86,62 @@ impl Renderer<'_> {
             Some((_, false)) if self.in_operable > 0 => Operability::Plain,
             Some((shown, _)) => Operability::Line(shown),
             None => Operability::Plain,
+        }
+    }
+
+    /// A heuristic operable to fold into the one operable node inside it: one whose text outside that node is none
+    /// (icons aside), or, for a field with no name of its own (an input whose placeholder is a sibling `<div>`), the
+    /// text that names it.
+    fn fold(&self, frame: &str, ax: &AxTree, id: &str) -> Option<Fold> {
+        let mut inner = Vec::new();
+        let mut outside = String::new();
+        self.split_content(frame, ax, id, 0, &mut inner, &mut outside);
+        let [inner] = inner.as_slice() else { return None };
+        let n = ax.nodes.get(id)?;
+        let i = ax.nodes.get(inner)?;
+        let outside = super::line::fold(&outside);
+        if outside.is_empty() {
+            let own = super::line::fold(&n.name);
+            let name = if own.is_empty() || own == super::line::fold(&i.name) { String::new() } else { own };
+            return Some(Fold { inner: inner.clone(), name, text_is_name: false });
+        }
+        let field = matches!(i.role.as_str(), "combobox" | "textbox" | "searchbox" | "spinbutton");
+        (field && i.name.trim().is_empty() && !i.ignored).then(|| Fold {
+            inner: inner.clone(),
+            name: outside,
+            text_is_name: true,
+        })
+    }
+
+    /// The outermost operable nodes below `id` (as [`Renderer::has_operable_descendant`] counts them, at most 2) and
+    /// the text outside them.
+    fn split_content(
+        &self,
+        frame: &str,
+        ax: &AxTree,
+        id: &str,
+        depth: u32,
+        inner: &mut Vec<String>,
+        outside: &mut String,
+    ) {
+        let Some(n) = ax.nodes.get(id) else { return };
+        if n.hidden {
+            return;
+        }
+        if depth > 0 && self.operable_inside(frame, ax, id, n) {
+            inner.push(id.to_owned());
+            return;
+        }
+        if n.role == "StaticText" {
+            outside.push(' ');
+            outside.push_str(&n.name);
+            return;
+        }
+        if depth >= 40 || inner.len() > 1 {
+            return;
+        }
+        for c in &n.children {
+            self.split_content(frame, ax, c, depth + 1, inner, outside);
         }
     }
 
@@ -225,23 +298,41 @@ impl Renderer<'_> {
         (!set.contains(&element)).then_some(element)
     }
 
-    /// The first descendant (outside other operable nodes) with a click listener or a pointer cursor.
+    /// The descendant (outside other operable nodes) with a click listener or a pointer cursor that takes the node's
+    /// click: the first that holds text (a tree row's title, not the switcher icon before it, which only expands the
+    /// row), else the first.
     pub(super) fn click_descendant(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> Option<i64> {
-        let n = ax.nodes.get(id)?;
+        let mut found = Vec::new();
+        self.click_descendants(frame, ax, id, depth, &mut found);
+        let has_text = |id: &str| {
+            let mut t = String::new();
+            self.subtree_text(frame, ax, id, &mut t);
+            !t.trim().is_empty()
+        };
+        found.iter().find(|(node, _)| has_text(node)).or(found.first()).map(|(_, backend)| *backend)
+    }
+
+    /// The descendants with a click listener or a pointer cursor, outermost only, outside other operable nodes.
+    fn click_descendants(&self, frame: &str, ax: &AxTree, id: &str, depth: u32, out: &mut Vec<(String, i64)>) {
+        let Some(n) = ax.nodes.get(id) else { return };
         if depth > 0 {
             if INTERACTIVE.contains(&n.role.as_str()) {
-                return None;
+                return;
             }
             if let Some(d) = self.dom(frame, n)
                 && (d.clickable || d.own_pointer())
+                && let Some(b) = n.backend
             {
-                return n.backend;
+                out.push((id.to_owned(), b));
+                return;
             }
         }
-        if depth > 6 {
-            return None;
+        if depth > 6 || out.len() >= 8 {
+            return;
         }
-        n.children.iter().find_map(|c| self.click_descendant(frame, ax, c, depth + 1))
+        for c in &n.children {
+            self.click_descendants(frame, ax, c, depth + 1, out);
+        }
     }
 }
 

@@ -105,6 +105,12 @@ pub(super) struct Renderer<'a> {
     pub(super) in_covering_modal: bool,
     /// The lines of the rendered line being walked (since the last line break), for [`Renderer::join_sentence`].
     pub(super) run: Vec<super::text::Piece>,
+    /// The name of a clickable wrapper folded into the one operable node inside it (`operable::Fold`), by that node
+    /// (frame, node id): the node's name when it has none, else its `title=`.
+    pub(super) wrapper_names: HashMap<(String, String), String>,
+    /// Per frame, the names of the icons drawn as images (`role="img"` with an icon library's markup): a name read
+    /// from content begins or ends with them (`caret-down Projects`), which `element.rs` leaves out.
+    pub(super) icon_names: std::cell::RefCell<HashMap<String, std::collections::HashSet<String>>>,
 }
 
 impl Renderer<'_> {
@@ -225,6 +231,8 @@ impl<'a> Renderer<'a> {
             hidden_candidates: std::cell::RefCell::default(),
             inline_done: std::collections::HashSet::new(),
             moved: std::collections::HashSet::new(),
+            wrapper_names: HashMap::new(),
+            icon_names: std::cell::RefCell::default(),
             modal_at: None,
             covering_modal: None,
             in_covering_modal: false,

@@ -152,6 +152,12 @@ impl Renderer<'_> {
             }
             return;
         }
+        if n.role == "listbox" && self.drawn_nowhere(frame, ax, n) {
+            // A listbox with no box whose options have none either: a screen reader's copy of a list drawn elsewhere
+            // (antd's Select keeps its open options so, beside the ones a user sees and clicks). Nothing there can
+            // be clicked.
+            return;
+        }
         if n.role == "LabelText"
             && !named
             // A label that is the control itself (its input has no box a click reaches: visually hidden, as
@@ -214,6 +220,15 @@ impl Renderer<'_> {
             }
             Operability::Line(shown) => return self.interactive(frame, id, indent, &shown),
             Operability::Container(node_ref, shown) => Some((node_ref, shown)),
+            Operability::Fold(fold) => {
+                if !fold.name.is_empty() {
+                    self.wrapper_names.insert((frame.to_owned(), fold.inner), fold.name);
+                }
+                for c in &n.children {
+                    self.walk(frame, c, indent, named || fold.text_is_name);
+                }
+                return;
+            }
             Operability::Plain => None,
         };
         let role = n.role.as_str();
@@ -238,6 +253,15 @@ impl Renderer<'_> {
         } else {
             self.block(frame, ax, id, indent, named);
         }
+    }
+
+    /// Whether a node and its options have no area (`width` or `height` 0, or not laid out at all).
+    fn drawn_nowhere(&self, frame: &str, ax: &AxTree, n: &AxNode) -> bool {
+        let no_area =
+            |n: &AxNode| self.dom(frame, n).is_none_or(|d| d.rect.is_none_or(|[_, _, w, h]| w < 1.0 || h < 1.0));
+        let options: Vec<&AxNode> =
+            n.children.iter().filter_map(|c| ax.nodes.get(c)).filter(|c| c.role == "option").collect();
+        n.backend.is_some() && no_area(n) && !options.is_empty() && options.into_iter().all(no_area)
     }
 
     /// A fixed-position element with operable nodes inside (a confirmation popup, a cookie banner): its own
