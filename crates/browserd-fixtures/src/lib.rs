@@ -103,6 +103,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Topics: React, Vue, Svelte",
     },
     FixturePage {
+        path: "/rating.html",
+        category: "clickables",
+        description: "A rating drawn as MUI draws one: a pointer <span> around a label and a visually hidden radio per star",
+        marker: "Rating: 2 Stars",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -350,6 +356,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/search-later.html", include_str!("../fixtures/search-later.html")),
     ("/menu-fade.html", include_str!("../fixtures/menu-fade.html")),
     ("/chips.html", include_str!("../fixtures/chips.html")),
+    ("/rating.html", include_str!("../fixtures/rating.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

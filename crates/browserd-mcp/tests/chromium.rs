@@ -655,6 +655,33 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rating_drawn_as_mui_draws_it_lists_its_stars_without_a_wrapper_line_through_mcp() {
+    // Found on MUI's Rating: the pointer `<span>` around the stars' labels was a container line named by its first
+    // star, `clickable "1 Star":`, over the radios — a ref that reads as the first star but clicks the middle one.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/rating.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("clickable"), "no wrapper line: {page}");
+    assert!(page.contains("radio \"2 Stars\" checked"), "{page}");
+    let clicked = client
+        .call_tool(call("browser_act", json!({"action": "click", "target": ref_on(&page, "radio \"4 Stars\"")}), "t1"))
+        .await
+        .unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    let effects = clicked.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("Rating: 4 Stars"), "the fourth star was chosen: {effects}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

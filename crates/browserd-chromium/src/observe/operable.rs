@@ -78,6 +78,9 @@ impl Renderer<'_> {
                 }
                 let d = self.dom(frame, n);
                 let keep = d.is_some_and(|d| d.attr("tabindex").is_some() || d.own_pointer());
+                if keep && self.bare_wrapper(frame, ax, id) {
+                    return Operability::Plain;
+                }
                 match n.backend {
                     Some(b) if keep => Operability::Container(self.assign_ref(frame, b), shown),
                     _ => Operability::Plain,
@@ -95,7 +98,7 @@ impl Renderer<'_> {
     fn fold(&self, frame: &str, ax: &AxTree, id: &str) -> Option<Fold> {
         let mut inner = Vec::new();
         let mut outside = String::new();
-        self.split_content(frame, ax, id, 0, &mut inner, &mut outside);
+        self.split_content(frame, ax, id, 0, 2, &mut inner, &mut outside);
         let [inner] = inner.as_slice() else { return None };
         let n = ax.nodes.get(id)?;
         let i = ax.nodes.get(inner)?;
@@ -113,14 +116,32 @@ impl Renderer<'_> {
         })
     }
 
-    /// The outermost operable nodes below `id` (as [`Renderer::has_operable_descendant`] counts them, at most 2) and
-    /// the text outside them.
+    /// A pointer-only wrapper (no `tabindex`, no name of its own) around several operable nodes and nothing else to
+    /// read (MUI's Rating: a `<span>` with a pointer around its stars' labels): it was a container line named by its
+    /// first star, `clickable "1 Star":`; its nodes are listed without it.
+    fn bare_wrapper(&self, frame: &str, ax: &AxTree, id: &str) -> bool {
+        let named = ax.nodes.get(id).and_then(|n| self.dom(frame, n)).is_none_or(|d| {
+            d.attr("tabindex").is_some() || d.attr("aria-label").is_some() || d.attr("title").is_some()
+        });
+        if named {
+            return false;
+        }
+        let mut inner = Vec::new();
+        let mut outside = String::new();
+        self.split_content(frame, ax, id, 0, 64, &mut inner, &mut outside);
+        (2..64).contains(&inner.len()) && super::line::fold(&outside).is_empty()
+    }
+
+    /// The outermost operable nodes below `id` (as [`Renderer::has_operable_descendant`] counts them, the scan ends
+    /// past `cap` of them) and the text outside them.
+    #[allow(clippy::too_many_arguments)]
     fn split_content(
         &self,
         frame: &str,
         ax: &AxTree,
         id: &str,
         depth: u32,
+        cap: usize,
         inner: &mut Vec<String>,
         outside: &mut String,
     ) {
@@ -137,11 +158,11 @@ impl Renderer<'_> {
             outside.push_str(&n.name);
             return;
         }
-        if depth >= 40 || inner.len() > 1 {
+        if depth >= 40 || inner.len() >= cap {
             return;
         }
         for c in &n.children {
-            self.split_content(frame, ax, c, depth + 1, inner, outside);
+            self.split_content(frame, ax, c, depth + 1, cap, inner, outside);
         }
     }
 
