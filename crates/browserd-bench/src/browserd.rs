@@ -448,7 +448,7 @@ impl Observer for BrowserdObserver {
 }
 
 /// The median of each phase over `runs` (the phases as `PhaseTimings` names them in JSON).
-fn phase_medians(runs: &[browserd_protocol::PhaseTimings]) -> std::collections::BTreeMap<String, f64> {
+pub(crate) fn phase_medians(runs: &[browserd_protocol::PhaseTimings]) -> std::collections::BTreeMap<String, f64> {
     let mut by_phase: std::collections::BTreeMap<String, Vec<f64>> = std::collections::BTreeMap::new();
     for t in runs {
         if let Ok(serde_json::Value::Object(map)) = serde_json::to_value(t) {

@@ -214,10 +214,19 @@ impl BrowserdMcp {
         let mut failures = 0;
         let mut first_failure = None;
         let mut text = String::new();
+        // The engine's own phases of each click, read from its result, and what the call took besides them: the
+        // MCP client's stdio, the MCP server, the broker hop, leases, policy and journal.
+        let mut phases = Vec::with_capacity(runs);
+        let mut outside = Vec::with_capacity(runs);
         for _ in 0..runs.max(1) {
             let started = Instant::now();
             let (result, failed) = self.call("browser_act", arguments.clone()).await?;
-            ms_runs.push(started.elapsed().as_secs_f64() * 1000.0);
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            ms_runs.push(ms);
+            if let Some(t) = engine_timings(&result) {
+                outside.push(ms - engine_ms(&t));
+                phases.push(t);
+            }
             if failed || !click_held(&result) {
                 failures += 1;
                 first_failure.get_or_insert_with(|| result.chars().take(400).collect::<String>());
@@ -233,8 +242,26 @@ impl BrowserdMcp {
         if let Some(failure) = first_failure {
             eprintln!("browserd-bench: {NAME}: {failures} of {runs} clicks failed on {url}; first: {failure}");
         }
-        Ok(Observation { text, content: None, ms_runs, omitted_nodes: None, failures, phases_p50_ms: None })
+        let phases_p50_ms = (!phases.is_empty()).then(|| {
+            let mut p50 = crate::browserd::phase_medians(&phases);
+            if let Some(s) = crate::stats::Summary::of(&outside) {
+                p50.insert("outsideEngine".to_owned(), s.p50_ms);
+            }
+            p50
+        });
+        Ok(Observation { text, content: None, ms_runs, omitted_nodes: None, failures, phases_p50_ms })
     }
+}
+
+/// The engine's own phases of an action, from the `timings` of a `browser_act` result.
+fn engine_timings(text: &str) -> Option<browserd_protocol::PhaseTimings> {
+    let result = serde_json::from_str::<Value>(text).ok()?;
+    serde_json::from_value(result.get("timings")?.clone()).ok()
+}
+
+/// The time the engine spent on an action, all phases together.
+fn engine_ms(t: &browserd_protocol::PhaseTimings) -> f64 {
+    [t.queue, t.resolve, t.actionability, t.dispatch, t.wait, t.observe, t.serialize].iter().sum()
 }
 
 /// Whether a `browser_act` result says the click succeeded, was observed and its expectation passed.
@@ -318,5 +345,10 @@ mod tests {
         assert!(!click_held(&held.replace("\"postcondition\":\"passed\"", "\"postcondition\":\"failed\"")));
         assert!(!click_held(&held.replace("\"dispatch\":\"observed\"", "\"dispatch\":\"dispatched\"")));
         assert!(!click_held("ACTION_FAILED: the target is covered; observe again"));
+        // Its phases, whose sum the call's time is compared with (`outsideEngine`).
+        let t = engine_timings(held).expect("timings");
+        assert_eq!((t.wait, t.dispatch), (18.0, 3.5));
+        assert!((engine_ms(&t) - 28.9).abs() < 1e-9, "{}", engine_ms(&t));
+        assert!(engine_timings("ACTION_FAILED: no JSON").is_none());
     }
 }
