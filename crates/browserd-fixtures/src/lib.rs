@@ -109,6 +109,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Rating: 2 Stars",
     },
     FixturePage {
+        path: "/badges.html",
+        category: "clickables",
+        description: "Counts, separators and step numbers drawn as MUI draws them, aria-hidden: a Badge on folder links and a button, a Breadcrumbs, a Stepper's number",
+        marker: "Opened: none",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -357,6 +363,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/menu-fade.html", include_str!("../fixtures/menu-fade.html")),
     ("/chips.html", include_str!("../fixtures/chips.html")),
     ("/rating.html", include_str!("../fixtures/rating.html")),
+    ("/badges.html", include_str!("../fixtures/badges.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

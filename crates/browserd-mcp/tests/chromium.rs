@@ -682,6 +682,40 @@ async fn a_rating_drawn_as_mui_draws_it_lists_its_stars_without_a_wrapper_line_t
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_and_step_numbers_the_page_draws_aria_hidden_are_read_through_mcp() {
+    // Found on MUI: a Badge's count, a Stepper's number and a Breadcrumbs' separators are aria-hidden, so the
+    // accessibility tree (and every observation built from it alone) has no `4` beside "Inbox" and reads
+    // "Step Create ad group". They are drawn, and `innerText` has them (an SVG's text on a line of its own).
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/badges.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let lines: Vec<&str> = page.lines().map(str::trim).collect();
+    let after = |needle: &str| {
+        let at = lines.iter().position(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in {page}"));
+        lines.get(at + 1).copied().unwrap_or_default()
+    };
+    assert_eq!(after("clickable \"Inbox\""), "4", "{page}");
+    assert_eq!(after("clickable \"Drafts\""), "12", "{page}");
+    assert_eq!(after("button \"Spam\""), "7", "{page}");
+    assert_eq!(after("Step"), "2", "{page}");
+    assert_eq!(after("link \"Home\""), "/", "{page}");
+    let inbox = ref_on(&page, "clickable \"Inbox\"");
+    let clicked =
+        client.call_tool(call("browser_act", json!({"action": "click", "target": inbox}), "t1")).await.unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    assert!(site.wait_for_record("folder:Inbox", std::time::Duration::from_secs(5)).await);
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

@@ -205,11 +205,20 @@ impl Renderer<'_> {
             // inside when the name is not that text: a focusable tab panel named by its tab (`aria-labelledby`, as
             // Radix, Headless UI and antd name theirs) holds the panel's sentences, which a reader sees.
             let named = !self.content_beside_name(frame, id, shown, &name);
+            let held = self.held_hidden.len();
             self.in_operable += 1;
             for c in &n.children {
                 self.walk(frame, c, indent + 1, named);
             }
             self.in_operable -= 1;
+            // What the page draws inside it that its name leaves out (an `aria-hidden` count badge on a folder
+            // link): a text line under it.
+            let drawn: Vec<String> = self.held_hidden.drain(held..).collect();
+            let drawn = drawn.join(" ");
+            if !drawn.is_empty() && !line::fold(&name).contains(&drawn) {
+                self.flush_text();
+                self.push(indent + 1, None, line::text(&drawn));
+            }
             self.hidden_controls_in(frame, backend, indent + 1);
             // What an expanded combobox or menu button points at (suggestions in a portal): under it.
             self.walk_controlled(frame, id, &name, indent + 1);

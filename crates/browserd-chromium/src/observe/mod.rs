@@ -21,6 +21,7 @@ mod disclosure;
 mod dom_tree;
 mod element;
 mod frames;
+mod hidden;
 mod icon;
 mod line;
 mod operable;

@@ -111,6 +111,11 @@ pub(super) struct Renderer<'a> {
     /// Per frame, the names of the icons drawn as images (`role="img"` with an icon library's markup): a name read
     /// from content begins or ends with them (`caret-down Projects`), which `element.rs` leaves out.
     pub(super) icon_names: std::cell::RefCell<HashMap<String, std::collections::HashSet<String>>>,
+    /// Per frame, the drawn text of `aria-hidden` elements ([`DomNode::hidden_text`]) not yet shown, by the node of
+    /// the accessibility tree nearest around each (`hidden.rs` `hidden_text_before`/`_after`).
+    pub(super) hidden_texts: HashMap<String, HashMap<String, Vec<super::hidden::HiddenText>>>,
+    /// `aria-hidden` texts met inside the operable line being written, shown under it.
+    pub(super) held_hidden: Vec<String>,
 }
 
 impl Renderer<'_> {
@@ -233,6 +238,8 @@ impl<'a> Renderer<'a> {
             moved: std::collections::HashSet::new(),
             wrapper_names: HashMap::new(),
             icon_names: std::cell::RefCell::default(),
+            hidden_texts: HashMap::new(),
+            held_hidden: Vec::new(),
             modal_at: None,
             covering_modal: None,
             in_covering_modal: false,

@@ -84,9 +84,78 @@ pub(crate) struct DomNode {
     pub(crate) input_value: Option<String>,
     /// Its place in document order (tree order, parents first) within its frame's document.
     pub(crate) order: usize,
+    /// On an `aria-hidden="true"` element that the page draws (laid out, visible, larger than 1 px) holding only
+    /// text: that text, which the accessibility tree leaves out (MUI's badge count, a breadcrumb's separator).
+    pub(crate) hidden_text: Option<String>,
     /// A scroll container whose scrolled content has, above or below what it shows, more than a screen of it with
     /// nothing rendered in it (a virtualised list: the rows there exist only once scrolled to).
     pub(crate) unrendered: Unrendered,
+}
+
+/// The text of each `aria-hidden="true"` element the page draws with only text in it (no control, no tabindex, no
+/// pointer, no icon): [`DomNode::hidden_text`] on that element. Its text nodes are read in tree order; a text node
+/// counts only where it is laid out.
+#[allow(clippy::too_many_arguments)]
+fn drawn_hidden_text<'a>(
+    nodes: &mut [DomNode],
+    attrs: &[Value],
+    parents: &[Value],
+    values: &[Value],
+    laid_out: &[bool],
+    pointer: &[bool],
+    invisible: &[bool],
+    s: &impl Fn(&Value) -> &'a str,
+) {
+    let count = nodes.len();
+    let attr_of = |i: usize, name: &str| {
+        attrs
+            .get(i)
+            .and_then(Value::as_array)
+            .and_then(|a| a.chunks(2).find(|c| c.len() == 2 && s(&c[0]) == name).map(|c| s(&c[1]).to_owned()))
+    };
+    // The hidden root each node is in, and whether that root holds anything but text.
+    let mut root: Vec<Option<usize>> = vec![None; count];
+    let mut texts: HashMap<usize, (String, bool)> = HashMap::new();
+    for i in 0..count {
+        let parent = parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok()).filter(|&p| p < i);
+        root[i] = parent.and_then(|p| root[p]);
+        let is_text = nodes[i].tag == "#text";
+        if root[i].is_none() && !is_text && attr_of(i, "aria-hidden").as_deref() == Some("true") {
+            // A ligature icon font draws its text as a picture (`<span class="material-icons">delete</span>`).
+            let ligature = nodes[i].tag == "mat-icon"
+                || attr_of(i, "class").is_some_and(|c| {
+                    c.split_whitespace().any(|t| t.starts_with("material-icons") || t.starts_with("material-symbols"))
+                });
+            let drawn = !ligature
+                && laid_out[i]
+                && !invisible[i]
+                && nodes[i].rect.is_some_and(|[_, _, w, h]| w > 1.0 && h > 1.0);
+            if drawn {
+                root[i] = Some(i);
+                texts.insert(i, (String::new(), true));
+            }
+            continue;
+        }
+        let Some(r) = root[i] else { continue };
+        let Some((text, ok)) = texts.get_mut(&r) else { continue };
+        if is_text {
+            if laid_out[i] {
+                text.push_str(values.get(i).map(s).unwrap_or_default());
+            }
+        } else if matches!(nodes[i].tag.as_str(), "button" | "a" | "input" | "select" | "textarea" | "svg" | "img")
+            || attr_of(i, "tabindex").is_some()
+            || (pointer[i] && !pointer.get(r).copied().unwrap_or(false))
+            || nodes[i].icon.is_some()
+        {
+            *ok = false;
+        }
+    }
+    for (r, (text, ok)) in texts {
+        let text = super::line::fold(&text);
+        if ok && nodes[r].icon.is_none() && !text.is_empty() {
+            nodes[r].hidden_text = Some(text);
+        }
+    }
 }
 
 /// Where a scroll container has content that is not rendered until scrolled to.
@@ -195,6 +264,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
         let mut block = vec![false; count];
         let mut cell = vec![false; count];
         let mut scroller = vec![false; count];
+        let mut invisible = vec![false; count];
         let bounds = layout["bounds"].as_array().cloned().unwrap_or_default();
         let paints = layout["paintOrders"].as_array().cloned().unwrap_or_default();
         for (li, (ni, st)) in layout["nodeIndex"]
@@ -218,6 +288,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 fixed[ni] = st.get(3).map(&s) == Some("fixed");
                 floating[ni] = matches!(st.get(3).map(&s), Some("fixed" | "absolute"));
                 scroller[ni] = matches!(st.get(5).map(&s), Some("auto" | "scroll" | "overlay"));
+                invisible[ni] = st.get(1).map(&s).is_some_and(|v| v != "visible");
                 nodes[ni].struck = st.get(6).map(&s).is_some_and(|v| v.contains("line-through"));
                 let white_space = st.get(7).map(&s).unwrap_or_default();
                 nodes[ni].keeps_spaces = matches!(white_space, "pre" | "pre-wrap" | "break-spaces");
@@ -266,6 +337,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             }
         }
         label_toggles(&mut nodes, &attrs, &parents, &backend, &n["inputChecked"], &laid_out, &s);
+        drawn_hidden_text(&mut nodes, &attrs, &parents, &values, &laid_out, &pointer, &invisible, &s);
         // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.
         let mut last_child: HashMap<i64, usize> = HashMap::new();
         let mut space_before = vec![false; count];
@@ -568,6 +640,64 @@ mod tests {
         assert!(d[&104].by_label);
         assert_eq!(d[&105].toggle, None);
         assert!(!d[&106].by_label);
+    }
+
+    #[test]
+    fn drawn_aria_hidden_text_is_kept_unless_an_icon_a_control_or_not_drawn() {
+        // 0 document; 1 span aria-hidden > 2 "4" (a badge); 3 span.material-icons aria-hidden > 4 "info" (a ligature
+        // icon); 5 span aria-hidden > 6 button > 7 "×"; 8 span aria-hidden 1×1 > 9 "sr" (clipped away); 10 span
+        // aria-hidden, visibility hidden > 11 "gone".
+        let strings = [
+            "",
+            "#document",
+            "SPAN",
+            "#text",
+            "BUTTON",
+            "aria-hidden",
+            "true",
+            "class",
+            "material-icons",
+            "4",
+            "info",
+            "\u{d7}",
+            "sr",
+            "gone",
+            "frame1",
+            "auto",
+            "visible",
+            "inline",
+            "static",
+            "hidden",
+        ];
+        let style = json!([15, 16, 17, 18, 15]);
+        let unseen = json!([15, 19, 17, 18, 15]);
+        let snapshot = json!({
+            "strings": strings,
+            "documents": [{
+                "frameId": 14,
+                "nodes": {
+                    "backendNodeId": [100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111],
+                    "nodeName": [1, 2, 3, 2, 3, 2, 4, 3, 2, 3, 2, 3],
+                    "parentIndex": [-1, 0, 1, 0, 3, 0, 5, 6, 0, 8, 0, 10],
+                    "attributes": [[], [5, 6], [], [7, 8, 5, 6], [], [5, 6], [], [], [5, 6], [], [5, 6], []],
+                    "nodeValue": [0, 0, 9, 0, 10, 0, 0, 11, 0, 12, 0, 13],
+                },
+                "layout": {
+                    "nodeIndex": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+                    "styles": [style, style, style, style, style, style, style, style, style, style, unseen, unseen],
+                    "bounds": [[0, 0, 800, 600], [0, 0, 20, 20], [0, 0, 8, 16], [0, 30, 18, 18], [0, 30, 18, 18],
+                        [0, 60, 30, 20], [0, 60, 30, 20], [0, 60, 8, 16], [0, 90, 1, 1], [0, 90, 1, 1],
+                        [0, 120, 40, 20], [0, 120, 30, 16]],
+                },
+            }],
+        });
+        let docs = parse_all(&[snapshot]);
+        let d = &docs["frame1"];
+        assert_eq!(d[&101].hidden_text.as_deref(), Some("4"));
+        assert_eq!(d[&103].hidden_text, None, "a ligature icon's name is not text");
+        assert_eq!(d[&105].hidden_text, None, "a control inside: not only text");
+        assert_eq!(d[&108].hidden_text, None, "clipped to 1 px: not drawn");
+        assert_eq!(d[&110].hidden_text, None, "visibility: hidden");
     }
 
     #[test]

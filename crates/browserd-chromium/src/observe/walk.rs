@@ -94,6 +94,7 @@ impl Renderer<'_> {
         let space = dom.is_some_and(|d| d.space_before);
         let unrendered = dom.map(|d| d.unrendered).unwrap_or_default();
         let pre = dom.is_some_and(|d| d.tag == "pre");
+        let order = dom.map(|d| d.order);
         // A cell of a table the accessibility tree reads as layout (no `cell` role, no `row:` line) after a cell
         // with text: `innerText` puts a tab there, the observation ` | ` (`Total | $4`, never `Total$4`).
         let layout_cell = dom.is_some_and(|d| d.cell)
@@ -101,6 +102,10 @@ impl Renderer<'_> {
             && self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).is_none_or(|n| {
                 n.ignored || !matches!(n.role.as_str(), "cell" | "gridcell" | "columnheader" | "rowheader")
             });
+        if let Some(order) = order {
+            // What the page draws before it that the tree leaves out (`aria-hidden` text).
+            self.hidden_text_before(frame, order, indent, named);
+        }
         if block {
             self.text_break();
         } else if layout_cell {
@@ -128,6 +133,7 @@ impl Renderer<'_> {
         if unrendered.below {
             self.push(indent, None, line::unrendered("below", "down"));
         }
+        self.hidden_text_after(frame, id, indent, named);
         if block {
             self.text_break();
         }
