@@ -591,6 +591,10 @@ async fn a_chips_aria_hidden_delete_icon_has_a_ref_and_deletes_through_mcp() {
     assert!(effects.contains("Topics: React, Svelte"), "the chip was deleted: {effects}");
     let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(!now.contains("\"Vue\"") && now.contains("button \"Svelte\""), "{now}");
+    // A production build sets no data-testid on the icon: MUI's slot class names it.
+    let lines: Vec<&str> = now.lines().collect();
+    let svelte = lines.iter().position(|l| l.contains("button \"Svelte\"")).unwrap_or_else(|| panic!("{now}"));
+    assert!(lines[svelte + 1].contains("clickable icon=delete"), "{now}");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

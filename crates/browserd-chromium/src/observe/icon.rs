@@ -113,6 +113,11 @@ pub(super) fn of(tag: &str, attr: impl Fn(&str) -> Option<String>) -> Option<Str
             }
         }
     }
+    if let Some(class) = attr("class")
+        && let Some(name) = class.split_whitespace().find_map(mui_slot_icon)
+    {
+        return Some(name);
+    }
     if tag == "use" {
         let target = attr("href").or_else(|| attr("xlink:href"))?;
         let symbol = target.rsplit_once('#').map(|(_, s)| s)?;
@@ -123,6 +128,17 @@ pub(super) fn of(tag: &str, attr: impl Fn(&str) -> Option<String>) -> Option<Str
         }
     }
     None
+}
+
+/// The icon a Material UI slot class names (`MuiChip-deleteIcon` → `delete`): a production build sets no
+/// `data-testid` on its icons, but each component's icon slot has a class of its own.
+fn mui_slot_icon(token: &str) -> Option<String> {
+    let (component, slot) = token.strip_prefix("Mui")?.split_once('-')?;
+    let stem = slot.strip_suffix("Icon")?;
+    if component.is_empty() || !stem.chars().next().is_some_and(|c| c.is_ascii_lowercase()) {
+        return None;
+    }
+    Some(kebab(stem)).filter(|s| !s.is_empty())
 }
 
 /// Lower case, letters, digits and single dashes only, at most 40 characters.
@@ -176,6 +192,10 @@ mod tests {
         assert_eq!(icon("use", &[("href", "/sprite.svg#icon-archive")]).as_deref(), Some("archive"));
         assert_eq!(icon("use", &[("xlink:href", "#star")]).as_deref(), Some("star"));
         assert_eq!(icon("span", &[("class", "ui-icon ui-icon-closethick")]).as_deref(), Some("closethick"));
+        // Material UI's production build: the slot class names the icon.
+        let chip = "MuiSvgIcon-root MuiSvgIcon-fontSizeMedium MuiChip-deleteIcon MuiChip-deleteIconMedium css-1";
+        assert_eq!(icon("svg", &[("class", chip)]).as_deref(), Some("delete"));
+        assert_eq!(icon("svg", &[("class", "MuiSelect-icon MuiSelect-iconOutlined")]), None);
         // Not icons: sizes, styles, a test id that is not an icon's, a plain class.
         assert_eq!(icon("i", &[("class", "fa fa-2x fa-spin")]), None);
         assert_eq!(icon("button", &[("data-testid", "save-button")]), None);
