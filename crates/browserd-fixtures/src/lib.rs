@@ -115,6 +115,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Opened: none",
     },
     FixturePage {
+        path: "/tag-select.html",
+        category: "clickables",
+        description: "A multiple Select drawn as Ant Design draws it: each chosen tag's remove icon an aria-hidden span with a pointer, a document listener",
+        marker: "Colours: Red, Blue",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -364,6 +370,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/chips.html", include_str!("../fixtures/chips.html")),
     ("/rating.html", include_str!("../fixtures/rating.html")),
     ("/badges.html", include_str!("../fixtures/badges.html")),
+    ("/tag-select.html", include_str!("../fixtures/tag-select.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

@@ -720,6 +720,33 @@ async fn counts_and_step_numbers_the_page_draws_aria_hidden_are_read_through_mcp
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chosen_tags_aria_hidden_remove_icon_has_a_ref_and_removes_it_through_mcp() {
+    // Found on antd's multiple Select: each chosen tag's `×` is an aria-hidden span with a pointer, outside any
+    // operable element, so nothing gave it a ref and a chosen value could not be removed by clicking.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/tag-select.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let lines: Vec<&str> = page.lines().map(str::trim).collect();
+    let red = lines.iter().position(|l| *l == "Red").unwrap_or_else(|| panic!("{page}"));
+    assert!(lines[red + 1].contains("clickable icon=close"), "the tag's remove icon after it: {page}");
+    let target = browserd_protocol::line_ref(lines[red + 1]).expect("a ref line").to_owned();
+    let clicked =
+        client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await.unwrap();
+    assert_eq!(clicked.is_error, Some(false), "{clicked:?}");
+    let effects = clicked.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("Colours: Blue"), "Red was removed: {effects}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calendar_week_keeps_its_empty_days_in_place_through_mcp() {
     // A month drawn as jQuery UI's datepicker draws it: December 2026 starts on a Tuesday, so its first week's row
     // begins with two empty cells. The row read `row "1 | 2 | 3 | 4 | 5"` under `Su | Mo | Tu | …`: the 1st looked

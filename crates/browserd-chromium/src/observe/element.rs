@@ -253,23 +253,7 @@ impl Renderer<'_> {
     /// delete icon so. Each gets a line under the operable's, named by the icon it draws (`icon=cancel`).
     fn hidden_controls_in(&mut self, frame: &str, owner: i64, indent: u16) {
         let Some(docs) = self.docs.get(frame) else { return };
-        let candidates: Vec<i64> = {
-            let mut memo = self.hidden_candidates.borrow_mut();
-            memo.entry(frame.to_owned())
-                .or_insert_with(|| {
-                    // Those the walk reads from the tree are not candidates: it lists what it shows.
-                    let shown: std::collections::HashSet<i64> = self
-                        .axs
-                        .get(frame)
-                        .map(|ax| ax.nodes.values().filter(|x| !x.hidden).filter_map(|x| x.backend).collect())
-                        .unwrap_or_default();
-                    docs.iter()
-                        .filter(|(b, d)| super::operable::pointer_control(d) && !shown.contains(b))
-                        .map(|(b, _)| *b)
-                        .collect()
-                })
-                .clone()
-        };
+        let candidates = self.hidden_candidates_of(frame);
         for c in candidates {
             if !super::snapshot::holds(docs, owner, c, None)
                 || c == owner
@@ -286,6 +270,88 @@ impl Renderer<'_> {
                 docs.get(&c).and_then(|d| d.icon.clone()).map(|i| format!("icon={i}")).into_iter().collect();
             self.element_line(frame, c, indent, "clickable", String::new(), states);
         }
+    }
+
+    /// The controls drawn as icons that the accessibility tree hides or does not have, outside any operable node,
+    /// whose nearest node of the tree is `id` (antd's `×` on each chosen tag of a multiple Select: an `aria-hidden`
+    /// span with a pointer around a close icon): a line each once that node's children are walked, named by the icon.
+    pub(super) fn hidden_controls_after(&mut self, frame: &str, id: &str, indent: u16) {
+        if self.in_operable > 0 {
+            return; // `hidden_controls_in` lists them under their operable
+        }
+        let Some(owner) = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| n.backend) else { return };
+        let Some(docs) = self.docs.get(frame) else { return };
+        if !self.hidden_icon_controls.contains_key(frame) {
+            let candidates = self.hidden_candidates_of(frame);
+            let ax = self.axs.get(frame);
+            // Anchors: nodes the walk shows (not hidden, not behind a modal). Candidates: elements the tree does not
+            // have at all (an `aria-hidden` subtree), not those it keeps as inert or hidden (the page behind a
+            // modal dialog).
+            let shown: std::collections::HashSet<i64> = ax
+                .map(|ax| ax.nodes.values().filter(|x| !x.hidden && !x.blocked).filter_map(|x| x.backend).collect())
+                .unwrap_or_default();
+            let in_tree: std::collections::HashSet<i64> =
+                ax.map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect()).unwrap_or_default();
+            let mut by_anchor: std::collections::HashMap<i64, Vec<i64>> = std::collections::HashMap::new();
+            for c in candidates {
+                if in_tree.contains(&c) || docs.get(&c).is_none_or(|d| d.icon.is_none()) {
+                    continue;
+                }
+                let mut at = docs.get(&c).and_then(|d| d.parent);
+                for _ in 0..64 {
+                    let Some(b) = at else { break };
+                    if shown.contains(&b) {
+                        by_anchor.entry(b).or_default().push(c);
+                        break;
+                    }
+                    if in_tree.contains(&b) {
+                        break; // inside a node the walk does not show
+                    }
+                    at = docs.get(&b).and_then(|d| d.parent);
+                }
+            }
+            for v in by_anchor.values_mut() {
+                v.sort_by_key(|c| docs.get(c).map_or(0, |d| d.order));
+            }
+            self.hidden_icon_controls.insert(frame.to_owned(), by_anchor);
+        }
+        let Some(due) = self.hidden_icon_controls.get_mut(frame).and_then(|m| m.remove(&owner)) else { return };
+        if due.is_empty() {
+            return;
+        }
+        self.flush_text();
+        for c in due {
+            if self.covered(frame, c) || !self.inline_done.insert((frame.to_owned(), c)) {
+                continue;
+            }
+            if self.out.node_count >= self.max_nodes || self.bytes_full.is_some() {
+                self.omitted += 1;
+                continue;
+            }
+            let states: Vec<String> =
+                docs.get(&c).and_then(|d| d.icon.clone()).map(|i| format!("icon={i}")).into_iter().collect();
+            self.element_line(frame, c, indent, "clickable", String::new(), states);
+        }
+    }
+
+    /// The elements drawn to be clicked on their own that the accessibility tree hides or does not have.
+    fn hidden_candidates_of(&self, frame: &str) -> Vec<i64> {
+        let Some(docs) = self.docs.get(frame) else { return Vec::new() };
+        let mut memo = self.hidden_candidates.borrow_mut();
+        memo.entry(frame.to_owned())
+            .or_insert_with(|| {
+                // Those the walk reads from the tree are not candidates: it lists what it shows.
+                let shown: std::collections::HashSet<i64> = self
+                    .axs
+                    .get(frame)
+                    .map(|ax| ax.nodes.values().filter(|x| !x.hidden).filter_map(|x| x.backend).collect())
+                    .unwrap_or_default();
+                docs.iter()
+                    .filter(|(b, d)| super::operable::pointer_control(d) && !shown.contains(b))
+                    .map(|(b, _)| *b)
+                    .collect()
+            })
+            .clone()
     }
 
     /// Writes the ref line of an element the accessibility tree does not have, with its role, name and states, and

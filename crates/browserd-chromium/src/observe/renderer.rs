@@ -116,6 +116,9 @@ pub(super) struct Renderer<'a> {
     pub(super) hidden_texts: HashMap<String, HashMap<String, Vec<super::hidden::HiddenText>>>,
     /// `aria-hidden` texts met inside the operable line being written, shown under it.
     pub(super) held_hidden: Vec<String>,
+    /// Per frame, the controls drawn as icons outside the tree, by the backend id of the tree node nearest around
+    /// each, not yet listed (`element.rs` `hidden_controls_after`).
+    pub(super) hidden_icon_controls: HashMap<String, HashMap<i64, Vec<i64>>>,
 }
 
 impl Renderer<'_> {
@@ -240,6 +243,7 @@ impl<'a> Renderer<'a> {
             icon_names: std::cell::RefCell::default(),
             hidden_texts: HashMap::new(),
             held_hidden: Vec::new(),
+            hidden_icon_controls: HashMap::new(),
             modal_at: None,
             covering_modal: None,
             in_covering_modal: false,

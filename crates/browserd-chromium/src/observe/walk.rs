@@ -134,6 +134,7 @@ impl Renderer<'_> {
             self.push(indent, None, line::unrendered("below", "down"));
         }
         self.hidden_text_after(frame, id, indent, named);
+        self.hidden_controls_after(frame, id, indent);
         if block {
             self.text_break();
         }
