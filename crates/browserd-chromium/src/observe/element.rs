@@ -255,21 +255,25 @@ impl Renderer<'_> {
         let Some(docs) = self.docs.get(frame) else { return };
         let candidates = self.hidden_candidates_of(frame);
         for c in candidates {
-            if !super::snapshot::holds(docs, owner, c, None)
-                || c == owner
-                || self.covered(frame, c)
-                || !self.inline_done.insert((frame.to_owned(), c))
-            {
-                continue;
+            if super::snapshot::holds(docs, owner, c, None) && c != owner {
+                self.hidden_control_line(frame, c, indent);
             }
-            if self.out.node_count >= self.max_nodes || self.bytes_full.is_some() {
-                self.omitted += 1;
-                continue;
-            }
-            let states: Vec<String> =
-                docs.get(&c).and_then(|d| d.icon.clone()).map(|i| format!("icon={i}")).into_iter().collect();
-            self.element_line(frame, c, indent, "clickable", String::new(), states);
         }
+    }
+
+    /// The line of a control the tree hides or lacks (`clickable icon=…`), once, unless it is covered or the budget
+    /// is spent (then counted as omitted).
+    fn hidden_control_line(&mut self, frame: &str, c: i64, indent: u16) {
+        if self.covered(frame, c) || !self.inline_done.insert((frame.to_owned(), c)) {
+            return;
+        }
+        if self.out.node_count >= self.max_nodes || self.bytes_full.is_some() {
+            self.omitted += 1;
+            return;
+        }
+        let icon = self.docs.get(frame).and_then(|d| d.get(&c)).and_then(|d| d.icon.clone());
+        let states: Vec<String> = icon.map(|i| format!("icon={i}")).into_iter().collect();
+        self.element_line(frame, c, indent, "clickable", String::new(), states);
     }
 
     /// The controls drawn as icons that the accessibility tree hides or does not have, outside any operable node,
@@ -321,16 +325,7 @@ impl Renderer<'_> {
         }
         self.flush_text();
         for c in due {
-            if self.covered(frame, c) || !self.inline_done.insert((frame.to_owned(), c)) {
-                continue;
-            }
-            if self.out.node_count >= self.max_nodes || self.bytes_full.is_some() {
-                self.omitted += 1;
-                continue;
-            }
-            let states: Vec<String> =
-                docs.get(&c).and_then(|d| d.icon.clone()).map(|i| format!("icon={i}")).into_iter().collect();
-            self.element_line(frame, c, indent, "clickable", String::new(), states);
+            self.hidden_control_line(frame, c, indent);
         }
     }
 
