@@ -253,11 +253,11 @@ impl Renderer<'_> {
     /// delete icon so. Each gets a line under the operable's, named by the icon it draws (`icon=cancel`).
     fn hidden_controls_in(&mut self, frame: &str, owner: i64, indent: u16) {
         let Some(docs) = self.docs.get(frame) else { return };
-        let candidates = self.hidden_candidates_of(frame);
-        for c in candidates {
-            if super::snapshot::holds(docs, owner, c, None) && c != owner {
-                self.hidden_control_line(frame, c, indent);
-            }
+        let due: Vec<i64> = self.with_hidden_candidates(frame, |all| {
+            all.iter().copied().filter(|&c| c != owner && super::snapshot::holds(docs, owner, c, None)).collect()
+        });
+        for c in due {
+            self.hidden_control_line(frame, c, indent);
         }
     }
 
@@ -279,74 +279,72 @@ impl Renderer<'_> {
     /// The controls drawn as icons that the accessibility tree hides or does not have, outside any operable node,
     /// whose nearest node of the tree is `id` (antd's `×` on each chosen tag of a multiple Select: an `aria-hidden`
     /// span with a pointer around a close icon): a line each once that node's children are walked, named by the icon.
-    pub(super) fn hidden_controls_after(&mut self, frame: &str, id: &str, indent: u16) {
+    pub(super) fn hidden_controls_after(&mut self, frame: &str, owner: i64, indent: u16) {
         if self.in_operable > 0 {
             return; // `hidden_controls_in` lists them under their operable
         }
-        let Some(owner) = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| n.backend) else { return };
-        let Some(docs) = self.docs.get(frame) else { return };
         if !self.hidden_icon_controls.contains_key(frame) {
-            let candidates = self.hidden_candidates_of(frame);
-            let ax = self.axs.get(frame);
-            // Anchors: nodes the walk shows (not hidden, not behind a modal). Candidates: elements the tree does not
-            // have at all (an `aria-hidden` subtree), not those it keeps as inert or hidden (the page behind a
-            // modal dialog).
-            let shown: std::collections::HashSet<i64> = ax
-                .map(|ax| ax.nodes.values().filter(|x| !x.hidden && !x.blocked).filter_map(|x| x.backend).collect())
-                .unwrap_or_default();
-            let in_tree: std::collections::HashSet<i64> =
-                ax.map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect()).unwrap_or_default();
-            let mut by_anchor: std::collections::HashMap<i64, Vec<i64>> = std::collections::HashMap::new();
-            for c in candidates {
-                if in_tree.contains(&c) || docs.get(&c).is_none_or(|d| d.icon.is_none()) {
-                    continue;
-                }
-                let mut at = docs.get(&c).and_then(|d| d.parent);
-                for _ in 0..64 {
-                    let Some(b) = at else { break };
-                    if shown.contains(&b) {
-                        by_anchor.entry(b).or_default().push(c);
-                        break;
-                    }
-                    if in_tree.contains(&b) {
-                        break; // inside a node the walk does not show
-                    }
-                    at = docs.get(&b).and_then(|d| d.parent);
-                }
-            }
-            for v in by_anchor.values_mut() {
-                v.sort_by_key(|c| docs.get(c).map_or(0, |d| d.order));
-            }
+            let by_anchor = self.icon_controls_by_anchor(frame);
             self.hidden_icon_controls.insert(frame.to_owned(), by_anchor);
         }
         let Some(due) = self.hidden_icon_controls.get_mut(frame).and_then(|m| m.remove(&owner)) else { return };
-        if due.is_empty() {
-            return;
-        }
         self.flush_text();
         for c in due {
             self.hidden_control_line(frame, c, indent);
         }
     }
 
-    /// The elements drawn to be clicked on their own that the accessibility tree hides or does not have.
-    fn hidden_candidates_of(&self, frame: &str) -> Vec<i64> {
-        let Some(docs) = self.docs.get(frame) else { return Vec::new() };
+    /// The controls drawn as icons that the tree does not have at all (an `aria-hidden` subtree; not those it keeps
+    /// as inert or hidden, as the page behind a modal dialog), by the tree node nearest around each when the walk
+    /// shows that node (not hidden, not behind a modal), in document order.
+    fn icon_controls_by_anchor(&self, frame: &str) -> std::collections::HashMap<i64, Vec<i64>> {
+        let mut by_anchor: std::collections::HashMap<i64, Vec<i64>> = std::collections::HashMap::new();
+        let (Some(docs), Some(ax)) = (self.docs.get(frame), self.axs.get(frame)) else { return by_anchor };
+        let icons: Vec<i64> = self.with_hidden_candidates(frame, |all| {
+            all.iter().copied().filter(|c| docs.get(c).is_some_and(|d| d.icon.is_some())).collect()
+        });
+        let icons: Vec<i64> = icons.into_iter().filter(|&c| !self.in_tree(frame, c)).collect();
+        if icons.is_empty() {
+            return by_anchor;
+        }
+        let shown: std::collections::HashSet<i64> =
+            ax.nodes.values().filter(|x| !x.hidden && !x.blocked).filter_map(|x| x.backend).collect();
+        for c in icons {
+            let parent = docs.get(&c).and_then(|d| d.parent);
+            if let Some(anchor) = self.tree_ancestor(frame, parent, |_| {}).filter(|a| shown.contains(a)) {
+                by_anchor.entry(anchor).or_default().push(c);
+            }
+        }
+        for v in by_anchor.values_mut() {
+            v.sort_by_key(|c| docs.get(c).map_or(0, |d| d.order));
+        }
+        by_anchor
+    }
+
+    /// `f` of the elements drawn to be clicked on their own that the accessibility tree hides or does not have
+    /// (found once per frame).
+    fn with_hidden_candidates<R>(&self, frame: &str, f: impl FnOnce(&[i64]) -> R) -> R {
         let mut memo = self.hidden_candidates.borrow_mut();
-        memo.entry(frame.to_owned())
-            .or_insert_with(|| {
-                // Those the walk reads from the tree are not candidates: it lists what it shows.
-                let shown: std::collections::HashSet<i64> = self
-                    .axs
-                    .get(frame)
-                    .map(|ax| ax.nodes.values().filter(|x| !x.hidden).filter_map(|x| x.backend).collect())
-                    .unwrap_or_default();
-                docs.iter()
-                    .filter(|(b, d)| super::operable::pointer_control(d) && !shown.contains(b))
-                    .map(|(b, _)| *b)
-                    .collect()
-            })
-            .clone()
+        if !memo.contains_key(frame) {
+            // Those the walk reads from the tree are not candidates: it lists what it shows.
+            let shown: std::collections::HashSet<i64> = self
+                .axs
+                .get(frame)
+                .map(|ax| ax.nodes.values().filter(|x| !x.hidden).filter_map(|x| x.backend).collect())
+                .unwrap_or_default();
+            let found: Vec<i64> = self
+                .docs
+                .get(frame)
+                .map(|docs| {
+                    docs.iter()
+                        .filter(|(b, d)| super::operable::pointer_control(d) && !shown.contains(b))
+                        .map(|(b, _)| *b)
+                        .collect()
+                })
+                .unwrap_or_default();
+            memo.insert(frame.to_owned(), found);
+        }
+        f(memo.get(frame).map_or(&[], Vec::as_slice))
     }
 
     /// Writes the ref line of an element the accessibility tree does not have, with its role, name and states, and
@@ -419,20 +417,20 @@ impl Renderer<'_> {
     /// one icon's name said once (`star star`, a rating's two half stars).
     pub(super) fn without_icon_names(&self, frame: &str, name: &str) -> String {
         let mut memo = self.icon_names.borrow_mut();
-        let icons = memo.entry(frame.to_owned()).or_insert_with(|| {
-            let Some(ax) = self.axs.get(frame) else { return Default::default() };
-            ax.nodes
-                .values()
-                .filter(|n| n.role == "image" && !n.name.trim().is_empty())
-                // Named by the icon library's own name for it (antd's `aria-label="caret-down"` on
-                // `anticon-caret-down`), not by words of the page's.
-                .filter(|n| self.dom(frame, n).and_then(|d| d.icon.as_deref()) == Some(n.name.trim()))
-                .map(|n| n.name.trim().to_owned())
-                .collect()
-        });
-        if icons.is_empty() {
-            return name.to_owned();
+        if !memo.contains_key(frame) {
+            let icons = self.axs.get(frame).map(|ax| {
+                ax.nodes
+                    .values()
+                    .filter(|n| n.role == "image" && !n.name.trim().is_empty())
+                    // Named by the icon library's own name for it (antd's `aria-label="caret-down"` on
+                    // `anticon-caret-down`), not by words of the page's.
+                    .filter(|n| self.dom(frame, n).and_then(|d| d.icon.as_deref()) == Some(n.name.trim()))
+                    .map(|n| n.name.trim().to_owned())
+                    .collect()
+            });
+            memo.insert(frame.to_owned(), icons.unwrap_or_default());
         }
+        let Some(icons) = memo.get(frame).filter(|i| !i.is_empty()) else { return name.to_owned() };
         let words: Vec<&str> = name.split_whitespace().collect();
         let is_icon = |w: &&str| icons.contains(*w);
         let (mut start, mut end) = (0, words.len());

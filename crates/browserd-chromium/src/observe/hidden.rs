@@ -15,45 +15,34 @@ pub(super) struct HiddenText {
 }
 
 impl Renderer<'_> {
-    /// The `aria-hidden` texts of a frame, by the accessibility node nearest around each, in document order.
-    fn hidden_texts_of(&mut self, frame: &str) -> &mut HashMap<String, Vec<HiddenText>> {
+    /// The `aria-hidden` texts of a frame, by the backend id of the accessibility node nearest around each, in
+    /// document order (last first, so they are taken with `pop`).
+    fn hidden_texts_of(&mut self, frame: &str) -> &mut HashMap<i64, Vec<HiddenText>> {
         if !self.hidden_texts.contains_key(frame) {
-            let mut by_anchor: HashMap<String, Vec<HiddenText>> = HashMap::new();
-            if let (Some(docs), Some(ax)) = (self.docs.get(frame), self.axs.get(frame)) {
-                let roots: Vec<&DomNode> = docs.values().filter(|d| d.hidden_text.is_some()).collect();
-                if !roots.is_empty() {
-                    let ids: HashMap<i64, &str> =
-                        ax.nodes.iter().filter_map(|(id, n)| Some((n.backend?, id.as_str()))).collect();
-                    for d in roots {
-                        let mut at = d.parent;
-                        let mut anchor = None;
-                        // Inside an element named by `aria-label` (Select2's remove button around its `×`), the text
-                        // is what that name says: not read again.
-                        let mut labelled = false;
-                        for _ in 0..64 {
-                            let Some(b) = at else { break };
-                            let p = docs.get(&b);
-                            labelled |= p
-                                .is_some_and(|p| p.attr("aria-label").is_some() || p.attr("aria-labelledby").is_some());
-                            if let Some(id) = ids.get(&b) {
-                                anchor = Some(*id);
-                                break;
-                            }
-                            at = p.and_then(|p| p.parent);
-                        }
-                        let Some(anchor) = anchor.filter(|_| !labelled) else { continue };
-                        by_anchor.entry(anchor.to_owned()).or_default().push(HiddenText {
-                            order: d.order,
-                            text: d.hidden_text.clone().unwrap_or_default(),
-                            // `innerText` puts an SVG's text on a line of its own (a stepper's `2`).
-                            block: d.block || d.tag == "svg",
-                            space_before: d.space_before,
-                        });
-                    }
-                    for v in by_anchor.values_mut() {
-                        v.sort_by_key(|h| std::cmp::Reverse(h.order));
-                    }
-                }
+            let mut by_anchor: HashMap<i64, Vec<HiddenText>> = HashMap::new();
+            let roots: Vec<&DomNode> = self
+                .docs
+                .get(frame)
+                .map(|docs| docs.values().filter(|d| d.hidden_text.is_some()).collect())
+                .unwrap_or_default();
+            for d in roots {
+                // Inside an element named by `aria-label` (Select2's remove button around its `×`), the text is what
+                // that name says: not read again.
+                let mut labelled = false;
+                let anchor = self.tree_ancestor(frame, d.parent, |p| {
+                    labelled |= p.attr("aria-label").is_some() || p.attr("aria-labelledby").is_some();
+                });
+                let Some(anchor) = anchor.filter(|_| !labelled) else { continue };
+                by_anchor.entry(anchor).or_default().push(HiddenText {
+                    order: d.order,
+                    text: d.hidden_text.clone().unwrap_or_default(),
+                    // `innerText` puts an SVG's text on a line of its own (a stepper's `2`).
+                    block: d.block || d.tag == "svg",
+                    space_before: d.space_before,
+                });
+            }
+            for v in by_anchor.values_mut() {
+                v.sort_by_key(|h| std::cmp::Reverse(h.order));
             }
             self.hidden_texts.insert(frame.to_owned(), by_anchor);
         }
@@ -63,7 +52,9 @@ impl Renderer<'_> {
     /// Shows the `aria-hidden` texts that come before the node at `order` under the node walked around it.
     pub(super) fn hidden_text_before(&mut self, frame: &str, order: usize, indent: u16, named: bool) {
         let Some(&(parent, _)) = self.path.len().checked_sub(2).and_then(|i| self.path.get(i)) else { return };
-        let parent = parent.to_owned();
+        let Some(parent) = self.axs.get(frame).and_then(|ax| ax.nodes.get(parent)).and_then(|n| n.backend) else {
+            return;
+        };
         let mut due = Vec::new();
         if let Some(queue) = self.hidden_texts_of(frame).get_mut(&parent) {
             while queue.last().is_some_and(|h| h.order < order) {
@@ -73,10 +64,10 @@ impl Renderer<'_> {
         self.show_hidden(due, indent, named);
     }
 
-    /// Shows the `aria-hidden` texts left inside node `id` once its children are walked.
-    pub(super) fn hidden_text_after(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
+    /// Shows the `aria-hidden` texts left inside node `backend` once its children are walked.
+    pub(super) fn hidden_text_after(&mut self, frame: &str, backend: i64, indent: u16, named: bool) {
         let due: Vec<HiddenText> =
-            self.hidden_texts_of(frame).remove(id).map(|v| v.into_iter().rev().collect()).unwrap_or_default();
+            self.hidden_texts_of(frame).remove(&backend).map(|v| v.into_iter().rev().collect()).unwrap_or_default();
         self.show_hidden(due, indent, named);
     }
 

@@ -312,11 +312,41 @@ impl Renderer<'_> {
         if !operable {
             return None;
         }
+        (!self.in_tree(frame, element)).then_some(element)
+    }
+
+    /// Whether the accessibility tree of `frame` has a node for `backend` (hidden or not); the set is built once per
+    /// frame.
+    pub(super) fn in_tree(&self, frame: &str, backend: i64) -> bool {
         let mut memo = self.ax_backends.borrow_mut();
-        let set = memo.entry(frame.to_owned()).or_insert_with(|| {
-            self.axs.get(frame).map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect()).unwrap_or_default()
-        });
-        (!set.contains(&element)).then_some(element)
+        if !memo.contains_key(frame) {
+            let set = self.axs.get(frame).map(|ax| ax.nodes.values().filter_map(|x| x.backend).collect());
+            memo.insert(frame.to_owned(), set.unwrap_or_default());
+        }
+        memo.get(frame).is_some_and(|set| set.contains(&backend))
+    }
+
+    /// The nearest element at or above `from` that the accessibility tree has (its backend id), calling `visit` on
+    /// each element met on the way, that one included. What the tree leaves out (an `aria-hidden` subtree) is shown
+    /// where that node is walked.
+    pub(super) fn tree_ancestor(
+        &self,
+        frame: &str,
+        from: Option<i64>,
+        mut visit: impl FnMut(&super::snapshot::DomNode),
+    ) -> Option<i64> {
+        let docs = self.docs.get(frame)?;
+        let mut at = from;
+        for _ in 0..64 {
+            let b = at?;
+            let d = docs.get(&b)?;
+            visit(d);
+            if self.in_tree(frame, b) {
+                return Some(b);
+            }
+            at = d.parent;
+        }
+        None
     }
 
     /// The descendant (outside other operable nodes) with a click listener or a pointer cursor that takes the node's

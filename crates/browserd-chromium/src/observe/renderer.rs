@@ -113,7 +113,7 @@ pub(super) struct Renderer<'a> {
     pub(super) icon_names: std::cell::RefCell<HashMap<String, std::collections::HashSet<String>>>,
     /// Per frame, the drawn text of `aria-hidden` elements ([`DomNode::hidden_text`]) not yet shown, by the node of
     /// the accessibility tree nearest around each (`hidden.rs` `hidden_text_before`/`_after`).
-    pub(super) hidden_texts: HashMap<String, HashMap<String, Vec<super::hidden::HiddenText>>>,
+    pub(super) hidden_texts: HashMap<String, HashMap<i64, Vec<super::hidden::HiddenText>>>,
     /// `aria-hidden` texts met inside the operable line being written, shown under it.
     pub(super) held_hidden: Vec<String>,
     /// Per frame, the controls drawn as icons outside the tree, by the backend id of the tree node nearest around

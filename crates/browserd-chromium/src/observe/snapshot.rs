@@ -24,6 +24,7 @@ const KEPT_ATTRS: &[&str] = &[
     "title",
     "aria-current",
     "aria-sort",
+    "aria-hidden",
 ];
 
 /// A DOM node's facts from the snapshot.
@@ -120,7 +121,7 @@ fn drawn_hidden_text<'a>(
         let parent = parents.get(i).and_then(Value::as_u64).and_then(|p| usize::try_from(p).ok()).filter(|&p| p < i);
         root[i] = parent.and_then(|p| root[p]);
         let is_text = nodes[i].tag == "#text";
-        if root[i].is_none() && !is_text && attr_of(i, "aria-hidden").as_deref() == Some("true") {
+        if root[i].is_none() && !is_text && nodes[i].attr("aria-hidden") == Some("true") {
             // A ligature icon font draws its text as a picture (`<span class="material-icons">delete</span>`).
             let ligature = nodes[i].tag == "mat-icon"
                 || attr_of(i, "class").is_some_and(|c| {
@@ -143,7 +144,7 @@ fn drawn_hidden_text<'a>(
                 text.push_str(values.get(i).map(s).unwrap_or_default());
             }
         } else if matches!(nodes[i].tag.as_str(), "button" | "a" | "input" | "select" | "textarea" | "svg" | "img")
-            || attr_of(i, "tabindex").is_some()
+            || nodes[i].attr("tabindex").is_some()
             || (pointer[i] && !pointer.get(r).copied().unwrap_or(false))
             || nodes[i].icon.is_some()
         {

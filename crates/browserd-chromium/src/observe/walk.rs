@@ -133,8 +133,11 @@ impl Renderer<'_> {
         if unrendered.below {
             self.push(indent, None, line::unrendered("below", "down"));
         }
-        self.hidden_text_after(frame, id, indent, named);
-        self.hidden_controls_after(frame, id, indent);
+        if let Some(b) = self.axs.get(frame).and_then(|ax| ax.nodes.get(id)).and_then(|n| n.backend) {
+            // What the page draws inside it that the tree leaves out, once its children are walked.
+            self.hidden_text_after(frame, b, indent, named);
+            self.hidden_controls_after(frame, b, indent);
+        }
         if block {
             self.text_break();
         }
