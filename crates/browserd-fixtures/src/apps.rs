@@ -45,6 +45,8 @@ const APPS: &[App] = &[
     App { path: "/apps/chat.html", script: "/apps/chat.js", title: "general — Acme chat" },
     App { path: "/apps/checkout.html", script: "/apps/checkout.js", title: "Checkout" },
     App { path: "/apps/console.html", script: "/apps/console.js", title: "Team console" },
+    App { path: "/apps/people.html", script: "/apps/people.js", title: "People admin" },
+    App { path: "/apps/ledger.html", script: "/apps/ledger.js", title: "Invoices — Ledgerly" },
 ];
 
 /// The built bundles and the hand-written app files, by path.
@@ -61,6 +63,8 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/chat.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/chat.js")),
     ("/apps/checkout.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/checkout.js")),
     ("/apps/console.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/console.js")),
+    ("/apps/people.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/people.js")),
+    ("/apps/ledger.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/ledger.js")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];
@@ -465,6 +469,26 @@ fn data(path: &str) -> Value {
                 children.iter().map(|(k, t)| json!([k, t])).collect::<Vec<_>>()])).collect::<Vec<_>>(),
             "rating": CONSOLE_RATING,
         }),
+        "/apps/people.html" => json!({
+            "title": "People admin",
+            "menu": PEOPLE_MENU,
+            "active": PEOPLE_ACTIVE,
+            "regionPlaceholder": PEOPLE_REGION_PLACEHOLDER,
+            "regions": PEOPLE_REGIONS,
+            "notify": true,
+            "rate": PEOPLE_RATING,
+            "sizes": PEOPLE_SIZES,
+            "people": PEOPLE,
+        }),
+        "/apps/ledger.html" => json!({
+            "brand": "Ledgerly",
+            "tooltip": LEDGER_TOOLTIP,
+            "title": "Invoices",
+            "nav": LEDGER_NAV,
+            "active": LEDGER_NAV[LEDGER_ACTIVE].0,
+            "menu": LEDGER_MENU,
+            "due": LEDGER_DUE.0,
+        }),
         "/apps/checkout.html" => json!({
             "item": {"name": CHECKOUT_ITEM.0, "cents": CHECKOUT_ITEM.1},
             "shipping": CHECKOUT_SHIPPING.iter().map(|(id, name, cents)| json!({"id": id, "name": name, "cents": cents}))
@@ -515,6 +539,31 @@ const CONSOLE_PERMISSIONS: &[Permission] = &[
     ("billing", "Billing", &[("billing.view", "View invoices")]),
 ];
 const CONSOLE_RATING: u32 = 3;
+
+/// The Element Plus people admin: its menu (key, label; the one at `PEOPLE_ACTIVE` open at load), the region Select
+/// (value, label), the rating at load (of 5), the density radio buttons (the second chosen at load) and the people
+/// (id, name). Notifications are on at load.
+const PEOPLE_MENU: &[(&str, &str)] = &[("overview", "Overview"), ("people", "People"), ("billing", "Billing")];
+const PEOPLE_ACTIVE: usize = 1;
+const PEOPLE_REGION_PLACEHOLDER: &str = "Choose a region";
+const PEOPLE_REGIONS: &[(&str, &str)] = &[("eu", "Europe"), ("us", "Americas"), ("ap", "Asia Pacific")];
+const PEOPLE_RATING: u32 = 3;
+const PEOPLE_SIZES: &[&str] = &["Large", "Medium", "Small"];
+const PEOPLE: &[(&str, &str)] = &[("p1", "Ada Lovelace"), ("p2", "Grace Hopper"), ("p3", "Alan Turing")];
+
+/// The Mantine invoicing app: its sidebar (key, label, disabled; the one at `LEDGER_ACTIVE` open at load), the open
+/// tooltip of the search button, the account menu's items and the due date.
+const LEDGER_NAV: &[(&str, &str, bool)] = &[
+    ("dashboard", "Dashboard", false),
+    ("invoices", "Invoices", false),
+    ("payments", "Payments", false),
+    ("settings", "Settings", true),
+];
+const LEDGER_ACTIVE: usize = 1;
+const LEDGER_TOOLTIP: &str = "Search everything";
+const LEDGER_MENU: &[&str] = &["Profile", "Billing", "Sign out"];
+/// The due date at load, as the date input's value and as it draws it.
+const LEDGER_DUE: (&str, &str) = ("2026-03-14", "March 14, 2026");
 
 /// The HTML shell of the app page at `path`, or `None` when there is no such app: the data as JSON (`<` escaped so
 /// no text can close the script element), a root element and the bundle.
@@ -717,6 +766,40 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             operable.extend((1..=5).map(|n| op("radio", "star", format!("rate:{n}"))));
             let texts =
                 vec!["Last action: none".into(), "Team console".into(), format!("{} of the team", CONSOLE_TABS[0])];
+            AppTruth { operable, texts }
+        }
+        "/apps/people.html" => {
+            // Element Plus draws the Select's combobox invisible behind its placeholder and the Rate as a slider: a
+            // click on either only opens or moves it, so they are not clicked among the others; nor are "Delete"
+            // (its confirmation covers the page) and "Add person" (its dialog does). The density chosen at load is
+            // clicked after "Small", so each click changes it.
+            let mut operable: Vec<AppOperable> =
+                PEOPLE_MENU.iter().map(|(key, label)| op("menuitem", *label, format!("menu:{key}"))).collect();
+            operable.push(AppOperable { role: "combobox", name: "Region".into(), records: None });
+            operable.push(op("switch", "Notifications", "notify:false"));
+            operable.push(AppOperable { role: "slider", name: "Satisfaction".into(), records: None });
+            operable.extend(PEOPLE_SIZES.iter().map(|s| op("radio", *s, format!("size:{s}"))));
+            for _ in PEOPLE {
+                operable.push(AppOperable { role: "button", name: "Delete".into(), records: None });
+            }
+            operable.push(AppOperable { role: "button", name: "Add person".into(), records: None });
+            let texts = vec!["Last action: none".into(), "People admin".into(), PEOPLE[0].1.into()];
+            AppTruth { operable, texts }
+        }
+        "/apps/ledger.html" => {
+            // The disabled sidebar entry takes no clicks; "Account" only opens its menu.
+            let mut operable = vec![op("button", "Search", "search")];
+            for (key, label, disabled) in LEDGER_NAV {
+                operable.push(if *disabled {
+                    AppOperable { role: "link", name: (*label).into(), records: None }
+                } else {
+                    op("link", *label, format!("nav:{key}"))
+                });
+            }
+            // The date input only opens its calendar.
+            operable.push(AppOperable { role: "button", name: "Due date".into(), records: None });
+            operable.push(AppOperable { role: "button", name: "Account".into(), records: None });
+            let texts = vec!["Last action: none".into(), LEDGER_TOOLTIP.into(), "Ledgerly".into(), LEDGER_DUE.1.into()];
             AppTruth { operable, texts }
         }
         "/apps/crm.html" => {

@@ -319,6 +319,18 @@ const PAGES: &[FixturePage] = &[
         marker: "Last action: none",
     },
     FixturePage {
+        path: "/apps/people.html",
+        category: "app",
+        description: "People admin (Element Plus 2 on Vue 3): a side menu whose open entry is marked only by its class, a Select whose combobox is invisible behind its placeholder, a Switch whose form label points at its 0×0 input while the drawn switch takes the click, a Rate drawn as a slider of stars, radio buttons, a Dialog and a delete confirmation that fade out before they are removed",
+        marker: "Last action: none",
+    },
+    FixturePage {
+        path: "/apps/ledger.html",
+        category: "app",
+        description: "Invoices (Mantine 9 on React 19): an AppShell whose header and sidebar are fixed-position landmarks, nav links whose open entry is marked only by data-active and whose disabled one only by pointer-events: none, a tooltip shown open that Floating UI makes focusable, a date input (a button named by its label, showing the date), an account menu that fades out before it is removed",
+        marker: "Last action: none",
+    },
+    FixturePage {
         path: "/apps/delegated.html",
         category: "app",
         description: "Settings (plain JS, jQuery-style document listener): sidebar items, result links, table rows",

@@ -608,7 +608,8 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
     // nameless `clickable (1 of 7):` over the real control; the Select was `clickable "Pick city":` over an unnamed
     // combobox; tree rows read `caret-down caret-down parent 1` (the switcher icon's name) and stars `star star`;
     // the open Select listed its screen-reader copy (`option "Beijing"` in a 0×0 listbox: NOT_ACTIONABLE when
-    // clicked) before the options a user clicks; a tab panel named by its tab lost its sentences.
+    // clicked) before the options a user clicks; a tab panel named by its tab lost its sentences; the current page
+    // of the pagination, marked only by its class, read as any other.
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
@@ -633,6 +634,9 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
     assert!(!page.contains("caret-down") && !page.contains("star star"), "no icon names in names: {page}");
     assert!(page.contains("treeitem \"Projects\" unchecked branch expanded"), "{page}");
     assert!(page.contains("button \"right\" title=\"Next Page\""), "{page}");
+    // antd marks the page shown only by a class (`ant-pagination-item-active`); a user sees it highlighted.
+    assert!(page.contains("clickable \"1\" current") && !page.contains("\"2\" current"), "page 1 is current: {page}");
+    assert!(!page.contains("focusable \"Members\" current"), "a shown tab panel says nothing more: {page}");
 
     let opened = click(ref_on(&page, "combobox \"Pick a region\"")).await;
     let effects = opened.structured_content.clone().expect("structured result")["effects"].to_string();
@@ -648,9 +652,137 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
     assert!(site.wait_for_record("page:2", std::time::Duration::from_secs(5)).await);
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(page.contains("Barbara Liskov"), "page 2 of the members: {page}");
+    assert!(page.contains("clickable \"2\" current") && !page.contains("\"1\" current"), "page 2 is current: {page}");
     let fourth = page.lines().filter(|l| l.contains("radio \"star\"")).nth(3).unwrap_or_else(|| panic!("{page}"));
     click(browserd_protocol::line_ref(fourth).expect("a ref line").to_owned()).await;
     assert!(site.wait_for_record("rate:4", std::time::Duration::from_secs(5)).await);
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_its_dialogs_through_mcp() {
+    // Found on Element Plus 2: a click on the Select's combobox was refused as covered (its input is invisible behind
+    // the placeholder the wrapper draws); a click on the Switch went to the form's `<label for>`, flipping the input
+    // without the switch's handler (the page then drew it off while the observation said `checked`); a click on the
+    // Rate (a slider of stars) landed on the first star and set it to 1; a dialog whose overlay listens for clicks was
+    // `clickable "Cancel Confirm":` instead of `dialog "Add person":`; after "Delete" in a confirmation that fades out,
+    // the effects and the next observation still showed the confirmation; the open menu entry was not marked.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| {
+        let client = &client;
+        async move {
+            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
+            let r = r.unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            r
+        }
+    };
+    let effects = |r: &CallToolResult| r.structured_content.clone().expect("structured result")["effects"].to_string();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/people.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("menuitem \"People\" current") && !page.contains("\"Overview\" current"), "{page}");
+
+    let opened = click(ref_on(&page, "combobox \"Region\"")).await;
+    assert!(effects(&opened).contains("expanded"), "the list opened: {}", effects(&opened));
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    click(ref_on(&page, "option \"Americas\"")).await;
+    assert!(site.wait_for_record("region:us", std::time::Duration::from_secs(5)).await);
+
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("switch \"Notifications\" checked"), "{page}");
+    let toggled = click(ref_on(&page, "switch \"Notifications\"")).await;
+    assert!(site.wait_for_record("notify:false", std::time::Duration::from_secs(5)).await);
+    assert!(effects(&toggled).contains("switch \\\"Notifications\\\" unchecked"), "{}", effects(&toggled));
+
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    click(ref_on(&page, "slider \"Satisfaction\"")).await;
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("slider \"Satisfaction\" focused: 3"), "a click on the rating kept its value: {page}");
+
+    let delete = page.lines().find(|l| l.contains("button \"Delete\"")).unwrap_or_else(|| panic!("{page}"));
+    click(browserd_protocol::line_ref(delete).expect("a ref line").to_owned()).await;
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("Delete Ada Lovelace?"), "{page}");
+    let deleted = click(ref_on(&page, "button \"Delete\" focused")).await;
+    assert!(site.wait_for_record("delete:p1", std::time::Duration::from_secs(5)).await);
+    assert!(!effects(&deleted).contains("Delete Ada Lovelace?"), "the confirmation is gone: {}", effects(&deleted));
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("Delete Ada Lovelace?") && !page.contains("Ada Lovelace"), "{page}");
+
+    click(ref_on(&page, "button \"Add person\"")).await;
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("dialog \"Add person\":") && !page.contains("clickable \"Cancel Confirm\""), "{page}");
+    let name = ref_on(&page, "textbox \"Name\"");
+    ok(&client
+        .call_tool(call("browser_act", json!({"action": "fill", "target": name, "value": "Barbara Liskov"}), "t1"))
+        .await
+        .unwrap());
+    let confirmed = click(ref_on(&page, "button \"Confirm\"")).await;
+    assert!(site.wait_for_record("dialog:confirm:Barbara Liskov", std::time::Duration::from_secs(5)).await);
+    assert!(!effects(&confirmed).contains("dialog \\\"Add person\\\""), "{}", effects(&confirmed));
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("dialog \"Add person\"") && page.contains("Barbara Liskov"), "{page}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_menu_closes_through_mcp() {
+    // Found on Mantine 9: the AppShell's fixed header and sidebar read as `popup:`s (an agent dismisses popups); the
+    // open NavLink (marked only by `data-active`) and the disabled one (only `pointer-events: none`) read as any
+    // other; the open tooltip was a `clickable` ref (React listens on every portal's container); after a menu item's
+    // click the menu, fading out, was still in the effects and the next observation; the date input, a button named
+    // by its `<label for>`, never showed its date.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| {
+        let client = &client;
+        async move {
+            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
+            let r = r.unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            r
+        }
+    };
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/ledger.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("popup:") && page.contains("banner:") && page.contains("navigation:"), "{page}");
+    assert!(page.contains("link \"Invoices\" current") && !page.contains("\"Dashboard\" current"), "{page}");
+    assert!(page.contains("link \"Settings\" disabled"), "{page}");
+    assert!(!page.contains("button \"Account\" current"), "a button's pressed look is no state: {page}");
+    // The date input is a button named by its label: the date it shows is read under it.
+    let due = page.lines().position(|l| l.contains("button \"Due date\"")).unwrap_or_else(|| panic!("{page}"));
+    assert!(page.lines().nth(due + 1).is_some_and(|l| l.trim_start_matches(['|', ' ']) == "March 14, 2026"), "{page}");
+    let tip = page.lines().find(|l| l.contains("Search everything")).unwrap_or_else(|| panic!("{page}"));
+    assert!(browserd_protocol::line_ref(tip).is_none(), "a tooltip is read, not a control: {page}");
+
+    click(ref_on(&page, "button \"Account\"")).await;
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let chosen = click(ref_on(&page, "menuitem \"Billing\"")).await;
+    assert!(site.wait_for_record("menu:Billing", std::time::Duration::from_secs(5)).await);
+    let effects = chosen.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("disappeared") && !effects.contains("menuitem"), "the menu closed: {effects}");
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("menu \"Account\"") && !page.contains("menuitem"), "{page}");
+
+    click(ref_on(&page, "link \"Payments\"")).await;
+    assert!(site.wait_for_record("nav:payments", std::time::Duration::from_secs(5)).await);
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("link \"Payments\" current") && !page.contains("\"Invoices\" current"), "{page}");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

@@ -86,8 +86,22 @@ const CHECK: &str = r"function(pointNode, checkHit) {
     let h = el.ownerDocument.elementFromPoint(cx, cy);
     while (h && h.shadowRoot) { const d = h.shadowRoot.elementFromPoint(cx, cy); if (!d || d === h) break; h = d; }
     let inside = false;
-    for (let n = h; n; n = n.parentNode || n.host) { if (n === e) { inside = true; break; } }
+    // Inside the target, or inside the element browserd clicks for it (the drawn switch around a 0×0 input).
+    for (let n = h; n; n = n.parentNode || n.host) { if (n === e || n === p) { inside = true; break; } }
     if (!inside && h) { const l = h.closest && h.closest('label'); if (l && l.control === e) inside = true; }
+    if (!inside && h && (tag === 'INPUT' || el.getAttribute('role') === 'combobox')) {
+      // A field under its own widget's parts (a Select's placeholder drawn over its invisible input; the box that
+      // takes the clicks for an input with `pointer-events: none`): the click reaches the widget the field is part
+      // of, as a user's does, unless another control of it is at the point (its clear button).
+      let a = el.parentElement;
+      for (let i = 0; i < 3 && a; i++, a = a.parentElement) {
+        if (!a.contains(h)) continue;
+        let other = false;
+        for (let n = h; n && n !== a; n = n.parentElement) { if (n.matches(OTHER)) { other = true; break; } }
+        inside = !other;
+        break;
+      }
+    }
     if (inside && outer) inside = w.document.elementFromPoint(cx + ox, cy + oy) === outer;
     out.hitInside = inside;
     out.hitOther = false;

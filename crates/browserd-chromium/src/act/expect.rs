@@ -279,14 +279,8 @@ impl Run<'_> {
             }
             lost = self.link_lost();
             if lost.is_none() {
+                self.await_exits().await;
                 self.take_effects().await;
-                // Lines covered while transitions run: once, the effects are taken again after them.
-                if !self.cover_awaited && self.shows_covered() {
-                    self.cover_awaited = true;
-                    if self.await_cover().await {
-                        self.take_effects().await;
-                    }
-                }
             }
             self.log_effects();
             if params.expected.is_empty() || lost.is_some() {

@@ -52,8 +52,8 @@ pub(super) struct Run<'a> {
     /// The field typed into offers suggestions and showed none yet: the settle gives them time to come
     /// ([`Run::await_suggestions`]).
     pub(super) suggests: bool,
-    /// The effects were taken again once the transitions of a cover the input brought had run (`Run::await_cover`).
-    pub(super) cover_awaited: bool,
+    /// What the input set on its way out was waited for (`Run::await_exits`).
+    pub(super) exits_awaited: bool,
 }
 
 pub(super) fn index(i: usize) -> u32 {
@@ -99,7 +99,7 @@ impl<'a> Run<'a> {
             network_enabled: Vec::new(),
             input_at: None,
             suggests: false,
-            cover_awaited: false,
+            exits_awaited: false,
         })
     }
 }

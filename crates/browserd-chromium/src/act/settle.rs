@@ -25,14 +25,35 @@ pub(super) const QUIET_EXPECTING_MS: f64 = 15.0;
 pub(super) const QUIET_FRAMED_MS: f64 = 4.0;
 /// Longest settle window when nothing is expected.
 pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
-/// Longest wait for the transitions running while lines the input left covered (a menu's backdrop fading out) to end.
-pub(super) const COVER_TRANSITION_WAIT: Duration = Duration::from_millis(600);
-/// Whether CSS transitions or animations that end (infinite ones, a spinner, never do) are running on the element the
-/// last pointer press went to or around it: what the user clicked is on its way out (an option of a closing menu).
-const TRANSITIONS_RUNNING: &str = "(() => { const b = window.__browserd; const t = b && b.target; \
-    if (!t || !t.isConnected) return false; \
-    return document.getAnimations().some((a) => a.playState === 'running' && a.effect && a.effect.target && \
-      a.effect.target.contains(t) && Number.isFinite(a.effect.getComputedTiming().endTime)); })()";
+/// Longest wait for what the input set on its way out (a menu fading, a dialog's leave animation) to finish.
+pub(super) const EXIT_WAIT: Duration = Duration::from_millis(600);
+/// Whether something the input set off is on its way out: a finite CSS transition or animation (at most a second
+/// long: longer ones are timers, a toast's countdown) begun since the last pointer or key press, that takes text out
+/// of view (opacity to 0, height to 0, visibility to hidden: a menu fading, an accordion closing), or a Vue
+/// `<Transition>` leaving (its `-leave-active` class is set a frame before the fade itself starts). What only
+/// recolours (a hover, a focus ring) or carries no text (a button's ripple, a backdrop) is not waited for.
+const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b.at == null) return false;
+  const gone = (k, v) => {
+    v = String(v).trim();
+    if (k === 'opacity') return parseFloat(v) < 0.05;
+    if (k === 'visibility') return v === 'hidden';
+    if (/^(height|maxHeight|max-height|gridTemplateRows|grid-template-rows)$/.test(k)) return /^0(px|fr)?$/.test(v);
+    return false;
+  };
+  const texty = (t) => t && t.nodeType === 1 && t.isConnected && (t.textContent || '').trim() !== '';
+  const leaving = document.getAnimations().some((a) => {
+    const e = a.effect; if (!e || !(a.playState === 'running' || a.pending) || !texty(e.target)) return false;
+    const t = e.getComputedTiming();
+    if (!Number.isFinite(t.endTime) || t.activeDuration > 1000) return false;
+    if (a.startTime !== null && a.startTime < b.at - 1) return false;
+    const last = e.getKeyframes().slice(-1)[0] || {};
+    return Object.keys(last).some((k) => gone(k, last[k]));
+  });
+  if (leaving) return true;
+  for (const el of document.querySelectorAll('[class*="-leave-active"]')) {
+    if (texty(el) && el.getClientRects().length) return true;
+  }
+  return false; })()"#;
 
 /// How long after the input a field that offers suggestions is given to show them: search-as-you-type lists wait
 /// for a pause in the typing first (jQuery UI's autocomplete 300 ms; most debounce 150–300 ms).
@@ -56,8 +77,8 @@ pub(crate) const TRACKER: &str = r#"(() => {
     return null;
   };
   // The element a pointer press went to (the input's target, wherever the page moves it); a key press clears it.
-  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; }, true);
-  document.addEventListener('keydown', () => { st.target = null; }, true);
+  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; st.at = performance.now(); }, true);
+  document.addEventListener('keydown', () => { st.target = null; st.at = performance.now(); }, true);
   new MutationObserver((ms) => {
     const mark = performance.now();
     st.last = mark;
@@ -220,24 +241,21 @@ impl Run<'_> {
         }
     }
 
-    /// Whether the effect summary's observation shows lines covered: by a dialog's backdrop the input brought, or one
-    /// on its way out (MUI's menu and select keep their invisible backdrop over the page while their list fades
-    /// out, and the list's options are still there until it has).
-    pub(super) fn shows_covered(&self) -> bool {
-        self.last_built.as_ref().is_some_and(|b| b.nodes.iter().any(|n| n.states.iter().any(|s| s == "covered")))
-    }
-
-    /// When lines are covered while transitions run on what the input clicked (an option of a menu fading out over
-    /// its backdrop): waits, bounded, for them to end and the DOM to be quiet, so the effects say what the page
-    /// settles on (the menu gone and nothing covered) rather than a frame of its transition. True when it waited.
-    pub(super) async fn await_cover(&mut self) -> bool {
-        let bound = (Instant::now() + COVER_TRANSITION_WAIT).min(self.deadline);
+    /// When the input changed the page and set something on its way out (a menu or dialog fading before it is
+    /// removed, see [`EXITS_RUNNING`]): waits, bounded, for that to end and the DOM to be quiet, so the effects and
+    /// the next observation say what the page settles on, not a frame of its transition. Once per action.
+    pub(super) async fn await_exits(&mut self) {
+        if self.exits_awaited || self.dom_changed != Some(true) {
+            return;
+        }
+        self.exits_awaited = true;
+        let bound = (Instant::now() + EXIT_WAIT).min(self.deadline);
         let mut waited = false;
         while Instant::now() < bound {
             if self.dialog_open().is_some() || self.link_lost().is_some() {
                 break;
             }
-            let running = world::eval(self.p, self.tab, &self.session, TRANSITIONS_RUNNING, self.deadline).await;
+            let running = world::eval(self.p, self.tab, &self.session, EXITS_RUNNING, self.deadline).await;
             if !matches!(running, Ok(Value::Bool(true))) {
                 break;
             }
@@ -247,7 +265,6 @@ impl Run<'_> {
         if waited {
             self.settle(QUIET_EXPECTING_MS).await;
         }
-        waited
     }
 
     /// The effect summary, unless the link went away or a JavaScript dialog holds the page; a failure to observe is

@@ -11,6 +11,25 @@ use super::snapshot::DomNode;
 use crate::ax::{AxNode, AxTree};
 use crate::state::NodeFacts;
 
+/// Roles whose own ARIA states say which one is chosen (`selected`, `checked`), and the tab panel, the one shown:
+/// their class never adds a state.
+const ROLES_WITH_CHOICE_STATE: &[&str] = &[
+    "option",
+    "tab",
+    "treeitem",
+    "radio",
+    "checkbox",
+    "switch",
+    "menuitemradio",
+    "menuitemcheckbox",
+    "row",
+    "gridcell",
+    "columnheader",
+    "rowheader",
+    // Only the shown panel is there: `ant-tabs-tabpane-active` says nothing more.
+    "tabpanel",
+];
+
 impl Renderer<'_> {
     /// The line of an operable node (`shown`: the role it shows), then the operable nodes inside it (a select's
     /// options are on its own line). Past the node budget, or once the byte budget is spent, it is counted as
@@ -166,7 +185,14 @@ impl Renderer<'_> {
         if n.flag("focused") {
             self.out.focused = Some(r.clone());
         }
-        if !dom.as_ref().is_some_and(|d| d.clickable || d.pointer) {
+        // Where the click goes when the node itself does not take it: a value widget (a slider, a rating drawn as
+        // one) at its own centre, as a user's click would land; a control with no box of its own (the 0×0 input of a
+        // drawn switch) on the drawn wrapper that handles it; anything else through its descendant that does.
+        let sets_value = matches!(shown, "slider" | "scrollbar" | "spinbutton");
+        if dom.as_ref().is_some_and(|d| d.rect.is_some_and(|[_, _, w, h]| w <= 1.0 || h <= 1.0)) {
+            let wrapper = n.backend.and_then(|b| self.drawn_click_wrapper(frame, b));
+            self.refs.set_click_backend(&r, wrapper);
+        } else if !sets_value && !dom.as_ref().is_some_and(|d| d.clickable || d.pointer) {
             let inner = self.click_descendant(frame, ax, id, 0);
             self.refs.set_click_backend(&r, inner);
         }
@@ -396,15 +422,22 @@ impl Renderer<'_> {
     /// content is presentational (a button's or a tab's content is its name, whatever `aria-label` calls it).
     fn content_beside_name(&self, frame: &str, id: &str, shown: &str, name: &str) -> bool {
         // Only the markup names an element other than by its content: no need to read the content of every link.
-        let named_apart = self.axs[frame].nodes.get(id).and_then(|n| self.dom(frame, n)).is_some_and(|d| {
-            d.attr("aria-labelledby").is_some() || d.attr("aria-label").is_some() || d.attr("title").is_some()
-        });
-        if !named_apart || !matches!(shown, "clickable" | "focusable" | "link" | "treeitem" | "menuitem") {
+        // A button may be named by a `<label for>` too (Mantine's date input: `<label for=d>Due date</label><button
+        // id=d>March 14, 2024</button>`), which only its content tells: the date it shows is read under it.
+        let named_apart = shown == "button"
+            || self.axs[frame].nodes.get(id).and_then(|n| self.dom(frame, n)).is_some_and(|d| {
+                d.attr("aria-labelledby").is_some() || d.attr("aria-label").is_some() || d.attr("title").is_some()
+            });
+        if !named_apart || !matches!(shown, "clickable" | "focusable" | "link" | "treeitem" | "menuitem" | "button") {
             return false;
         }
         let mut t = String::new();
         self.subtree_text(frame, &self.axs[frame], id, &mut t);
         let (t, name) = (line::fold(&t), line::fold(name));
+        // A button's glyph beside its label (`×` of a "Close" button) is not read again.
+        if shown == "button" && t.chars().filter(|c| c.is_alphanumeric()).count() < 2 {
+            return false;
+        }
         // Either in the other: a name taken from the content (with or without a list marker, an icon's text). A
         // content that says more than its name around it (antd's panel `Members of the team`, named `Members`) is
         // read.
@@ -524,6 +557,16 @@ impl Renderer<'_> {
         if let Some(c) = dom.and_then(|d| d.current.as_deref()) {
             s.push(if c == "true" { "current".to_owned() } else { format!("current={c}") });
         }
+        // The same said only by the page's styling (`ant-pagination-item-active`, Bootstrap's `active`, `is-active`,
+        // `Mui-selected`), on an element whose role has no state of its own for it and where no ARIA state says it.
+        if let Some(c) = dom.and_then(|d| d.class_state)
+            && !ROLES_WITH_CHOICE_STATE.contains(&role)
+            && !ROLES_WITH_CHOICE_STATE.contains(&n.role.as_str())
+            && !s.iter().any(|st| st.starts_with("current") || matches!(st.as_str(), "checked" | "pressed"))
+            && !n.flag("selected")
+        {
+            s.push(c.label().to_owned());
+        }
         if role == "heading"
             && let Some(level) = n.prop("level").and_then(Value::as_u64)
         {
@@ -547,6 +590,14 @@ impl Renderer<'_> {
             if n.flag(prop) {
                 s.push(label.into());
             }
+        }
+        // A link or button that takes no pointer events (`pointer-events: none`, the way Bootstrap and Mantine
+        // disable links) is disabled to a user: a click goes through it, and `act` refuses it.
+        if matches!(role, "link" | "button" | "clickable" | "menuitem" | "tab")
+            && dom.is_some_and(|d| d.pass_through && d.rect.is_some())
+            && !s.iter().any(|st| st == "disabled")
+        {
+            s.push("disabled".into());
         }
         if n.prop("invalid").and_then(Value::as_str).is_some_and(|v| v != "false") {
             s.push("invalid".into());

@@ -13,6 +13,7 @@
 //! expanded popup control points at, under it); alike lines get context (`context`); the result is rendered in the
 //! line format (`line`) as a full observation or a diff.
 
+mod class_state;
 mod combobox;
 mod context;
 mod controls;

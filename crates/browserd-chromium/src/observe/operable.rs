@@ -72,6 +72,14 @@ impl Renderer<'_> {
     pub(super) fn operability(&mut self, frame: &str, ax: &AxTree, id: &str) -> Operability {
         let Some(n) = ax.nodes.get(id) else { return Operability::Plain };
         match self.operable(frame, ax, id) {
+            // A dialog's own listener (a click on its backdrop closes it) and the panel filling it do not make them
+            // controls: the dialog keeps its line, named as it is, with its content under it.
+            Some((_, false))
+                if matches!(n.role.as_str(), "dialog" | "alertdialog")
+                    || self.dialog_panels.contains(&(frame.to_owned(), id.to_owned())) =>
+            {
+                Operability::Plain
+            }
             Some((shown, false)) if self.in_operable == 0 && self.has_operable_descendant(frame, ax, id, 0) => {
                 if let Some(fold) = self.fold(frame, ax, id) {
                     return Operability::Fold(fold);
@@ -217,6 +225,11 @@ impl Renderer<'_> {
     pub(super) fn operable(&self, frame: &str, ax: &AxTree, id: &str) -> Option<(String, bool)> {
         let n = ax.nodes.get(id)?;
         let role = n.role.as_str();
+        if role == "tooltip" {
+            // What a tooltip says is read where it is; the tooltip itself is never a control (Mantine's takes focus
+            // for its floating layer, which made it a `clickable` ref in some observations and not in others).
+            return None;
+        }
         if INTERACTIVE.contains(&role) {
             if self.dom(frame, n).is_some_and(|d| d.by_label) {
                 // Its label is the control a user clicks, and has the line.
@@ -256,6 +269,12 @@ impl Renderer<'_> {
         if matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label") {
             return None;
         }
+        if self.in_toggle_label(frame, ax, d) || self.textless_toggle_part(frame, ax, id, d) {
+            // A part of the label of a checkbox, radio or switch (Element Plus's radio button: `<label><input
+            // type=radio><span class="el-radio-button__inner">Large</span></label>`, the span with a pointer): a
+            // click there is a click on the label, which the control's own line takes.
+            return None;
+        }
         // A heading the page handles clicks on (a column's title that folds it) still reads as a heading.
         let shown = |kind: &str| Some((if role == "heading" { "heading" } else { kind }.to_owned(), false));
         if d.in_tab_order() && !focus_sentinel(d, n) {
@@ -264,7 +283,7 @@ impl Renderer<'_> {
         if d.own_pointer() || anchor_without_href(d) {
             return shown("clickable");
         }
-        if d.clickable && !listener_over_nothing(ax, n) {
+        if d.clickable && !listener_over_nothing(ax, n) && !listener_over_tooltip(ax, n, d) {
             return shown("clickable");
         }
         if self.delegated_item(frame, d) {
@@ -292,11 +311,19 @@ impl Renderer<'_> {
             && self.dom(frame, n).is_some_and(|d| {
                 d.toggle.is_some()
                     || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
+                        && d.attr("role") != Some("tooltip")
                         && ((d.in_tab_order() && !focus_sentinel(d, n))
-                            || (d.clickable && !self.axs.get(frame).is_some_and(|ax| listener_over_nothing(ax, n)))
+                            || (d.clickable
+                                && !self
+                                    .axs
+                                    .get(frame)
+                                    .is_some_and(|ax| listener_over_nothing(ax, n) || listener_over_tooltip(ax, n, d)))
                             || d.own_pointer()
                             || anchor_without_href(d)
                             || self.delegated_item(frame, d))
+                        && !self.axs.get(frame).is_some_and(|ax| {
+                            self.in_toggle_label(frame, ax, d) || self.textless_toggle_part_node(frame, ax, n, d)
+                        })
             })
     }
 
@@ -349,6 +376,59 @@ impl Renderer<'_> {
         None
     }
 
+    /// Whether node `id` is a [`DomNode::toggle_part`] with no text and no icon.
+    fn textless_toggle_part(&self, frame: &str, ax: &AxTree, id: &str, d: &super::snapshot::DomNode) -> bool {
+        ax.nodes.get(id).is_some_and(|n| self.textless_toggle_part_node(frame, ax, n, d))
+    }
+
+    fn textless_toggle_part_node(
+        &self,
+        frame: &str,
+        ax: &AxTree,
+        n: &crate::ax::AxNode,
+        d: &super::snapshot::DomNode,
+    ) -> bool {
+        if !d.toggle_part || d.icon.is_some() || !n.name.trim().is_empty() {
+            return false;
+        }
+        let mut t = String::new();
+        for c in &n.children {
+            self.subtree_text(frame, ax, c, &mut t);
+        }
+        t.trim().is_empty()
+    }
+
+    /// Whether one of the three elements around `d` is the `<label>` that names a checkbox, radio or switch.
+    fn in_toggle_label(&self, frame: &str, ax: &AxTree, d: &super::snapshot::DomNode) -> bool {
+        let Some(docs) = self.docs.get(frame) else { return false };
+        let mut at = d.parent;
+        for _ in 0..3 {
+            let Some(b) = at else { return false };
+            let Some(p) = docs.get(&b) else { return false };
+            if p.tag == "label" {
+                return self.labels_a_toggle(frame, ax, b);
+            }
+            at = p.parent;
+        }
+        false
+    }
+
+    /// The nearest of the two elements around a control with no box of its own that is drawn and takes clicks (a
+    /// listener or a pointer cursor): what a user clicks to operate it.
+    pub(super) fn drawn_click_wrapper(&self, frame: &str, backend: i64) -> Option<i64> {
+        let docs = self.docs.get(frame)?;
+        let mut at = docs.get(&backend)?.parent;
+        for _ in 0..2 {
+            let b = at?;
+            let d = docs.get(&b)?;
+            if (d.clickable || d.pointer) && d.rect.is_some_and(|[_, _, w, h]| w > 1.0 && h > 1.0) {
+                return Some(b);
+            }
+            at = d.parent;
+        }
+        None
+    }
+
     /// The descendant (outside other operable nodes) with a click listener or a pointer cursor that takes the node's
     /// click: the first that holds text (a tree row's title, not the switcher icon before it, which only expands the
     /// row), else the first.
@@ -385,6 +465,14 @@ impl Renderer<'_> {
             self.click_descendants(frame, ax, c, depth + 1, out);
         }
     }
+}
+
+/// A click listener (no pointer cursor, no `tabindex`) on an element whose only content is a tooltip: the container
+/// React renders a portal into, which it listens on for every event (Mantine's open tooltip read as a `clickable`).
+fn listener_over_tooltip(ax: &AxTree, n: &crate::ax::AxNode, d: &super::snapshot::DomNode) -> bool {
+    !d.own_pointer()
+        && d.attr("tabindex").is_none()
+        && matches!(n.children.as_slice(), [only] if ax.nodes.get(only).is_some_and(|c| c.role == "tooltip"))
 }
 
 /// A click listener on an element all of whose content is hidden (a framework's root, whose listener serves the

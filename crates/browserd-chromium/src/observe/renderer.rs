@@ -55,6 +55,9 @@ pub(super) struct Renderer<'a> {
     pub(super) omitted_lines: u32,
     /// Containers being walked (frame, backend), innermost last; the regions to offer to expand.
     pub(super) containers: Vec<(String, i64)>,
+    /// The only child (frame, node id) of each dialog walked: a panel that takes focus or clicks there (Element Plus's
+    /// `<div class="el-dialog" tabindex="-1">` around the whole dialog) is the dialog itself, not a control in it.
+    pub(super) dialog_panels: std::collections::HashSet<(String, String)>,
     pub(super) expand: Vec<(String, i64)>,
     /// The context chain of the current node: the quoted names of the rows, items, containers and headings around
     /// it, outermost first.
@@ -224,6 +227,7 @@ impl<'a> Renderer<'a> {
             omitted_lines: 0,
             bytes_full: None,
             containers: Vec::new(),
+            dialog_panels: std::collections::HashSet::new(),
             expand: Vec::new(),
             context: Vec::new(),
             inter: Vec::new(),

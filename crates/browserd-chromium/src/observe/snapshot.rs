@@ -25,6 +25,7 @@ const KEPT_ATTRS: &[&str] = &[
     "aria-current",
     "aria-sort",
     "aria-hidden",
+    "role",
 ];
 
 /// A DOM node's facts from the snapshot.
@@ -65,6 +66,9 @@ pub(crate) struct DomNode {
     pub(crate) toggle: Option<Toggle>,
     /// A checkbox or radio whose `<label>` carries its [`Toggle`] (the input itself has no box a click can reach).
     pub(crate) by_label: bool,
+    /// A sibling of the boxless input of a drawn control that takes its clicks (the track of Element Plus's switch):
+    /// with no text of its own it is a part of that control, not one of its own.
+    pub(crate) toggle_part: bool,
     /// On a label with a [`DomNode::toggle`]: the backend id of the input it stands for (whose accessible name is
     /// the label's text, even where Chromium leaves the label itself out of the tree).
     pub(crate) toggle_input: Option<i64>,
@@ -77,6 +81,9 @@ pub(crate) struct DomNode {
     pub(crate) keeps_spaces: bool,
     /// Its `aria-current` value (`page`, `step`, `true`, ...), or its list item's: it is the one the user is on.
     pub(crate) current: Option<String>,
+    /// What its class list (or `data-active`) says, or its list item's, where no ARIA state does: the current page
+    /// of an antd or Bootstrap pagination, the open entry of a sidebar menu.
+    pub(crate) class_state: Option<super::class_state::ClassState>,
     /// The icon it draws, or the first one drawn within three levels below it (`trash` for `<i class="fa
     /// fa-trash">`, see [`super::icon`]): what a button with no name shows.
     pub(crate) icon: Option<String>,
@@ -234,6 +241,10 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                         .find(|c| c.len() == 2 && s(&c[0]) == "class")
                         .and_then(|c| super::disclosure::from_class(s(&c[1])))
                 }),
+                class_state: attrs.get(i).and_then(Value::as_array).and_then(|a| {
+                    let attr = |name: &str| a.chunks(2).find(|c| c.len() == 2 && s(&c[0]) == name).map(|c| s(&c[1]));
+                    super::class_state::from_attrs(attr("class"), attr("data-active"))
+                }),
                 ..Default::default()
             })
             .collect();
@@ -321,7 +332,9 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
             // `aria-current` of an element, or of the list item it sits in.
             let li = parent.map(|p| &nodes[p]).filter(|p| p.tag == "li");
             let current = aria_current(&nodes[i]).or_else(|| li.and_then(aria_current)).map(str::to_owned);
+            let li_state = li.and_then(|l| l.class_state);
             nodes[i].current = current;
+            nodes[i].class_state = nodes[i].class_state.or(li_state);
             // A line-through is drawn across the text of every descendant (the computed value is not inherited).
             if parent.is_some_and(|p| nodes[p].struck) {
                 nodes[i].struck = true;
@@ -337,7 +350,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 cur = parent_of(c).filter(|&p| p < c);
             }
         }
-        label_toggles(&mut nodes, &attrs, &parents, &backend, &n["inputChecked"], &laid_out, &s);
+        label_toggles(&mut nodes, &attrs, &parents, &backend, &n["inputChecked"], &laid_out, &pointer, &s);
         drawn_hidden_text(&mut nodes, &attrs, &parents, &values, &laid_out, &pointer, &invisible, &s);
         // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.
         let mut last_child: HashMap<i64, usize> = HashMap::new();
@@ -468,7 +481,10 @@ impl Toggle {
 /// Gives each `<label>` whose checkbox or radio has no box a click can reach (not laid out: `hidden`, `display:
 /// none`; or at most 1 px wide or high: the transparent 0×0 input of a CSS switch) that control's role and checked
 /// state ([`DomNode::toggle`]); the label is what a user clicks. The control is the label's descendant or the
-/// element its `for` names.
+/// element its `for` names — unless the input sits in a drawn switch that takes the clicks itself (Element Plus's
+/// `<div class="el-switch" @click.prevent>` around its 0×0 input): a user clicks what is drawn, and a click on the
+/// form's `<label for>` would reach the input without the switch's handler.
+#[allow(clippy::too_many_arguments)]
 fn label_toggles<'a>(
     nodes: &mut [DomNode],
     attrs: &[Value],
@@ -476,6 +492,7 @@ fn label_toggles<'a>(
     backend: &[Value],
     checked: &Value,
     laid_out: &[bool],
+    pointer: &[bool],
     s: &impl Fn(&Value) -> &'a str,
 ) {
     let attr = |i: usize, name: &str| -> Option<&'a str> {
@@ -516,6 +533,7 @@ fn label_toggles<'a>(
     // The first `<label>` (tree order) naming each id in its `for`, built once for the document: a page of many hidden
     // switches must not rescan every node for each of them.
     let mut label_for: Option<HashMap<&str, usize>> = None;
+    let mut drawn: std::collections::HashSet<usize> = std::collections::HashSet::new();
     for (input, mut toggle) in toggles {
         toggle.checked = is_checked.contains(&input);
         // The nearest `<label>` around the input, else a label whose `for` names it.
@@ -531,6 +549,17 @@ fn label_toggles<'a>(
                 None => break,
             }
         }
+        // The drawn control around the input that takes its clicks, when the label is not inside it (MUI's Rating
+        // keeps each star's `<label for>` inside the root that has the pointer: there the label is the star).
+        let drawn_wrapper = |label: usize| {
+            std::iter::successors(parent(input), |&p| parent(p)).take(2).any(|p| {
+                let n = &nodes[p];
+                (n.clickable || pointer.get(p).copied().unwrap_or(false))
+                    && laid_out.get(p).copied().unwrap_or(false)
+                    && n.rect.is_some_and(|[_, _, w, h]| w > 1.0 && h > 1.0)
+                    && !std::iter::successors(Some(label), |&l| parent(l)).take(64).any(|l| l == p)
+            })
+        };
         if label.is_none()
             && let Some(id) = attr(input, "id").filter(|id| by_id.get(id) == Some(&input))
         {
@@ -543,12 +572,25 @@ fn label_toggles<'a>(
                 }
                 m
             });
-            label = label_for.get(id).copied();
+            let found = label_for.get(id).copied();
+            label = found.filter(|&l| !drawn_wrapper(l));
+            if found.is_some() && label.is_none() {
+                drawn.extend(parent(input));
+            }
         }
         if let Some(l) = label.filter(|&l| laid_out.get(l).copied().unwrap_or(false)) {
             nodes[l].toggle = Some(toggle);
             nodes[l].toggle_input = backend.get(input).and_then(Value::as_i64);
             nodes[input].by_label = true;
+        }
+    }
+    // The parts drawn beside the input of a drawn control (Element Plus's `el-switch__core` with its pointer): a
+    // click there is the control's, whose own line takes it.
+    if !drawn.is_empty() {
+        for (i, node) in nodes.iter_mut().enumerate() {
+            if parent(i).is_some_and(|p| drawn.contains(&p)) && node.tag != "input" {
+                node.toggle_part = true;
+            }
         }
     }
 }

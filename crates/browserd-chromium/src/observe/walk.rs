@@ -147,8 +147,10 @@ impl Renderer<'_> {
     fn walk_inner(&mut self, frame: &str, id: &str, indent: u16, named: bool) {
         let Some(ax) = self.axs.get(frame) else { return };
         let Some(n) = ax.nodes.get(id) else { return };
+        // A header, sidebar or footer fixed in place (Mantine's AppShell) is the page's own landmark, not a popup.
         if !self.in_popup
             && !n.hidden
+            && !matches!(n.role.as_str(), "banner" | "navigation" | "contentinfo" | "complementary" | "main")
             && self.dom(frame, n).is_some_and(|d| d.fixed)
             && self.has_operable_descendant(frame, ax, id, 0)
         {
@@ -519,6 +521,11 @@ impl Renderer<'_> {
             self.containers.push((frame.to_owned(), b));
         }
         let named_children = role == "row" && !n.name.is_empty();
+        if matches!(role, "dialog" | "alertdialog")
+            && let [panel] = n.children.as_slice()
+        {
+            self.dialog_panels.insert((frame.to_owned(), panel.clone()));
+        }
         for c in &n.children {
             self.walk(frame, c, indent + 1, named_children);
         }
@@ -635,7 +642,11 @@ impl Renderer<'_> {
 
     /// Whether a `LabelText` node is the label a checkbox, radio or switch of its frame is named by (`labelledby`).
     fn names_a_toggle(&self, frame: &str, ax: &AxTree, n: &AxNode) -> bool {
-        let Some(b) = n.backend else { return false };
+        n.backend.is_some_and(|b| self.labels_a_toggle(frame, ax, b))
+    }
+
+    /// Whether the element `b` is the label a checkbox, radio or switch of its frame is named by (`labelledby`).
+    pub(super) fn labels_a_toggle(&self, frame: &str, ax: &AxTree, b: i64) -> bool {
         let mut memo = self.toggle_labels.borrow_mut();
         let labels = memo.entry(frame.to_owned()).or_insert_with(|| {
             ax.nodes

@@ -1,0 +1,86 @@
+// An invoicing app built with Mantine 9 (React 19), the way Mantine apps are: an AppShell whose header and sidebar
+// are `position: fixed` landmarks, NavLinks whose open entry is marked only by `data-active` and whose disabled one
+// only by `pointer-events: none` (and `data-disabled`), a Tooltip shown open (Floating UI makes it focusable,
+// `tabindex="-1"`), an account Menu whose dropdown fades out (a 150 ms opacity transition) before it is removed, and a
+// DatePickerInput: a `<button>` showing the date, named by its `<label for>`.
+import { useState } from 'react';
+import { createRoot } from 'react-dom/client';
+import { MantineProvider, AppShell, NavLink, Tooltip, ActionIcon, Menu, Button, Title, Text } from '@mantine/core';
+import { DatePickerInput } from '@mantine/dates';
+import css from '@mantine/core/styles.css';
+import datesCss from '@mantine/dates/styles.css';
+import { record, pageData } from './record.js';
+
+const data = pageData();
+
+function App() {
+  const [active, setActive] = useState(data.active);
+  const [last, setLast] = useState('Last action: none');
+  const [due, setDue] = useState(data.due);
+  const note = (event) => {
+    record(event);
+    setLast(`Last action: ${event}`);
+  };
+  return (
+    <AppShell header={{ height: 56 }} navbar={{ width: 200, breakpoint: 0 }} padding="md">
+      <AppShell.Header style={{ display: 'flex', alignItems: 'center', justifyContent: 'space-between', padding: '0 16px' }}>
+        <Text fw={700}>{data.brand}</Text>
+        <Tooltip label={data.tooltip} opened position="bottom">
+          <ActionIcon variant="default" aria-label="Search" onClick={() => note('search')}>
+            ⌕
+          </ActionIcon>
+        </Tooltip>
+      </AppShell.Header>
+      <AppShell.Navbar p="xs">
+        {data.nav.map(([key, label, disabled]) => (
+          <NavLink
+            key={key}
+            href={`#${key}`}
+            label={label}
+            active={key === active}
+            disabled={disabled}
+            onClick={(e) => {
+              e.preventDefault();
+              setActive(key);
+              note(`nav:${key}`);
+            }}
+          />
+        ))}
+      </AppShell.Navbar>
+      <AppShell.Main>
+        <Title order={1} size="h3">{data.title}</Title>
+        <p>{last}</p>
+        <DatePickerInput
+          label="Due date"
+          value={due}
+          onChange={(d) => {
+            setDue(d);
+            note(`due:${d}`);
+          }}
+          style={{ maxWidth: 240, marginBottom: 12 }}
+        />
+        <Menu transitionProps={{ transition: 'fade', duration: 150 }}>
+          <Menu.Target>
+            <Button variant="default">Account</Button>
+          </Menu.Target>
+          <Menu.Dropdown>
+            {data.menu.map((item) => (
+              <Menu.Item key={item} onClick={() => note(`menu:${item}`)}>
+                {item}
+              </Menu.Item>
+            ))}
+          </Menu.Dropdown>
+        </Menu>
+      </AppShell.Main>
+    </AppShell>
+  );
+}
+
+const style = document.createElement('style');
+style.textContent = css + datesCss;
+document.head.append(style);
+createRoot(document.getElementById('root')).render(
+  <MantineProvider>
+    <App />
+  </MantineProvider>,
+);

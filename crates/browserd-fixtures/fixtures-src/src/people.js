@@ -1,0 +1,137 @@
+// A people admin built with Element Plus 2 (Vue 3, render functions), the way Element Plus apps are: a side menu whose
+// open entry is marked only by its `is-active` class, a Select whose combobox input is invisible behind its
+// placeholder (the wrapper around both takes the clicks), a Switch whose form label points at its 0×0 input while its
+// click handler sits on the drawn switch (`@click.prevent`), a Rate drawn as a slider of star icons, radio buttons
+// whose pointer `<span>` inside each label is what is drawn, a Dialog and a MessageBox that fade out (Vue's
+// `<Transition>`: `-leave-active` classes a frame before the fade starts) and are removed when it ends.
+import { createApp, h, reactive } from 'vue';
+import {
+  ElMenu,
+  ElMenuItem,
+  ElSelect,
+  ElOption,
+  ElSwitch,
+  ElRate,
+  ElButton,
+  ElDialog,
+  ElForm,
+  ElFormItem,
+  ElInput,
+  ElMessageBox,
+  ElRadioGroup,
+  ElRadioButton,
+} from 'element-plus';
+import css from 'element-plus/dist/index.css';
+import { record, pageData } from './record.js';
+
+const data = pageData();
+const state = reactive({
+  menu: data.menu[data.active][0],
+  region: '',
+  notify: data.notify,
+  rate: data.rate,
+  size: data.sizes[1],
+  dialog: false,
+  name: '',
+  people: data.people.map(([id, name]) => ({ id, name })),
+  last: 'Last action: none',
+});
+const note = (event) => {
+  record(event);
+  state.last = `Last action: ${event}`;
+};
+const confirmDelete = (p) =>
+  ElMessageBox.confirm(`Delete ${p.name}?`, 'Delete person', { confirmButtonText: 'Delete', cancelButtonText: 'Keep' })
+    .then(() => {
+      state.people = state.people.filter((x) => x.id !== p.id);
+      note(`delete:${p.id}`);
+    })
+    .catch(() => note(`keep:${p.id}`));
+
+const App = {
+  render: () =>
+    h('div', { style: 'display:flex;gap:16px;padding:12px' }, [
+      h(
+        ElMenu,
+        { defaultActive: state.menu, style: 'width:160px', onSelect: (k) => { state.menu = k; note(`menu:${k}`); } },
+        () => data.menu.map(([key, label]) => h(ElMenuItem, { index: key }, () => label)),
+      ),
+      h('main', { style: 'flex:1;max-width:560px' }, [
+        h('h1', { style: 'font-size:20px;margin:4px 0' }, data.title),
+        h('p', state.last),
+        h(ElForm, { labelWidth: '120px' }, () => [
+          h(ElFormItem, { label: 'Region' }, () =>
+            h(
+              ElSelect,
+              {
+                modelValue: state.region,
+                placeholder: data.regionPlaceholder,
+                style: 'width:200px',
+                'onUpdate:modelValue': (v) => { state.region = v; note(`region:${v}`); },
+              },
+              () => data.regions.map(([value, label]) => h(ElOption, { value, label })),
+            ),
+          ),
+          h(ElFormItem, { label: 'Notifications' }, () =>
+            h(ElSwitch, {
+              modelValue: state.notify,
+              'onUpdate:modelValue': (v) => { state.notify = v; note(`notify:${v}`); },
+            }),
+          ),
+          h(ElFormItem, { label: 'Satisfaction' }, () =>
+            h(ElRate, { modelValue: state.rate, 'onUpdate:modelValue': (v) => { state.rate = v; note(`rate:${v}`); } }),
+          ),
+          h(ElFormItem, { label: 'Density' }, () =>
+            h(
+              ElRadioGroup,
+              { modelValue: state.size, 'onUpdate:modelValue': (v) => { state.size = v; note(`size:${v}`); } },
+              () => data.sizes.map((s) => h(ElRadioButton, { value: s, label: s })),
+            ),
+          ),
+        ]),
+        h('h2', { style: 'font-size:16px' }, 'People'),
+        h(
+          'ul',
+          state.people.map((p) =>
+            h('li', { key: p.id, style: 'margin:4px 0' }, [
+              h('span', { style: 'margin-right:8px' }, p.name),
+              h(ElButton, { size: 'small', type: 'danger', onClick: () => confirmDelete(p) }, () => 'Delete'),
+            ]),
+          ),
+        ),
+        h(ElButton, { type: 'primary', onClick: () => { state.dialog = true; note('add'); } }, () => 'Add person'),
+        h(
+          ElDialog,
+          { modelValue: state.dialog, 'onUpdate:modelValue': (v) => { state.dialog = v; }, title: 'Add person', width: 420 },
+          {
+            default: () =>
+              h(ElForm, { labelWidth: '80px' }, () =>
+                h(ElFormItem, { label: 'Name' }, () =>
+                  h(ElInput, { modelValue: state.name, 'onUpdate:modelValue': (v) => { state.name = v; }, placeholder: 'Full name' }),
+                ),
+              ),
+            footer: () => [
+              h(ElButton, { onClick: () => { state.dialog = false; note('dialog:cancel'); } }, () => 'Cancel'),
+              h(
+                ElButton,
+                {
+                  type: 'primary',
+                  onClick: () => {
+                    state.dialog = false;
+                    state.people.push({ id: `new${state.people.length}`, name: state.name });
+                    note(`dialog:confirm:${state.name}`);
+                  },
+                },
+                () => 'Confirm',
+              ),
+            ],
+          },
+        ),
+      ]),
+    ]),
+};
+
+const style = document.createElement('style');
+style.textContent = css;
+document.head.append(style);
+createApp(App).mount('#root');
