@@ -488,6 +488,8 @@ fn data(path: &str) -> Value {
             "active": LEDGER_NAV[LEDGER_ACTIVE].0,
             "menu": LEDGER_MENU,
             "due": LEDGER_DUE.0,
+            "tags": LEDGER_TAGS,
+            "chosenTags": &LEDGER_TAGS[..2],
         }),
         "/apps/checkout.html" => json!({
             "item": {"name": CHECKOUT_ITEM.0, "cents": CHECKOUT_ITEM.1},
@@ -562,6 +564,8 @@ const LEDGER_NAV: &[(&str, &str, bool)] = &[
 const LEDGER_ACTIVE: usize = 1;
 const LEDGER_TOOLTIP: &str = "Search everything";
 const LEDGER_MENU: &[&str] = &["Profile", "Billing", "Sign out"];
+/// The invoice's tags to choose from; the first two are chosen at load.
+const LEDGER_TAGS: &[&str] = &["Urgent", "Paid", "Overdue"];
 /// The due date at load, as the date input's value and as it draws it.
 const LEDGER_DUE: (&str, &str) = ("2026-03-14", "March 14, 2026");
 
@@ -796,8 +800,10 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                     op("link", *label, format!("nav:{key}"))
                 });
             }
-            // The date input only opens its calendar.
+            // The date input and the tags' combobox only open their popups (a chosen tag's remove button is named
+            // only by its icon: the MCP test clicks it).
             operable.push(AppOperable { role: "button", name: "Due date".into(), records: None });
+            operable.push(AppOperable { role: "combobox", name: "Tags".into(), records: None });
             operable.push(AppOperable { role: "button", name: "Account".into(), records: None });
             let texts = vec!["Last action: none".into(), LEDGER_TOOLTIP.into(), "Ledgerly".into(), LEDGER_DUE.1.into()];
             AppTruth { operable, texts }

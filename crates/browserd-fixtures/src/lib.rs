@@ -327,7 +327,7 @@ const PAGES: &[FixturePage] = &[
     FixturePage {
         path: "/apps/ledger.html",
         category: "app",
-        description: "Invoices (Mantine 9 on React 19): an AppShell whose header and sidebar are fixed-position landmarks, nav links whose open entry is marked only by data-active and whose disabled one only by pointer-events: none, a tooltip shown open that Floating UI makes focusable, a date input (a button named by its label, showing the date), an account menu that fades out before it is removed",
+        description: "Invoices (Mantine 9 on React 19): an AppShell whose header and sidebar are fixed-position landmarks, nav links whose open entry is marked only by data-active and whose disabled one only by pointer-events: none, a tooltip shown open that Floating UI makes focusable, a date input (a button named by its label, showing the date), a multiple select whose input takes no pointer events and whose chosen tags have aria-hidden remove buttons, an account menu that fades out before it is removed",
         marker: "Last action: none",
     },
     FixturePage {

@@ -743,7 +743,7 @@ async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_
     // open NavLink (marked only by `data-active`) and the disabled one (only `pointer-events: none`) read as any
     // other; the open tooltip was a `clickable` ref (React listens on every portal's container); after a menu item's
     // click the menu, fading out, was still in the effects and the next observation; the date input, a button named
-    // by its `<label for>`, never showed its date.
+    // by its `<label for>`, never showed its date; a chosen tag's `aria-hidden` remove button had no ref.
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
@@ -770,6 +770,24 @@ async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_
     let tip = page.lines().find(|l| l.contains("Search everything")).unwrap_or_else(|| panic!("{page}"));
     assert!(browserd_protocol::line_ref(tip).is_none(), "a tooltip is read, not a control: {page}");
 
+    // A chosen tag's remove button (`aria-hidden`, the tree keeps it hidden) has a ref after the tag; the combobox,
+    // whose input takes no pointer events, opens when clicked.
+    let lines: Vec<&str> = page.lines().collect();
+    let paid =
+        lines.iter().position(|l| l.trim_start_matches(['|', ' ']) == "Paid").unwrap_or_else(|| panic!("{page}"));
+    assert!(lines[paid + 1].contains("clickable icon=close"), "{page}");
+    click(browserd_protocol::line_ref(lines[paid + 1]).expect("a ref line").to_owned()).await;
+    assert!(site.wait_for_record("tags:Urgent", std::time::Duration::from_secs(5)).await);
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let opened = click(ref_on(&page, "combobox \"Tags\"")).await;
+    let effects = opened.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("option \\\"Overdue\\\""), "the list opened: {effects}");
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    click(ref_on(&page, "option \"Overdue\"")).await;
+    assert!(site.wait_for_record("tags:Urgent,Overdue", std::time::Duration::from_secs(5)).await);
+    ok(&client.call_tool(call("browser_act", json!({"action": "press", "value": "Escape"}), "t1")).await.unwrap());
+
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     click(ref_on(&page, "button \"Account\"")).await;
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     let chosen = click(ref_on(&page, "menuitem \"Billing\"")).await;

@@ -329,7 +329,12 @@ impl Renderer<'_> {
         let icons: Vec<i64> = self.with_hidden_candidates(frame, |all| {
             all.iter().copied().filter(|c| docs.get(c).is_some_and(|d| d.icon.is_some())).collect()
         });
-        let icons: Vec<i64> = icons.into_iter().filter(|&c| !self.in_tree(frame, c)).collect();
+        // The tree keeps an element that says `aria-hidden` itself as a hidden node (Mantine's pill remove
+        // `<button aria-hidden>`): drawn, and clicked, as any other.
+        let icons: Vec<i64> = icons
+            .into_iter()
+            .filter(|&c| !self.in_tree(frame, c) || docs.get(&c).is_some_and(|d| d.attr("aria-hidden") == Some("true")))
+            .collect();
         if icons.is_empty() {
             return by_anchor;
         }

@@ -118,6 +118,10 @@ pub(super) fn of(tag: &str, attr: impl Fn(&str) -> Option<String>) -> Option<Str
     {
         return Some(name);
     }
+    // Mantine draws every close and remove button (a pill's, a notification's) as its CloseButton, an unnamed SVG.
+    if attr("class").is_some_and(|c| c.split_whitespace().any(|t| t == "mantine-CloseButton-root")) {
+        return Some("close".to_owned());
+    }
     if tag == "use" {
         let target = attr("href").or_else(|| attr("xlink:href"))?;
         let symbol = target.rsplit_once('#').map(|(_, s)| s)?;
@@ -196,6 +200,9 @@ mod tests {
         let chip = "MuiSvgIcon-root MuiSvgIcon-fontSizeMedium MuiChip-deleteIcon MuiChip-deleteIconMedium css-1";
         assert_eq!(icon("svg", &[("class", chip)]).as_deref(), Some("delete"));
         assert_eq!(icon("svg", &[("class", "MuiSelect-icon MuiSelect-iconOutlined")]), None);
+        // Mantine's close and remove buttons are its CloseButton around an unnamed SVG.
+        let remove = "mantine-focus-auto mantine-active mantine-Pill-remove mantine-CloseButton-root";
+        assert_eq!(icon("button", &[("class", remove)]).as_deref(), Some("close"));
         // Not icons: sizes, styles, a test id that is not an icon's, a plain class.
         assert_eq!(icon("i", &[("class", "fa fa-2x fa-spin")]), None);
         assert_eq!(icon("button", &[("data-testid", "save-button")]), None);

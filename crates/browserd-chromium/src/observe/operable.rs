@@ -481,10 +481,11 @@ fn listener_over_nothing(ax: &AxTree, n: &crate::ax::AxNode) -> bool {
     !n.children.is_empty() && n.children.iter().all(|c| ax.nodes.get(c).is_none_or(|c| c.hidden))
 }
 
-/// An element drawn to be clicked on its own: a pointer cursor its parent does not show and a painted box of 8 px or
-/// more (a chip's delete icon; `element::hidden_controls_in`).
+/// An element drawn to be clicked on its own: a `<button>`, or a pointer cursor its parent does not show, with a
+/// painted box of 8 px or more (a chip's delete icon, Mantine's `aria-hidden` pill remove button inside a box whose
+/// pointer it shares; `element::hidden_controls_in`).
 pub(super) fn pointer_control(d: &super::snapshot::DomNode) -> bool {
-    d.own_pointer()
+    (d.own_pointer() || d.tag == "button")
         && d.paint.is_some()
         && d.rect.is_some_and(|[_, _, w, h]| w >= 8.0 && h >= 8.0)
         && !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")

@@ -2,10 +2,11 @@
 // are `position: fixed` landmarks, NavLinks whose open entry is marked only by `data-active` and whose disabled one
 // only by `pointer-events: none` (and `data-disabled`), a Tooltip shown open (Floating UI makes it focusable,
 // `tabindex="-1"`), an account Menu whose dropdown fades out (a 150 ms opacity transition) before it is removed, and a
-// DatePickerInput: a `<button>` showing the date, named by its `<label for>`.
+// DatePickerInput: a `<button>` showing the date, named by its `<label for>`, and a MultiSelect whose input takes no
+// pointer events (its box takes the clicks) and whose chosen values are pills with an `aria-hidden` remove `<button>`.
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { MantineProvider, AppShell, NavLink, Tooltip, ActionIcon, Menu, Button, Title, Text } from '@mantine/core';
+import { MantineProvider, AppShell, NavLink, Tooltip, ActionIcon, Menu, Button, Title, Text, MultiSelect } from '@mantine/core';
 import { DatePickerInput } from '@mantine/dates';
 import css from '@mantine/core/styles.css';
 import datesCss from '@mantine/dates/styles.css';
@@ -58,6 +59,13 @@ function App() {
             note(`due:${d}`);
           }}
           style={{ maxWidth: 240, marginBottom: 12 }}
+        />
+        <MultiSelect
+          label="Tags"
+          data={data.tags}
+          defaultValue={data.chosenTags}
+          onChange={(v) => note(`tags:${v.join(',') || 'none'}`)}
+          style={{ maxWidth: 320, marginBottom: 12 }}
         />
         <Menu transitionProps={{ transition: 'fade', duration: 150 }}>
           <Menu.Target>
