@@ -121,6 +121,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Colours: Red, Blue",
     },
     FixturePage {
+        path: "/checklist.html",
+        category: "clickables",
+        description: "Checkboxes drawn by CSS (a 0×0 transparent input inside each label, a span draws the box) and a \"Select all\" that is indeterminate while some items are checked",
+        marker: "Packed: 1 of 3",
+    },
+    FixturePage {
         path: "/calendar.html",
         category: "table",
         description: "A month drawn as jQuery UI's datepicker draws it: weeks of day links, the days before the 1st as empty cells",
@@ -383,6 +389,7 @@ const STATIC: &[(&str, &str)] = &[
     ("/rating.html", include_str!("../fixtures/rating.html")),
     ("/badges.html", include_str!("../fixtures/badges.html")),
     ("/tag-select.html", include_str!("../fixtures/tag-select.html")),
+    ("/checklist.html", include_str!("../fixtures/checklist.html")),
     ("/calendar.html", include_str!("../fixtures/calendar.html")),
     ("/sortable.html", include_str!("../fixtures/sortable.html")),
     ("/form.html", include_str!("../fixtures/form.html")),

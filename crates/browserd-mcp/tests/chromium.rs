@@ -809,6 +809,37 @@ async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_indeterminate_checkbox_drawn_by_css_reads_mixed_through_mcp() {
+    // Found on Element Plus's tree and checkbox group: a "Select all" whose real input is 0×0 inside its label (the
+    // label stands for it) read `unchecked` while the page drew a dash: the label's state came from the snapshot's
+    // `checked`, which cannot say `indeterminate`.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/checklist.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("checkbox \"Select all\" mixed") && page.contains("checkbox \"Passport\" checked"), "{page}");
+    for item in ["Charger", "Umbrella"] {
+        let target = ref_on(&page, &format!("checkbox \"{item}\""));
+        ok(&client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await.unwrap());
+    }
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(page.contains("checkbox \"Select all\" checked") && page.contains("Packed: 3 of 3"), "{page}");
+    let passport = ref_on(&page, "checkbox \"Passport\"");
+    let r = client.call_tool(call("browser_act", json!({"action": "click", "target": passport}), "t1")).await.unwrap();
+    ok(&r);
+    let effects = r.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("checkbox \\\"Select all\\\" mixed"), "{effects}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rating_drawn_as_mui_draws_it_lists_its_stars_without_a_wrapper_line_through_mcp() {
     // Found on MUI's Rating: the pointer `<span>` around the stars' labels was a container line named by its first
     // star, `clickable "1 Star":`, over the radios — a ref that reads as the first star but clicks the middle one.

@@ -94,7 +94,8 @@ impl Renderer<'_> {
             states.insert(0, format!("icon={icon}"));
         }
         if let Some(t) = toggle {
-            states.insert(0, t.state().to_owned());
+            let input = dom.as_ref().and_then(|d| d.toggle_input);
+            states.insert(0, self.toggle_state(frame, t, input).to_owned());
         }
         let disclosed = states.iter().any(|s| matches!(s.as_str(), "expanded" | "collapsed" | "leaf" | "branch"));
         if let Some(d) = self.tree_row_state(frame, id, &name, disclosed) {
@@ -251,6 +252,19 @@ impl Renderer<'_> {
         }
     }
 
+    /// The state a label standing for its checkbox shows: the input's `mixed` (an indeterminate checkbox: the
+    /// snapshot's `checked` cannot say it, the tree's node of the input does), else checked or unchecked.
+    fn toggle_state(&self, frame: &str, t: super::snapshot::Toggle, input: Option<i64>) -> &'static str {
+        let mixed = input.is_some_and(|b| {
+            self.axs.get(frame).is_some_and(|ax| {
+                ax.nodes
+                    .values()
+                    .any(|x| x.backend == Some(b) && x.prop("checked").and_then(Value::as_str) == Some("mixed"))
+            })
+        });
+        if mixed { "mixed" } else { t.state() }
+    }
+
     /// A text whose element the accessibility tree leaves out altogether (an inline `<a>` without `href` or a
     /// `span` with a pointer cursor, whose click a listener on an ancestor handles): that element gets a
     /// `clickable` line named by the text, once. False when the text is plain text.
@@ -266,7 +280,8 @@ impl Renderer<'_> {
         }
         let name = n.name.split_whitespace().collect::<Vec<_>>().join(" ");
         let role = toggle.map_or("clickable", |t| t.role);
-        let states: Vec<String> = toggle.map(|t| t.state().to_owned()).into_iter().collect();
+        let input = self.docs.get(frame).and_then(|d| d.get(&element)).and_then(|d| d.toggle_input);
+        let states: Vec<String> = toggle.map(|t| self.toggle_state(frame, t, input).to_owned()).into_iter().collect();
         if let Some(idx) = self.element_line(frame, element, indent, role, name, states) {
             self.inline_operable(idx, n.name.clone());
         }
