@@ -96,7 +96,7 @@ impl Renderer<'_> {
 }
 
 /// The tree node of an element.
-fn node_of(ax: &AxTree, backend: i64) -> Option<(&str, &AxNode)> {
+pub(super) fn node_of(ax: &AxTree, backend: i64) -> Option<(&str, &AxNode)> {
     ax.nodes.iter().find(|(_, n)| n.backend == Some(backend)).map(|(id, n)| (id.as_str(), n))
 }
 

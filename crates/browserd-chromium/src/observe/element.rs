@@ -65,7 +65,7 @@ impl Renderer<'_> {
             // A label standing for its visually hidden radio (Tailwind's `sr-only`, Bootstrap's `btn-check`) that
             // Chromium leaves out of the tree, its text with it, when the label sits in a named group: the input's
             // name is that text.
-            name = ax.nodes.values().find(|x| x.backend == Some(input)).map(|x| x.name.clone()).unwrap_or_default();
+            name = super::controls::node_of(ax, input).map(|(_, x)| x.name.clone()).unwrap_or_default();
         }
         if name.trim().is_empty()
             && matches!(shown, "clickable" | "button" | "link")
@@ -255,13 +255,9 @@ impl Renderer<'_> {
     /// The state a label standing for its checkbox shows: the input's `mixed` (an indeterminate checkbox: the
     /// snapshot's `checked` cannot say it, the tree's node of the input does), else checked or unchecked.
     fn toggle_state(&self, frame: &str, t: super::snapshot::Toggle, input: Option<i64>) -> &'static str {
-        let mixed = input.is_some_and(|b| {
-            self.axs.get(frame).is_some_and(|ax| {
-                ax.nodes
-                    .values()
-                    .any(|x| x.backend == Some(b) && x.prop("checked").and_then(Value::as_str) == Some("mixed"))
-            })
-        });
+        let mixed = input
+            .and_then(|b| super::controls::node_of(self.axs.get(frame)?, b))
+            .is_some_and(|(_, x)| x.prop("checked").and_then(Value::as_str) == Some("mixed"));
         if mixed { "mixed" } else { t.state() }
     }
 
