@@ -93,7 +93,7 @@ const PAGES: &[FixturePage] = &[
     FixturePage {
         path: "/menu-fade.html",
         category: "popup",
-        description: "A sort menu drawn as MUI draws its menus: an invisible backdrop over the page that stays while the list fades out",
+        description: "A sort menu drawn as MUI draws its menus (an invisible backdrop over the page that stays while the list fades out) and an account menu drawn as Mantine draws its (the fade begins frames after the button says closed)",
         marker: "Sorted by: Newest",
     },
     FixturePage {

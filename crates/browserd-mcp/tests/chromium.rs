@@ -535,6 +535,44 @@ async fn a_menus_backdrop_fading_out_is_not_reported_as_covering_the_page_throug
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_menu_whose_fade_begins_frames_after_it_closed_is_reported_gone_through_mcp() {
+    // Found on Mantine's Menu (once in a loaded run of the ledger app's test): the button said `aria-expanded="false"`
+    // and dropped its `aria-controls` at once, but the menu's fade began two frames later, after the page looked
+    // settled; the effects said the button collapsed and nothing disappeared, and the menu was still listed. The
+    // fixture's account menu starts its fade later still, so the old wait misses it every time.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| call("browser_act", json!({"action": "click", "target": target}), "t1");
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/menu-fade.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let opened = client.call_tool(click(ref_on(&page, "button \"Account\""))).await.unwrap();
+    assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    let menu = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let billing = ref_on(&menu, "menuitem \"Billing\"");
+    let chose = client.call_tool(click(billing.clone())).await.unwrap();
+    assert_eq!(chose.is_error, Some(false), "{chose:?}");
+    let effects = chose.structured_content.clone().expect("structured result")["effects"].clone();
+    assert!(effects["changed"].to_string().contains("Opened: Billing"), "{effects}");
+    assert!(
+        effects["disappeared"].as_array().is_some_and(|d| d.contains(&json!(billing))),
+        "the menu closed: {effects}"
+    );
+    for kept in ["appeared", "changed"] {
+        assert!(!effects[kept].to_string().contains("menuitem"), "the menu closed: {effects}");
+    }
+    let now = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!now.contains("menuitem") && now.contains("button \"Account\""), "{now}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_aria_modal_dialog_over_its_backdrop_is_shown_alone_through_mcp() {
     // Found on antd's Modal (Bootstrap's is drawn the same way): an `aria-modal` dialog over a backdrop, the page
     // behind it neither `inert` nor `aria-hidden`. Every line of the page was listed with a ref marked `covered`

@@ -30,8 +30,11 @@ pub(super) const EXIT_WAIT: Duration = Duration::from_millis(600);
 /// Whether something the input set off is on its way out: a finite CSS transition or animation (at most a second
 /// long: longer ones are timers, a toast's countdown) begun since the last pointer or key press, that takes text out
 /// of view (opacity to 0, height to 0, visibility to hidden: a menu fading, an accordion closing), or a Vue
-/// `<Transition>` leaving (its `-leave-active` class is set a frame before the fade itself starts). What only
-/// recolours (a hover, a focus ring) or carries no text (a button's ripple, a backdrop) is not waited for.
+/// `<Transition>` leaving (its `-leave-active` class is set a frame before the fade itself starts), or, for 300 ms
+/// after the input collapsed a control (`aria-expanded` to false), the popup it controlled (`aria-controls`, also as
+/// it was just before the page removed it, or labelled by the control) still shown: Mantine starts a menu's fade two
+/// frames after its state changed, later than the page looks settled. What only recolours (a hover, a focus ring) or
+/// carries no text (a button's ripple, a backdrop) is not waited for.
 const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b.at == null) return false;
   const gone = (k, v) => {
     v = String(v).trim();
@@ -53,7 +56,13 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
   for (const el of document.querySelectorAll('[class*="-leave-active"]')) {
     if (texty(el) && el.getClientRects().length) return true;
   }
-  return false; })()"#;
+  const shown = (e) => texty(e) && e.checkVisibility({ opacityProperty: true, visibilityProperty: true });
+  return (b.shut || []).some((s) => {
+    if (performance.now() - s.t > 300 || s.el.getAttribute('aria-expanded') !== 'false') return false;
+    const pops = s.ids.map((id) => document.getElementById(id));
+    if (s.el.id) pops.push(...document.querySelectorAll('[aria-labelledby~="' + CSS.escape(s.el.id) + '"]'));
+    return pops.some(shown);
+  }); })()"#;
 
 /// How long after the input a field that offers suggestions is given to show them: search-as-you-type lists wait
 /// for a pause in the typing first (jQuery UI's autocomplete 300 ms; most debounce 150–300 ms).
@@ -77,20 +86,31 @@ pub(crate) const TRACKER: &str = r#"(() => {
     return null;
   };
   // The element a pointer press went to (the input's target, wherever the page moves it); a key press clears it.
-  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; st.at = performance.now(); }, true);
-  document.addEventListener('keydown', () => { st.target = null; st.at = performance.now(); }, true);
+  // Controls the input collapsed since (`aria-expanded` to false), with what they controlled: `EXITS_RUNNING` waits
+  // while that is still shown.
+  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; st.at = performance.now(); st.shut = []; }, true);
+  document.addEventListener('keydown', () => { st.target = null; st.at = performance.now(); st.shut = []; }, true);
   new MutationObserver((ms) => {
     const mark = performance.now();
     st.last = mark;
     st.framed = false;
     requestAnimationFrame(() => setTimeout(() => { if (st.last === mark) st.framed = true; }, 0));
+    const controlled = new Map();
     for (const m of ms) {
+      if (m.type === 'attributes' && m.attributeName === 'aria-controls' && m.oldValue) controlled.set(m.target, m.oldValue);
+    }
+    for (const m of ms) {
+      if (st.shut && m.type === 'attributes' && m.attributeName === 'aria-expanded' && m.oldValue === 'true' &&
+          m.target.getAttribute('aria-expanded') === 'false' && st.shut.length < 8) {
+        const ids = (m.target.getAttribute('aria-controls') || controlled.get(m.target) || '').split(/\s+/).filter(Boolean);
+        st.shut.push({ el: m.target, ids, t: mark });
+      }
       const nodes = m.type === 'characterData' ? [m.target] : m.addedNodes;
       for (const n of nodes) {
         if (live(n)) { const t = (n.textContent || '').trim().replace(/\s+/g, ' '); if (t) st.ann.push(t.slice(0, 200)); }
       }
     }
-  }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true });
+  }).observe(document, { subtree: true, childList: true, characterData: true, attributes: true, attributeOldValue: true });
 })()"#;
 
 /// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements,
