@@ -479,6 +479,7 @@ fn data(path: &str) -> Value {
             "rate": PEOPLE_RATING,
             "sizes": PEOPLE_SIZES,
             "people": PEOPLE,
+            "teams": PEOPLE_TEAMS,
         }),
         "/apps/ledger.html" => json!({
             "brand": "Ledgerly",
@@ -490,6 +491,7 @@ fn data(path: &str) -> Value {
             "due": LEDGER_DUE.0,
             "tags": LEDGER_TAGS,
             "chosenTags": &LEDGER_TAGS[..2],
+            "customers": LEDGER_CUSTOMERS,
         }),
         "/apps/checkout.html" => json!({
             "item": {"name": CHECKOUT_ITEM.0, "cents": CHECKOUT_ITEM.1},
@@ -551,6 +553,8 @@ const PEOPLE_REGION_PLACEHOLDER: &str = "Choose a region";
 const PEOPLE_REGIONS: &[(&str, &str)] = &[("eu", "Europe"), ("us", "Americas"), ("ap", "Asia Pacific")];
 const PEOPLE_RATING: u32 = 3;
 const PEOPLE_SIZES: &[&str] = &["Large", "Medium", "Small"];
+/// The teams the "Add person" dialog's Select offers.
+const PEOPLE_TEAMS: &[&str] = &["Design", "Engineering", "Support"];
 const PEOPLE: &[(&str, &str)] = &[("p1", "Ada Lovelace"), ("p2", "Grace Hopper"), ("p3", "Alan Turing")];
 
 /// The Mantine invoicing app: its sidebar (key, label, disabled; the one at `LEDGER_ACTIVE` open at load), the open
@@ -566,6 +570,8 @@ const LEDGER_TOOLTIP: &str = "Search everything";
 const LEDGER_MENU: &[&str] = &["Profile", "Billing", "Sign out"];
 /// The invoice's tags to choose from; the first two are chosen at load.
 const LEDGER_TAGS: &[&str] = &["Urgent", "Paid", "Overdue"];
+/// The customers the new-invoice dialog's Select offers.
+const LEDGER_CUSTOMERS: &[&str] = &["Northwind Traders", "Globex", "Initech"];
 /// The due date at load, as the date input's value and as it draws it.
 const LEDGER_DUE: (&str, &str) = ("2026-03-14", "March 14, 2026");
 
@@ -804,6 +810,7 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
             // only by its icon: the MCP test clicks it).
             operable.push(AppOperable { role: "button", name: "Due date".into(), records: None });
             operable.push(AppOperable { role: "combobox", name: "Tags".into(), records: None });
+            operable.push(op("button", "New invoice", "invoice:new"));
             operable.push(AppOperable { role: "button", name: "Account".into(), records: None });
             let texts = vec!["Last action: none".into(), LEDGER_TOOLTIP.into(), "Ledgerly".into(), LEDGER_DUE.1.into()];
             AppTruth { operable, texts }

@@ -34,7 +34,8 @@ async fn every_app_operable_is_addressed_and_clicked_through_mcp() {
         // Last first (a folder folds after its children are clicked); the confirmation popup last of all.
         let mut ops: Vec<_> = truth.operable.iter().rev().filter(|op| op.records.is_some()).collect();
         ops.sort_by_key(|op| match op.records.as_deref() {
-            Some(r) if r.starts_with("archive:") => 2, // the modal covers the whole page: last of all
+            // The modals cover the whole page: last of all.
+            Some(r) if r.starts_with("archive:") || r.starts_with("invoice:") => 2,
             Some(r) if r.starts_with("delete:") => 1,
             Some("cookie:accept") => 1, // accepting removes the cookie banner, its link with it
             _ => 0,

@@ -708,7 +708,11 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     // without the switch's handler (the page then drew it off while the observation said `checked`); a click on the
     // Rate (a slider of stars) landed on the first star and set it to 1; a dialog whose overlay listens for clicks was
     // `clickable "Cancel Confirm":` instead of `dialog "Add person":`; after "Delete" in a confirmation that fades out,
-    // the effects and the next observation still showed the confirmation; the open menu entry was not marked.
+    // the effects and the next observation still showed the confirmation; the open menu entry was not marked. The
+    // Select was three lines (`clickable "Choose a region":` over the combobox and its placeholder), and the click
+    // that opened it answered with the combobox `expanded` but none of its options (its list zooms in for 300 ms,
+    // its options without a box until then). With the dialog's own Select open (its list drawn outside the dialog),
+    // every line of the page behind it was listed, marked `covered`.
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
@@ -728,8 +732,12 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(page.contains("menuitem \"People\" current") && !page.contains("\"Overview\" current"), "{page}");
 
+    assert!(!page.contains("clickable"), "one line for the select: {page}");
+    let lines: Vec<&str> = page.lines().collect();
+    let region = lines.iter().position(|l| l.contains("combobox \"Region\"")).unwrap_or_else(|| panic!("{page}"));
+    assert_eq!(lines[region + 1].trim_start_matches(['|', ' ']), "Choose a region", "{page}");
     let opened = click(ref_on(&page, "combobox \"Region\"")).await;
-    assert!(effects(&opened).contains("expanded"), "the list opened: {}", effects(&opened));
+    assert!(effects(&opened).contains("option \\\"Americas\\\""), "the list opened: {}", effects(&opened));
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     click(ref_on(&page, "option \"Americas\"")).await;
     assert!(site.wait_for_record("region:us", std::time::Duration::from_secs(5)).await);
@@ -758,6 +766,14 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     click(ref_on(&page, "button \"Add person\"")).await;
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(page.contains("dialog \"Add person\":") && !page.contains("clickable \"Cancel Confirm\""), "{page}");
+    let opened = click(ref_on(&page, "combobox \"Team\"")).await;
+    assert!(effects(&opened).contains("option \\\"Engineering\\\""), "the list opened: {}", effects(&opened));
+    let list = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(list.contains("(page behind the dialog is inert: "), "{list}");
+    assert!(!list.contains("covered") && !list.contains("\"Overview\""), "the page behind is left out: {list}");
+    click(ref_on(&list, "option \"Engineering\"")).await;
+    assert!(site.wait_for_record("team:Engineering", std::time::Duration::from_secs(5)).await);
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     let name = ref_on(&page, "textbox \"Name\"");
     ok(&client
         .call_tool(call("browser_act", json!({"action": "fill", "target": name, "value": "Barbara Liskov"}), "t1"))
@@ -839,6 +855,58 @@ async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_
     assert!(site.wait_for_record("nav:payments", std::time::Duration::from_secs(5)).await);
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(page.contains("link \"Payments\" current") && !page.contains("\"Invoices\" current"), "{page}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mantine_modal_shows_alone_with_its_selects_list_through_mcp() {
+    // Found on Mantine's Modal: its overlay, outside the `aria-modal` section, takes the click that closes it, so the
+    // page behind did not count as covered by the dialog: every one of its lines was listed, marked `covered` (~85 on
+    // a real page), around the dialog; a Select in the dialog draws its list at the end of the body, outside it too.
+    // The open tooltip (React listens on its portal's container) was also a `clickable` again once a Modal shared it.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let click = |target: String| {
+        let client = &client;
+        async move {
+            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
+            let r = r.unwrap();
+            assert_eq!(r.is_error, Some(false), "{r:?}");
+            r
+        }
+    };
+
+    ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/ledger.html")}), "t1")).await.unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let tip = page.lines().find(|l| l.contains("Search everything")).unwrap_or_else(|| panic!("{page}"));
+    assert!(browserd_protocol::line_ref(tip).is_none(), "a tooltip is read, not a control: {page}");
+    click(ref_on(&page, "button \"New invoice\"")).await;
+    assert!(site.wait_for_record("invoice:new", std::time::Duration::from_secs(5)).await);
+    let modal = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(
+        modal.contains("(page behind the dialog is inert: ") && modal.contains("dialog \"New invoice\":"),
+        "{modal}"
+    );
+    assert!(!modal.contains("covered") && !modal.contains("\"Dashboard\""), "the page behind is left out: {modal}");
+
+    // The Select's list, drawn outside the dialog and above its overlay, is shown; the page behind still is not.
+    click(ref_on(&modal, "combobox \"Customer\"")).await;
+    let list = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!list.contains("covered") && !list.contains("\"Dashboard\""), "the page behind is left out: {list}");
+    let customer = "Globex";
+    click(ref_on(&list, &format!("option \"{customer}\""))).await;
+    assert!(site.wait_for_record(&format!("invoice:customer:{customer}"), std::time::Duration::from_secs(5)).await);
+    let chosen = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    click(ref_on(&chosen, "button \"Create\"")).await;
+    assert!(site.wait_for_record(&format!("invoice:create:{customer}"), std::time::Duration::from_secs(5)).await);
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("dialog") && page.contains("link \"Dashboard\""), "{page}");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

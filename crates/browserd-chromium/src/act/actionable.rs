@@ -17,7 +17,8 @@ use crate::provider::{ChromiumProvider, remaining, truncate};
 use crate::world;
 
 /// How long an obstacle that is still changing (a fading toast, a moving target) is waited for before
-/// `NOT_ACTIONABLE`.
+/// `NOT_ACTIONABLE`; a cover whose finite animations (at most 3 s) end later is waited for until they end, within the
+/// caller's deadline.
 const PATIENCE: Duration = Duration::from_millis(1000);
 /// How long an obstacle must stay the same (same covering node, box and opacity, no running animation; or the same
 /// reason) before it is reported: a persistent overlay is answered this quickly.
@@ -278,7 +279,7 @@ impl Run<'_> {
         // `PATIENCE`. Both end early enough before the deadline to describe the obstacle precisely.
         let start = Instant::now();
         let margin = remaining(self.deadline).mul_f64(0.2).min(Duration::from_millis(200));
-        let give_up = (start + PATIENCE).min(self.deadline.checked_sub(margin).unwrap_or(start));
+        let mut give_up = (start + PATIENCE).min(self.deadline.checked_sub(margin).unwrap_or(start));
         let mut last: Option<Fail> = None;
         let mut seen: Option<Value> = None;
         let mut same_since = start;
@@ -287,7 +288,13 @@ impl Run<'_> {
                 Ok(pt) => return Ok(pt),
                 Err(f) if f.code == codes::NOT_ACTIONABLE => {
                     let now = Instant::now();
-                    let (state, changing) = self.obstacle_state(&f).await;
+                    let (mut state, changing) = self.obstacle_state(&f).await;
+                    // A cover fading out within the deadline (its animation's end is known) is waited for to the end.
+                    let left = state.get_mut(2).map(Value::take).and_then(|v| v.as_f64()).unwrap_or(0.0);
+                    if changing && left > 0.0 {
+                        let end = now + Duration::from_secs_f64(left / 1000.0) + FRAME * 2;
+                        give_up = give_up.max(end.min(self.deadline.checked_sub(margin).unwrap_or(start)));
+                    }
                     if seen.as_ref() != Some(&state) {
                         seen = Some(state);
                         same_since = now;
@@ -318,12 +325,17 @@ impl Run<'_> {
           const e = this.nodeType === 1 ? this : this.parentElement;
           if (!e || !e.isConnected) return null;
           const r = e.getBoundingClientRect();
-          let opacity = 1, animating = false;
+          let opacity = 1, animating = false, left = 0;
           for (let n = e; n && n.nodeType === 1; n = n.parentElement || (n.getRootNode().host || null)) {
             opacity *= parseFloat(getComputedStyle(n).opacity);
-            if (n.getAnimations().some((a) => a.playState === 'running')) animating = true;
+            for (const a of n.getAnimations()) {
+              if (a.playState !== 'running') continue;
+              animating = true;
+              const t = a.effect && a.effect.getComputedTiming();
+              if (t && Number.isFinite(t.endTime) && t.endTime <= 3000) left = Math.max(left, t.endTime - (t.localTime || 0));
+            }
           }
-          return [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height), Math.round(opacity * 100), animating];
+          return [Math.round(r.left), Math.round(r.top), Math.round(r.width), Math.round(r.height), Math.round(opacity * 100), animating, Math.round(left)];
         }";
         let Some((session, frame, backend)) = &f.cover_at else {
             let moving = f.message.contains("moving");
@@ -336,7 +348,16 @@ impl Run<'_> {
             None => Value::Null,
         };
         let changing = state.is_null() || state[5] == json!(true);
-        (json!([backend, state]), changing)
+        // How long its finite animations have left (not part of what is compared: it changes every frame).
+        let left = state.get(6).and_then(Value::as_f64).unwrap_or(0.0);
+        let state = match state {
+            Value::Array(mut v) if v.len() > 6 => {
+                v.truncate(6);
+                Value::Array(v)
+            }
+            other => other,
+        };
+        (json!([backend, state, left]), changing)
     }
 
     /// Turns a final `NOT_ACTIONABLE` into its report: a covering node is described (role, name, a ref).

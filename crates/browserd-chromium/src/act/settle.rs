@@ -27,14 +27,18 @@ pub(super) const QUIET_FRAMED_MS: f64 = 4.0;
 pub(super) const MAX_SETTLE: Duration = Duration::from_millis(600);
 /// Longest wait for what the input set on its way out (a menu fading, a dialog's leave animation) to finish.
 pub(super) const EXIT_WAIT: Duration = Duration::from_millis(600);
-/// Whether something the input set off is on its way out: a finite CSS transition or animation (at most a second
-/// long: longer ones are timers, a toast's countdown) begun since the last pointer or key press, that takes text out
-/// of view (opacity to 0, height to 0, visibility to hidden: a menu fading, an accordion closing), or a Vue
-/// `<Transition>` leaving (its `-leave-active` class is set a frame before the fade itself starts), or, for 300 ms
+/// Whether something the input set off is on its way out or in: a finite CSS transition or animation (at most a
+/// second long: longer ones are timers, a toast's countdown) begun since the last pointer or key press, that takes
+/// text out of view (opacity to 0, height to 0, visibility to hidden: a menu fading, an accordion closing) or, within
+/// 600 ms, brings a popup of controls into view from none (opacity 0, height 0, scaled flat: Element Plus's select
+/// list zooms in for 300 ms, its options without a box to list until then), or a Vue `<Transition>` leaving or
+/// entering with controls (its `-leave-active` / `-enter-active` class is set a frame before the change itself
+/// starts), or, for 300 ms
 /// after the input collapsed a control (`aria-expanded` to false), the popup it controlled (`aria-controls`, also as
 /// it was just before the page removed it, or labelled by the control) still shown: Mantine starts a menu's fade two
-/// frames after its state changed, later than the page looks settled. What only recolours (a hover, a focus ring) or
-/// carries no text (a button's ripple, a backdrop) is not waited for.
+/// frames after its state changed, later than the page looks settled. What only recolours (a hover, a focus ring),
+/// carries no text (a button's ripple, a backdrop) or brings no controls in (a toast's text sliding in) is not waited
+/// for.
 const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b.at == null) return false;
   const gone = (k, v) => {
     v = String(v).trim();
@@ -43,18 +47,34 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
     if (/^(height|maxHeight|max-height|gridTemplateRows|grid-template-rows)$/.test(k)) return /^0(px|fr)?$/.test(v);
     return false;
   };
+  // Out of view or squashed flat (a popup zooming in from scaleY(0)): where an entering popup starts.
+  const hidden = (k, v) => {
+    if (gone(k, v)) return true;
+    if (k !== 'transform') return false;
+    const m = String(v).match(/matrix\(([^)]+)\)/);
+    const s = m ? m[1].split(',').map(parseFloat) : null;
+    return s ? Math.abs(s[0]) < 0.05 || Math.abs(s[3]) < 0.05 : /scale[XY]?\(\s*0(\.0*)?\s*[,)]/.test(String(v));
+  };
   const texty = (t) => t && t.nodeType === 1 && t.isConnected && (t.textContent || '').trim() !== '';
-  const leaving = document.getAnimations().some((a) => {
+  const CONTROLS = '[role=option],[role=menuitem],[role=menuitemradio],[role=menuitemcheckbox],[role=treeitem],' +
+    '[role=button],[role=link],a[href],button,input,select,textarea';
+  const moving = document.getAnimations().some((a) => {
     const e = a.effect; if (!e || !(a.playState === 'running' || a.pending) || !texty(e.target)) return false;
     const t = e.getComputedTiming();
     if (!Number.isFinite(t.endTime) || t.activeDuration > 1000) return false;
     if (a.startTime !== null && a.startTime < b.at - 1) return false;
-    const last = e.getKeyframes().slice(-1)[0] || {};
-    return Object.keys(last).some((k) => gone(k, last[k]));
+    const frames = e.getKeyframes();
+    const first = frames[0] || {}; const last = frames.slice(-1)[0] || {};
+    if (Object.keys(last).some((k) => gone(k, last[k]))) return true;
+    // An entering popup of controls (a select's list zooming in): its options have no box to list until it is in.
+    return t.activeDuration <= 600 && Object.keys(first).some((k) => hidden(k, first[k])) &&
+      !!e.target.querySelector(CONTROLS);
   });
-  if (leaving) return true;
-  for (const el of document.querySelectorAll('[class*="-leave-active"]')) {
-    if (texty(el) && el.getClientRects().length) return true;
+  if (moving) return true;
+  for (const el of document.querySelectorAll('[class*="-leave-active"],[class*="-enter-active"]')) {
+    if (texty(el) && el.getClientRects().length && (/-leave-active/.test(el.className) || el.querySelector(CONTROLS))) {
+      return true;
+    }
   }
   const shown = (e) => texty(e) && e.checkVisibility({ opacityProperty: true, visibilityProperty: true });
   return (b.shut || []).some((s) => {

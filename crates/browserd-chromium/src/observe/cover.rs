@@ -59,22 +59,28 @@ impl Renderer<'_> {
     }
 }
 
-/// An open `aria-modal` dialog whose backdrop covers every operable element outside it (see
+/// An open `aria-modal` dialog whose backdrop covers the operable elements outside it (see
 /// [`Renderer::find_covering_modal`]).
 #[derive(Debug, Clone)]
 pub(super) struct CoveringModal {
     pub(super) frame: String,
     pub(super) node: String,
     pub(super) ancestors: std::collections::HashSet<String>,
+    /// Parts of the page outside the dialog that are walked as it is: where a popup of the dialog's own, not covered
+    /// by the backdrop, hangs (a select's list drawn at the end of the body).
+    pub(super) kept: std::collections::HashSet<String>,
     pub(super) behind: usize,
 }
 
 impl Renderer<'_> {
     /// Before the walk: a visible `aria-modal` dialog (not a `<dialog>`, whose page Chromium makes inert itself)
-    /// while every operable element outside it that has a box is covered by something painted above it (the
-    /// dialog's backdrop). Apps that draw their modal so (Bootstrap, antd) leave the page behind in the
-    /// accessibility tree; a click there reaches the backdrop. The walk then shows the dialog alone, and one line
-    /// says how many operable elements wait behind it, as for a page made inert.
+    /// while the operable elements outside it that have a box are covered by something painted above them (the
+    /// dialog's backdrop), but for fewer left open: a popup of the dialog's own drawn at the end of the body (a
+    /// select's list), shown with the dialog. The backdrop itself, a fixed element filling the viewport that takes
+    /// the click that closes the dialog (Mantine's overlay), is not a control behind it. Apps that draw their modal
+    /// so (Bootstrap, antd, Mantine, Element Plus) leave the page behind in the accessibility tree; a click there
+    /// reaches the backdrop. The walk then shows the dialog alone, and one line says how many operable elements
+    /// wait behind it, as for a page made inert.
     pub(super) fn find_covering_modal(&mut self, frame: &str) {
         let (Some(ax), Some(docs)) = (self.axs.get(frame), self.docs.get(frame)) else { return };
         let Some((id, modal)) = ax.nodes.iter().find(|(_, n)| {
@@ -88,22 +94,37 @@ impl Renderer<'_> {
             return;
         };
         let Some(modal_backend) = modal.backend else { return };
+        // The backdrop (a fixed element filling the viewport, outside the dialog) takes clicks to close it: it is the
+        // cover, not a control of the page behind.
+        let backdrops: std::collections::HashSet<i64> = {
+            let mut memo = self.covers.borrow_mut();
+            memo.entry(frame.to_owned())
+                .or_insert_with(|| covers_of(docs))
+                .iter()
+                .filter(|c| c.whole)
+                .map(|c| c.backend)
+                .collect()
+        };
         let mut behind = 0;
+        let mut open = Vec::new();
         for (b, d) in docs {
             if !looks_operable(d)
                 || !d.rect.is_some_and(|r| r[2] > 0.0 && r[3] > 0.0)
+                || backdrops.contains(b)
                 || holds(docs, modal_backend, *b, None)
                 || holds(docs, *b, modal_backend, None)
             {
                 continue;
             }
-            if !self.covered(frame, *b) {
-                // Something outside the dialog still takes clicks: it is not modal in effect.
-                return;
+            if self.covered(frame, *b) {
+                behind += 1;
+            } else {
+                open.push(*b);
             }
-            behind += 1;
         }
-        if behind == 0 {
+        // What outside the dialog still takes clicks is a popup of the dialog's own (a select's list drawn at the end
+        // of the body) while most of the page is covered; when as much is open as covered, it is not modal in effect.
+        if behind == 0 || open.len() >= behind {
             return;
         }
         let mut parents: HashMap<&str, &str> = HashMap::new();
@@ -120,14 +141,39 @@ impl Renderer<'_> {
             }
             cur = parents.get(c).copied();
         }
-        self.covering_modal = Some(CoveringModal { frame: frame.to_owned(), node: id.clone(), ancestors, behind });
+        // Each open element is shown with the part of the page it hangs from (up to the dialog's ancestors).
+        let by_backend: HashMap<i64, &str> =
+            ax.nodes.iter().filter_map(|(nid, n)| Some((n.backend?, nid.as_str()))).collect();
+        let mut kept = std::collections::HashSet::new();
+        for b in open {
+            let mut at = Some(b);
+            let node = std::iter::from_fn(|| {
+                let cur = at?;
+                at = docs.get(&cur).and_then(|d| d.parent);
+                Some(cur)
+            })
+            .find_map(|b| by_backend.get(&b).copied());
+            let Some(mut top) = node else { continue };
+            while let Some(up) = parents.get(top).copied().filter(|up| !ancestors.contains(*up) && *up != id.as_str()) {
+                top = up;
+            }
+            if !ancestors.contains(top) {
+                kept.insert(top.to_owned());
+            }
+        }
+        self.covering_modal =
+            Some(CoveringModal { frame: frame.to_owned(), node: id.clone(), ancestors, kept, behind });
     }
 
     /// Whether the walk leaves out this node: outside the covering modal and not around it.
     pub(super) fn behind_covering_modal(&self, frame: &str, id: &str) -> bool {
-        self.covering_modal
-            .as_ref()
-            .is_some_and(|m| !self.in_covering_modal && m.frame == frame && m.node != id && !m.ancestors.contains(id))
+        self.covering_modal.as_ref().is_some_and(|m| {
+            !self.in_covering_modal
+                && m.frame == frame
+                && m.node != id
+                && !m.ancestors.contains(id)
+                && !m.kept.contains(id)
+        })
     }
 }
 

@@ -101,8 +101,8 @@ impl Renderer<'_> {
     }
 
     /// A heuristic operable to fold into the one operable node inside it: one whose text outside that node is none
-    /// (icons aside), or, for a field with no name of its own (an input whose placeholder is a sibling `<div>`), the
-    /// text that names it.
+    /// (icons aside); for a field with no name of its own (an input whose placeholder is a sibling `<div>`), the
+    /// text that names it; for a named field, a short text beside it, read as text.
     fn fold(&self, frame: &str, ax: &AxTree, id: &str) -> Option<Fold> {
         let mut inner = Vec::new();
         let mut outside = String::new();
@@ -117,11 +117,16 @@ impl Renderer<'_> {
             return Some(Fold { inner: inner.clone(), name, text_is_name: false });
         }
         let field = matches!(i.role.as_str(), "combobox" | "textbox" | "searchbox" | "spinbutton");
-        (field && i.name.trim().is_empty() && !i.ignored).then(|| Fold {
-            inner: inner.clone(),
-            name: outside,
-            text_is_name: true,
-        })
+        if !field || i.ignored {
+            return None;
+        }
+        if i.name.trim().is_empty() {
+            return Some(Fold { inner: inner.clone(), name: outside, text_is_name: true });
+        }
+        // A named field whose box draws a short text beside it (Element Plus's Select: its placeholder or chosen
+        // value in a `<span>` over the invisible input, the box taking the clicks): the field's line, the text read
+        // under it, no line for the box (it was `clickable "Choose a region":` over the combobox).
+        (outside.chars().count() <= 80).then(|| Fold { inner: inner.clone(), name: String::new(), text_is_name: false })
     }
 
     /// A pointer-only wrapper (no `tabindex`, no name of its own) around several operable nodes and nothing else to
@@ -468,11 +473,20 @@ impl Renderer<'_> {
 }
 
 /// A click listener (no pointer cursor, no `tabindex`) on an element whose only content is a tooltip: the container
-/// React renders a portal into, which it listens on for every event (Mantine's open tooltip read as a `clickable`).
+/// React renders a portal into, which it listens on for every event (Mantine's open tooltip read as a `clickable`;
+/// beside it, the empty or hidden elements other portals leave there).
 fn listener_over_tooltip(ax: &AxTree, n: &crate::ax::AxNode, d: &super::snapshot::DomNode) -> bool {
-    !d.own_pointer()
-        && d.attr("tabindex").is_none()
-        && matches!(n.children.as_slice(), [only] if ax.nodes.get(only).is_some_and(|c| c.role == "tooltip"))
+    let shown: Vec<&crate::ax::AxNode> =
+        n.children.iter().filter_map(|c| ax.nodes.get(c)).filter(|c| !c.hidden && !empty(ax, c, 4)).collect();
+    !d.own_pointer() && d.attr("tabindex").is_none() && matches!(shown.as_slice(), [only] if only.role == "tooltip")
+}
+
+/// Nothing shown in it: no name, and the same of everything in it (to `depth` levels; deeper counts as shown).
+fn empty(ax: &AxTree, n: &crate::ax::AxNode, depth: u8) -> bool {
+    n.hidden
+        || (n.name.trim().is_empty()
+            && depth > 0
+            && n.children.iter().all(|c| ax.nodes.get(c).is_none_or(|c| empty(ax, c, depth - 1))))
 }
 
 /// A click listener on an element all of whose content is hidden (a framework's root, whose listener serves the

@@ -47,8 +47,10 @@ impl Renderer<'_> {
         if self.moved_away(frame, n) || self.behind_covering_modal(frame, id) {
             return;
         }
-        let entering_modal =
-            self.covering_modal.as_ref().is_some_and(|m| !self.in_covering_modal && m.frame == frame && m.node == id);
+        let entering_modal = self
+            .covering_modal
+            .as_ref()
+            .is_some_and(|m| !self.in_covering_modal && m.frame == frame && (m.node == id || m.kept.contains(id)));
         self.in_covering_modal |= entering_modal;
         self.path.push((key.as_str(), self.context.len()));
         let collection = (!n.ignored && COLLECTION_ROLES.contains(&n.role.as_str())).then_some(n.backend).flatten();

@@ -4,9 +4,13 @@
 // `tabindex="-1"`), an account Menu whose dropdown fades out (a 150 ms opacity transition) before it is removed, and a
 // DatePickerInput: a `<button>` showing the date, named by its `<label for>`, and a MultiSelect whose input takes no
 // pointer events (its box takes the clicks) and whose chosen values are pills with an `aria-hidden` remove `<button>`.
+// "New invoice" opens a Modal: an `aria-modal` section over an overlay that closes it when clicked, the page behind
+// neither inert nor hidden, and in it a Select whose list is drawn in a portal at the end of the body, outside it.
 import { useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { MantineProvider, AppShell, NavLink, Tooltip, ActionIcon, Menu, Button, Title, Text, MultiSelect } from '@mantine/core';
+import {
+  MantineProvider, AppShell, NavLink, Tooltip, ActionIcon, Menu, Button, Title, Text, MultiSelect, Modal, Select,
+} from '@mantine/core';
 import { DatePickerInput } from '@mantine/dates';
 import css from '@mantine/core/styles.css';
 import datesCss from '@mantine/dates/styles.css';
@@ -18,6 +22,8 @@ function App() {
   const [active, setActive] = useState(data.active);
   const [last, setLast] = useState('Last action: none');
   const [due, setDue] = useState(data.due);
+  const [creating, setCreating] = useState(false);
+  const [customer, setCustomer] = useState(null);
   const note = (event) => {
     record(event);
     setLast(`Last action: ${event}`);
@@ -67,6 +73,20 @@ function App() {
           onChange={(v) => note(`tags:${v.join(',') || 'none'}`)}
           style={{ maxWidth: 320, marginBottom: 12 }}
         />
+        <Button variant="filled" onClick={() => { setCreating(true); note('invoice:new'); }} style={{ marginRight: 12 }}>
+          New invoice
+        </Button>
+        <Modal opened={creating} onClose={() => setCreating(false)} title="New invoice">
+          <Select
+            label="Customer"
+            placeholder="Pick a customer"
+            data={data.customers}
+            value={customer}
+            onChange={(c) => { setCustomer(c); note(`invoice:customer:${c}`); }}
+            style={{ marginBottom: 12 }}
+          />
+          <Button onClick={() => { note(`invoice:create:${customer || 'none'}`); setCreating(false); }}>Create</Button>
+        </Modal>
         <Menu transitionProps={{ transition: 'fade', duration: 150 }}>
           <Menu.Target>
             <Button variant="default">Account</Button>

@@ -3,7 +3,9 @@
 // placeholder (the wrapper around both takes the clicks), a Switch whose form label points at its 0×0 input while its
 // click handler sits on the drawn switch (`@click.prevent`), a Rate drawn as a slider of star icons, radio buttons
 // whose pointer `<span>` inside each label is what is drawn, a Dialog and a MessageBox that fade out (Vue's
-// `<Transition>`: `-leave-active` classes a frame before the fade starts) and are removed when it ends.
+// `<Transition>`: `-leave-active` classes a frame before the fade starts) and are removed when it ends. The Dialog
+// (an `aria-modal` panel in a fixed overlay, the page behind neither inert nor hidden) holds a Select whose list is
+// teleported to the end of the body, outside the dialog.
 import { createApp, h, reactive } from 'vue';
 import {
   ElMenu,
@@ -33,6 +35,7 @@ const state = reactive({
   size: data.sizes[1],
   dialog: false,
   name: '',
+  team: '',
   people: data.people.map(([id, name]) => ({ id, name })),
   last: 'Last action: none',
 });
@@ -105,11 +108,22 @@ const App = {
           { modelValue: state.dialog, 'onUpdate:modelValue': (v) => { state.dialog = v; }, title: 'Add person', width: 420 },
           {
             default: () =>
-              h(ElForm, { labelWidth: '80px' }, () =>
+              h(ElForm, { labelWidth: '80px' }, () => [
                 h(ElFormItem, { label: 'Name' }, () =>
                   h(ElInput, { modelValue: state.name, 'onUpdate:modelValue': (v) => { state.name = v; }, placeholder: 'Full name' }),
                 ),
-              ),
+                h(ElFormItem, { label: 'Team' }, () =>
+                  h(
+                    ElSelect,
+                    {
+                      modelValue: state.team,
+                      placeholder: 'Choose a team',
+                      'onUpdate:modelValue': (v) => { state.team = v; note(`team:${v}`); },
+                    },
+                    () => data.teams.map((t) => h(ElOption, { value: t, label: t })),
+                  ),
+                ),
+              ]),
             footer: () => [
               h(ElButton, { onClick: () => { state.dialog = false; note('dialog:cancel'); } }, () => 'Cancel'),
               h(
