@@ -695,6 +695,7 @@ pub(crate) struct AxCounters {
     pub(crate) subtrees: AtomicU64,
     pub(crate) full: AtomicU64,
     pub(crate) dom: AtomicU64,
+    pub(crate) snapshots_kept: AtomicU64,
 }
 
 impl AxCounters {
@@ -704,6 +705,7 @@ impl AxCounters {
             subtrees: self.subtrees.load(Ordering::Relaxed),
             full: self.full.load(Ordering::Relaxed),
             dom: self.dom.load(Ordering::Relaxed),
+            snapshots_kept: self.snapshots_kept.load(Ordering::Relaxed),
         }
     }
 }
@@ -719,6 +721,9 @@ pub struct AxStats {
     pub full: u64,
     /// Frames whose tree was built from the DOM snapshot instead of read whole ([`DomFirst`]).
     pub dom: u64,
+    /// Session reads that used the DOM snapshot kept from the last one, nothing having changed since
+    /// (`observe/page_state.rs`).
+    pub snapshots_kept: u64,
 }
 
 /// When an observation that must read a frame's tree whole builds it from the DOM snapshot instead
@@ -770,6 +775,17 @@ pub(crate) struct AxCache {
     /// The isolated world of the page-state reader per session: (document epoch of the session's top frame,
     /// execution context).
     pub(crate) worlds: HashMap<SessionId, (u64, i64)>,
+    /// The last DOM snapshot of each session, with the page-state token it was taken at (`observe/page_state.rs`).
+    pub(crate) kept: HashMap<SessionId, KeptSnapshot>,
+}
+
+/// A session's DOM snapshot kept for the next read: the token of the page state it was taken at, the snapshot and its
+/// digest.
+#[derive(Debug, Clone)]
+pub(crate) struct KeptSnapshot {
+    pub(crate) token: String,
+    pub(crate) snapshot: Arc<Value>,
+    pub(crate) digest: u64,
 }
 
 impl AxCache {
@@ -791,6 +807,7 @@ impl AxCache {
         let live: HashSet<&SessionId> = sessions.collect();
         self.entries.retain(|s, _| live.contains(s));
         self.worlds.retain(|s, _| live.contains(s));
+        self.kept.retain(|s, _| live.contains(s));
     }
 }
 

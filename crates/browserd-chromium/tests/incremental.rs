@@ -166,10 +166,41 @@ async fn subtree_refreshes_match_whole_tree_reads() {
             Full,
         ),
         ("indeterminate (script-set state)", "document.getElementById('cb').indeterminate = true", Full),
+        // Changes no mutation shows: the snapshot kept from the last read must not stand for the new one.
+        (
+            "a stylesheet adopted by script hides the counter",
+            "const sheet = new CSSStyleSheet(); sheet.replaceSync('#count { display: none }'); document.adoptedStyleSheets = [sheet]",
+            Expect::Any,
+        ),
+        (
+            "a rule inserted into it hides the details",
+            "document.adoptedStyleSheets[0].insertRule('#det { display: none }', 0)",
+            Expect::Any,
+        ),
+        ("scrolled", "window.scrollTo(0, 300)", Expect::Any),
+        ("value set by script again", "document.getElementById('mail').value = 'c@d.e'", Expect::Any),
+        ("unchecked by script", "document.getElementById('cb').checked = false", Expect::Any),
     ];
     for (what, script, expect) in cases {
         check(&page, what, script, *expect).await;
     }
+    page.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unchanged_page_is_observed_from_its_kept_snapshot() {
+    // The DOM snapshot carries every `<style>`'s text (360 KB on a Mantine app): while nothing changed, the one kept
+    // from the last read stands for it, and what it says is what a fresh read says.
+    let page = Page::open(PAGE).await;
+    let first = settle(&page).await;
+    let before = stats();
+    let again = page.observe().await;
+    assert!(stats().snapshots_kept > before.snapshots_kept, "the kept snapshot was not used: {:?}", stats());
+    assert_eq!(again.untrusted_content, first.untrusted_content);
+    // A change is seen at once.
+    page.run("document.getElementById('h').textContent = 'Kept no more'").await;
+    let changed = page.observe().await;
+    assert!(changed.untrusted_content.contains("Kept no more"), "{}", changed.untrusted_content);
     page.close().await;
 }
 

@@ -262,14 +262,14 @@ async fn build_in(
     let ax_ms = t_calls.elapsed().as_secs_f64() * 1000.0;
     let ax_fetched = misses.len();
     let t_render = Instant::now();
-    let mut garbage = trees::apply(&reader, misses, reads, &epochs, &layout.main_frame, &mut trees)?;
+    let garbage = trees::apply(&reader, misses, reads, &epochs, &layout.main_frame, &mut trees)?;
     let docs = snapshot::parse_all(&snapshots);
     let canvases = snapshot::canvases(&docs);
     // Large CDP answers are freed off the observation's path.
-    garbage.extend(snapshots);
+    // (A snapshot kept for the next read is only let go of here.)
     match tokio::runtime::Handle::try_current() {
-        Ok(rt) => drop(rt.spawn_blocking(move || drop(garbage))),
-        Err(_) => drop(garbage),
+        Ok(rt) => drop(rt.spawn_blocking(move || drop((garbage, snapshots)))),
+        Err(_) => drop((garbage, snapshots)),
     }
     let mut st = p.st();
     let t = st.tabs.get_mut(&tab).ok_or_else(|| gone(tab))?;

@@ -18,9 +18,11 @@ use crate::provider::ChromiumProvider;
 /// open shadow root), and elements in states set by script without an attribute (indeterminate, invalid, open
 /// popover, modal). An in-process frame whose document cannot be read while it holds the focus makes the state
 /// unique, so nothing is reused for it. Returned as `[document.readyState, location.href, signature,
-/// document.visibilityState]`: the first two tell whether the document is ready to be observed and the last whether
-/// its tab is in the background (no extra round trip for either), only the signature is state.
+/// document.visibilityState, token]`: the first two tell whether the document is ready to be observed and the fourth
+/// whether its tab is in the background (no extra round trip for either), only the signature is state. The token
+/// ([`WATCH`]) says whether the DOM snapshot taken at the last token can stand for a new one (`null`: it cannot).
 const PAGE_STATE: &str = r"(() => {
+  WATCH
   const out = [];
   const idx = (e) => { let i = 0; while ((e = e.previousElementSibling)) i++; return i; };
   const path = (e) => { const p = []; for (; e; e = e.parentElement || (e.parentNode && e.parentNode.host)) p.push(idx(e)); return p.join('.'); };
@@ -39,8 +41,91 @@ const PAGE_STATE: &str = r"(() => {
       }
     }
   }
-  return [document.readyState, location.href, out.join(' '), document.visibilityState];
+  return [document.readyState, location.href, out.join(' '), document.visibilityState, token(roots)];
 })()";
+
+/// What can change a DOM snapshot, watched in [`STATE_WORLD`] from the document's first observation: every DOM
+/// mutation (of the document and of each open shadow root the page-state walk finds), and the events of what
+/// changes layout, style or a control's state with none — scrolling, resizing (the window, a video), loads (images,
+/// fonts, a video's size), transitions and animations, hover and focus, input, toggles, the URL's fragment. The
+/// token is this watcher's id and count, with
+/// what script can set unseen by both: each field's value and checked state, the stylesheets' rule counts, the
+/// number of animations in effect. `null` while an animation runs or is pending (the page moves with no event), for
+/// a document with frames in it (their documents are not watched) or not yet loaded: its snapshot is always taken.
+const WATCH: &str = r"
+  const w = window.__browserdWatch || (() => {
+    const w = { id: Math.random().toString(36).slice(2), n: 0, seen: new WeakSet() };
+    const bump = () => { w.n++; };
+    w.mo = new MutationObserver(bump);
+    w.watch = (r) => { if (!w.seen.has(r)) { w.seen.add(r); w.mo.observe(r, { subtree: true, childList: true, attributes: true, characterData: true }); } };
+    for (const t of ['input', 'change', 'scroll', 'scrollend', 'load', 'error', 'transitionrun', 'transitionstart',
+      'transitionend', 'transitioncancel', 'animationstart', 'animationend', 'animationcancel', 'animationiteration',
+      'pointerover', 'pointerout', 'mouseover', 'mouseout', 'focusin', 'focusout', 'toggle', 'beforematch',
+      'fullscreenchange', 'visibilitychange', 'contentvisibilityautostatechange', 'loadedmetadata', 'resize']) {
+      document.addEventListener(t, bump, { capture: true, passive: true });
+    }
+    for (const t of ['resize', 'hashchange', 'popstate', 'pageshow']) window.addEventListener(t, bump, { passive: true });
+    if (document.fonts) document.fonts.addEventListener('loadingdone', bump);
+    window.__browserdWatch = w;
+    return w;
+  })();
+  const token = (roots) => {
+    for (const r of roots) if (r !== document && r.host) w.watch(r);
+    w.watch(document);
+    const anims = document.getAnimations();
+    if (document.readyState !== 'complete' || anims.some((a) => a.pending || a.playState === 'running') ||
+        document.querySelector('iframe,frame,object,embed')) return null;
+    let h = 0;
+    const mix = (s) => { for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; h = (h * 31 + 7) | 0; };
+    for (const r of roots) {
+      for (const e of r.querySelectorAll('input,textarea,select')) {
+        mix(e.value || ''); mix(e.checked ? '1' : '0'); mix(String(e.selectedIndex));
+      }
+    }
+    let rules = 0;
+    const sheets = [...document.styleSheets, ...(document.adoptedStyleSheets || [])];
+    for (const r of roots) if (r !== document && r.adoptedStyleSheets) sheets.push(...r.adoptedStyleSheets);
+    for (const sh of sheets) { try { rules += sh.cssRules.length; } catch (_) { rules += 1e6; } }
+    return [w.id, w.n, h, rules, anims.length].join(':');
+  };
+";
+
+/// [`PAGE_STATE`] with [`WATCH`] in it.
+fn page_state_script() -> &'static str {
+    static SCRIPT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SCRIPT.get_or_init(|| PAGE_STATE.replacen("WATCH", WATCH, 1))
+}
+
+/// What the DOM snapshot is asked for: the computed styles the renderer reads, paint order, no text boxes.
+fn snapshot_params() -> Value {
+    json!({
+        "computedStyles": [
+            "cursor",
+            "visibility",
+            "display",
+            "position",
+            "pointer-events",
+            "overflow-y",
+            "text-decoration-line",
+            "white-space",
+            "text-transform",
+        ],
+        "includeDOMRects": false,
+        "includePaintOrder": true,
+    })
+}
+
+/// Whether a snapshot can be kept for a later read: one document (no frame inside, whose document the watcher does
+/// not see) and no closed shadow root (whose mutations it cannot observe).
+fn keepable(snapshot: &Value) -> bool {
+    let Some([doc]) = snapshot["documents"].as_array().map(Vec::as_slice) else { return false };
+    let strings = snapshot["strings"].as_array();
+    let closed = doc["nodes"]["shadowRootType"]["value"].as_array().into_iter().flatten().any(|i| {
+        let s = i.as_u64().and_then(|i| strings?.get(usize::try_from(i).ok()?)?.as_str());
+        s == Some("closed")
+    });
+    !closed
+}
 
 /// The isolated world [`PAGE_STATE`] runs in: page scripts can neither see nor patch what runs there.
 const STATE_WORLD: &str = "browserd-observe";
@@ -51,13 +136,14 @@ const STATE_WORLD: &str = "browserd-observe";
 pub(super) struct StateReader {
     cdp: browserd_cdp::Cdp,
     state: Arc<std::sync::Mutex<crate::state::State>>,
+    counters: Arc<crate::ax::AxCounters>,
     tab: TabHandle,
     deadline: Instant,
 }
 
 impl StateReader {
     pub(super) fn new(p: &ChromiumProvider, tab: TabHandle, deadline: Instant) -> Self {
-        Self { cdp: p.cdp.clone(), state: Arc::clone(&p.state), tab, deadline }
+        Self { cdp: p.cdp.clone(), state: Arc::clone(&p.state), counters: Arc::clone(&p.ax_stats), tab, deadline }
     }
 
     pub(super) fn st(&self) -> std::sync::MutexGuard<'_, crate::state::State> {
@@ -101,53 +187,96 @@ impl StateReader {
     }
 
     /// One session's page state: its DOM snapshot, a digest of the snapshot and [`PAGE_STATE`], and the signature
-    /// itself (`None` when it could not be read: the state is then unlike any other).
+    /// itself (`None` when it could not be read: the state is then unlike any other). The snapshot kept from the
+    /// last read stands for a new one when the page-state token ([`WATCH`]) is the one it was taken at: then the state
+    /// is read first and the snapshot (on a page that inlines its CSS, most of an unchanged observation's cost, the
+    /// styles' text being in it) is taken only if the token moved. Otherwise both are asked for together, the state
+    /// written first, so its token speaks for the snapshot taken after it.
     pub(super) async fn read(&self, session: &SessionId) -> Result<PageState, browserd_cdp::CdpError> {
         let world = self.world(session).await;
-        let signature = async {
-            let id = world?;
-            let expr = json!({"expression": PAGE_STATE, "contextId": id, "returnByValue": true});
-            let r = self.call(session, "Runtime.evaluate", expr).await;
-            if r.is_err()
-                && let Some(t) = self.st().tabs.get_mut(&self.tab)
-            {
-                t.ax_cache.worlds.remove(session); // Its document is gone: make the world again next time.
+        let kept = self.st().tabs.get(&self.tab).and_then(|t| t.ax_cache.kept.get(session).cloned());
+        let expr = world.map(|id| json!({"expression": page_state_script(), "contextId": id, "returnByValue": true}));
+        let (value, snapshot, snap_digest) = match (expr, kept) {
+            (Some(expr), Some(kept)) => {
+                let value = self.state_value(session, self.call(session, "Runtime.evaluate", expr).await);
+                let token = value.as_ref().and_then(|v| v[4].as_str().map(str::to_owned));
+                if token.as_deref() == Some(kept.token.as_str()) {
+                    self.kept_used();
+                    (value, kept.snapshot, kept.digest)
+                } else {
+                    let snapshot =
+                        Arc::new(self.call(session, "DOMSnapshot.captureSnapshot", snapshot_params()).await?);
+                    let digest = self.keep(session, token, &snapshot);
+                    (value, snapshot, digest)
+                }
             }
-            r.ok()
+            (expr, _) => {
+                let timeout = self.deadline.saturating_duration_since(Instant::now());
+                let state = match expr {
+                    Some(e) => Some(self.cdp.enqueue(Some(session), "Runtime.evaluate", e, timeout).await),
+                    None => None,
+                };
+                let snapshot =
+                    self.cdp.enqueue(Some(session), "DOMSnapshot.captureSnapshot", snapshot_params(), timeout).await;
+                let state = async {
+                    match state {
+                        Some(Ok(q)) => Some(q.answer().await),
+                        Some(Err(e)) => Some(Err(e)),
+                        None => None,
+                    }
+                };
+                let snapshot = async { snapshot?.answer().await };
+                let (state, snapshot) = tokio::join!(state, snapshot);
+                let value = state.and_then(|r| self.state_value(session, r));
+                let snapshot = Arc::new(snapshot?);
+                let token = value.as_ref().and_then(|v| v[4].as_str().map(str::to_owned));
+                let digest = self.keep(session, token, &snapshot);
+                (value, snapshot, digest)
+            }
         };
-        let snapshot = self.call(
-            session,
-            "DOMSnapshot.captureSnapshot",
-            json!({
-                "computedStyles": [
-                    "cursor",
-                    "visibility",
-                    "display",
-                    "position",
-                    "pointer-events",
-                    "overflow-y",
-                    "text-decoration-line",
-                    "white-space",
-                    "text-transform",
-                ],
-                "includeDOMRects": false,
-                "includePaintOrder": true,
-            }),
-        );
-        let (signature, snapshot) = tokio::join!(signature, snapshot);
-        let snapshot = snapshot?;
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        hash_value(&snapshot, &mut h);
-        let value = signature.as_ref().map(|v| &v["result"]["value"]);
-        let signature: Option<Arc<str>> = value.and_then(|v| v[2].as_str()).map(Arc::from);
-        let document = value.and_then(|v| Some((v[0].as_str()?.to_owned(), v[1].as_str()?.to_owned())));
-        let hidden = value.is_some_and(|v| v[3].as_str() == Some("hidden"));
+        snap_digest.hash(&mut h);
+        let signature: Option<Arc<str>> = value.as_ref().and_then(|v| v[2].as_str()).map(Arc::from);
+        let document = value.as_ref().and_then(|v| Some((v[0].as_str()?.to_owned(), v[1].as_str()?.to_owned())));
+        let hidden = value.as_ref().is_some_and(|v| v[3].as_str() == Some("hidden"));
         match &signature {
             Some(s) => s.hash(&mut h),
             // No signature (e.g. a context being replaced): a state no other read has.
             None => Instant::now().hash(&mut h),
         }
         Ok(PageState { snapshot, digest: h.finish(), signature, document, hidden })
+    }
+
+    /// The value of a [`PAGE_STATE`] read; a failed one forgets the world (its document is gone: it is made again).
+    fn state_value(&self, session: &SessionId, r: Result<Value, browserd_cdp::CdpError>) -> Option<Value> {
+        if r.is_err()
+            && let Some(t) = self.st().tabs.get_mut(&self.tab)
+        {
+            t.ax_cache.worlds.remove(session);
+        }
+        r.ok().map(|mut r| r["result"]["value"].take())
+    }
+
+    /// Digests a fresh snapshot and keeps it for the next read when its token says it can stand for one (a
+    /// document without frames or closed shadow roots, whose changes the watcher cannot see).
+    fn keep(&self, session: &SessionId, token: Option<String>, snapshot: &Arc<Value>) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        hash_value(snapshot, &mut h);
+        let digest = h.finish();
+        if let Some(t) = self.st().tabs.get_mut(&self.tab) {
+            match token.filter(|_| keepable(snapshot)) {
+                Some(token) => {
+                    let kept = crate::ax::KeptSnapshot { token, snapshot: Arc::clone(snapshot), digest };
+                    t.ax_cache.kept.insert(session.clone(), kept);
+                }
+                None => drop(t.ax_cache.kept.remove(session)),
+            }
+        }
+        digest
+    }
+
+    fn kept_used(&self) {
+        self.counters.snapshots_kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The backend node id of the element that has the focus in a session's documents (through open shadow roots
@@ -177,7 +306,7 @@ impl StateReader {
 
 /// What [`StateReader::read`] reads of one session.
 pub(super) struct PageState {
-    pub(super) snapshot: Value,
+    pub(super) snapshot: Arc<Value>,
     pub(super) digest: u64,
     pub(super) signature: Option<Arc<str>>,
     /// The top document's `readyState` and URL (`None` when the state could not be read).

@@ -199,7 +199,7 @@ impl DomNode {
 }
 
 /// The DOM facts of every frame in the sessions' snapshots.
-pub(super) fn parse_all(snapshots: &[Value]) -> HashMap<String, HashMap<i64, DomNode>> {
+pub(super) fn parse_all(snapshots: &[std::sync::Arc<Value>]) -> HashMap<String, HashMap<i64, DomNode>> {
     let mut docs = HashMap::new();
     for v in snapshots {
         docs.extend(parse_snapshot(v));
@@ -675,7 +675,7 @@ mod tests {
                 },
             }],
         });
-        let docs = parse_all(&[snapshot]);
+        let docs = parse_all(&[std::sync::Arc::new(snapshot)]);
         let d = &docs["frame1"];
         assert_eq!(d[&101].toggle, Some(Toggle { role: "switch", checked: true }));
         assert!(d[&102].by_label);
@@ -734,7 +734,7 @@ mod tests {
                 },
             }],
         });
-        let docs = parse_all(&[snapshot]);
+        let docs = parse_all(&[std::sync::Arc::new(snapshot)]);
         let d = &docs["frame1"];
         assert_eq!(d[&101].hidden_text.as_deref(), Some("4"));
         assert_eq!(d[&103].hidden_text, None, "a ligature icon's name is not text");
@@ -804,7 +804,7 @@ mod tests {
                 "layout": {"nodeIndex": laid, "styles": styles, "bounds": bounds},
             }],
         });
-        let docs = parse_all(&[snapshot]);
+        let docs = parse_all(&[std::sync::Arc::new(snapshot)]);
         let d = &docs["frame1"];
         let node = |i: usize| &d[&(1000 + i64::try_from(i).unwrap())];
         for (label, input, on) in expect {

@@ -150,7 +150,7 @@ type TreeRead = Result<(Arc<AxTree>, Option<Value>), browserd_cdp::CdpError>;
 /// What the cache holds for the sessions' current states.
 pub(super) struct Lookup {
     /// The sessions' DOM snapshots, in session order.
-    pub(super) snapshots: Vec<Value>,
+    pub(super) snapshots: Vec<Arc<Value>>,
     /// The sessions whose trees are not cached for their current state.
     pub(super) misses: Vec<Miss>,
     /// The reused trees, by frame.
@@ -202,7 +202,7 @@ pub(super) async fn read_misses(
     p: &ChromiumProvider,
     reader: &StateReader,
     sessions: &[(SessionId, Vec<String>)],
-    snapshots: &[Value],
+    snapshots: &[Arc<Value>],
     misses: &mut [Miss],
     epochs: &HashMap<String, u64>,
     deadline: Instant,

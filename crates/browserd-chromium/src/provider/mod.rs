@@ -71,7 +71,7 @@ pub struct ChromiumProvider {
     /// Advanced-tier records (console/network rings); empty until the first advanced call.
     pub(crate) advanced: crate::advanced::Advanced,
     /// How observations got their accessibility trees.
-    pub(crate) ax_stats: crate::ax::AxCounters,
+    pub(crate) ax_stats: Arc<crate::ax::AxCounters>,
     /// When a tree that must be read whole is built from the DOM snapshot instead ([`crate::ax::DomFirst`]).
     dom_first: std::sync::atomic::AtomicU8,
     /// Isolated sessions' browser contexts on this connection.
@@ -158,7 +158,7 @@ impl ChromiumProvider {
             pump,
             discovered: tokio::sync::OnceCell::new(),
             advanced: crate::advanced::Advanced::default(),
-            ax_stats: crate::ax::AxCounters::default(),
+            ax_stats: Arc::default(),
             dom_first: std::sync::atomic::AtomicU8::new(crate::ax::DomFirst::Auto as u8),
             contexts: profiles::Contexts::default(),
         })
