@@ -17,6 +17,9 @@ pub(super) struct Scope<'a> {
     pub(super) frame: &'a str,
     pub(super) own: &'a str,
     pub(super) around: Vec<&'a str>,
+    /// The namesake's element when the tree has no node for it (a chip's `aria-hidden` remove button): `own` is
+    /// then empty and `around` starts at the node it was found under.
+    pub(super) element: Option<i64>,
 }
 
 /// How many nodes up a namesake's own small container is looked for.
@@ -52,7 +55,15 @@ impl<'a> Renderer<'a> {
         let &(own, _) = self.path.last()?;
         let depth = self.context.len();
         let around = self.path.iter().rev().skip(1).take_while(|(_, d)| *d >= depth).take(SCOPE_DEPTH);
-        Some(Scope { frame, own, around: around.map(|(id, _)| *id).collect() })
+        Some(Scope { frame, own, around: around.map(|(id, _)| *id).collect(), element: None })
+    }
+
+    /// Where an element the tree has no node for sits: under the node being walked (see [`Scope::element`]).
+    pub(super) fn element_scope(&self, frame: &str, element: i64) -> Option<Scope<'a>> {
+        let (frame, _) = self.axs.get_key_value(frame)?;
+        let depth = self.context.len();
+        let around = self.path.iter().rev().take_while(|(_, d)| *d >= depth).take(SCOPE_DEPTH);
+        Some(Scope { frame, own: "", around: around.map(|(id, _)| *id).collect(), element: Some(element) })
     }
 
     /// The text of a namesake's own small container: the nearest element around it, below its nearest context, that
@@ -63,12 +74,17 @@ impl<'a> Renderer<'a> {
     fn local_context(&self, s: &Scope<'_>) -> Option<String> {
         let ax = self.axs.get(s.frame)?;
         let docs = self.docs.get(s.frame)?;
-        let own = ax.nodes.get(s.own)?;
-        // A text's own element is the element it is the text of (an inline clickable the tree leaves out).
-        let mut element = own.backend?;
-        if own.role == "StaticText" {
-            element = docs.get(&element)?.parent?;
-        }
+        let element = match s.element {
+            Some(element) => element,
+            None => {
+                let own = ax.nodes.get(s.own)?;
+                // A text's own element is the element it is the text of (an inline clickable the tree leaves out).
+                match own.backend? {
+                    b if own.role == "StaticText" => docs.get(&b)?.parent?,
+                    b => b,
+                }
+            }
+        };
         let around: Vec<(&str, i64)> =
             s.around.iter().filter_map(|id| Some((*id, ax.nodes.get(*id)?.backend?))).collect();
         let limit = around.last()?.1;

@@ -421,7 +421,7 @@ impl Renderer<'_> {
             return None;
         };
         self.out.node_count += 1;
-        let scope = self.scope(frame);
+        let scope = self.element_scope(frame, element);
         let namesake = match states.iter().find(|s| s.starts_with("icon=")) {
             Some(icon) if name.is_empty() => icon.clone(),
             _ => name.clone(),
