@@ -282,7 +282,9 @@ impl Renderer<'_> {
         }
         // A heading the page handles clicks on (a column's title that folds it) still reads as a heading.
         let shown = |kind: &str| Some((if role == "heading" { "heading" } else { kind }.to_owned(), false));
-        if d.in_tab_order() && !focus_sentinel(d, n) {
+        // A tab panel in the tab order is focusable so the keyboard can scroll it (as ARIA's practices advise: antd,
+        // Radix): it is the tab's panel, read as such, not a control (it was `e48 focusable "Members"`).
+        if d.in_tab_order() && !focus_sentinel(d, n) && role != "tabpanel" {
             return shown("focusable");
         }
         if d.own_pointer() || anchor_without_href(d) {
