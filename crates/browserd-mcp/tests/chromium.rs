@@ -38,6 +38,13 @@ fn ref_on(text: &str, part: &str) -> String {
     browserd_protocol::line_ref(line).expect("a ref line").to_owned()
 }
 
+/// A click on `target` in turn `t1` that must succeed; its result.
+async fn click_ok(client: &rmcp::service::RunningService<rmcp::RoleClient, ()>, target: String) -> CallToolResult {
+    let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await.unwrap();
+    assert_eq!(r.is_error, Some(false), "{r:?}");
+    r
+}
+
 fn own_tabs(list: &Value) -> Vec<u64> {
     list["tabs"]
         .as_array()
@@ -652,15 +659,7 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
     let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
-    let click = |target: String| {
-        let client = &client;
-        async move {
-            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
-            let r = r.unwrap();
-            assert_eq!(r.is_error, Some(false), "{r:?}");
-            r
-        }
-    };
+    let click = |target: String| click_ok(&client, target);
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/console.html")}), "t1")).await.unwrap());
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
@@ -720,15 +719,7 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
     let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
-    let click = |target: String| {
-        let client = &client;
-        async move {
-            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
-            let r = r.unwrap();
-            assert_eq!(r.is_error, Some(false), "{r:?}");
-            r
-        }
-    };
+    let click = |target: String| click_ok(&client, target);
     let effects = |r: &CallToolResult| r.structured_content.clone().expect("structured result")["effects"].to_string();
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/people.html")}), "t1")).await.unwrap());
@@ -805,15 +796,7 @@ async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
     let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
-    let click = |target: String| {
-        let client = &client;
-        async move {
-            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
-            let r = r.unwrap();
-            assert_eq!(r.is_error, Some(false), "{r:?}");
-            r
-        }
-    };
+    let click = |target: String| click_ok(&client, target);
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/ledger.html")}), "t1")).await.unwrap());
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
@@ -876,15 +859,7 @@ async fn a_mantine_modal_shows_alone_with_its_selects_list_through_mcp() {
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
     let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
-    let click = |target: String| {
-        let client = &client;
-        async move {
-            let r = client.call_tool(call("browser_act", json!({"action": "click", "target": target}), "t1")).await;
-            let r = r.unwrap();
-            assert_eq!(r.is_error, Some(false), "{r:?}");
-            r
-        }
-    };
+    let click = |target: String| click_ok(&client, target);
 
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/ledger.html")}), "t1")).await.unwrap());
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());

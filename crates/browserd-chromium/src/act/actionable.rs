@@ -288,9 +288,8 @@ impl Run<'_> {
                 Ok(pt) => return Ok(pt),
                 Err(f) if f.code == codes::NOT_ACTIONABLE => {
                     let now = Instant::now();
-                    let (mut state, changing) = self.obstacle_state(&f).await;
+                    let (state, changing, left) = self.obstacle_state(&f).await;
                     // A cover fading out within the deadline (its animation's end is known) is waited for to the end.
-                    let left = state.get_mut(2).map(Value::take).and_then(|v| v.as_f64()).unwrap_or(0.0);
                     if changing && left > 0.0 {
                         let end = now + Duration::from_secs_f64(left / 1000.0) + FRAME * 2;
                         give_up = give_up.max(end.min(self.deadline.checked_sub(margin).unwrap_or(start)));
@@ -320,7 +319,8 @@ impl Run<'_> {
     /// What an obstacle looks like now, and whether it is still changing. For a covering node: its box, its
     /// effective opacity and whether an animation runs on it or an ancestor (a gone node reads as changing). For
     /// any other reason (hidden, disabled, read-only, moving): the reason itself; only a moving target is changing.
-    async fn obstacle_state(&self, f: &Fail) -> (Value, bool) {
+    /// Last, the milliseconds the cover's finite animations have left (0 when none or unknown).
+    async fn obstacle_state(&self, f: &Fail) -> (Value, bool, f64) {
         const COVER_STATE: &str = r"function() {
           const e = this.nodeType === 1 ? this : this.parentElement;
           if (!e || !e.isConnected) return null;
@@ -339,25 +339,21 @@ impl Run<'_> {
         }";
         let Some((session, frame, backend)) = &f.cover_at else {
             let moving = f.message.contains("moving");
-            return (json!(f.message), moving);
+            return (json!(f.message), moving, 0.0);
         };
         // A node that cannot be read (gone, or no isolated world) reads as changing: it is watched, never believed.
         let obj = self.node(session, frame, *backend).await.ok();
-        let state = match obj {
+        let mut state = match obj {
             Some(obj) => self.call_on(session, &obj, COVER_STATE, json!([])).await.unwrap_or(Value::Null),
             None => Value::Null,
         };
         let changing = state.is_null() || state[5] == json!(true);
-        // How long its finite animations have left (not part of what is compared: it changes every frame).
-        let left = state.get(6).and_then(Value::as_f64).unwrap_or(0.0);
-        let state = match state {
-            Value::Array(mut v) if v.len() > 6 => {
-                v.truncate(6);
-                Value::Array(v)
-            }
-            other => other,
+        // How long its finite animations have left: not part of what is compared (it changes every frame).
+        let left = match &mut state {
+            Value::Array(v) if v.len() > 6 => v.pop().and_then(|l| l.as_f64()).unwrap_or(0.0),
+            _ => 0.0,
         };
-        (json!([backend, state, left]), changing)
+        (json!([backend, state]), changing, left)
     }
 
     /// Turns a final `NOT_ACTIONABLE` into its report: a covering node is described (role, name, a ref).

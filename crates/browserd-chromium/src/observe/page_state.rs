@@ -48,9 +48,8 @@ const PAGE_STATE: &str = r"(() => {
 /// mutation (of the document and of each open shadow root the page-state walk finds), and the events of what
 /// changes layout, style or a control's state with none — scrolling, resizing (the window, a video), loads (images,
 /// fonts, a video's size), transitions and animations, hover and focus, input, toggles, the URL's fragment. The
-/// token is this watcher's id and count, with
-/// what script can set unseen by both: each field's value and checked state, the stylesheets' rule counts, the
-/// number of animations in effect. `null` while an animation runs or is pending (the page moves with no event), for
+/// token is this watcher's id and count, with what script can set unseen by both: each field's value and checked
+/// state, the stylesheets' rule counts, the number of animations in effect. `null` while an animation runs or is pending (the page moves with no event), for
 /// a document with frames in it (their documents are not watched) or not yet loaded: its snapshot is always taken.
 const WATCH: &str = r"
   const w = window.__browserdWatch || (() => {
