@@ -300,6 +300,24 @@ pub(crate) enum LogEvent {
     Blocked(String),
 }
 
+/// One observation kept for diffs: its lines, and the refs it left out because a modal dialog holds the page (their
+/// elements still there with a box, out of reach until it closes; not gone).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Revision {
+    pub(crate) lines: Vec<Line>,
+    pub(crate) behind_modal: Vec<String>,
+    /// While a modal dialog holds the page: the lines of the last revision before it opened (the page it hides), so
+    /// that what comes back when it closes is not new, and what changed there meanwhile is.
+    pub(crate) behind_page: Option<Arc<Vec<Line>>>,
+}
+
+impl Revision {
+    /// The lines of an observation, and the refs it left out behind a modal dialog.
+    pub(crate) fn new(lines: Vec<Line>, behind_modal: Vec<String>) -> Self {
+        Revision { lines, behind_modal, behind_page: None }
+    }
+}
+
 /// One tab.
 #[derive(Debug)]
 pub(crate) struct Tab {
@@ -315,8 +333,8 @@ pub(crate) struct Tab {
     pub(crate) next_frame_key: u32,
     pub(crate) next_doc_epoch: u64,
     pub(crate) refs: RefTable,
-    /// The latest observation revisions of this tab (number, lines), at most [`HISTORY_WINDOW`].
-    pub(crate) history: VecDeque<(u64, Vec<Line>)>,
+    /// The latest observation revisions of this tab (number, revision), at most [`HISTORY_WINDOW`].
+    pub(crate) history: VecDeque<(u64, Revision)>,
     /// This tab's latest revision (0: none yet).
     pub(crate) revision: u64,
     /// The provider's revision counter, shared by all its tabs: a revision number names one tab's revision.
@@ -560,19 +578,32 @@ impl Tab {
         self.frames.get(&self.target_id).map_or(0, |f| f.doc_epoch)
     }
 
-    /// The lines of the revision `since` names, when it is one of this tab's revisions still in the history window,
-    /// issued on connection `epoch`. `None` (the caller resyncs with a full observation) for a cursor of another
-    /// connection or another tab, one that fell out of the window, and anything that is not a cursor: never another
-    /// revision's lines.
-    pub(crate) fn revision_lines(&self, epoch: u64, since: &str) -> Option<&[Line]> {
+    /// The revision `since` names, when it is one of this tab's revisions still in the history window, issued on
+    /// connection `epoch`. `None` (the caller resyncs with a full observation) for a cursor of another connection or
+    /// another tab, one that fell out of the window, and anything that is not a cursor: never another revision.
+    pub(crate) fn revision_at(&self, epoch: u64, since: &str) -> Option<&Revision> {
         let c = parse_cursor(since.trim()).filter(|c| c.epoch == epoch)?;
-        self.history.iter().find(|(r, _)| *r == c.revision).map(|(_, lines)| lines.as_slice())
+        self.history.iter().find(|(r, _)| *r == c.revision).map(|(_, rev)| rev)
     }
 
-    /// Records an observation's lines as a new revision (the provider's next revision number).
-    pub(crate) fn push_revision(&mut self, lines: Vec<Line>) -> u64 {
+    /// The latest revision's lines (none before the first observation).
+    pub(crate) fn latest_lines(&self) -> &[Line] {
+        self.history.back().map_or(&[], |(_, rev)| rev.lines.as_slice())
+    }
+
+    /// Records an observation as a new revision (the provider's next revision number).
+    pub(crate) fn push_revision(&mut self, mut rev: Revision) -> u64 {
+        if !rev.behind_modal.is_empty()
+            && let Some((_, prev)) = self.history.back()
+        {
+            rev.behind_page = match &prev.behind_page {
+                Some(page) => Some(Arc::clone(page)),
+                None if prev.behind_modal.is_empty() => Some(Arc::new(prev.lines.clone())),
+                None => None,
+            };
+        }
         self.revision = self.revisions.fetch_add(1, Ordering::Relaxed) + 1;
-        self.history.push_back((self.revision, lines));
+        self.history.push_back((self.revision, rev));
         while self.history.len() > HISTORY_WINDOW {
             self.history.pop_front();
         }
@@ -700,23 +731,23 @@ mod tests {
         let counter = Arc::new(AtomicU64::new(0));
         let tab = |h: u64| Tab::new(TabHandle(h), format!("t{h}"), String::new(), String::new(), None, counter.clone());
         let (mut a, mut b) = (tab(1), tab(2));
-        let line = |t: &str| vec![Line { indent: 0, node_ref: None, text: t.to_owned() }];
+        let line = |t: &str| Revision::new(vec![Line { indent: 0, node_ref: None, text: t.to_owned() }], Vec::new());
         let ra = a.push_revision(line("a"));
         let rb = b.push_revision(line("b"));
         assert_ne!(ra, rb, "revision numbers are shared by the provider's tabs");
         let (ca, cb) = (cursor_string(1, ra), cursor_string(1, rb));
-        assert_eq!(a.revision_lines(1, &ca).map(|l| l[0].text.as_str()), Some("a"));
-        assert_eq!(a.revision_lines(1, &format!(" {ca} ")).map(|l| l[0].text.as_str()), Some("a"));
-        assert_eq!(b.revision_lines(1, &cb).map(|l| l[0].text.as_str()), Some("b"));
-        assert!(b.revision_lines(1, &ca).is_none(), "tab a's cursor on tab b resyncs");
-        assert!(a.revision_lines(2, &ca).is_none(), "a cursor of another connection resyncs");
-        assert!(a.revision_lines(2, &cursor_string(2, ra)).is_some(), "the same number on the new connection's tag");
-        assert!(a.revision_lines(1, "1.1.1").is_none() && a.revision_lines(1, "junk").is_none());
+        assert_eq!(a.revision_at(1, &ca).map(|r| r.lines[0].text.as_str()), Some("a"));
+        assert_eq!(a.revision_at(1, &format!(" {ca} ")).map(|r| r.lines[0].text.as_str()), Some("a"));
+        assert_eq!(b.revision_at(1, &cb).map(|r| r.lines[0].text.as_str()), Some("b"));
+        assert!(b.revision_at(1, &ca).is_none(), "tab a's cursor on tab b resyncs");
+        assert!(a.revision_at(2, &ca).is_none(), "a cursor of another connection resyncs");
+        assert!(a.revision_at(2, &cursor_string(2, ra)).is_some(), "the same number on the new connection's tag");
+        assert!(a.revision_at(1, "1.1.1").is_none() && a.revision_at(1, "junk").is_none());
         for i in 0..HISTORY_WINDOW {
             a.push_revision(line(&format!("a{i}")));
         }
-        assert!(a.revision_lines(1, &ca).is_none(), "a cursor past the window resyncs");
-        assert!(a.revision_lines(1, &cursor_string(1, a.revision)).is_some());
+        assert!(a.revision_at(1, &ca).is_none(), "a cursor past the window resyncs");
+        assert!(a.revision_at(1, &cursor_string(1, a.revision)).is_some());
     }
 
     #[test]

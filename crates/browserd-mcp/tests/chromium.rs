@@ -557,6 +557,13 @@ async fn a_menu_whose_fade_begins_frames_after_it_closed_is_reported_gone_throug
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     let opened = client.call_tool(click(ref_on(&page, "button \"Account\""))).await.unwrap();
     assert_eq!(opened.is_error, Some(false), "{opened:?}");
+    // The button that opened the menu is not new: its changed line is `updated`, the menu's items `appeared` (the
+    // button's `expanded` line was listed among the new items).
+    let effects = opened.structured_content.clone().expect("structured result")["effects"].clone();
+    let list = |key: &str| effects[key].as_array().cloned().unwrap_or_default();
+    let has = |key: &str, part: &str| list(key).iter().any(|l| l.as_str().is_some_and(|l| l.contains(part)));
+    assert!(has("appeared", "menuitem \"Billing\"") && !has("appeared", "\"Account\""), "{effects}");
+    assert!(has("updated", "button \"Account\" expanded") && !has("updated", "menuitem"), "{effects}");
     let menu = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     let billing = ref_on(&menu, "menuitem \"Billing\"");
     let chose = client.call_tool(click(billing.clone())).await.unwrap();
@@ -1151,7 +1158,23 @@ async fn a_modal_that_opens_leads_the_clicks_effects_through_mcp() {
     let appeared = result["effects"]["appeared"].as_array().cloned().unwrap_or_default();
     let shows = |part: &str| appeared.iter().any(|l| l.as_str().is_some_and(|l| l.contains(part)));
     assert!(shows("button \"Cancel\"") && shows("button \"Delete\""), "the dialog leads the effects: {result}");
-    assert_eq!(site.records(), ["menu:cust-1", "delete:cust-1"]);
+    // The lines behind it, now `covered`, are not listed as updated one by one.
+    assert!(!result["effects"]["updated"].to_string().contains("covered"), "{result}");
+    // The page behind waits there: its refs are not gone. Only the row menu the click closed is.
+    let menu_refs: Vec<Value> = ["link \"Edit\"", "link \"Delete\""].iter().map(|l| json!(ref_on(&menu, l))).collect();
+    assert_eq!(result["effects"]["disappeared"], json!(menu_refs), "{result}");
+    // The dialog shows alone with the cookie banner it does not cover (both in the app's root, beside the page): the
+    // banner was kept with the whole root, and every line of the page behind was listed `covered`.
+    let shown = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(shown.contains("button \"Accept\"") && shown.contains("dialog \"Delete customer\""), "{shown}");
+    assert!(!shown.contains("covered") && !shown.contains("Ada Lovelace\""), "{shown}");
+    // Closing it brings the page back, which is not new: the effects say the dialog went, and nothing else.
+    let closed = client.call_tool(click(ref_on(&shown, "button \"Cancel\""))).await.unwrap();
+    let effects = closed.structured_content.clone().expect("structured result")["effects"].clone();
+    assert!(effects["appeared"].is_null() && effects["updated"].is_null(), "{effects}");
+    assert!(!effects["changed"].to_string().contains("Customers"), "{effects}");
+    assert_eq!(effects["disappeared"].as_array().map(Vec::len), Some(2), "{effects}");
+    assert_eq!(site.records(), ["menu:cust-1", "delete:cust-1", "delete:cancel"]);
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

@@ -803,9 +803,14 @@ pub struct Effects {
     /// New main-frame URL, when it navigated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub navigated: Option<String>,
-    /// Operable nodes that appeared (observation lines).
+    /// Operable nodes that appeared (observation lines): refs the page did not show before the action.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub appeared: Vec<String>,
+    /// Operable nodes shown before and after whose line changed (a state, name or value): their new lines, such as
+    /// `e5 button "Account" expanded`. A line that only became (or stopped being) `covered` is left out: the dialog
+    /// that covers it is under `appeared`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub updated: Vec<String>,
     /// Refs that disappeared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub disappeared: Vec<NodeRef>,

@@ -359,6 +359,7 @@ impl Run<'_> {
             && self.baseline.is_some()
             && e.navigated.is_none()
             && e.appeared.is_empty()
+            && e.updated.is_empty()
             && e.disappeared.is_empty()
             && e.changed.is_empty()
             && e.announced.is_empty()
@@ -376,6 +377,7 @@ impl Run<'_> {
         if self.res.dispatch == Dispatch::Dispatched
             && (e.navigated.is_some()
                 || !e.appeared.is_empty()
+                || !e.updated.is_empty()
                 || !e.disappeared.is_empty()
                 || !e.announced.is_empty()
                 || e.dialog.is_some()

@@ -41,7 +41,7 @@ impl Run<'_> {
             };
             let st = self.p.st();
             let t = st.tabs.get(&self.tab).ok_or_else(|| Fail::new(codes::STALE_TARGET, "the tab is gone"))?;
-            let latest = t.history.back().map(|(_, l)| l.clone()).unwrap_or_default();
+            let latest = t.latest_lines();
             let matches: Vec<(String, String)> = latest
                 .iter()
                 .filter_map(|l| {

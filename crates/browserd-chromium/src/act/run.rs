@@ -13,7 +13,7 @@ use super::fail::{Fail, TARGET_CLOSED, cdp_fail, world_fail};
 use super::resolve::Prefetched;
 use crate::observe::Built;
 use crate::provider::{ChromiumProvider, gone, remaining};
-use crate::state::Line;
+use crate::state::Revision;
 use crate::world;
 
 /// One action under way, shared by its phases: where it acts (`p`, `tab`, `session`: the tab's page session) and until
@@ -27,7 +27,7 @@ pub(super) struct Run<'a> {
     pub(super) session: SessionId,
     pub(super) res: ActionResult,
     pub(super) seq0: u64,
-    pub(super) baseline: Option<Vec<Line>>,
+    pub(super) baseline: Option<Revision>,
     pub(super) announced: Vec<String>,
     pub(super) sessions_used: Vec<SessionId>,
     pub(super) last_built: Option<Built>,
@@ -78,7 +78,7 @@ impl<'a> Run<'a> {
         let (seq0, baseline) = {
             let st = p.st();
             let t = st.tabs.get(&tab).ok_or_else(|| gone(tab))?;
-            (st.seq, t.history.back().map(|(_, l)| l.clone()))
+            (st.seq, t.history.back().map(|(_, rev)| rev.clone()))
         };
         Ok(Run {
             p,

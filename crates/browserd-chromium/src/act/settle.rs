@@ -333,17 +333,31 @@ impl Run<'_> {
         {
             let mut st = self.p.st();
             if let Some(t) = st.tabs.get_mut(&self.tab) {
-                t.push_revision(built.lines.clone());
+                t.push_revision(built.revision());
             }
         }
         if let Some(base) = &self.baseline {
-            let (added, removed) = diff(base, &built.lines);
-            // What is new comes first (a dialog that opened and its buttons), then what changed: a modal's backdrop
-            // changes every line behind it to `covered`, and those must not crowd the dialog out of the list.
-            let before: std::collections::HashSet<&str> = base.iter().filter_map(|l| l.node_ref.as_deref()).collect();
-            let mut refs: Vec<&crate::state::Line> = added.iter().filter(|l| l.node_ref.is_some()).collect();
-            refs.sort_by_key(|l| l.node_ref.as_deref().is_some_and(|r| before.contains(r)));
-            self.res.effects.appeared = refs.into_iter().take(15).map(|l| l.text.clone()).collect();
+            let (added, removed) = diff(base, &built.revision());
+            // A ref shown before whose line changed is `updated`, not new: `button "Account" expanded` beside the
+            // menu it opened. A modal's backdrop changes every line behind it to `covered`; those say nothing the
+            // dialog under `appeared` does not.
+            let page = base.behind_page.as_deref().map_or(&[][..], Vec::as_slice);
+            let before: std::collections::HashMap<&str, &str> = page
+                .iter()
+                .chain(&base.lines)
+                .filter_map(|l| Some((l.node_ref.as_deref()?, l.text.as_str())))
+                .collect();
+            let (mut appeared, mut updated) = (Vec::new(), Vec::new());
+            for l in added.iter() {
+                let Some(r) = l.node_ref.as_deref() else { continue };
+                match before.get(r) {
+                    None => appeared.push(l.text.clone()),
+                    Some(old) if !same_but_cover_or_focus(old, &l.text) => updated.push(l.text.clone()),
+                    Some(_) => {}
+                }
+            }
+            self.res.effects.appeared = appeared.into_iter().take(15).collect();
+            self.res.effects.updated = updated.into_iter().take(10).collect();
             self.res.effects.changed = added
                 .iter()
                 .filter(|l| l.node_ref.is_none() && !l.text.trim().is_empty())
@@ -400,4 +414,21 @@ impl Run<'_> {
         e.downloads = downloads.into_iter().map(|(_, d)| d).collect();
         e.announced = self.announced.iter().take(5).cloned().collect();
     }
+}
+
+/// Whether two lines of one ref differ only in being `covered` (a backdrop came or went over it) or `focused` (which
+/// `effects.focused` tells): states the input did not change on the element itself.
+fn same_but_cover_or_focus(old: &str, new: &str) -> bool {
+    let strip = |s: &str| {
+        s.split(' ')
+            .filter_map(|w| match w {
+                "covered" | "focused" => None,
+                "covered:" | "focused:" => Some(":"),
+                w => Some(w),
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace(" :", ":")
+    };
+    strip(old) == strip(new)
 }

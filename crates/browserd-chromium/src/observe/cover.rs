@@ -65,6 +65,7 @@ impl Renderer<'_> {
 pub(super) struct CoveringModal {
     pub(super) frame: String,
     pub(super) node: String,
+    /// The dialog's ancestors and the kept parts' (walked for the way down, their other children left out).
     pub(super) ancestors: std::collections::HashSet<String>,
     /// Parts of the page outside the dialog that are walked as it is: where a popup of the dialog's own, not covered
     /// by the backdrop, hangs (a select's list drawn at the end of the body).
@@ -105,7 +106,7 @@ impl Renderer<'_> {
                 .map(|c| c.backend)
                 .collect()
         };
-        let mut behind = 0;
+        let mut behind = Vec::new();
         let mut open = Vec::new();
         for (b, d) in docs {
             if !looks_operable(d)
@@ -117,15 +118,27 @@ impl Renderer<'_> {
                 continue;
             }
             if self.covered(frame, *b) {
-                behind += 1;
+                behind.push(*b);
             } else {
                 open.push(*b);
             }
         }
         // What outside the dialog still takes clicks is a popup of the dialog's own (a select's list drawn at the end
         // of the body) while most of the page is covered; when as much is open as covered, it is not modal in effect.
-        if behind == 0 || open.len() >= behind {
+        if behind.is_empty() || open.len() >= behind.len() {
             return;
+        }
+        // The elements (by the DOM) that hold a covered control: a part kept open stops below them, or the page
+        // behind would come with it (a cookie banner inside the app's root, beside the page it does not cover).
+        let mut over_behind: std::collections::HashSet<i64> = std::collections::HashSet::new();
+        for b in &behind {
+            let mut at = docs.get(b).and_then(|d| d.parent);
+            while let Some(p) = at {
+                if !over_behind.insert(p) {
+                    break;
+                }
+                at = docs.get(&p).and_then(|d| d.parent);
+            }
         }
         let mut parents: HashMap<&str, &str> = HashMap::new();
         for (pid, n) in &ax.nodes {
@@ -154,15 +167,52 @@ impl Renderer<'_> {
             })
             .find_map(|b| by_backend.get(&b).copied());
             let Some(mut top) = node else { continue };
-            while let Some(up) = parents.get(top).copied().filter(|up| !ancestors.contains(*up) && *up != id.as_str()) {
+            let holds_behind =
+                |n: &str| ax.nodes.get(n).and_then(|n| n.backend).is_none_or(|b| over_behind.contains(&b));
+            while let Some(up) = parents
+                .get(top)
+                .copied()
+                .filter(|up| !ancestors.contains(*up) && *up != id.as_str() && !holds_behind(up))
+            {
                 top = up;
             }
-            if !ancestors.contains(top) {
+            if !ancestors.contains(top) && !holds_behind(top) {
                 kept.insert(top.to_owned());
             }
         }
+        // The walk reaches a kept part through the nodes around it (the app's root), leaving their other children.
+        for k in kept.clone() {
+            let mut up = parents.get(k.as_str()).copied();
+            while let Some(u) = up.filter(|u| ancestors.insert((*u).to_owned())) {
+                up = parents.get(u).copied();
+            }
+        }
         self.covering_modal =
-            Some(CoveringModal { frame: frame.to_owned(), node: id.clone(), ancestors, kept, behind });
+            Some(CoveringModal { frame: frame.to_owned(), node: id.clone(), ancestors, kept, behind: behind.len() });
+    }
+
+    /// With a modal dialog holding the page (covering it, or making it inert), the refs already given to elements
+    /// behind it that are still there with a box: left out of the lines, not gone (`Revision::behind_modal`).
+    pub(super) fn refs_behind_modal(&self) -> Vec<String> {
+        if self.covering_modal.is_none() && self.modal_at.is_none() {
+            return Vec::new();
+        }
+        let shown: std::collections::HashSet<&str> =
+            self.out.lines.iter().filter_map(|l| l.node_ref.as_deref()).collect();
+        self.refs
+            .by_ref
+            .iter()
+            .filter(|(r, e)| {
+                !shown.contains(r.as_str())
+                    && self.frames.get(&e.frame_id).is_some_and(|m| m.epoch == e.doc_epoch)
+                    && self
+                        .docs
+                        .get(&e.frame_id)
+                        .and_then(|d| d.get(&e.backend))
+                        .is_some_and(|d| d.rect.is_some_and(|r| r[2] > 0.0 && r[3] > 0.0))
+            })
+            .map(|(r, _)| r.clone())
+            .collect()
     }
 
     /// Whether the walk leaves out this node: outside the covering modal and not around it.

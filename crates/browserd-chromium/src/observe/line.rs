@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use browserd_protocol::NodeRef;
 
 use crate::provider::truncate;
-use crate::state::Line;
+use crate::state::{Line, Revision};
 
 /// Page text as a reader sees it: whitespace runs folded to one space, and without the glyphs of icon fonts
 /// (characters of the Private Use Areas, which such fonts draw as pictures: `::before { content: "\e7f4" }`),
@@ -94,13 +94,40 @@ pub(super) fn starts_like_a_ref(text: &str) -> bool {
     NodeRef::is_ref_shaped(text.split(' ').next().unwrap_or_default())
 }
 
-/// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`.
-pub(crate) fn diff(old: &[Line], new: &[Line]) -> (Vec<Line>, Vec<String>) {
-    let old_set: HashSet<(&Option<String>, &str)> = old.iter().map(|l| (&l.node_ref, l.text.as_str())).collect();
-    let new_refs: HashSet<&str> = new.iter().filter_map(|l| l.node_ref.as_deref()).collect();
-    let added = new.iter().filter(|l| !old_set.contains(&(&l.node_ref, l.text.as_str()))).cloned().collect();
-    let removed =
-        old.iter().filter_map(|l| l.node_ref.as_deref()).filter(|r| !new_refs.contains(r)).map(str::to_owned).collect();
+/// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`. A modal dialog hides the page
+/// without removing it: a ref that went behind it is not gone, and what comes back when it closes is compared with
+/// the page as it was before it opened (`Revision::behind_page`), so only what changed meanwhile is new.
+pub(crate) fn diff(old: &Revision, new: &Revision) -> (Vec<Line>, Vec<String>) {
+    let page = old.behind_page.as_deref().map_or(&[][..], Vec::as_slice);
+    let old_set: HashSet<(&Option<String>, &str)> =
+        old.lines.iter().chain(page).map(|l| (&l.node_ref, l.text.as_str())).collect();
+    let on_page: HashSet<&str> = page.iter().filter_map(|l| l.node_ref.as_deref()).collect();
+    // Behind the dialog with no line to compare with (it was open at the first look): back, not new.
+    let unseen_behind: HashSet<&str> =
+        old.behind_modal.iter().map(String::as_str).filter(|r| !on_page.contains(r)).collect();
+    let new_refs: HashSet<&str> = new
+        .lines
+        .iter()
+        .filter_map(|l| l.node_ref.as_deref())
+        .chain(new.behind_modal.iter().map(String::as_str))
+        .collect();
+    let added = new
+        .lines
+        .iter()
+        .filter(|l| !old_set.contains(&(&l.node_ref, l.text.as_str())))
+        .filter(|l| !l.node_ref.as_deref().is_some_and(|r| unseen_behind.contains(r)))
+        .cloned()
+        .collect();
+    let mut behind: Vec<&str> = old.behind_modal.iter().map(String::as_str).collect();
+    behind.sort_by_key(|r| (r.len(), *r));
+    let removed = old
+        .lines
+        .iter()
+        .filter_map(|l| l.node_ref.as_deref())
+        .chain(behind)
+        .filter(|r| !new_refs.contains(r))
+        .map(str::to_owned)
+        .collect();
     (added, removed)
 }
 
@@ -383,9 +410,27 @@ mod tests {
         let old =
             vec![line(Some("e1"), "e1 button \"A\""), line(Some("e2"), "e2 textbox \"B\""), line(None, "Count: 1")];
         let new = vec![line(Some("e1"), "e1 button \"A\""), line(None, "Count: 2"), line(Some("e3"), "e3 link \"C\"")];
-        let (added, removed) = diff(&old, &new);
+        let rev = |lines: &[Line], behind: &[&str]| {
+            Revision::new(lines.to_vec(), behind.iter().map(|r| (*r).to_owned()).collect())
+        };
+        let (added, removed) = diff(&rev(&old, &[]), &rev(&new, &[]));
         assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "e3 link \"C\""]);
         assert_eq!(removed, vec!["e2".to_owned()]);
+        // A dialog opens over the page: its refs went behind it, not away.
+        let dialog = [line(None, "dialog \"Delete?\":"), line(Some("e9"), "e9 button \"Cancel\"")];
+        let (added, removed) = diff(&rev(&old, &[]), &rev(&dialog, &["e1", "e2"]));
+        assert_eq!(added.len(), 2);
+        assert!(removed.is_empty(), "{removed:?}");
+        // It closes: the page is back, not new; only what changed behind it meanwhile is (and what went away).
+        let mut open = rev(&dialog, &["e1", "e2"]);
+        open.behind_page = Some(std::sync::Arc::new(old.clone()));
+        let (added, removed) = diff(&open, &rev(&new, &[]));
+        assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "e3 link \"C\""]);
+        assert_eq!(removed, vec!["e9".to_owned(), "e2".to_owned()]);
+        // Opened before the first look: what comes back has nothing to be compared with, and is not new either.
+        let (added, removed) = diff(&rev(&dialog, &["e1", "e2"]), &rev(&old, &[]));
+        assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 1"]);
+        assert_eq!(removed, vec!["e9".to_owned()]);
     }
 
     #[test]

@@ -83,6 +83,15 @@ pub(crate) struct Built {
     pub(crate) ready: bool,
     /// Drawing canvases: how many, and the largest (CSS pixels).
     pub(crate) canvases: Option<(u32, (f64, f64))>,
+    /// Refs left out because a modal dialog holds the page (see [`crate::state::Revision`]).
+    pub(crate) behind_modal: Vec<String>,
+}
+
+impl Built {
+    /// What a diff compares: the lines and the refs behind a modal dialog.
+    pub(crate) fn revision(&self) -> crate::state::Revision {
+        crate::state::Revision::new(self.lines.clone(), self.behind_modal.clone())
+    }
 }
 
 /// `browser_observe`.
@@ -176,13 +185,13 @@ fn answer(
         obs.revision = t.revision;
         obs.cursor = cursor(p, t.revision);
     } else {
-        let base = params.since.as_ref().map(|c| t.revision_lines(p.epoch, c).map(|lines| (c.clone(), lines.to_vec())));
-        let rev = t.push_revision(built.lines.clone());
+        let base = params.since.as_ref().map(|c| t.revision_at(p.epoch, c).map(|old| (c.clone(), old.clone())));
+        let rev = t.push_revision(built.revision());
         obs.revision = rev;
         obs.cursor = cursor(p, rev);
         match base {
             Some(Some((since, old))) => {
-                let (added, removed) = diff(&old, &built.lines);
+                let (added, removed) = diff(&old, &built.revision());
                 obs.diff = Some(ObservationDiff {
                     since,
                     added: added.iter().map(|l| l.text.clone()).collect(),
@@ -299,7 +308,9 @@ async fn build_in(
     r.drop_label_echoes();
     r.disambiguate();
     r.trim_to_budget();
+    let behind_modal = if within.is_none() { r.refs_behind_modal() } else { Vec::new() };
     let mut out = r.finish(within.as_ref());
+    out.behind_modal = behind_modal;
     if out.title.is_empty() {
         out.title.clone_from(&t.title);
     }
