@@ -632,6 +632,10 @@ pub(crate) struct State {
     /// while the tab was detached), with the stopped URL: when a tab's frame tree later shows one, its error page
     /// stands for that URL (`provider/sessions.rs`).
     pub(crate) unplaced_blocked: RecentFrames<String>,
+    /// Targets the browser said were destroyed (a target id is never used again): a target list read a moment later
+    /// may still carry one (`chrome.debugger.getTargets` over the extension relay does, right after the user closed
+    /// the tab), and it must not come back as an open tab.
+    pub(crate) closed_targets: RecentFrames<()>,
 }
 
 impl State {

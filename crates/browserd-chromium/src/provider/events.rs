@@ -24,6 +24,9 @@ pub(super) fn register_page(st: &mut State, alloc: &HandleAllocator, info: &Valu
     if let Some(h) = st.by_target.get(&target) {
         return Some((*h, false));
     }
+    if st.closed_targets.contains(&target) {
+        return None;
+    }
     let opener = info["openerId"].as_str().and_then(|o| st.by_target.get(o).copied());
     let h = st.preferred.remove(&target).unwrap_or_else(|| alloc.tab());
     let mut tab = Tab::new(
@@ -79,12 +82,17 @@ pub(super) async fn pump(
                 }
             }
             out.extend(updated.map(Pumped::Provider));
+            // Told while the records still hold: whoever reads them (an action's result saying the tab closed) and
+            // then asks the runtime (`browser_list`) finds the runtime's news already sent, never a tab listed that
+            // the result just said was closed.
+            for e in &out {
+                if let Pumped::Provider(pe) = e {
+                    let _ = tx.send(pe.clone());
+                }
+            }
             out
         };
         for e in out {
-            if let Pumped::Provider(pe) = &e {
-                let _ = tx.send(pe.clone());
-            }
             if let Pumped::DialogOpened = e {
                 dialog_notify.notify_waiters();
             }
@@ -152,6 +160,9 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
             }
         }
         "Target.targetDestroyed" => {
+            if let Some(id) = p["targetId"].as_str() {
+                st.closed_targets.insert_value(id.to_owned(), ());
+            }
             if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.remove(id))
                 && let Some(t) = st.tabs.remove(&h)
             {
@@ -539,6 +550,21 @@ mod tests {
         let t = &st.tabs[&h];
         assert_eq!(t.frames["oop"].doc_epoch, epoch, "the frame and its document are kept for the re-attach");
         assert!(t.children.is_empty(), "its session is gone");
+    }
+
+    #[test]
+    fn a_closed_tab_listed_again_by_a_stale_target_list_stays_closed() {
+        let (mut st, alloc) = (State::default(), HandleAllocator::new());
+        let info = json!({"type": "page", "targetId": "T1", "url": "http://a/", "title": "A"});
+        let (h, new) = register_page(&mut st, &alloc, &info).expect("a page");
+        assert!(new);
+        let destroyed =
+            CdpEvent { session: None, method: "Target.targetDestroyed".into(), params: json!({"targetId": "T1"}) };
+        handle_event(&mut st, &destroyed, &alloc);
+        assert!(!st.tabs.contains_key(&h), "the tab is gone");
+        // `chrome.debugger.getTargets` answered a moment later still lists it.
+        assert_eq!(register_page(&mut st, &alloc, &info), None, "a destroyed target is not a new tab");
+        assert!(st.tabs.is_empty() && st.by_target.is_empty());
     }
 
     fn event(method: &str, params: serde_json::Value) -> CdpEvent {
