@@ -480,6 +480,8 @@ fn data(path: &str) -> Value {
             "sizes": PEOPLE_SIZES,
             "people": PEOPLE,
             "teams": PEOPLE_TEAMS,
+            "invites": PEOPLE_INVITES,
+            "more": PEOPLE_MORE,
         }),
         "/apps/ledger.html" => json!({
             "brand": "Ledgerly",
@@ -556,6 +558,14 @@ const PEOPLE_SIZES: &[&str] = &["Large", "Medium", "Small"];
 /// The teams the "Add person" dialog's Select offers.
 const PEOPLE_TEAMS: &[&str] = &["Design", "Engineering", "Support"];
 const PEOPLE: &[(&str, &str)] = &[("p1", "Ada Lovelace"), ("p2", "Grace Hopper"), ("p3", "Alan Turing")];
+/// The invitations table (id, email, team, status): a click on a row opens it.
+const PEOPLE_INVITES: &[(&str, &str, &str, &str)] = &[
+    ("i1", "edsger@paths.test", "Engineering", "Pending"),
+    ("i2", "barbara@liskov.test", "Design", "Accepted"),
+    ("i3", "donald@knuth.test", "Support", "Pending"),
+];
+/// The "More" dropdown's items (command, label); the last one is set off by a divider.
+const PEOPLE_MORE: &[(&str, &str)] = &[("export", "Export list"), ("archive", "Archive all")];
 
 /// The Mantine invoicing app: its sidebar (key, label, disabled; the one at `LEDGER_ACTIVE` open at load), the open
 /// tooltip of the search button, the account menu's items and the due date.
@@ -793,7 +803,11 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                 operable.push(AppOperable { role: "button", name: "Delete".into(), records: None });
             }
             operable.push(AppOperable { role: "button", name: "Add person".into(), records: None });
-            let texts = vec!["Last action: none".into(), "People admin".into(), PEOPLE[0].1.into()];
+            // A click on an invitation's row opens it (named by its cells: the email first); "More" opens its menu.
+            operable.extend(PEOPLE_INVITES.iter().map(|(id, email, ..)| op("generic", *email, format!("invite:{id}"))));
+            operable.push(AppOperable { role: "button", name: "More".into(), records: None });
+            let texts =
+                vec!["Last action: none".into(), "People admin".into(), PEOPLE[0].1.into(), PEOPLE_INVITES[1].1.into()];
             AppTruth { operable, texts }
         }
         "/apps/ledger.html" => {

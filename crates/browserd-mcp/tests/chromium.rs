@@ -721,7 +721,9 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     // Select was three lines (`clickable "Choose a region":` over the combobox and its placeholder), and the click
     // that opened it answered with the combobox `expanded` but none of its options (its list zooms in for 300 ms,
     // its options without a box until then). With the dialog's own Select open (its list drawn outside the dialog),
-    // every line of the page behind it was listed, marked `covered`.
+    // every line of the page behind it was listed, marked `covered`. Each status Tag of the invitations Table read
+    // `current` while it appeared (Vue's `-enter-active` class of its 300 ms transition); the divider of the "More"
+    // dropdown was a nameless `clickable`.
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
@@ -732,8 +734,10 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     ok(&client.call_tool(call("browser_open", json!({"url": site.url("/apps/people.html")}), "t1")).await.unwrap());
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(page.contains("menuitem \"People\" current") && !page.contains("\"Overview\" current"), "{page}");
+    let current: Vec<&str> = page.lines().filter(|l| l.contains(" current")).collect();
+    assert_eq!(current.len(), 1, "only the open menu entry is current: {page}");
 
-    assert!(!page.contains("clickable"), "one line for the select: {page}");
+    assert!(!page.contains("clickable \"Choose a region\""), "one line for the select: {page}");
     let lines: Vec<&str> = page.lines().collect();
     let region = lines.iter().position(|l| l.contains("combobox \"Region\"")).unwrap_or_else(|| panic!("{page}"));
     assert_eq!(lines[region + 1].trim_start_matches(['|', ' ']), "Choose a region", "{page}");
@@ -785,6 +789,17 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     assert!(!effects(&confirmed).contains("dialog \\\"Add person\\\""), "{}", effects(&confirmed));
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(!page.contains("dialog \"Add person\"") && page.contains("Barbara Liskov"), "{page}");
+
+    // A row of the invitations table opens it (`@row-click`).
+    click(ref_on(&page, "row \"donald@knuth.test\"")).await;
+    assert!(site.wait_for_record("invite:i3", std::time::Duration::from_secs(5)).await);
+    let opened = click(ref_on(&page, "button \"More\"")).await;
+    assert!(effects(&opened).contains("menuitem \\\"Archive all\\\""), "{}", effects(&opened));
+    let menu = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let nameless = menu.lines().filter(|l| l.trim_end().ends_with(" clickable")).count();
+    assert_eq!(nameless, 0, "the divider is not a control: {menu}");
+    click(ref_on(&menu, "menuitem \"Archive all\"")).await;
+    assert!(site.wait_for_record("more:archive", std::time::Duration::from_secs(5)).await);
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

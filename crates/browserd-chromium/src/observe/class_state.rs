@@ -25,6 +25,10 @@ impl ClassState {
 /// (Mantine puts `mantine-active` on every button).
 const HOVER_SUFFIXES: &[&str] = &["menu-item-active", "menu-submenu-active", "option-active", "mantine-active"];
 
+/// Class tokens a transition sets while it runs (Vue's `<Transition>`, React Transition Group): `el-zoom-in-center-
+/// enter-active` is on every Element Plus tag for the 300 ms it appears in, and says nothing of a choice.
+const TRANSITION_SUFFIXES: &[&str] = &["enter-active", "leave-active", "appear-active", "exit-active"];
+
 /// What a class list says: a whole token `active`, `current` or `selected` (optionally `is-`), or one ending in
 /// `-active`, `--active`, `_active` (and the same for `current` and `selected`), or MUI's `Mui-selected`. A
 /// `data-active` attribute (Mantine) reads as `active`.
@@ -36,7 +40,7 @@ pub(crate) fn from_attrs(class: Option<&str>, data_active: Option<&str>) -> Opti
 }
 
 fn from_token(t: &str) -> Option<ClassState> {
-    if HOVER_SUFFIXES.iter().any(|h| t.ends_with(h)) {
+    if HOVER_SUFFIXES.iter().chain(TRANSITION_SUFFIXES).any(|h| t.ends_with(h)) {
         return None;
     }
     let word = t.strip_prefix("is-").unwrap_or(t);
@@ -66,6 +70,11 @@ mod tests {
             ("ant-menu-item ant-menu-item-active", None),
             ("ant-select-item ant-select-item-option ant-select-item-option-active", None),
             ("mantine-focus-auto mantine-active mantine-Button-root", None),
+            // A transition running (a tag appearing, a panel leaving).
+            ("el-tag el-tag--light el-zoom-in-center-enter-from el-zoom-in-center-enter-active", None),
+            ("fade-leave-active fade-leave-to", None),
+            ("item-appear item-appear-active", None),
+            ("alert-exit alert-exit-active", None),
             // Words that only contain the marks.
             ("inactive interactive", None),
             ("btn active:bg-gray-200 hover:bg-gray-100", None),

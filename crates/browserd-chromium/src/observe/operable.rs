@@ -230,9 +230,11 @@ impl Renderer<'_> {
     pub(super) fn operable(&self, frame: &str, ax: &AxTree, id: &str) -> Option<(String, bool)> {
         let n = ax.nodes.get(id)?;
         let role = n.role.as_str();
-        if role == "tooltip" {
+        if matches!(role, "tooltip" | "separator") {
             // What a tooltip says is read where it is; the tooltip itself is never a control (Mantine's takes focus
-            // for its floating layer, which made it a `clickable` ref in some observations and not in others).
+            // for its floating layer, which made it a `clickable` ref in some observations and not in others). A
+            // separator divides a menu's items (Element Plus's `<li role="separator">` under the menu's listener
+            // was a nameless `clickable`).
             return None;
         }
         if INTERACTIVE.contains(&role) {
@@ -318,7 +320,7 @@ impl Renderer<'_> {
             && self.dom(frame, n).is_some_and(|d| {
                 d.toggle.is_some()
                     || !matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label")
-                        && d.attr("role") != Some("tooltip")
+                        && !matches!(d.attr("role"), Some("tooltip" | "separator"))
                         && ((d.in_tab_order() && !focus_sentinel(d, n))
                             || (d.clickable
                                 && !self

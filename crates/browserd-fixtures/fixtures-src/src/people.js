@@ -5,7 +5,9 @@
 // whose pointer `<span>` inside each label is what is drawn, a Dialog and a MessageBox that fade out (Vue's
 // `<Transition>`: `-leave-active` classes a frame before the fade starts) and are removed when it ends. The Dialog
 // (an `aria-modal` panel in a fixed overlay, the page behind neither inert nor hidden) holds a Select whose list is
-// teleported to the end of the body, outside the dialog.
+// teleported to the end of the body, outside the dialog. An invitations Table opens an invitation by a click on its
+// row (`@row-click`: Element Plus listens on every row and cell, used or not), its status drawn as Tags (which listen
+// for clicks no one handles) under a sortable Email header; a "More" Dropdown whose last item is set off by a divider.
 import { createApp, h, reactive } from 'vue';
 import {
   ElMenu,
@@ -22,6 +24,12 @@ import {
   ElMessageBox,
   ElRadioGroup,
   ElRadioButton,
+  ElTable,
+  ElTableColumn,
+  ElTag,
+  ElDropdown,
+  ElDropdownMenu,
+  ElDropdownItem,
 } from 'element-plus';
 import css from 'element-plus/dist/index.css';
 import { record, pageData } from './record.js';
@@ -37,6 +45,7 @@ const state = reactive({
   name: '',
   team: '',
   people: data.people.map(([id, name]) => ({ id, name })),
+  invites: data.invites.map(([id, email, team, status]) => ({ id, email, team, status })),
   last: 'Last action: none',
 });
 const note = (event) => {
@@ -103,6 +112,38 @@ const App = {
           ),
         ),
         h(ElButton, { type: 'primary', onClick: () => { state.dialog = true; note('add'); } }, () => 'Add person'),
+        h('h2', { style: 'font-size:16px' }, 'Invitations'),
+        h(
+          ElTable,
+          {
+            data: state.invites,
+            rowKey: 'id',
+            style: 'width:100%',
+            rowStyle: { cursor: 'pointer' },
+            onRowClick: (row) => note(`invite:${row.id}`),
+          },
+          () => [
+            h(ElTableColumn, { prop: 'email', label: 'Email', sortable: true }),
+            h(ElTableColumn, { prop: 'team', label: 'Team', width: 120 }),
+            h(ElTableColumn, { label: 'Status', width: 110 }, {
+              default: ({ row }) =>
+                h(ElTag, { type: row.status === 'Accepted' ? 'success' : 'warning', size: 'small' }, () => row.status),
+            }),
+          ],
+        ),
+        h(
+          ElDropdown,
+          { trigger: 'click', style: 'margin-top:8px', onCommand: (c) => note(`more:${c}`) },
+          {
+            default: () => h(ElButton, null, () => 'More'),
+            dropdown: () =>
+              h(ElDropdownMenu, null, () =>
+                data.more.map(([command, label], i) =>
+                  h(ElDropdownItem, { command, divided: i === data.more.length - 1 }, () => label),
+                ),
+              ),
+          },
+        ),
         h(
           ElDialog,
           { modelValue: state.dialog, 'onUpdate:modelValue': (v) => { state.dialog = v; }, title: 'Add person', width: 420 },
