@@ -482,6 +482,7 @@ fn data(path: &str) -> Value {
             "teams": PEOPLE_TEAMS,
             "invites": PEOPLE_INVITES,
             "more": PEOPLE_MORE,
+            "tree": PEOPLE_TREE.iter().map(|(id, label, children)| json!([id, label, children])).collect::<Vec<_>>(),
         }),
         "/apps/ledger.html" => json!({
             "brand": "Ledgerly",
@@ -563,6 +564,14 @@ const PEOPLE_INVITES: &[(&str, &str, &str, &str)] = &[
     ("i1", "edsger@paths.test", "Engineering", "Pending"),
     ("i2", "barbara@liskov.test", "Design", "Accepted"),
     ("i3", "donald@knuth.test", "Support", "Pending"),
+];
+/// A node of a tree fixture: id, label, and its children as (id, label).
+type TreeNode = (&'static str, &'static str, &'static [(&'static str, &'static str)]);
+/// The Teams tree; all closed at load, a team without members a leaf.
+const PEOPLE_TREE: &[TreeNode] = &[
+    ("t-eng", "Engineering", &[("t-platform", "Platform"), ("t-web", "Web")]),
+    ("t-design", "Design", &[]),
+    ("t-support", "Support", &[("t-tier1", "Tier 1")]),
 ];
 /// The "More" dropdown's items (command, label); the last one is set off by a divider.
 const PEOPLE_MORE: &[(&str, &str)] = &[("export", "Export list"), ("archive", "Archive all")];
@@ -803,6 +812,8 @@ pub fn app_truth(path: &str) -> Option<AppTruth> {
                 operable.push(AppOperable { role: "button", name: "Delete".into(), records: None });
             }
             operable.push(AppOperable { role: "button", name: "Add person".into(), records: None });
+            // The Teams tree's nodes (a click on a team with members opens it too).
+            operable.extend(PEOPLE_TREE.iter().map(|(id, label, _)| op("treeitem", *label, format!("team-node:{id}"))));
             // A click on an invitation's row opens it (named by its cells: the email first); "More" opens its menu.
             operable.extend(PEOPLE_INVITES.iter().map(|(id, email, ..)| op("generic", *email, format!("invite:{id}"))));
             operable.push(AppOperable { role: "button", name: "More".into(), records: None });

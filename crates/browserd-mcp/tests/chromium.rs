@@ -676,7 +676,7 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
     }
     assert!(page.contains("Members of the team"), "the panel's text: {page}");
     assert!(!page.contains("caret-down") && !page.contains("star star"), "no icon names in names: {page}");
-    assert!(page.contains("treeitem \"Projects\" unchecked branch expanded"), "{page}");
+    assert!(page.contains("treeitem \"Projects\" branch expanded"), "{page}");
     assert!(page.contains("button \"right\" title=\"Next Page\""), "{page}");
     // antd marks the page shown only by a class (`ant-pagination-item-active`); a user sees it highlighted.
     assert!(page.contains("clickable \"1\" current") && !page.contains("\"2\" current"), "page 1 is current: {page}");
@@ -723,7 +723,8 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     // its options without a box until then). With the dialog's own Select open (its list drawn outside the dialog),
     // every line of the page behind it was listed, marked `covered`. Each status Tag of the invitations Table read
     // `current` while it appeared (Vue's `-enter-active` class of its 300 ms transition); the divider of the "More"
-    // dropdown was a nameless `clickable`.
+    // dropdown was a nameless `clickable`. Every node of the Teams Tree read `unchecked branch collapsed`, leaves
+    // too (Element Plus says `aria-checked="false"` and `aria-expanded="false"` on each; a leaf's icon is styled so).
     let site = FixtureSite::start().await.unwrap();
     let broker = TestBroker::chromium(|_| {}).await;
     let (client, server) = broker.mcp(with_schemas()).await;
@@ -738,6 +739,16 @@ async fn an_element_plus_admin_opens_its_select_toggles_its_switch_and_closes_it
     assert_eq!(current.len(), 1, "only the open menu entry is current: {page}");
 
     assert!(!page.contains("clickable \"Choose a region\""), "one line for the select: {page}");
+    for line in ["treeitem \"Engineering\" branch collapsed", "treeitem \"Design\" leaf"] {
+        assert!(page.lines().any(|l| l.ends_with(line)), "{line:?} in {page}");
+    }
+    assert!(!page.lines().any(|l| l.contains("treeitem") && l.contains("unchecked")), "not checkboxes: {page}");
+    let opened = click(ref_on(&page, "treeitem \"Engineering\"")).await;
+    assert!(site.wait_for_record("team-node:t-eng", std::time::Duration::from_secs(5)).await);
+    let tree = opened.structured_content.clone().expect("structured result")["effects"].clone();
+    assert!(tree["appeared"].to_string().contains("treeitem \\\"Platform\\\" leaf"), "{tree}");
+    assert!(tree["updated"].to_string().contains("treeitem \\\"Engineering\\\" branch expanded"), "{tree}");
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     let lines: Vec<&str> = page.lines().collect();
     let region = lines.iter().position(|l| l.contains("combobox \"Region\"")).unwrap_or_else(|| panic!("{page}"));
     assert_eq!(lines[region + 1].trim_start_matches(['|', ' ']), "Choose a region", "{page}");

@@ -557,11 +557,14 @@ impl Renderer<'_> {
         let mut s = Vec::new();
         if let Some(c) = n.prop("checked") {
             let v = c.as_str().map(str::to_owned).unwrap_or_else(|| c.to_string());
-            s.push(match v.as_str() {
-                "true" => "checked".to_owned(),
-                "mixed" => "mixed".to_owned(),
-                _ => "unchecked".to_owned(),
-            });
+            match v.as_str() {
+                "true" => s.push("checked".to_owned()),
+                "mixed" => s.push("mixed".to_owned()),
+                // Element Plus says `aria-checked="false"` on every tree node, with checkboxes or not (where it draws
+                // them, their own lines say so): a tree item is told checked only when it is.
+                _ if role == "treeitem" => {}
+                _ => s.push("unchecked".to_owned()),
+            }
         }
         if let Some(p) = n.prop("pressed")
             && (p.as_str() == Some("true") || p.as_bool() == Some(true))
@@ -588,10 +591,15 @@ impl Renderer<'_> {
         {
             s.push(format!("level={level}"));
         }
+        // A leaf that says `aria-expanded="false"` (Element Plus sets it on every node) is still a leaf: its
+        // disclosure icon is styled so.
+        let styled_leaf = role == "treeitem"
+            && dom.is_some_and(|d| d.disclosure == Some(super::disclosure::Disclosure::Leaf))
+            && n.prop("expanded").and_then(Value::as_bool) != Some(true);
         if role == "treeitem" {
-            s.push(if n.prop("expanded").is_some() { "branch" } else { "leaf" }.into());
+            s.push(if n.prop("expanded").is_some() && !styled_leaf { "branch" } else { "leaf" }.into());
         }
-        if let Some(e) = n.prop("expanded") {
+        if let Some(e) = n.prop("expanded").filter(|_| !styled_leaf) {
             s.push(if e.as_bool() == Some(true) { "expanded" } else { "collapsed" }.into());
         }
         for (prop, label) in [

@@ -350,6 +350,22 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 cur = parent_of(c).filter(|&p| p < c);
             }
         }
+        // A tree item whose disclosure icon is styled a leaf (Element Plus's `el-tree-node__expand-icon is-leaf`,
+        // two levels below the item) is a leaf, whatever `aria-expanded="false"` it carries.
+        for i in 0..count {
+            if nodes[i].disclosure != Some(super::disclosure::Disclosure::Leaf) {
+                continue;
+            }
+            let mut cur = parent_of(i).filter(|&p| p < i);
+            for _ in 0..3 {
+                let Some(c) = cur else { break };
+                if nodes[c].attr("role") == Some("treeitem") {
+                    nodes[c].disclosure.get_or_insert(super::disclosure::Disclosure::Leaf);
+                    break;
+                }
+                cur = parent_of(c).filter(|&p| p < c);
+            }
+        }
         label_toggles(&mut nodes, &attrs, &parents, &backend, &n["inputChecked"], &laid_out, &pointer, &s);
         drawn_hidden_text(&mut nodes, &attrs, &parents, &values, &laid_out, &pointer, &invisible, &s);
         // Tree order, parents first: a node's previous sibling is the last node seen with the same parent.

@@ -8,6 +8,8 @@
 // teleported to the end of the body, outside the dialog. An invitations Table opens an invitation by a click on its
 // row (`@row-click`: Element Plus listens on every row and cell, used or not), its status drawn as Tags (which listen
 // for clicks no one handles) under a sortable Email header; a "More" Dropdown whose last item is set off by a divider.
+// A Teams Tree whose every node, leaves too, says `aria-expanded="false"` while closed (a leaf's expand icon is drawn
+// invisible, `is-leaf`).
 import { createApp, h, reactive } from 'vue';
 import {
   ElMenu,
@@ -30,6 +32,7 @@ import {
   ElDropdown,
   ElDropdownMenu,
   ElDropdownItem,
+  ElTree,
 } from 'element-plus';
 import css from 'element-plus/dist/index.css';
 import { record, pageData } from './record.js';
@@ -48,6 +51,12 @@ const state = reactive({
   invites: data.invites.map(([id, email, team, status]) => ({ id, email, team, status })),
   last: 'Last action: none',
 });
+// Made once: a new array at each render would reset the tree (its open nodes) whenever the page re-renders.
+const teams = data.tree.map(([id, label, children]) => ({
+  id,
+  label,
+  children: children.map(([cid, clabel]) => ({ id: cid, label: clabel })),
+}));
 const note = (event) => {
   record(event);
   state.last = `Last action: ${event}`;
@@ -112,6 +121,12 @@ const App = {
           ),
         ),
         h(ElButton, { type: 'primary', onClick: () => { state.dialog = true; note('add'); } }, () => 'Add person'),
+        h('h2', { style: 'font-size:16px' }, 'Teams'),
+        h(ElTree, {
+          data: teams,
+          nodeKey: 'id',
+          onNodeClick: (node) => note(`team-node:${node.id}`),
+        }),
         h('h2', { style: 'font-size:16px' }, 'Invitations'),
         h(
           ElTable,
