@@ -677,6 +677,15 @@ async fn an_antd_console_reads_as_drawn_and_its_select_pagination_and_rating_wor
     assert!(page.contains("Members of the team"), "the panel's text: {page}");
     assert!(!page.contains("caret-down") && !page.contains("star star"), "no icon names in names: {page}");
     assert!(page.contains("treeitem \"Projects\" branch expanded"), "{page}");
+    // antd draws its tree flat (one list, nesting only by indentation): the child permissions were listed beside
+    // their parent, as if top-level.
+    let depth = |item: &str| {
+        let line =
+            page.lines().find(|l| l.contains(&format!("treeitem \"{item}\""))).unwrap_or_else(|| panic!("{page}"));
+        line.trim_start_matches('|').len() - line.trim_start_matches(['|', ' ']).len()
+    };
+    assert!(depth("Read projects") > depth("Projects") && depth("Edit projects") == depth("Read projects"), "{page}");
+    assert_eq!(depth("Billing"), depth("Projects"), "{page}");
     assert!(page.contains("button \"right\" title=\"Next Page\""), "{page}");
     // antd marks the page shown only by a class (`ant-pagination-item-active`); a user sees it highlighted.
     assert!(page.contains("clickable \"1\" current") && !page.contains("\"2\" current"), "page 1 is current: {page}");

@@ -21,6 +21,7 @@ mod cover;
 mod disclosure;
 mod dom_tree;
 mod element;
+mod flat_tree;
 mod frames;
 mod hidden;
 mod icon;

@@ -106,6 +106,8 @@ pub(super) struct Renderer<'a> {
     pub(super) covering_modal: Option<super::cover::CoveringModal>,
     /// Whether the walk is inside the covering modal.
     pub(super) in_covering_modal: bool,
+    /// The depth of the items of trees drawn flat, by (frame, item id) (`flat_tree.rs`): their lines nest by it.
+    pub(super) flat_tree_depth: super::flat_tree::Depths,
     /// The lines of the rendered line being walked (since the last line break), for [`Renderer::join_sentence`].
     pub(super) run: Vec<super::text::Piece>,
     /// The name of a clickable wrapper folded into the one operable node inside it (`operable::Fold`), by that node
@@ -251,6 +253,7 @@ impl<'a> Renderer<'a> {
             modal_at: None,
             covering_modal: None,
             in_covering_modal: false,
+            flat_tree_depth: HashMap::new(),
             run: Vec::new(),
             row_depth: 0,
             below: std::cell::RefCell::new(HashMap::new()),

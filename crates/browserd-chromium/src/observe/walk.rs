@@ -47,6 +47,15 @@ impl Renderer<'_> {
         if self.moved_away(frame, n) || self.behind_covering_modal(frame, id) {
             return;
         }
+        if n.role == "tree"
+            && let Some(ax) = axs.get(frame)
+        {
+            self.note_flat_tree(frame, ax, id);
+        }
+        let indent = match self.flat_tree_depth.is_empty() {
+            true => indent,
+            false => indent + self.flat_tree_depth.get(&(frame.to_owned(), id.to_owned())).copied().unwrap_or(0),
+        };
         let entering_modal = self
             .covering_modal
             .as_ref()
