@@ -379,6 +379,7 @@ impl Run<'_> {
                 || !e.appeared.is_empty()
                 || !e.updated.is_empty()
                 || !e.disappeared.is_empty()
+                || !e.changed.is_empty()
                 || !e.announced.is_empty()
                 || e.dialog.is_some()
                 || !e.tabs_opened.is_empty())
