@@ -245,6 +245,14 @@ impl TabTable {
         }
     }
 
+    /// A known open tab's URL and title as the browser reports them now.
+    pub fn refresh_info(&mut self, info: &TabInfo) {
+        if let Some(rec) = self.tabs.get_mut(&info.tab).filter(|r| r.alive) {
+            rec.url.clone_from(&info.url);
+            rec.title.clone_from(&info.title);
+        }
+    }
+
     /// `session` created this tab (the provider confirmed it).
     pub fn handle_created(&mut self, session: &SessionKey, info: &TabInfo, now: Millis) {
         let rec = self.tabs.entry(info.tab).or_insert_with(|| new_record(info));

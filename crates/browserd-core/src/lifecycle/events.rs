@@ -29,6 +29,15 @@ impl Lifecycle {
         self.bridge.handle_stop(cause, now);
     }
 
+    /// Titles and URLs read afresh from the browser's tab list (a page's `<title>` reaches no event): only tabs
+    /// known and open are updated; nothing else is decided from the list (a tab missing from it is not counted
+    /// closed, a new one not added: events and [`Self::handle_tab_snapshot`] do that).
+    pub fn refresh_tab_info(&mut self, tabs: &[TabInfo]) {
+        for info in tabs {
+            self.tabs.refresh_info(info);
+        }
+    }
+
     /// A full tab list from the browser: new tabs become user tabs, tabs missing from the list
     /// are gone.
     pub fn handle_tab_snapshot(&mut self, tabs: &[TabInfo], now: Millis) {
