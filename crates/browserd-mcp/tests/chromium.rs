@@ -885,6 +885,26 @@ async fn a_mantine_app_shell_reads_as_its_landmarks_with_its_open_entry_and_its_
     let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
     assert!(page.contains("link \"Payments\" current") && !page.contains("\"Invoices\" current"), "{page}");
 
+    // The calendar: the chosen day is marked only by `data-selected`, the month steps only by the `data-direction`
+    // of their chevrons (they read `button (in "Due date"; 1 of 2)` and the day as any other).
+    click(ref_on(&page, "button \"Due date\"")).await;
+    let calendar = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(calendar.contains("button \"14 March 2026\" selected"), "{calendar}");
+    assert!(calendar.contains("button icon=previous") && !calendar.contains("(in \"Due date\""), "{calendar}");
+    let next = click(ref_on(&calendar, "button icon=next")).await;
+    let effects = next.structured_content.clone().expect("structured result")["effects"].to_string();
+    assert!(effects.contains("April 2026"), "the next month shows: {effects}");
+    let april = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    click(ref_on(&april, "button \"10 April 2026\"")).await;
+    let picked = async {
+        while !site.records().iter().any(|r| r.starts_with("due:") && r.contains("2026-04-10")) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(5), picked)
+        .await
+        .unwrap_or_else(|_| panic!("{:?}", site.records()));
+
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();
     broker.stop().await;

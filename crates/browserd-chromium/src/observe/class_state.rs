@@ -31,10 +31,18 @@ const TRANSITION_SUFFIXES: &[&str] = &["enter-active", "leave-active", "appear-a
 
 /// What a class list says: a whole token `active`, `current` or `selected` (optionally `is-`), or one ending in
 /// `-active`, `--active`, `_active` (and the same for `current` and `selected`), or MUI's `Mui-selected`. A
-/// `data-active` attribute (Mantine) reads as `active`.
-pub(crate) fn from_attrs(class: Option<&str>, data_active: Option<&str>) -> Option<ClassState> {
+/// `data-active` attribute (Mantine) reads as `active`, a `data-selected` one (Mantine's calendar day, React Aria,
+/// Headless UI) as `selected`.
+pub(crate) fn from_attrs(
+    class: Option<&str>,
+    data_active: Option<&str>,
+    data_selected: Option<&str>,
+) -> Option<ClassState> {
     if data_active.is_some_and(|v| v != "false") {
         return Some(ClassState::Current);
+    }
+    if data_selected.is_some_and(|v| v != "false") {
+        return Some(ClassState::Selected);
     }
     class?.split_ascii_whitespace().find_map(from_token)
 }
@@ -80,10 +88,12 @@ mod tests {
             ("btn active:bg-gray-200 hover:bg-gray-100", None),
             ("activeness", None),
         ] {
-            assert_eq!(from_attrs(Some(class), None), want, "{class}");
+            assert_eq!(from_attrs(Some(class), None, None), want, "{class}");
         }
-        assert_eq!(from_attrs(None, Some("true")), Some(ClassState::Current));
-        assert_eq!(from_attrs(None, Some("")), Some(ClassState::Current));
-        assert_eq!(from_attrs(Some("x"), Some("false")), None);
+        assert_eq!(from_attrs(None, Some("true"), None), Some(ClassState::Current));
+        assert_eq!(from_attrs(None, Some(""), None), Some(ClassState::Current));
+        assert_eq!(from_attrs(Some("x"), Some("false"), None), None);
+        assert_eq!(from_attrs(Some("day"), None, Some("true")), Some(ClassState::Selected));
+        assert_eq!(from_attrs(Some("day"), None, Some("false")), None);
     }
 }

@@ -118,6 +118,10 @@ pub(super) fn of(tag: &str, attr: impl Fn(&str) -> Option<String>) -> Option<Str
     {
         return Some(name);
     }
+    // Mantine's calendar steps months with unnamed buttons whose chevron says its way only by `data-direction`.
+    if let Some(way) = attr("data-direction").filter(|w| matches!(w.as_str(), "previous" | "next")) {
+        return Some(way);
+    }
     // Mantine draws every close and remove button (a pill's, a notification's) as its CloseButton, an unnamed SVG.
     if attr("class").is_some_and(|c| c.split_whitespace().any(|t| t == "mantine-CloseButton-root")) {
         return Some("close".to_owned());

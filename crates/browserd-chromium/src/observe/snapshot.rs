@@ -243,7 +243,7 @@ fn parse_snapshot(v: &Value) -> HashMap<String, HashMap<i64, DomNode>> {
                 }),
                 class_state: attrs.get(i).and_then(Value::as_array).and_then(|a| {
                     let attr = |name: &str| a.chunks(2).find(|c| c.len() == 2 && s(&c[0]) == name).map(|c| s(&c[1]));
-                    super::class_state::from_attrs(attr("class"), attr("data-active"))
+                    super::class_state::from_attrs(attr("class"), attr("data-active"), attr("data-selected"))
                 }),
                 ..Default::default()
             })
