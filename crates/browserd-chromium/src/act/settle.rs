@@ -337,7 +337,7 @@ impl Run<'_> {
             }
         }
         if let Some(base) = &self.baseline {
-            let (added, removed) = diff(base, &built.revision());
+            let (added, removed) = diff(base, &built.lines, &built.behind_modal);
             // A ref shown before whose line changed is `updated`, not new: `button "Account" expanded` beside the
             // menu it opened. A modal's backdrop changes every line behind it to `covered`; those say nothing the
             // dialog under `appeared` does not.

@@ -94,10 +94,11 @@ pub(super) fn starts_like_a_ref(text: &str) -> bool {
     NodeRef::is_ref_shaped(text.split(' ').next().unwrap_or_default())
 }
 
-/// Lines of `new` not in `old` (by ref and text), and refs of `old` gone from `new`. A modal dialog hides the page
-/// without removing it: a ref that went behind it is not gone, and what comes back when it closes is compared with
-/// the page as it was before it opened (`Revision::behind_page`), so only what changed meanwhile is new.
-pub(crate) fn diff(old: &Revision, new: &Revision) -> (Vec<Line>, Vec<String>) {
+/// Lines of the new observation (`lines`, leaving out `behind_modal`) not in `old` (by ref and text), and refs of
+/// `old` gone from it. A modal dialog hides the page without removing it: a ref that went behind it is not gone, and
+/// what comes back when it closes is compared with the page as it was before it opened (`Revision::behind_page`), so
+/// only what changed meanwhile is new.
+pub(crate) fn diff(old: &Revision, lines: &[Line], behind_modal: &[String]) -> (Vec<Line>, Vec<String>) {
     let page = old.behind_page.as_deref().map_or(&[][..], Vec::as_slice);
     let old_set: HashSet<(&Option<String>, &str)> =
         old.lines.iter().chain(page).map(|l| (&l.node_ref, l.text.as_str())).collect();
@@ -105,14 +106,9 @@ pub(crate) fn diff(old: &Revision, new: &Revision) -> (Vec<Line>, Vec<String>) {
     // Behind the dialog with no line to compare with (it was open at the first look): back, not new.
     let unseen_behind: HashSet<&str> =
         old.behind_modal.iter().map(String::as_str).filter(|r| !on_page.contains(r)).collect();
-    let new_refs: HashSet<&str> = new
-        .lines
-        .iter()
-        .filter_map(|l| l.node_ref.as_deref())
-        .chain(new.behind_modal.iter().map(String::as_str))
-        .collect();
-    let added = new
-        .lines
+    let new_refs: HashSet<&str> =
+        lines.iter().filter_map(|l| l.node_ref.as_deref()).chain(behind_modal.iter().map(String::as_str)).collect();
+    let added = lines
         .iter()
         .filter(|l| !old_set.contains(&(&l.node_ref, l.text.as_str())))
         .filter(|l| !l.node_ref.as_deref().is_some_and(|r| unseen_behind.contains(r)))
@@ -413,22 +409,22 @@ mod tests {
         let rev = |lines: &[Line], behind: &[&str]| {
             Revision::new(lines.to_vec(), behind.iter().map(|r| (*r).to_owned()).collect())
         };
-        let (added, removed) = diff(&rev(&old, &[]), &rev(&new, &[]));
+        let (added, removed) = diff(&rev(&old, &[]), &new, &[]);
         assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "e3 link \"C\""]);
         assert_eq!(removed, vec!["e2".to_owned()]);
         // A dialog opens over the page: its refs went behind it, not away.
         let dialog = [line(None, "dialog \"Delete?\":"), line(Some("e9"), "e9 button \"Cancel\"")];
-        let (added, removed) = diff(&rev(&old, &[]), &rev(&dialog, &["e1", "e2"]));
+        let (added, removed) = diff(&rev(&old, &[]), &dialog, &["e1".to_owned(), "e2".to_owned()]);
         assert_eq!(added.len(), 2);
         assert!(removed.is_empty(), "{removed:?}");
         // It closes: the page is back, not new; only what changed behind it meanwhile is (and what went away).
         let mut open = rev(&dialog, &["e1", "e2"]);
         open.behind_page = Some(std::sync::Arc::new(old.clone()));
-        let (added, removed) = diff(&open, &rev(&new, &[]));
+        let (added, removed) = diff(&open, &new, &[]);
         assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 2", "e3 link \"C\""]);
         assert_eq!(removed, vec!["e9".to_owned(), "e2".to_owned()]);
         // Opened before the first look: what comes back has nothing to be compared with, and is not new either.
-        let (added, removed) = diff(&rev(&dialog, &["e1", "e2"]), &rev(&old, &[]));
+        let (added, removed) = diff(&rev(&dialog, &["e1", "e2"]), &old, &[]);
         assert_eq!(added.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), vec!["Count: 1"]);
         assert_eq!(removed, vec!["e9".to_owned()]);
     }

@@ -192,7 +192,7 @@ fn answer(
         obs.cursor = cursor(p, rev);
         match base {
             Some(Some((since, old))) => {
-                let (added, removed) = diff(&old, &built.revision());
+                let (added, removed) = diff(&old, &built.lines, &built.behind_modal);
                 obs.diff = Some(ObservationDiff {
                     since,
                     added: added.iter().map(|l| l.text.clone()).collect(),
