@@ -92,9 +92,9 @@ impl Runtime {
         self.engine().check_active(session)?;
         self.prelude(session).await;
         self.ensure_connected(session).await?;
-        // Titles and URLs are read from the browser: a page's title from its `<title>` reaches no event (Chromium
-        // tells a target's title only when it commits, as its URL, and when a script changes it), so the records
-        // would list `127.0.0.1:8000/toast.html` where the tab shows "Toast". The list decides nothing else here.
+        // Titles and URLs are read from the browser: a page's title from its `<title>` reaches no provider event (the
+        // browser tells a tab's title when the page commits, as its URL, and when a script changes it), so the
+        // records would list `127.0.0.1:8000/toast.html` where the tab shows "Toast". The list decides nothing else.
         let ctx = self.ctx(session, self.inner.config.op_timeout);
         if let Ok(tabs) = self.inner.provider.list_tabs(&ctx).await {
             self.engine().refresh_tab_info(&tabs);
