@@ -316,6 +316,11 @@ impl Revision {
     pub(crate) fn new(lines: Vec<Line>, behind_modal: Vec<String>) -> Self {
         Revision { lines, behind_modal, behind_page: None }
     }
+
+    /// The page a modal dialog hides while it is open ([`Self::behind_page`]; none otherwise).
+    pub(crate) fn page_behind(&self) -> &[Line] {
+        self.behind_page.as_deref().map_or(&[], Vec::as_slice)
+    }
 }
 
 /// One tab.

@@ -341,7 +341,7 @@ impl Run<'_> {
             // A ref shown before whose line changed is `updated`, not new: `button "Account" expanded` beside the
             // menu it opened. A modal's backdrop changes every line behind it to `covered`; those say nothing the
             // dialog under `appeared` does not.
-            let page = base.behind_page.as_deref().map_or(&[][..], Vec::as_slice);
+            let page = base.page_behind();
             let before: std::collections::HashMap<&str, &str> = page
                 .iter()
                 .chain(&base.lines)

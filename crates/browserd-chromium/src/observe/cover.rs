@@ -181,7 +181,7 @@ impl Renderer<'_> {
             }
         }
         // The walk reaches a kept part through the nodes around it (the app's root), leaving their other children.
-        for k in kept.clone() {
+        for k in &kept {
             let mut up = parents.get(k.as_str()).copied();
             while let Some(u) = up.filter(|u| ancestors.insert((*u).to_owned())) {
                 up = parents.get(u).copied();

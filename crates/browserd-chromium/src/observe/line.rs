@@ -99,7 +99,7 @@ pub(super) fn starts_like_a_ref(text: &str) -> bool {
 /// what comes back when it closes is compared with the page as it was before it opened (`Revision::behind_page`), so
 /// only what changed meanwhile is new.
 pub(crate) fn diff(old: &Revision, lines: &[Line], behind_modal: &[String]) -> (Vec<Line>, Vec<String>) {
-    let page = old.behind_page.as_deref().map_or(&[][..], Vec::as_slice);
+    let page = old.page_behind();
     let old_set: HashSet<(&Option<String>, &str)> =
         old.lines.iter().chain(page).map(|l| (&l.node_ref, l.text.as_str())).collect();
     let on_page: HashSet<&str> = page.iter().filter_map(|l| l.node_ref.as_deref()).collect();

@@ -49,8 +49,9 @@ const PAGE_STATE: &str = r"(() => {
 /// changes layout, style or a control's state with none — scrolling, resizing (the window, a video), loads (images,
 /// fonts, a video's size), transitions and animations, hover and focus, input, toggles, the URL's fragment. The
 /// token is this watcher's id and count, with what script can set unseen by both: each field's value and checked
-/// state, the stylesheets' rule counts, the number of animations in effect. `null` while an animation runs or is pending (the page moves with no event), for
-/// a document with frames in it (their documents are not watched) or not yet loaded: its snapshot is always taken.
+/// state, the stylesheets' rule counts, the number of animations in effect. `null` while an animation runs or is
+/// pending (the page moves with no event), for a document with frames in it (their documents are not watched) or not
+/// yet loaded: its snapshot is always taken.
 const WATCH: &str = r"
   const w = window.__browserdWatch || (() => {
     const w = { id: Math.random().toString(36).slice(2), n: 0, seen: new WeakSet() };
@@ -112,6 +113,11 @@ fn snapshot_params() -> Value {
         "includeDOMRects": false,
         "includePaintOrder": true,
     })
+}
+
+/// The token of a [`PAGE_STATE`] value (its fifth entry; `None` when the snapshot cannot be kept).
+fn token_of(value: Option<&Value>) -> Option<String> {
+    value.and_then(|v| v[4].as_str().map(str::to_owned))
 }
 
 /// Whether a snapshot can be kept for a later read: one document (no frame inside, whose document the watcher does
@@ -198,7 +204,7 @@ impl StateReader {
         let (value, snapshot, snap_digest) = match (expr, kept) {
             (Some(expr), Some(kept)) => {
                 let value = self.state_value(session, self.call(session, "Runtime.evaluate", expr).await);
-                let token = value.as_ref().and_then(|v| v[4].as_str().map(str::to_owned));
+                let token = token_of(value.as_ref());
                 if token.as_deref() == Some(kept.token.as_str()) {
                     self.kept_used();
                     (value, kept.snapshot, kept.digest)
@@ -228,7 +234,7 @@ impl StateReader {
                 let (state, snapshot) = tokio::join!(state, snapshot);
                 let value = state.and_then(|r| self.state_value(session, r));
                 let snapshot = Arc::new(snapshot?);
-                let token = value.as_ref().and_then(|v| v[4].as_str().map(str::to_owned));
+                let token = token_of(value.as_ref());
                 let digest = self.keep(session, token, &snapshot);
                 (value, snapshot, digest)
             }

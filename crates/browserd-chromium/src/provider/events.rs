@@ -160,10 +160,11 @@ fn handle_event(st: &mut State, ev: &CdpEvent, alloc: &HandleAllocator) -> Vec<P
             }
         }
         "Target.targetDestroyed" => {
-            if let Some(id) = p["targetId"].as_str() {
+            let id = p["targetId"].as_str().unwrap_or_default();
+            if !id.is_empty() {
                 st.closed_targets.insert_value(id.to_owned(), ());
             }
-            if let Some(h) = p["targetId"].as_str().and_then(|id| st.by_target.remove(id))
+            if let Some(h) = st.by_target.remove(id)
                 && let Some(t) = st.tabs.remove(&h)
             {
                 {
