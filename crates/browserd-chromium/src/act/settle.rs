@@ -94,7 +94,7 @@ pub(super) const SUGGEST_WAIT: Duration = Duration::from_millis(500);
 /// `MutationObserver`, `Array.prototype.push`, `Element.prototype.getAttribute`, ...). Idempotent.
 pub(crate) const TRACKER: &str = r#"(() => {
   if (window.__browserd) return;
-  const st = { last: performance.now(), ann: [], framed: true };
+  const st = { last: performance.now(), ann: [], framed: true, wake: [] };
   window.__browserd = st;
   const live = (n) => {
     for (let e = n && n.nodeType === 1 ? n : n && n.parentElement; e; e = e.parentElement) {
@@ -114,7 +114,12 @@ pub(crate) const TRACKER: &str = r#"(() => {
     const mark = performance.now();
     st.last = mark;
     st.framed = false;
-    requestAnimationFrame(() => setTimeout(() => { if (st.last === mark) st.framed = true; }, 0));
+    requestAnimationFrame(() => setTimeout(() => {
+      if (st.last !== mark) return;
+      st.framed = true;
+      const wake = st.wake; st.wake = [];
+      for (const w of wake) w();
+    }, 0));
     const controlled = new Map();
     for (const m of ms) {
       if (m.type === 'attributes' && m.attributeName === 'aria-controls' && m.oldValue) controlled.set(m.target, m.oldValue);
@@ -136,6 +141,14 @@ pub(crate) const TRACKER: &str = r#"(() => {
 /// Reads the tracker: `null` when this world has none yet, else `[ms since the last DOM change, new announcements,
 /// whether a frame and a task after it ran since that change]`.
 const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return null; return [performance.now() - b.last, b.ann.splice(0), b.framed === true]; })()";
+
+/// Reads the tracker like [`TRACKER_READ`] once a frame (and a task after it) has run since the last DOM change: at
+/// once when one has, else the moment the tracker marks it. The caller bounds the wait (a tab that renders no frames
+/// never marks one); a tracker made before `wake` existed is waited for until that bound too.
+const TRACKER_READ_FRAMED: &str = "(() => { const b = window.__browserd; if (!b) return null; \
+  const read = () => [performance.now() - b.last, b.ann.splice(0), b.framed === true]; \
+  if (b.framed || !Array.isArray(b.wake)) return b.framed ? read() : new Promise(() => {}); \
+  return new Promise((r) => b.wake.push(() => r(read()))); })()";
 
 /// Installs the effect tracker in browserd's isolated world of a page or frame session: for every later document
 /// (before its scripts run) and for the current one. Only the registration for later documents must succeed; the
@@ -215,10 +228,23 @@ impl Run<'_> {
         }
     }
 
+    /// Reads the tracker once the page has rendered a frame since its last DOM change ([`TRACKER_READ_FRAMED`]), or
+    /// reads it as it is when that takes longer than `bound`.
+    async fn read_tracker_framed(&self, bound: Duration) -> Option<Value> {
+        let framed = world::eval(self.p, self.tab, &self.session, TRACKER_READ_FRAMED, self.deadline);
+        match tokio::time::timeout(bound, framed).await {
+            Ok(Ok(v)) if !v.is_null() => Some(v),
+            _ => self.read_tracker().await,
+        }
+    }
+
     /// Waits for DOM quiet (or the load after a navigation), bounded.
     pub(super) async fn settle(&mut self, quiet_ms: f64) {
         let start = Instant::now();
         let max = (start + MAX_SETTLE).min(self.deadline);
+        // Set when the page changed and has not rendered a frame since: the next read waits for that frame, at most
+        // this long (the quiet time that ends the window without one).
+        let mut frame_bound: Option<Duration> = None;
         loop {
             if self.dialog_open().is_some() || self.link_lost().is_some() {
                 return;
@@ -233,7 +259,11 @@ impl Run<'_> {
             let quiet = if pending_load {
                 None
             } else {
-                match self.read_tracker().await {
+                let read = match frame_bound.take() {
+                    Some(bound) => self.read_tracker_framed(bound).await,
+                    None => self.read_tracker().await,
+                };
+                match read {
                     Some(v) => {
                         self.note_announcements(&v);
                         framed = v[2].as_bool() == Some(true);
@@ -271,10 +301,16 @@ impl Run<'_> {
             if Instant::now() >= limit {
                 return;
             }
-            // A changed page is looked at again soon: its frame may come before the quiet time is up.
+            // A changed page that has not rendered a frame since is read again the moment it has (its frame may come
+            // before the quiet time is up); one that has is read again when its quiet time is up.
             let wait = match quiet {
                 None => 15.0,
-                Some(q) if changed => (needed - q).clamp(2.0, 4.0),
+                Some(q) if changed && !framed => {
+                    let bound = Duration::from_secs_f64((needed - q).max(1.0) / 1000.0);
+                    frame_bound = Some(bound.min(limit.saturating_duration_since(Instant::now())));
+                    continue;
+                }
+                Some(q) if changed => (needed - q).max(0.5),
                 Some(q) => (needed - q).clamp(3.0, 40.0),
             };
             tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
