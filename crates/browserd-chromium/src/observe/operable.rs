@@ -292,7 +292,11 @@ impl Renderer<'_> {
         if d.own_pointer() || anchor_without_href(d) {
             return shown("clickable");
         }
-        if d.clickable && !listener_over_nothing(ax, n) && !listener_over_tooltip(ax, n, d) {
+        if d.clickable
+            && !listener_over_nothing(ax, n)
+            && !listener_over_tooltip(ax, n, d)
+            && !self.in_clicked_row(frame, d)
+        {
             return shown("clickable");
         }
         if self.delegated_item(frame, d) {
@@ -311,6 +315,26 @@ impl Renderer<'_> {
             })
     }
 
+    /// Whether `d` lies in a table row that takes clicks itself (a listener or a pointer cursor on its `<tr>` or
+    /// `role=row`): a click listener of `d`'s own with no pointer cursor of its own is then the row's content, a click
+    /// on it a click on the row (Element Plus's status tag listens for clicks whether or not the app handles them; the
+    /// row opens on `@row-click`). The row has the ref, `d` its text.
+    fn in_clicked_row(&self, frame: &str, d: &super::snapshot::DomNode) -> bool {
+        let Some(docs) = self.docs.get(frame) else { return false };
+        let mut at = d.parent;
+        for _ in 0..8 {
+            let Some(e) = at.and_then(|b| docs.get(&b)) else { return false };
+            if e.tag == "tr" || e.attr("role") == Some("row") {
+                return e.clickable || e.own_pointer();
+            }
+            if matches!(e.tag.as_str(), "table" | "tbody" | "thead" | "body") {
+                return false;
+            }
+            at = e.parent;
+        }
+        false
+    }
+
     /// Whether the DOM alone makes a node operable, whatever the accessibility tree says of it: a non-negative
     /// `tabindex`, a click listener of its own, a pointer cursor its parent does not show, an `<a>` without `href`.
     pub(super) fn dom_operable(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
@@ -323,6 +347,7 @@ impl Renderer<'_> {
                         && !matches!(d.attr("role"), Some("tooltip" | "separator"))
                         && ((d.in_tab_order() && !focus_sentinel(d, n))
                             || (d.clickable
+                                && !self.in_clicked_row(frame, d)
                                 && !self
                                     .axs
                                     .get(frame)
@@ -344,7 +369,7 @@ impl Renderer<'_> {
         let d = docs.get(&element)?;
         let operable = d.toggle.is_some()
             || (!matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-                && (d.clickable || d.own_pointer() || anchor_without_href(d)));
+                && ((d.clickable && !self.in_clicked_row(frame, d)) || d.own_pointer() || anchor_without_href(d)));
         if !operable {
             return None;
         }
