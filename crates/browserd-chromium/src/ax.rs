@@ -370,6 +370,46 @@ pub(crate) fn snapshot_facts(v: &Value) -> HashMap<String, FrameFacts> {
     out
 }
 
+/// The key of a cache entry whose trees were read while the page changed (see [`unconfirmed`]): no page state has it,
+/// so the entry is never reused as it is, only refreshed.
+pub(crate) const UNCONFIRMED_KEY: u64 = u64::MAX;
+
+/// A node fact no snapshot gives (see [`unconfirmed`]).
+const UNKNOWN: u64 = u64::MAX;
+
+/// The facts of trees read while the page changed: `before` is what the snapshot read before the trees said, `after`
+/// what the one read after them says. A node whose facts differ between the two (or that is gone from `after`) may
+/// have been read in either state: it gets facts no later snapshot matches, so the next refresh reads it again, with
+/// its children. What did not change in between was read as it is. A frame missing from `after` is left out (the next
+/// refresh reads it whole).
+pub(crate) fn unconfirmed(
+    before: &HashMap<String, FrameFacts>,
+    after: &HashMap<String, FrameFacts>,
+) -> HashMap<String, FrameFacts> {
+    before
+        .iter()
+        .filter_map(|(frame, b)| {
+            let a = after.get(frame)?;
+            let mut nodes = b.nodes.clone();
+            for (id, f) in &mut nodes {
+                let same =
+                    a.nodes.get(id).is_some_and(|g| g.hash == f.hash && g.parent == f.parent && g.kids == f.kids);
+                if !same {
+                    f.hash = UNKNOWN;
+                    f.kids = UNKNOWN;
+                }
+            }
+            let facts = FrameFacts {
+                nodes,
+                referrers: b.referrers.clone(),
+                owns: b.owns || a.owns,
+                closed_hosts: b.closed_hosts.clone(),
+            };
+            Some((frame.clone(), facts))
+        })
+        .collect()
+}
+
 /// How a frame's tree is brought up to date.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Refresh {
@@ -884,6 +924,23 @@ mod tests {
         let a = build(&page("Save", "Name"));
         let b = build(&page("Save", "Name"));
         assert_eq!(plan_frame(&a, &b, &[]), Refresh::Reuse);
+    }
+
+    #[test]
+    fn trees_read_while_the_page_changed_reread_what_changed_between_the_reads_even_once_it_changed_back() {
+        let set = |v: FrameFacts| HashMap::from([("main".to_owned(), v)]);
+        let before = build(&page("Save", "Name"));
+        // The button's text changed while the trees were read: which of the two they show is unknown.
+        let base = unconfirmed(&set(build(&page("Save", "Name"))), &set(build(&page("Saving", "Name"))));
+        let base = &base["main"];
+        // Back as it was before: the button is read again all the same (the tree may show "Saving"); nothing else.
+        assert_eq!(plan_frame(base, &before, &[]), Refresh::Partial { subtrees: vec![104], nodes: vec![] });
+        assert_eq!(plan_frame(&before, &before, &[]), Refresh::Reuse, "confirmed facts would have reused the tree");
+        // Still as it was after: read again too.
+        let after = build(&page("Saving", "Name"));
+        assert!(matches!(plan_frame(base, &after, &[]), Refresh::Partial { .. }));
+        // A frame the later read does not have is left out (read whole next time).
+        assert!(unconfirmed(&set(build(&page("Save", "Name"))), &HashMap::new()).is_empty());
     }
 
     #[test]

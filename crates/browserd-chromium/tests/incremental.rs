@@ -204,6 +204,64 @@ async fn an_unchanged_page_is_observed_from_its_kept_snapshot() {
     page.close().await;
 }
 
+/// Observes `page` five times while something on it moves; returns (trees read whole, kept snapshots used) over
+/// those reads, checking that what it shows does not change.
+async fn observe_while_moving(page: &Page) -> (u64, u64) {
+    let first = page.observe().await;
+    let (mut whole, mut kept) = (0, 0);
+    for _ in 0..5 {
+        // Time for the read that follows an observation (it caches what it read) to land.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let before = stats();
+        let again = page.observe().await;
+        whole += stats().full - before.full;
+        kept += stats().snapshots_kept - before.snapshots_kept;
+        assert_eq!(again.untrusted_content, first.untrusted_content, "what moves carries no text");
+    }
+    (whole, kept)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_moves_is_not_read_whole_at_every_observation() {
+    // A CSS spinner turning for as long as the page shows it, then a panel sliding in for a while (Element Plus's
+    // tags zoom in for the first 300 ms of the people app): every DOM snapshot had their boxes elsewhere, so the page
+    // state read after the trees never matched the one read before them, the trees were never cached, and every
+    // observation read them whole (the people app: 25-35 ms a read while its tags zoomed in, 3 ms after).
+    let page = Page::open(PAGE).await;
+    page.run(
+        "const s = document.createElement('style'); \
+         s.textContent = '@keyframes spin { to { transform: rotate(360deg) } } \
+           @keyframes slide { from { transform: translateX(-40px) } to { transform: translateX(0) } } \
+           .spinner { width: 16px; height: 16px; border: 2px solid #36c; animation: spin 1s linear infinite } \
+           .sliding { width: 40px; height: 8px; background: #36c; animation: slide 30s linear }'; \
+         document.head.append(s); \
+         const spinner = document.createElement('div'); spinner.className = 'spinner'; spinner.id = 'spinner'; \
+         document.querySelector('main').prepend(spinner);",
+    )
+    .await;
+    let (whole, kept) = observe_while_moving(&page).await;
+    assert_eq!(whole, 0, "read whole while only the spinner turned: {:?}", stats());
+    // A loop that only turns it changes nothing the snapshot is read for: the one kept stands for a new one.
+    assert!(kept > 0, "the DOM snapshot was taken afresh at every read while only the spinner turned: {:?}", stats());
+
+    page.run(
+        "document.getElementById('spinner').remove(); const p = document.createElement('div'); \
+         p.className = 'sliding'; document.querySelector('main').prepend(p);",
+    )
+    .await;
+    let (whole, kept) = observe_while_moving(&page).await;
+    // A finite animation may change what is shown (a popup zooming in has no box yet): the snapshot is taken afresh,
+    // and the trees read meanwhile are the base of a refresh.
+    assert_eq!(kept, 0, "a finite animation keeps no snapshot: {:?}", stats());
+    assert_eq!(whole, 0, "read whole while only the panel slid: {:?}", stats());
+
+    // What the page says is still read: a change while it moves is seen.
+    page.run("document.getElementById('h').textContent = 'Orders (loading)'").await;
+    let changed = page.observe().await;
+    assert!(changed.untrusted_content.contains("Orders (loading)"), "{}", changed.untrusted_content);
+    page.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frames_refresh_by_subtree_too() {
     let page = Page::open("/iframes.html").await;

@@ -51,7 +51,10 @@ const PAGE_STATE: &str = r"(() => {
 /// token is this watcher's id and count, with what script can set unseen by both: each field's value and checked
 /// state, the stylesheets' rule counts, the number of animations in effect. `null` while an animation runs or is
 /// pending (the page moves with no event), for a document with frames in it (their documents are not watched) or not
-/// yet loaded: its snapshot is always taken.
+/// yet loaded: its snapshot is always taken. An animation that loops for ever and only turns, moves, fades or
+/// recolours its element (a loading spinner, a pulsing dot, a skeleton's shimmer) does not count: nothing the
+/// snapshot is read for changes with it (only its own box turns), and a page showing one was snapshotted afresh,
+/// `<style>` texts and all, at every observation for as long as it spun.
 const WATCH: &str = r"
   const w = window.__browserdWatch || (() => {
     const w = { id: Math.random().toString(36).slice(2), n: 0, seen: new WeakSet() };
@@ -66,6 +69,13 @@ const WATCH: &str = r"
     }
     for (const t of ['resize', 'hashchange', 'popstate', 'pageshow']) window.addEventListener(t, bump, { passive: true });
     if (document.fonts) document.fonts.addEventListener('loadingdone', bump);
+    // A looping animation of paint-only properties (see the token).
+    const PAINT = /^(offset|easing|composite|computedOffset|transform|rotate|scale|translate|opacity|color|fill|stroke|strokeDash(offset|array)|filter|boxShadow|outlineColor|borderColor|border(Top|Right|Bottom|Left)Color|background(Color|Position|PositionX|PositionY))$/;
+    w.decor = (a) => {
+      const e = a.effect;
+      if (!e || typeof e.getKeyframes !== 'function' || e.getComputedTiming().iterations !== Infinity) return false;
+      return e.getKeyframes().every((k) => Object.keys(k).every((p) => PAINT.test(p)));
+    };
     window.__browserdWatch = w;
     return w;
   })();
@@ -73,7 +83,8 @@ const WATCH: &str = r"
     for (const r of roots) if (r !== document && r.host) w.watch(r);
     w.watch(document);
     const anims = document.getAnimations();
-    if (document.readyState !== 'complete' || anims.some((a) => a.pending || a.playState === 'running') ||
+    const moving = (a) => (a.pending || a.playState === 'running') && !w.decor(a);
+    if (document.readyState !== 'complete' || anims.some(moving) ||
         document.querySelector('iframe,frame,object,embed')) return null;
     let h = 0;
     const mix = (s) => { for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0; h = (h * 31 + 7) | 0; };
@@ -298,12 +309,27 @@ impl StateReader {
 
     /// Caches freshly read trees once the session's state, read again after them, is still `entry.key`: then no
     /// change happened while they were read. Runs after the observation has returned (it needs nothing from it).
+    ///
+    /// When the state changed meanwhile but only in the DOM (same script-set state, same documents: a page whose
+    /// layout never rests, a progress bar a script moves every frame), the trees are kept as the base of the next
+    /// refresh only, never reused as they are: the nodes that changed between the two reads are marked unknown
+    /// ([`crate::ax::unconfirmed`]) and read again then. Without it every read of such a page read every tree whole.
     pub(super) async fn confirm(self, session: SessionId, ids: Vec<String>, entry: Entry) {
         let Ok(state) = self.read(&session).await else { return };
-        drop(state.snapshot);
-        if session_key(state.digest, &ids, &entry.epochs) == entry.key
-            && let Some(t) = self.st().tabs.get_mut(&self.tab)
-        {
+        let confirmed = session_key(state.digest, &ids, &entry.epochs) == entry.key;
+        let entry = if confirmed {
+            drop(state.snapshot);
+            entry
+        } else {
+            if state.signature.as_deref() != Some(&*entry.signature) {
+                return;
+            }
+            let after = crate::ax::snapshot_facts(&state.snapshot);
+            drop(state.snapshot);
+            let facts = Arc::new(crate::ax::unconfirmed(&entry.facts, &after));
+            Entry { key: crate::ax::UNCONFIRMED_KEY, facts, ..entry }
+        };
+        if let Some(t) = self.st().tabs.get_mut(&self.tab) {
             t.ax_cache.put(session, entry);
         }
     }
