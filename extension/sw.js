@@ -259,18 +259,26 @@ const popupsLoaded = chrome.storage.session.get(null).then((all) => {
   }
   for (const [k, session] of Object.entries(all)) {
     const tabId = Number(k.slice('popup:'.length));
-    if (k.startsWith('popup:') && !popups.has(tabId)) popups.set(tabId, session);
+    if (k.startsWith('popup:') && !popups.has(tabId)) {
+      popups.set(tabId, session);
+      storedPopups.add(tabId);
+    }
   }
 }, () => { /* storage unreadable: only popups opened from now on are known */ });
 /** Popups closed by the gate, newest last (at most 20): { tabId, openerTabId, url, why, at, via, committed, closed }. */
 const closedPopups = [];
+/** The popups whose record is in chrome.storage.session (a worker restarted from now on still judges them). */
+const storedPopups = new Set();
 
 function rememberPopup(tabId, session) {
   popups.set(tabId, session);
-  chrome.storage.session.set({ [`popup:${tabId}`]: session }).catch(() => {});
+  chrome.storage.session.set({ [`popup:${tabId}`]: session }).then(() => {
+    if (popups.get(tabId) === session) storedPopups.add(tabId);
+  }, () => {});
 }
 function forgetPopup(tabId) {
   popups.delete(tabId);
+  storedPopups.delete(tabId);
   chrome.storage.session.remove(`popup:${tabId}`).catch(() => {});
 }
 
@@ -451,6 +459,8 @@ async function status() {
     sites: sites.snapshot(),
     stoppedNavigations,
     closedPopups,
+    // The popups of agents' tabs being judged: { tabId, stored } (stored: a restarted worker knows it too).
+    popups: [...popups.keys()].map((tabId) => ({ tabId, stored: storedPopups.has(tabId) })),
     attached: [...attached],
     stoppedTabs: [...stoppedTabs],
     owners: await owners.all(),

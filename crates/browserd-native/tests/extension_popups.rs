@@ -189,6 +189,17 @@ async fn popups_are_still_judged_after_a_service_worker_restart() {
     let fine = h.site.url("/popup-target.html?via=before-restart");
     with_gesture(&h.link, tab, &format!("window.open({fine:?}, 'kept', 'width=400') ? 'window' : 'no'")).await;
     assert!(tab_shows(&h.link, &fine).await, "the allowed popup is open");
+    // The worker keeps the popup's record in its session storage: wait until it is written, or the restart below may
+    // come first (the tab shows before the worker has looked up whose popup it is), and no worker would judge it.
+    let mut popups = Value::Null;
+    for _ in 0..500 {
+        popups = h.link.status().await.unwrap()["popups"].clone();
+        if popups.as_array().is_some_and(|a| a.iter().any(|p| p["stored"] == true)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(popups.as_array().is_some_and(|a| a.iter().any(|p| p["stored"] == true)), "the popup's record: {popups}");
     let old = h.link.info().instance.clone();
 
     // Stop the service worker through the harness's own DevTools pipe, then wake it with a tab event.
