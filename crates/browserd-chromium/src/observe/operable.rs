@@ -226,6 +226,18 @@ impl Renderer<'_> {
         count
     }
 
+    /// The first operable node below `id` (as [`Renderer::operables_below`] finds them), not looking inside it.
+    pub(super) fn first_operable_below(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> Option<String> {
+        let n = ax.nodes.get(id)?;
+        if depth > 0 && self.operable_inside(frame, ax, id, n) {
+            return Some(id.to_owned());
+        }
+        if depth >= 40 {
+            return None;
+        }
+        n.children.iter().find_map(|c| self.first_operable_below(frame, ax, c, depth + 1))
+    }
+
     /// Whether a node gets a ref, with the role to show and whether that role is semantic (not a heuristic).
     pub(super) fn operable(&self, frame: &str, ax: &AxTree, id: &str) -> Option<(String, bool)> {
         let n = ax.nodes.get(id)?;
@@ -296,6 +308,7 @@ impl Renderer<'_> {
             && !listener_over_nothing(ax, n)
             && !listener_over_tooltip(ax, n, d)
             && !self.in_clicked_row(frame, d)
+            && !self.quiet_header(frame, d)
         {
             return shown("clickable");
         }
@@ -335,6 +348,27 @@ impl Renderer<'_> {
         false
     }
 
+    /// Whether `d` is a header cell whose only sign is a click listener of its own, in a header row where another
+    /// cell shows a pointer cursor of its own: the page marks the headers a click does something on (Element Plus
+    /// listens on every header cell, and sorts only the sortable ones, which it draws with a pointer). It reads as the
+    /// header's text.
+    fn quiet_header(&self, frame: &str, d: &super::snapshot::DomNode) -> bool {
+        if d.tag != "th" || d.own_pointer() {
+            return false;
+        }
+        let Some(parent) = d.parent else { return false };
+        let mut memo = self.pointer_header_rows.borrow_mut();
+        let rows = memo.entry(frame.to_owned()).or_insert_with(|| {
+            let docs = self.docs.get(frame);
+            docs.into_iter()
+                .flat_map(|m| m.values())
+                .filter(|h| h.tag == "th" && h.own_pointer())
+                .filter_map(|h| h.parent)
+                .collect()
+        });
+        rows.contains(&parent)
+    }
+
     /// Whether the DOM alone makes a node operable, whatever the accessibility tree says of it: a non-negative
     /// `tabindex`, a click listener of its own, a pointer cursor its parent does not show, an `<a>` without `href`.
     pub(super) fn dom_operable(&self, frame: &str, n: &crate::ax::AxNode) -> bool {
@@ -348,6 +382,7 @@ impl Renderer<'_> {
                         && ((d.in_tab_order() && !focus_sentinel(d, n))
                             || (d.clickable
                                 && !self.in_clicked_row(frame, d)
+                                && !self.quiet_header(frame, d)
                                 && !self
                                     .axs
                                     .get(frame)
@@ -369,7 +404,9 @@ impl Renderer<'_> {
         let d = docs.get(&element)?;
         let operable = d.toggle.is_some()
             || (!matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-                && ((d.clickable && !self.in_clicked_row(frame, d)) || d.own_pointer() || anchor_without_href(d)));
+                && ((d.clickable && !self.in_clicked_row(frame, d) && !self.quiet_header(frame, d))
+                    || d.own_pointer()
+                    || anchor_without_href(d)));
         if !operable {
             return None;
         }

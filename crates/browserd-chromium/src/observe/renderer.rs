@@ -89,6 +89,9 @@ pub(super) struct Renderer<'a> {
     pub(super) covers: std::cell::RefCell<HashMap<String, Vec<super::cover::Cover>>>,
     /// Per frame, the backend nodes the accessibility tree has (built on first use).
     pub(super) ax_backends: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
+    /// Per frame, the table rows with a header cell that shows a pointer cursor of its own (a sortable column's):
+    /// built once per frame, see `operable.rs` `quiet_header`.
+    pub(super) pointer_header_rows: std::cell::RefCell<HashMap<String, std::collections::HashSet<i64>>>,
     /// Per frame, memoised: the elements outside the accessibility tree with a pointer of their own and a box
     /// (`element::hidden_controls_in`).
     pub(super) hidden_candidates: std::cell::RefCell<HashMap<String, Vec<i64>>>,
@@ -241,6 +244,7 @@ impl<'a> Renderer<'a> {
             tree_items: Vec::new(),
             covers: std::cell::RefCell::default(),
             ax_backends: std::cell::RefCell::default(),
+            pointer_header_rows: std::cell::RefCell::default(),
             toggle_labels: std::cell::RefCell::default(),
             hidden_candidates: std::cell::RefCell::default(),
             inline_done: std::collections::HashSet::new(),

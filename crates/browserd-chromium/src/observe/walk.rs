@@ -372,7 +372,14 @@ impl Renderer<'_> {
     fn row(&mut self, frame: &str, ax: &AxTree, id: &str, indent: u16) {
         let n = &ax.nodes[id];
         self.flush_text();
-        if self.row_depth == 0 && self.operables_below(frame, ax, id, 0) >= 2 {
+        // Two controls in the row, or one that holds another (a sortable header cell with its sort button): one row
+        // line of all its cells, the controls under it.
+        let controls = if self.row_depth == 0 { self.operables_below(frame, ax, id, 0) } else { 0 };
+        let nested = controls == 1
+            && self
+                .first_operable_below(frame, ax, id, 0)
+                .is_some_and(|o| self.has_operable_descendant(frame, ax, &o, 0));
+        if controls >= 2 || nested {
             return self.row_of_controls(frame, ax, id, indent);
         }
         let ctx_len = self.context.len();
