@@ -83,7 +83,8 @@ const WATCH: &str = r"
     for (const r of roots) if (r !== document && r.host) w.watch(r);
     w.watch(document);
     const anims = document.getAnimations();
-    const moving = (a) => (a.pending || a.playState === 'running') && !w.decor(a);
+    // A watcher an older broker made in this document has no `decor`: every running animation counts there.
+    const moving = (a) => (a.pending || a.playState === 'running') && !(w.decor && w.decor(a));
     if (document.readyState !== 'complete' || anims.some(moving) ||
         document.querySelector('iframe,frame,object,embed')) return null;
     let h = 0;
@@ -310,8 +311,8 @@ impl StateReader {
     /// Caches freshly read trees once the session's state, read again after them, is still `entry.key`: then no
     /// change happened while they were read. Runs after the observation has returned (it needs nothing from it).
     ///
-    /// When the state changed meanwhile but only in the DOM (same script-set state, same documents: a page whose
-    /// layout never rests, a progress bar a script moves every frame), the trees are kept as the base of the next
+    /// When the state changed meanwhile but only in the DOM (same script-set state, same documents: boxes that move
+    /// under a running animation, a table still laying itself out), the trees are kept as the base of the next
     /// refresh only, never reused as they are: the nodes that changed between the two reads are marked unknown
     /// ([`crate::ax::unconfirmed`]) and read again then. Without it every read of such a page read every tree whole.
     pub(super) async fn confirm(self, session: SessionId, ids: Vec<String>, entry: Entry) {
