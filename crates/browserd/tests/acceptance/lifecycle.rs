@@ -5,7 +5,7 @@
 //! called. Check 2 (the skill loads once) reads as: one broker session per host session, opened once and kept
 //! across turns.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::harness::{Home, Host, Mcp, Options, Transcript, claude_session_end, claude_stop, codex_stop};
 use crate::pages::{fixture, open};
@@ -109,14 +109,23 @@ async fn ac4_turn_end_closes_scratch_releases_claims_detaches_quietly() {
     let mcp = Mcp::spawn(&home, Host::ClaudeCode { session: session.into() }).await;
     let scratch = open(&mcp, &fixture(&site, "ac4-scratch")).await;
     home.open_user_tab(&fixture(&site, "ac4-user"));
-    let list = mcp.call("browser_list", json!({})).await.ok();
-    let user = list["tabs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["provenance"] == "user" && t["url"].as_str().is_some_and(|u| u.contains("ac4-user")))
-        .and_then(|t| t["tab"].as_u64())
-        .unwrap_or_else(|| panic!("the user's tab is listed: {list}"));
+    // The browser tells the broker of a tab the user opens by its own event, which may come a moment after
+    // `/json/new` answered (seen once in CI: listed before it was known).
+    let (mut list, mut user) = (Value::Null, None);
+    for _ in 0..100 {
+        list = mcp.call("browser_list", json!({})).await.ok();
+        user = list["tabs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["provenance"] == "user" && t["url"].as_str().is_some_and(|u| u.contains("ac4-user")))
+            .and_then(|t| t["tab"].as_u64());
+        if user.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let user = user.unwrap_or_else(|| panic!("the user's tab is listed: {list}"));
     mcp.call("browser_claim", json!({"tab": user})).await.ok();
     mcp.call("browser_observe", json!({"tab": user})).await.ok();
     mcp.call("browser_observe", json!({"tab": scratch})).await.ok();
