@@ -147,7 +147,8 @@ const TRACKER_READ: &str = "(() => { const b = window.__browserd; if (!b) return
 /// never marks one); a tracker made before `wake` existed is waited for until that bound too.
 const TRACKER_READ_FRAMED: &str = "(() => { const b = window.__browserd; if (!b) return null; \
   const read = () => [performance.now() - b.last, b.ann.splice(0), b.framed === true]; \
-  if (b.framed || !Array.isArray(b.wake)) return b.framed ? read() : new Promise(() => {}); \
+  if (b.framed) return read(); \
+  if (!Array.isArray(b.wake)) return new Promise(() => {}); \
   return new Promise((r) => b.wake.push(() => r(read()))); })()";
 
 /// Installs the effect tracker in browserd's isolated world of a page or frame session: for every later document

@@ -307,8 +307,7 @@ impl Renderer<'_> {
         if d.clickable
             && !listener_over_nothing(ax, n)
             && !listener_over_tooltip(ax, n, d)
-            && !self.in_clicked_row(frame, d)
-            && !self.quiet_header(frame, d)
+            && !self.inert_listener(frame, d)
         {
             return shown("clickable");
         }
@@ -326,6 +325,13 @@ impl Renderer<'_> {
             && d.parent.and_then(|p| self.docs.get(frame)?.get(&p)).is_some_and(|list| {
                 matches!(list.tag.as_str(), "ul" | "ol" | "menu") && (list.clickable || list.own_pointer())
             })
+    }
+
+    /// Whether a click listener of `d`'s own is no sign that a click on `d` does anything of its own: in a clicked
+    /// row ([`Self::in_clicked_row`]) or a quiet header cell ([`Self::quiet_header`]). One rule for `operable`,
+    /// `dom_operable` and `inline_clickable_element`.
+    fn inert_listener(&self, frame: &str, d: &super::snapshot::DomNode) -> bool {
+        self.in_clicked_row(frame, d) || self.quiet_header(frame, d)
     }
 
     /// Whether `d` lies in a table row that takes clicks itself (a listener or a pointer cursor on its `<tr>` or
@@ -381,8 +387,7 @@ impl Renderer<'_> {
                         && !matches!(d.attr("role"), Some("tooltip" | "separator"))
                         && ((d.in_tab_order() && !focus_sentinel(d, n))
                             || (d.clickable
-                                && !self.in_clicked_row(frame, d)
-                                && !self.quiet_header(frame, d)
+                                && !self.inert_listener(frame, d)
                                 && !self
                                     .axs
                                     .get(frame)
@@ -404,9 +409,7 @@ impl Renderer<'_> {
         let d = docs.get(&element)?;
         let operable = d.toggle.is_some()
             || (!matches!(d.tag.as_str(), "html" | "body" | "iframe" | "label" | "option")
-                && ((d.clickable && !self.in_clicked_row(frame, d) && !self.quiet_header(frame, d))
-                    || d.own_pointer()
-                    || anchor_without_href(d)));
+                && ((d.clickable && !self.inert_listener(frame, d)) || d.own_pointer() || anchor_without_href(d)));
         if !operable {
             return None;
         }

@@ -52,9 +52,10 @@ impl Renderer<'_> {
         {
             self.note_flat_tree(frame, ax, id);
         }
-        let indent = match self.flat_tree_depth.is_empty() {
-            true => indent,
-            false => indent + self.flat_tree_depth.get(&(frame.to_owned(), id.to_owned())).copied().unwrap_or(0),
+        let indent = if self.flat_tree_depth.is_empty() {
+            indent
+        } else {
+            indent + self.flat_tree_depth.get(&(frame.to_owned(), id.to_owned())).copied().unwrap_or(0)
         };
         let entering_modal = self
             .covering_modal
