@@ -403,7 +403,8 @@ pub trait Provider: Send + Sync + 'static {
     /// Connect (or confirm the connection) and describe the browser.
     async fn connect(&self, ctx: &OpContext) -> Result<BrowserInfo, ProviderError>;
 
-    /// Every tab of the browser, including the user's.
+    /// Every tab of the browser, including the user's. A tab the list holds that no event announced yet is announced
+    /// (`TabCreated`) before this returns: the runtime learns of tabs by events only.
     async fn list_tabs(&self, ctx: &OpContext) -> Result<Vec<TabInfo>, ProviderError>;
 
     /// Create a tab.

@@ -148,12 +148,18 @@ impl Provider for ChromiumProvider {
         let mut st = self.st();
         let mut out = Vec::new();
         for info in r["targetInfos"].as_array().into_iter().flatten() {
-            if let Some((h, _)) = register_page(&mut st, &self.alloc, info)
+            if let Some((h, new)) = register_page(&mut st, &self.alloc, info)
                 && let Some(t) = st.tabs.get_mut(&h)
             {
                 info["url"].as_str().unwrap_or_default().clone_into(&mut t.url);
                 info["title"].as_str().unwrap_or_default().clone_into(&mut t.title);
-                out.push(Self::tab_info(t, false));
+                let info = Self::tab_info(t, false);
+                // A tab the list meets before the browser's own news of it (the pump then finds it known and says
+                // nothing): told here, while the records hold, as the pump would have.
+                if new {
+                    let _ = self.events_tx.send(ProviderEvent::TabCreated(info.clone()));
+                }
+                out.push(info);
             }
         }
         out.sort_by_key(|t| t.tab);

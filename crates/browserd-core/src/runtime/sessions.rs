@@ -94,9 +94,12 @@ impl Runtime {
         self.ensure_connected(session).await?;
         // Titles and URLs are read from the browser: a page's title from its `<title>` reaches no provider event (the
         // browser tells a tab's title when the page commits, as its URL, and when a script changes it), so the
-        // records would list `127.0.0.1:8000/toast.html` where the tab shows "Toast". The list decides nothing else.
+        // records would list `127.0.0.1:8000/toast.html` where the tab shows "Toast". The list decides nothing else:
+        // a tab it meets before the browser's own news of it is announced by the provider (`TabCreated`), taken in
+        // here, so a tab the user just opened is listed at once.
         let ctx = self.ctx(session, self.inner.config.op_timeout);
         if let Ok(tabs) = self.inner.provider.list_tabs(&ctx).await {
+            self.drain_events(session).await;
             self.engine().refresh_tab_info(&tabs);
         }
         Ok(self.engine().list_tabs(session))
