@@ -62,7 +62,7 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
     const e = a.effect; if (!e || !(a.playState === 'running' || a.pending) || !texty(e.target)) return false;
     const t = e.getComputedTiming();
     if (!Number.isFinite(t.endTime) || t.activeDuration > 1000) return false;
-    if (a.startTime !== null && a.startTime < b.at - 1) return false;
+    if (a.startTime !== null && a.startTime < (b.atTl != null ? b.atTl : b.at) - 1) return false;
     const frames = e.getKeyframes();
     const first = frames[0] || {}; const last = frames.slice(-1)[0] || {};
     if (Object.keys(last).some((k) => gone(k, last[k]))) return true;
@@ -83,6 +83,14 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
     if (s.el.id) pops.push(...document.querySelectorAll('[aria-labelledby~="' + CSS.escape(s.el.id) + '"]'));
     return pops.some(shown);
   }); })()"#;
+
+/// Resolves once two frames have been rendered and a task run after them: the animation events of a transition that
+/// ended before the first (dispatched in the frame's rendering steps, before its animation frame callbacks) have been
+/// handled.
+const AFTER_TWO_FRAMES: &str =
+    "new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => r(true), 0))))";
+/// Longest wait for [`AFTER_TWO_FRAMES`] (a tab that renders no frames never resolves it).
+const EXIT_EVENTS_WAIT: Duration = Duration::from_millis(100);
 
 /// How long after the input a field that offers suggestions is given to show them: search-as-you-type lists wait
 /// for a pause in the typing first (jQuery UI's autocomplete 300 ms; most debounce 150–300 ms).
@@ -108,8 +116,11 @@ pub(crate) const TRACKER: &str = r#"(() => {
   // The element a pointer press went to (the input's target, wherever the page moves it); a key press clears it.
   // Controls the input collapsed since (`aria-expanded` to false), with what they controlled: `EXITS_RUNNING` waits
   // while that is still shown.
-  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; st.at = performance.now(); st.shut = []; }, true);
-  document.addEventListener('keydown', () => { st.target = null; st.at = performance.now(); st.shut = []; }, true);
+  // `atTl`: the animation timeline's time at the press, what an animation the press sets off starts at or after (a
+  // frame begun before the press was handled, as under load, starts it at that frame's time, before `at`).
+  const pressed = () => { st.at = performance.now(); st.atTl = document.timeline.currentTime; st.shut = []; };
+  document.addEventListener('pointerdown', (e) => { st.target = e.composedPath()[0]; pressed(); }, true);
+  document.addEventListener('keydown', () => { st.target = null; pressed(); }, true);
   new MutationObserver((ms) => {
     const mark = performance.now();
     st.last = mark;
@@ -340,6 +351,11 @@ impl Run<'_> {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         if waited {
+            // A transition or animation that has just ended leaves the page's animations a frame before its
+            // `transitionend` / `animationend` handlers run, and those remove what faded out (a menu's invisible
+            // backdrop, still over the page meanwhile: seen in a loaded run, every line `covered`).
+            let frames = world::eval(self.p, self.tab, &self.session, AFTER_TWO_FRAMES, self.deadline);
+            let _ = tokio::time::timeout(EXIT_EVENTS_WAIT, frames).await;
             self.settle(QUIET_EXPECTING_MS).await;
         }
     }
