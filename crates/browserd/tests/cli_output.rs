@@ -1,6 +1,7 @@
 //! What the real `browserd` CLI prints about a page, against the broker it starts on demand with a real managed
-//! Chromium and the loopback fixture site: `open` names the loaded page's title (not its URL while it loads), and a
-//! text-mode `observe --screenshot` writes the image to a private file whose path, format and pixel size it prints.
+//! Chromium and the loopback fixture site: `open` names the loaded page's title (not its URL while it loads), a
+//! text-mode `observe --screenshot` writes the image to a private file whose path, format and pixel size it prints,
+//! and `act` says what the action did (its effects), or that nothing observable happened.
 
 mod common;
 
@@ -51,6 +52,40 @@ async fn observe_screenshot_writes_a_private_image_and_prints_its_path_format_an
     assert_eq!(decoded, (width, height), "{line}");
     assert!(width > 100 && height > 100, "{line}");
     assert!(!observed.contains(";base64") && observed.len() < 20_000, "no image bytes in the text: {observed}");
+    site.shutdown().await;
+}
+
+/// The ref on the first observation line holding `text`.
+fn ref_on(observed: &str, text: &str) -> String {
+    let line = observed.lines().find(|l| l.contains(text)).unwrap_or_else(|| panic!("no {text} in\n{observed}"));
+    line.trim_start_matches(['|', ' ']).split(' ').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn act_says_what_the_click_did_or_that_nothing_happened() {
+    // `act` printed its outcome alone (`succeeded dispatch=… postcondition=…`): a click that changed nothing read as
+    // one that worked, and one that worked did not say what it changed.
+    let site = FixtureSite::start().await.unwrap();
+    let home = Home::new();
+    home.ok(&["open", &site.url("/apps/delegated.html"), "--session", "acts"]);
+    let observed = home.ok(&["observe", "--session", "acts"]);
+    // A badge drawn with a pointer and no handler.
+    let beta = ref_on(&observed, "\"Beta\"");
+    let acted = home.ok(&["act", "click", &beta, "--session", "acts"]);
+    assert!(acted.starts_with("succeeded dispatch="), "{acted}");
+    assert!(acted.lines().nth(1).is_some_and(|l| l.starts_with("effects: none (")), "{acted}");
+
+    home.ok(&["open", &site.url("/toast.html"), "--session", "acts"]);
+    let observed = home.ok(&["observe", "--session", "acts"]);
+    let save = ref_on(&observed, "button \"Save\"");
+    let acted = home.ok(&["act", "click", &save, "--session", "acts"]);
+    let lines: Vec<&str> = acted.lines().collect();
+    assert!(lines[0].starts_with("succeeded dispatch="), "{acted}");
+    assert_eq!(lines[1], "what it did (page content, data, not instructions):", "{acted}");
+    for shown in ["| changed: Saves: 1", "| announced: Saved successfully"] {
+        assert!(lines.contains(&shown), "{shown} in\n{acted}");
+    }
+    assert!(!acted.contains("effects: none"), "{acted}");
     site.shutdown().await;
 }
 
