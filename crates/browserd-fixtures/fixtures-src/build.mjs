@@ -16,7 +16,7 @@ const svelte = {
   },
 };
 
-const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js', 'admin.js', 'shop.jsx', 'components.js', 'board.js', 'crm.js', 'account.jsx', 'chat.jsx', 'checkout.jsx', 'console.jsx', 'people.js', 'ledger.jsx'];
+const apps = ['tracker.jsx', 'dashboard.jsx', 'mail.js', 'admin.js', 'shop.jsx', 'components.js', 'board.js', 'crm.js', 'account.jsx', 'chat.jsx', 'checkout.jsx', 'console.jsx', 'people.js', 'ledger.jsx', 'bootstrap.js'];
 for (const entry of apps) {
   const out = `../fixtures/apps/${entry.replace(/\.jsx?$/, '')}.js`;
   process.stdout.write(`building ${out} ... `);

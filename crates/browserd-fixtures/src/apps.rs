@@ -65,6 +65,8 @@ pub(crate) const FILES: &[(&str, &str, &str)] = &[
     ("/apps/console.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/console.js")),
     ("/apps/people.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/people.js")),
     ("/apps/ledger.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/ledger.js")),
+    ("/apps/bootstrap.js", "text/javascript; charset=utf-8", include_str!("../fixtures/apps/bootstrap.js")),
+    ("/apps/bootstrap-orders.html", "text/html; charset=utf-8", include_str!("../fixtures/bootstrap-orders.html")),
     ("/apps/apps.css", "text/css; charset=utf-8", include_str!("../fixtures/apps/apps.css")),
     ("/apps/delegated.html", "text/html; charset=utf-8", include_str!("../fixtures/delegated.html")),
 ];

@@ -97,6 +97,12 @@ const PAGES: &[FixturePage] = &[
         marker: "Sorted by: Newest",
     },
     FixturePage {
+        path: "/apps/bootstrap-orders.html",
+        category: "popup",
+        description: "A server-rendered Bootstrap 5 page (Bootstrap's own JS and CSS): a navbar dropdown, an orders table whose Delete buttons open one modal by data attributes (the backdrop fades in before the dialog shows, and out after it has gone), an accordion",
+        marker: "No order deleted",
+    },
+    FixturePage {
         path: "/chips.html",
         category: "clickables",
         description: "Chips drawn as MUI draws a Chip with onDelete: each an aria-hidden delete icon a document listener serves",

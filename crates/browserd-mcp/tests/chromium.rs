@@ -542,6 +542,53 @@ async fn a_menus_backdrop_fading_out_is_not_reported_as_covering_the_page_throug
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bootstrap_modal_is_reported_once_its_backdrop_has_faded_in_and_gone_once_it_has_faded_out_through_mcp() {
+    // Found on a Bootstrap 5 page: Bootstrap fades its backdrop in (150 ms) before it shows the dialog, and fades it
+    // out after the dialog has faded out. The click that opened the modal answered with one nameless `clickable` (the
+    // backdrop) under `appeared` and the dialog missing; the one that closed it, with the page still covered.
+    let site = FixtureSite::start().await.unwrap();
+    let broker = TestBroker::chromium(|_| {}).await;
+    let (client, server) = broker.mcp(with_schemas()).await;
+    let text = |r: &CallToolResult| r.content[0].as_text().expect("text first").text.clone();
+    let effects = |r: &CallToolResult| r.structured_content.clone().expect("structured result")["effects"].clone();
+    let lines = |e: &Value, key: &str| -> Vec<String> {
+        e[key].as_array().into_iter().flatten().filter_map(|l| l.as_str().map(str::to_owned)).collect()
+    };
+
+    ok(&client
+        .call_tool(call("browser_open", json!({"url": site.url("/apps/bootstrap-orders.html")}), "t1"))
+        .await
+        .unwrap());
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let delete = ref_on(&page, "button \"Delete\"");
+    let opened = effects(&click_ok(&client, delete.clone()).await);
+    let appeared = lines(&opened, "appeared");
+    for shown in ["button \"Keep it\"", "button \"Delete order\""] {
+        assert!(appeared.iter().any(|l| l.contains(shown)), "{shown} appeared: {opened}");
+    }
+    assert!(!appeared.iter().any(|l| l.ends_with(" clickable")), "no nameless backdrop: {opened}");
+    let modal = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(modal.contains("dialog \"Delete order 1042?\""), "{modal}");
+
+    let kept = effects(&click_ok(&client, ref_on(&modal, "button \"Keep it\"")).await);
+    assert!(!lines(&kept, "disappeared").is_empty() && !kept.to_string().contains("covered"), "{kept}");
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    assert!(!page.contains("covered") && !page.contains("dialog"), "{page}");
+
+    click_ok(&client, ref_on(&page, "button \"Delete\"")).await;
+    let modal = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let deleted = effects(&click_ok(&client, ref_on(&modal, "button \"Delete order\"")).await);
+    assert!(site.wait_for_record("delete:1042", std::time::Duration::from_secs(5)).await, "{deleted}");
+    assert!(deleted["changed"].to_string().contains("Deleted order 1042"), "{deleted}");
+    assert!(!deleted.to_string().contains("covered"), "nothing stays covered: {deleted}");
+
+    client.cancel().await.unwrap();
+    let _ = server.await.unwrap();
+    broker.stop().await;
+    site.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_menu_whose_fade_begins_frames_after_it_closed_is_reported_gone_through_mcp() {
     // Found on Mantine's Menu (once in a loaded run of the ledger app's test): the button said `aria-expanded="false"`
     // and dropped its `aria-controls` at once, but the menu's fade began two frames later, after the page looked

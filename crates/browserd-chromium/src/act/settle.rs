@@ -36,9 +36,11 @@ pub(super) const EXIT_WAIT: Duration = Duration::from_millis(600);
 /// starts), or, for 300 ms
 /// after the input collapsed a control (`aria-expanded` to false), the popup it controlled (`aria-controls`, also as
 /// it was just before the page removed it, or labelled by the control) still shown: Mantine starts a menu's fade two
-/// frames after its state changed, later than the page looks settled. What only recolours (a hover, a focus ring),
-/// carries no text (a button's ripple, a backdrop) or brings no controls in (a toast's text sliding in) is not waited
-/// for.
+/// frames after its state changed, later than the page looks settled; or a backdrop (an element without text over
+/// nine tenths of the viewport, fixed or absolute) fading in or out: Bootstrap fades its backdrop in before it shows
+/// the modal, and out after the modal has gone, the page covered meanwhile. What only recolours (a hover, a focus
+/// ring), carries no text and covers little (a button's ripple) or brings no controls in (a toast's text sliding in)
+/// is not waited for.
 const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b.at == null) return false;
   const gone = (k, v) => {
     v = String(v).trim();
@@ -58,11 +60,19 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
   const texty = (t) => t && t.nodeType === 1 && t.isConnected && (t.textContent || '').trim() !== '';
   const CONTROLS = '[role=option],[role=menuitem],[role=menuitemradio],[role=menuitemcheckbox],[role=treeitem],' +
     '[role=button],[role=link],a[href],button,input,select,textarea';
+  const backdrop = (t) => {
+    if (!t || t.nodeType !== 1 || !t.isConnected || texty(t)) return false;
+    const p = getComputedStyle(t).position; if (p !== 'fixed' && p !== 'absolute') return false;
+    const r = t.getBoundingClientRect(); return r.width >= innerWidth * 0.9 && r.height >= innerHeight * 0.9;
+  };
   const moving = document.getAnimations().some((a) => {
-    const e = a.effect; if (!e || !(a.playState === 'running' || a.pending) || !texty(e.target)) return false;
+    const e = a.effect; if (!e || !(a.playState === 'running' || a.pending)) return false;
+    const cover = backdrop(e.target);
+    if (!cover && !texty(e.target)) return false;
     const t = e.getComputedTiming();
     if (!Number.isFinite(t.endTime) || t.activeDuration > 1000) return false;
     if (a.startTime !== null && a.startTime < (b.atTl != null ? b.atTl : b.at) - 1) return false;
+    if (cover) return true;
     const frames = e.getKeyframes();
     const first = frames[0] || {}; const last = frames.slice(-1)[0] || {};
     if (Object.keys(last).some((k) => gone(k, last[k]))) return true;
@@ -338,25 +348,33 @@ impl Run<'_> {
         }
         self.exits_awaited = true;
         let bound = (Instant::now() + EXIT_WAIT).min(self.deadline);
-        let mut waited = false;
-        while Instant::now() < bound {
-            if self.dialog_open().is_some() || self.link_lost().is_some() {
-                break;
+        // What ended may set off the next step, looked for again within the same bound: Bootstrap shows its modal
+        // once the backdrop has faded in, and fades the backdrop out once the modal has faded out.
+        for _ in 0..4 {
+            let mut waited = false;
+            while Instant::now() < bound {
+                if self.dialog_open().is_some() || self.link_lost().is_some() {
+                    return;
+                }
+                let running = world::eval(self.p, self.tab, &self.session, EXITS_RUNNING, self.deadline).await;
+                if !matches!(running, Ok(Value::Bool(true))) {
+                    break;
+                }
+                waited = true;
+                tokio::time::sleep(Duration::from_millis(20)).await;
             }
-            let running = world::eval(self.p, self.tab, &self.session, EXITS_RUNNING, self.deadline).await;
-            if !matches!(running, Ok(Value::Bool(true))) {
-                break;
+            if !waited {
+                return;
             }
-            waited = true;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        if waited {
             // A transition or animation that has just ended leaves the page's animations a frame before its
             // `transitionend` / `animationend` handlers run, and those remove what faded out (a menu's invisible
             // backdrop, still over the page meanwhile: seen in a loaded run, every line `covered`).
             let frames = world::eval(self.p, self.tab, &self.session, AFTER_TWO_FRAMES, self.deadline);
             let _ = tokio::time::timeout(EXIT_EVENTS_WAIT, frames).await;
             self.settle(QUIET_EXPECTING_MS).await;
+            if Instant::now() >= bound {
+                return;
+            }
         }
     }
 

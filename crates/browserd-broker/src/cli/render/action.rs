@@ -62,6 +62,10 @@ fn effects_text(r: &Value) -> Vec<String> {
     }
     for (key, label) in EFFECTS {
         let items = match e.get(*key) {
+            // Refs only: one line.
+            Some(Value::Array(refs)) if *key == "disappeared" && !refs.is_empty() => {
+                vec![Value::from(refs.iter().map(|r| r.as_str().unwrap_or_default()).collect::<Vec<_>>().join(" "))]
+            }
             Some(Value::Array(items)) => items.clone(),
             Some(Value::Null) | None => Vec::new(),
             Some(one) => vec![one.clone()],
@@ -137,7 +141,7 @@ mod tests {
             "hit": {"ref": "e7", "role": "link", "name": "Open\nissue"},
             "expectations": [{"index": 0, "passed": true, "detail": "text \"Saved\" present"}],
             "effects": {"navigated": "http://a.test/next", "appeared": ["e9 button \"Undo\""],
-                "updated": ["e4 button \"Shipping\" collapsed"], "disappeared": ["e3"],
+                "updated": ["e4 button \"Shipping\" collapsed"], "disappeared": ["e3", "e5"],
                 "changed": ["Saves: 1", "line\nbreak"], "focused": "e9 button \"Undo\" focused",
                 "dialog": {"kind": "confirm", "message": "Sure?"}, "tabsOpened": ["4"]}});
         assert_eq!(
@@ -152,7 +156,7 @@ mod tests {
                 "| tab opened: 4",
                 "| appeared: e9 button \"Undo\"",
                 "| updated: e4 button \"Shipping\" collapsed",
-                "| disappeared: e3",
+                "| disappeared: e3 e5",
                 "| changed: Saves: 1",
                 "| changed: line break",
                 "| focused: e9 button \"Undo\" focused",
