@@ -542,7 +542,7 @@ async fn a_menus_backdrop_fading_out_is_not_reported_as_covering_the_page_throug
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_bootstrap_modal_is_reported_once_its_backdrop_has_faded_in_and_gone_once_it_has_faded_out_through_mcp() {
+async fn a_bootstrap_modal_is_reported_once_its_backdrop_has_faded_in_and_its_dropdown_is_no_tree_through_mcp() {
     // Found on a Bootstrap 5 page: Bootstrap fades its backdrop in (150 ms) before it shows the dialog, and fades it
     // out after the dialog has faded out. The click that opened the modal answered with one nameless `clickable` (the
     // backdrop) under `appeared` and the dialog missing; the one that closed it, with the page still covered.
@@ -581,6 +581,13 @@ async fn a_bootstrap_modal_is_reported_once_its_backdrop_has_faded_in_and_gone_o
     assert!(site.wait_for_record("delete:1042", std::time::Duration::from_secs(5)).await, "{deleted}");
     assert!(deleted["changed"].to_string().contains("Deleted order 1042"), "{deleted}");
     assert!(!deleted.to_string().contains("covered"), "nothing stays covered: {deleted}");
+
+    // The navbar's dropdown floats over the page: a popup of the Reports button, not a branch of a tree. Opening it
+    // turned the navbar into a tree whose other links read `leaf` (updated, while nothing about them changed).
+    let page = text(&client.call_tool(call("browser_observe", json!({}), "t1")).await.unwrap());
+    let opened = effects(&click_ok(&client, ref_on(&page, "button \"Reports\"")).await);
+    assert!(lines(&opened, "appeared").iter().any(|l| l.ends_with("link \"Sales report\"")), "{opened}");
+    assert!(!opened.to_string().contains("leaf") && !opened.to_string().contains("Orders"), "{opened}");
 
     client.cancel().await.unwrap();
     let _ = server.await.unwrap();

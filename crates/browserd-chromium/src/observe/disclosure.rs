@@ -4,7 +4,7 @@
 //! `expanded` — since the accessibility tree has no state for them.
 
 use super::renderer::Renderer;
-use crate::ax::AxTree;
+use crate::ax::{AxNode, AxTree};
 
 /// A row's disclosure state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,23 +59,31 @@ pub(super) fn from_glyph(name: &str) -> Option<Disclosure> {
 impl Renderer<'_> {
     /// Whether a list holds a tree: a list item with a shown child list, or a row opening with a disclosure
     /// triangle. Only then do its rows get a disclosure state (a flat list of links is not a tree).
-    pub(super) fn list_is_tree(&self, ax: &AxTree, id: &str, depth: u32) -> bool {
+    pub(super) fn list_is_tree(&self, frame: &str, ax: &AxTree, id: &str, depth: u32) -> bool {
         let Some(n) = ax.nodes.get(id) else { return false };
         if depth > 64 || n.hidden {
             return false;
         }
-        if n.role == "listitem" && self.has_nested_list(ax, id) {
+        if n.role == "listitem" && self.has_nested_list(frame, ax, id) {
             return true;
         }
         if depth > 0 && n.role == "StaticText" && from_glyph(&n.name).is_some() {
             return true;
         }
-        n.children.iter().any(|c| self.list_is_tree(ax, c, depth + 1))
+        n.children.iter().any(|c| self.list_is_tree(frame, ax, c, depth + 1))
     }
 
-    /// Whether a list item shows a child list of its own (not one of a nested item's).
-    pub(super) fn has_nested_list(&self, ax: &AxTree, id: &str) -> bool {
-        fn find(ax: &AxTree, id: &str, depth: u32) -> bool {
+    /// Whether a list item shows a child list of its own (not one of a nested item's). A list that floats over the
+    /// page (`position: absolute` or `fixed`: a navbar's dropdown menu) is a popup its item opens, not a branch: it
+    /// does not make its list a tree (whose other items would turn `leaf` only while the popup is open).
+    pub(super) fn has_nested_list(&self, frame: &str, ax: &AxTree, id: &str) -> bool {
+        let floats = |list: &AxNode| {
+            list.children
+                .iter()
+                .filter_map(|g| ax.nodes.get(g))
+                .any(|gn| self.dom(frame, gn).is_some_and(|d| d.in_floating_list))
+        };
+        fn find(ax: &AxTree, id: &str, depth: u32, floats: &dyn Fn(&AxNode) -> bool) -> bool {
             let Some(n) = ax.nodes.get(id) else { return false };
             n.children.iter().any(|c| {
                 ax.nodes.get(c).is_some_and(|cn| {
@@ -83,15 +91,15 @@ impl Renderer<'_> {
                         && depth < 16
                         && match cn.role.as_str() {
                             "list" | "tree" | "group" | "menu" => {
-                                cn.children.iter().any(|g| ax.nodes.get(g).is_some_and(|gn| !gn.hidden))
+                                cn.children.iter().any(|g| ax.nodes.get(g).is_some_and(|gn| !gn.hidden)) && !floats(cn)
                             }
                             "listitem" => false,
-                            _ => find(ax, c, depth + 1),
+                            _ => find(ax, c, depth + 1, floats),
                         }
                 })
             })
         }
-        find(ax, id, 0)
+        find(ax, id, 0, &floats)
     }
 
     /// The disclosure state of the row line being written (the first operable line inside a list item of a tree),
@@ -100,7 +108,7 @@ impl Renderer<'_> {
         let ax = self.axs.get(frame)?;
         let n = ax.nodes.get(id)?;
         // An operable list item (an `<li>` with a click handler) is its own row.
-        let own = (n.role == "listitem" && self.tree_depth > 0).then(|| self.has_nested_list(ax, id));
+        let own = (n.role == "listitem" && self.tree_depth > 0).then(|| self.has_nested_list(frame, ax, id));
         let nested = match own {
             Some(nested) => nested,
             None => {

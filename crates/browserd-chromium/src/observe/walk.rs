@@ -601,7 +601,7 @@ impl Renderer<'_> {
         // A list inside a list (a tree built from nested lists) is indented under its item.
         let list = role == "list";
         let child_indent = if list && self.list_depth > 0 { indent + 1 } else { indent };
-        let tree = list && (self.tree_depth > 0 || self.list_is_tree(ax, id, 0));
+        let tree = list && (self.tree_depth > 0 || self.list_is_tree(frame, ax, id, 0));
         let item = role == "listitem" && self.tree_depth > 0;
         if list {
             self.list_depth += 1;
@@ -610,7 +610,7 @@ impl Renderer<'_> {
             self.tree_depth += 1;
         }
         if item {
-            let nested = self.has_nested_list(ax, id);
+            let nested = self.has_nested_list(frame, ax, id);
             let (frame, id) = (frame.to_owned(), id.to_owned());
             self.tree_items.push(super::disclosure::TreeItem { frame, id, nested, stated: false });
         }
