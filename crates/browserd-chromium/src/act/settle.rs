@@ -429,11 +429,17 @@ impl Run<'_> {
             }
             self.res.effects.appeared = appeared.into_iter().take(15).collect();
             self.res.effects.updated = updated.into_iter().take(10).collect();
+            // A container's bare header (`status:`, `popup:`) says nothing the lines under it do not.
+            let bare_header = |i: usize, l: &crate::state::Line| {
+                l.text.strip_suffix(':').is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
+                    && added.get(i + 1).is_some_and(|next| next.indent > l.indent)
+            };
             self.res.effects.changed = added
                 .iter()
-                .filter(|l| l.node_ref.is_none() && !l.text.trim().is_empty())
+                .enumerate()
+                .filter(|(i, l)| l.node_ref.is_none() && !l.text.trim().is_empty() && !bare_header(*i, l))
                 .take(10)
-                .map(|l| l.text.clone())
+                .map(|(_, l)| l.text.clone())
                 .collect();
             self.res.effects.disappeared = removed.into_iter().take(30).map(NodeRef).collect();
         }
