@@ -38,7 +38,8 @@ pub(super) const EXIT_WAIT: Duration = Duration::from_millis(600);
 /// it was just before the page removed it, or labelled by the control) still shown: Mantine starts a menu's fade two
 /// frames after its state changed, later than the page looks settled; or a backdrop (an element without text over
 /// nine tenths of the viewport, fixed or absolute) fading in or out: Bootstrap fades its backdrop in before it shows
-/// the modal, and out after the modal has gone, the page covered meanwhile. What only recolours (a hover, a focus
+/// the modal, and out after the modal has gone, the page covered meanwhile; or a dialog (or a box of its controls)
+/// moving or fading into place. What only recolours (a hover, a focus
 /// ring), carries no text and covers little (a button's ripple) or brings no controls in (a toast's text sliding in)
 /// is not waited for.
 const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b.at == null) return false;
@@ -75,6 +76,12 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
     if (cover) return true;
     const frames = e.getKeyframes();
     const first = frames[0] || {}; const last = frames.slice(-1)[0] || {};
+    // A dialog still moving or fading into place (Bootstrap slides its modal down for 300 ms, and ignores a hide
+    // until it is in): the dialog itself, or a box of its controls inside it.
+    const DIALOG = '[role=dialog],[role=alertdialog],[aria-modal=true],dialog[open]';
+    const t0 = e.target;
+    if (Object.keys(last).some((k) => k === 'transform' || k === 'opacity') && t0.closest &&
+        (t0.matches(DIALOG) || (t0.closest(DIALOG) && t0.querySelector(CONTROLS)))) return true;
     if (Object.keys(last).some((k) => gone(k, last[k]))) return true;
     // An entering popup of controls (a select's list zooming in): its options have no box to list until it is in.
     return t.activeDuration <= 600 && Object.keys(first).some((k) => hidden(k, first[k])) &&
