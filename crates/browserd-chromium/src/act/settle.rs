@@ -39,9 +39,8 @@ pub(super) const EXIT_WAIT: Duration = Duration::from_millis(600);
 /// frames after its state changed, later than the page looks settled; or a backdrop (an element without text over
 /// nine tenths of the viewport, fixed or absolute) fading in or out: Bootstrap fades its backdrop in before it shows
 /// the modal, and out after the modal has gone, the page covered meanwhile; or a dialog (or a box of its controls)
-/// moving or fading into place. What only recolours (a hover, a focus
-/// ring), carries no text and covers little (a button's ripple) or brings no controls in (a toast's text sliding in)
-/// is not waited for.
+/// moving or fading into place. What only recolours (a hover, a focus ring), carries no text and covers little (a
+/// button's ripple) or brings no controls in (a toast's text sliding in) is not waited for.
 const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b.at == null) return false;
   const gone = (k, v) => {
     v = String(v).trim();
@@ -80,7 +79,7 @@ const EXITS_RUNNING: &str = r#"(() => { const b = window.__browserd; if (!b || b
     // until it is in): the dialog itself, or a box of its controls inside it.
     const DIALOG = '[role=dialog],[role=alertdialog],[aria-modal=true],dialog[open]';
     const t0 = e.target;
-    if (Object.keys(last).some((k) => k === 'transform' || k === 'opacity') && t0.closest &&
+    if (Object.keys(last).some((k) => k === 'transform' || k === 'opacity') &&
         (t0.matches(DIALOG) || (t0.closest(DIALOG) && t0.querySelector(CONTROLS)))) return true;
     if (Object.keys(last).some((k) => gone(k, last[k]))) return true;
     // An entering popup of controls (a select's list zooming in): its options have no box to list until it is in.
@@ -438,8 +437,7 @@ impl Run<'_> {
             self.res.effects.updated = updated.into_iter().take(10).collect();
             // A container's bare header (`status:`, `popup:`) says nothing the lines under it do not.
             let bare_header = |i: usize, l: &crate::state::Line| {
-                l.text.strip_suffix(':').is_some_and(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase()))
-                    && added.get(i + 1).is_some_and(|next| next.indent > l.indent)
+                crate::observe::is_bare_container(&l.text) && added.get(i + 1).is_some_and(|n| n.indent > l.indent)
             };
             self.res.effects.changed = added
                 .iter()

@@ -178,6 +178,12 @@ pub(super) fn container(node_ref: Option<&str>, role: &str, name: &str) -> Strin
     }
 }
 
+/// Whether `text` is the line [`container`] writes for a container with neither ref nor name (`status:`, `popup:`):
+/// a header that says nothing the lines under it do not.
+pub(crate) fn is_bare_container(text: &str) -> bool {
+    text.strip_suffix(':').is_some_and(|role| !role.is_empty() && role.bytes().all(|b| b.is_ascii_lowercase()))
+}
+
 /// The context a container line (`e3 clickable "Desk lamp":`, `region "Inbox" (in "Mail"):`) gives the lines
 /// indented under it, as [`quote_cut`] writes it: `None` for any other line, or a container without a name.
 pub(super) fn container_context(text: &str) -> Option<String> {
@@ -481,6 +487,8 @@ mod tests {
     fn a_container_line_opens_its_children() {
         assert_eq!(container(None, "region", "Inbox"), "region \"Inbox\":");
         assert_eq!(container(None, "form", ""), "form:");
+        assert!(is_bare_container(&container(None, "popup", "")));
+        assert!(!is_bare_container(&container(None, "region", "Inbox")) && !is_bare_container("Total: 3"));
         assert_eq!(container(Some("e3"), "clickable", "Card \"A\""), "e3 clickable \"Card \\\"A\\\"\":");
         assert_eq!(container(None, "row", &"r".repeat(155)), format!("row \"{}\":", "r".repeat(155)));
     }

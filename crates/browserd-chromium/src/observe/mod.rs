@@ -51,7 +51,7 @@ use futures_util::future::join_all;
 pub(crate) use crate::ax::AxCache;
 use crate::provider::{ChromiumProvider, gone};
 use crate::state::Line;
-pub(crate) use line::{diff, render};
+pub(crate) use line::{diff, is_bare_container, render};
 pub(crate) use refs::{
     RefError, Resolved, await_reattached_frames, check_node_versions, commit_seen, cursor, resolve_ref,
 };
